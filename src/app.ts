@@ -1,0 +1,177 @@
+/**
+ * buildApp(deps) composes the domain services and the HTTP routes into a Fastify instance that is
+ * not listening yet (tests drive it with inject() or listen on port 0). Opening pools and stores is
+ * main.ts's job; buildApp only wires what it is given.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { Dispatcher } from 'undici';
+import { Authenticator } from './auth/authenticator.js';
+import { CreditGate } from './billing/credit-gate.js';
+import { Settler } from './billing/settler.js';
+import type { ChangeBus } from './core/change-bus.js';
+import type { Clock } from './core/clock.js';
+import { TollgateError } from './core/errors.js';
+import type { Config } from './config/schema.js';
+import { renderError } from './http/error-table.js';
+import { RouteTable } from './http/route-table.js';
+import { registerAccountRoutes } from './http/routes/account.js';
+import { registerAdminRoutes } from './http/routes/admin.js';
+import { registerCatalogRoutes } from './http/routes/catalog.js';
+import { registerChatRoutes } from './http/routes/chat.js';
+import { registerKeyRoutes } from './http/routes/keys.js';
+import { registerOpsRoutes } from './http/routes/ops.js';
+import type { Services } from './http/services.js';
+import { FreeModelUsage } from './limits/free-model-usage.js';
+import { Metrics } from './observability/metrics.js';
+import type { ChatDeps } from './pipeline/chat-completion.js';
+import { adapterFor } from './providers/registry.js';
+import type { Catalog } from './routing/catalog.js';
+import { AttemptAbort } from './routing/upstream-client.js';
+import type { Store } from './store/types.js';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  catalog: Catalog;
+  bus: ChangeBus;
+  clock: Clock;
+  dispatcherFor(providerId: string): Dispatcher;
+  metrics?: Metrics;
+  /** A pino logger (main.ts builds it from the config); silent when omitted. */
+  logger?: FastifyBaseLogger;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  services: Services;
+  /** Stop accepting, let in-flight requests finish for up to `graceMs`, abort the rest, commit every charge. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new TollgateError('request.body_too_large', 'Request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new TollgateError('request.invalid_json', 'Content-Type must be application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new TollgateError('request.invalid_json', 'Request body is empty; expected a JSON object');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new TollgateError('request.invalid_json', 'Content-Length does not match the body');
+    default:
+      if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new TollgateError('request.invalid_json', 'Request body is not valid JSON');
+      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new TollgateError('request.invalid_body', 'Invalid request');
+      return null;
+  }
+}
+
+export function buildApp(deps: AppDeps): Gateway {
+  const { config, store, catalog, bus, clock } = deps;
+  const now = () => clock.now();
+  const metrics = deps.metrics ?? new Metrics();
+  const app = Fastify({
+    loggerInstance: deps.logger ?? pino({ level: 'silent' }),
+    bodyLimit: config.server.body_limit_bytes,
+    trustProxy: config.server.trust_proxy,
+    return503OnClosing: true,
+    requestTimeout: 0,
+    connectionTimeout: 0,
+    keepAliveTimeout: 72_000,
+  });
+
+  const shutdownController = new AbortController();
+  let shuttingDown = false;
+
+  const gate = new CreditGate({ store, bus, now, ttlMs: config.cache.balance_ttl_ms });
+  const settler = new Settler({
+    store,
+    onCommitted: (settlements, outcomes) => {
+      metrics.settleBatch.observe(settlements.length);
+      gate.applyCommitted(
+        settlements,
+        outcomes.map((o) => o.applied),
+      );
+    },
+  });
+  const chat: ChatDeps = {
+    catalog,
+    gate,
+    settler,
+    metrics,
+    log: app.log,
+    now,
+    keepAliveMs: config.server.keep_alive_interval_ms,
+    execute: { dispatcherFor: deps.dispatcherFor, adapterFor, now, maxAttempts: config.server.max_attempts },
+    freeUsage: new FreeModelUsage(config.limits.free_models, now),
+  };
+  const services: Services = {
+    config,
+    store,
+    catalog,
+    bus,
+    metrics,
+    auth: new Authenticator({ store, bus, now, ttlMs: config.cache.key_ttl_ms }),
+    gate,
+    chat,
+    keys: { store, bus, now },
+    freeUsage: chat.freeUsage,
+    now,
+    shutdownSignal: shutdownController.signal,
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    const started = process.hrtime.bigint();
+    reply.raw.once('close', () => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.httpRequests.inc({ route, method: request.method, status: String(reply.raw.statusCode) });
+      metrics.httpDuration.observe({ route }, seconds);
+    });
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = error instanceof TollgateError ? error : fastifyErrorToTollgate(error);
+    if (!known) request.log.error({ err: error }, 'unhandled error');
+    const rendered = renderError(known ?? error);
+    if (known && rendered.status >= 500) request.log.warn({ code: known.code, status: rendered.status }, known.message);
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
+  });
+
+  const routes = new RouteTable(app);
+  app.setNotFoundHandler((request, reply) => {
+    const allowed = routes.allowedMethods(request.url);
+    const error =
+      allowed.length > 0
+        ? new TollgateError('route.method_not_allowed', `Method ${request.method} is not allowed on ${request.url.split('?')[0]}`, { headers: { allow: allowed.join(', ') } })
+        : new TollgateError('route.not_found', `No route for ${request.method} ${request.url.split('?')[0]}`);
+    const rendered = renderError(error);
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
+  });
+
+  registerChatRoutes(routes, services);
+  registerAccountRoutes(routes, services);
+  registerKeyRoutes(routes, services);
+  registerCatalogRoutes(routes, services);
+  registerAdminRoutes(routes, services);
+  registerOpsRoutes(routes, services, () => shuttingDown);
+
+  async function shutdown(graceMs: number): Promise<void> {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    const closing = app.close();
+    const deadline = setTimeout(() => {
+      shutdownController.abort(new AttemptAbort('shutdown'));
+      // Streams end with an in-band error; then nothing may keep the listener open.
+      setTimeout(() => app.server.closeAllConnections(), 1000).unref();
+    }, graceMs);
+    try {
+      await closing;
+    } finally {
+      clearTimeout(deadline);
+      await settler.drain();
+    }
+  }
+
+  return { app, services, shutdown };
+}

@@ -1,0 +1,55 @@
+/**
+ * Usage windows are part of a counter's identity ("d:2026-11-22"), so a new window starts at zero by
+ * itself at the UTC boundary: no cron job resets anything.
+ */
+export type LimitReset = 'daily' | 'weekly' | 'monthly';
+export const LIMIT_RESETS: readonly LimitReset[] = ['daily', 'weekly', 'monthly'];
+
+export interface UsagePeriods {
+  day: string; // "d:YYYY-MM-DD"
+  week: string; // "w:YYYY-MM-DD" (the Monday that starts the week)
+  month: string; // "m:YYYY-MM"
+}
+
+export const ALL_TIME = 'all';
+
+function isoDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+const DAY_MS = 86_400_000;
+
+export function usagePeriods(nowMs: number): UsagePeriods {
+  const dayStart = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  const weekday = (new Date(dayStart).getUTCDay() + 6) % 7; // Monday = 0
+  return {
+    day: `d:${isoDate(dayStart)}`,
+    week: `w:${isoDate(dayStart - weekday * DAY_MS)}`,
+    month: `m:${isoDate(dayStart).slice(0, 7)}`,
+  };
+}
+
+export function periodFor(reset: LimitReset | null, periods: UsagePeriods): string {
+  switch (reset) {
+    case 'daily':
+      return periods.day;
+    case 'weekly':
+      return periods.week;
+    case 'monthly':
+      return periods.month;
+    case null:
+      return ALL_TIME;
+  }
+}
+
+/** Epoch ms at which the window containing `nowMs` ends. */
+export function windowEnd(reset: LimitReset, nowMs: number): number {
+  const dayStart = Math.floor(nowMs / DAY_MS) * DAY_MS;
+  if (reset === 'daily') return dayStart + DAY_MS;
+  if (reset === 'weekly') {
+    const weekday = (new Date(dayStart).getUTCDay() + 6) % 7;
+    return dayStart + (7 - weekday) * DAY_MS;
+  }
+  const d = new Date(dayStart);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}

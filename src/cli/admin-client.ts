@@ -1,0 +1,44 @@
+/** The CLI's HTTP client for the admin API (so the CLI works the same against one process or a fleet). */
+import { request } from 'undici';
+
+export class AdminApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class AdminClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly token: string | undefined,
+  ) {}
+
+  async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+    if (!this.token) throw new AdminApiError(0, 'an admin token is required: pass --admin-token or set TOLLGATE_ADMIN_TOKEN');
+    let response;
+    try {
+      response = await request(`${this.baseUrl.replace(/\/+$/, '')}/api/v1/admin${path}`, {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new AdminApiError(0, `cannot reach the gateway at ${this.baseUrl}: ${(error as Error).message}`);
+    }
+    const text = await response.body.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      throw new AdminApiError(response.statusCode, `unexpected response (HTTP ${response.statusCode})`);
+    }
+    if (response.statusCode >= 400) {
+      const message = (json as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${response.statusCode}`;
+      throw new AdminApiError(response.statusCode, message);
+    }
+    return json;
+  }
+}

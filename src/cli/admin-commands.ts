@@ -1,0 +1,127 @@
+/** `tollgate accounts|credits|keys ...`: admin API calls with human or `--json` output. */
+import { parseArgs } from 'node:util';
+import { AdminClient } from './admin-client.js';
+
+interface Output {
+  json: boolean;
+  print(value: unknown, human: string): void;
+}
+
+const common = {
+  url: { type: 'string' },
+  'admin-token': { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+function output(json: boolean): Output {
+  return { json, print: (value, human) => process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human}\n`) };
+}
+
+function client(values: { url?: string | undefined; 'admin-token'?: string | undefined }, env: NodeJS.ProcessEnv): AdminClient {
+  const url = values.url ?? env.TOLLGATE_URL ?? `http://127.0.0.1:${env.PORT ?? '8080'}`;
+  return new AdminClient(url, values['admin-token'] ?? env.TOLLGATE_ADMIN_TOKEN);
+}
+
+function need(value: string | undefined, flag: string): string {
+  if (!value) throw new UsageError(`missing --${flag}`);
+  return value;
+}
+
+function number(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new UsageError(`--${flag} must be a number`);
+  return n;
+}
+
+export class UsageError extends Error {}
+
+type Data<T> = { data: T };
+type Account = { id: string; email: string; balance: number; total_credits: number; total_usage: number };
+type ApiKey = { hash: string; name: string; label: string; disabled: boolean; limit: number | null; usage: number; is_management_key?: boolean };
+
+function describeKey(k: ApiKey): string {
+  return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${k.disabled ? '  (disabled)' : ''}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'} usage=${k.usage}`;
+}
+
+export async function runAccounts(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { ...common, email: { type: 'string' }, password: { type: 'string' } } });
+  const out = output(values.json);
+  const api = client(values, env);
+  if (sub === 'create') {
+    const result = (await api.call('POST', '/accounts', { email: need(values.email, 'email'), ...(values.password ? { password: values.password } : {}) })) as Data<Account>;
+    out.print(result, `created account ${result.data.id} (${result.data.email})`);
+  } else if (sub === 'get' || sub === 'show') {
+    const id = need(positionals[0], 'account id (positional)');
+    const result = (await api.call('GET', `/accounts/${encodeURIComponent(id)}`)) as Data<Account>;
+    out.print(result, `${result.data.id}  ${result.data.email}  balance=${result.data.balance} credits=${result.data.total_credits} usage=${result.data.total_usage}`);
+  } else throw new UsageError('usage: tollgate accounts create --email E [--password P] | accounts get ID');
+}
+
+export async function runCredits(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({ args: rest, options: { ...common, account: { type: 'string' }, amount: { type: 'string' }, kind: { type: 'string', default: 'grant' }, reference: { type: 'string' } } });
+  if (sub !== 'add') throw new UsageError('usage: tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]');
+  const out = output(values.json);
+  const account = need(values.account, 'account');
+  const body = { amount: number(need(values.amount, 'amount'), 'amount'), kind: values.kind, ...(values.reference ? { reference: values.reference } : {}) };
+  const result = (await client(values, env).call('POST', `/accounts/${encodeURIComponent(account)}/credits`, body)) as Data<Account>;
+  out.print(result, `account ${result.data.id}: balance ${result.data.balance} USD (credits ${result.data.total_credits}, usage ${result.data.total_usage})`);
+}
+
+export async function runKeys(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      ...common,
+      account: { type: 'string' },
+      name: { type: 'string' },
+      limit: { type: 'string' },
+      'limit-reset': { type: 'string' },
+      'expires-at': { type: 'string' },
+      management: { type: 'boolean', default: false },
+      'include-disabled': { type: 'boolean', default: true },
+    },
+  });
+  const out = output(values.json);
+  const api = client(values, env);
+  switch (sub) {
+    case 'create': {
+      const account = need(values.account, 'account');
+      const body = {
+        name: need(values.name, 'name'),
+        ...(values.limit !== undefined ? { limit: number(values.limit, 'limit') } : {}),
+        ...(values['limit-reset'] ? { limit_reset: values['limit-reset'] } : {}),
+        ...(values['expires-at'] ? { expires_at: values['expires-at'] } : {}),
+        ...(values.management ? { management: true } : {}),
+      };
+      const result = (await api.call('POST', `/accounts/${encodeURIComponent(account)}/keys`, body)) as Data<ApiKey> & { key: string };
+      out.print(result, `${result.key}\n\nThis key is shown only once: store it now.\nhash: ${result.data.hash}`);
+      return;
+    }
+    case 'list': {
+      const account = need(values.account, 'account');
+      const result = (await api.call('GET', `/accounts/${encodeURIComponent(account)}/keys?include_disabled=${values['include-disabled']}`)) as Data<ApiKey[]>;
+      out.print(result, result.data.length ? result.data.map(describeKey).join('\n') : 'no keys');
+      return;
+    }
+    case 'disable':
+    case 'enable': {
+      const hash = need(positionals[0], 'key hash (positional)');
+      const result = (await api.call('PATCH', `/keys/${encodeURIComponent(hash)}`, { disabled: sub === 'disable' })) as Data<ApiKey>;
+      out.print(result, `${sub}d ${describeKey(result.data)}`);
+      return;
+    }
+    case 'delete': {
+      const hash = need(positionals[0], 'key hash (positional)');
+      const result = await api.call('DELETE', `/keys/${encodeURIComponent(hash)}`);
+      out.print(result, `deleted ${hash}`);
+      return;
+    }
+    default:
+      throw new UsageError('usage: tollgate keys create --account ID --name N [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at ISO] [--management]\n       tollgate keys list --account ID\n       tollgate keys disable|enable|delete HASH');
+  }
+}

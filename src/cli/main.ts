@@ -1,0 +1,119 @@
+/** The `tollgate` command. `npm start` runs `tollgate serve`. */
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../config/load-config.js';
+import { createLogger, startGateway } from '../main.js';
+import { startMockProvider } from '../providers/mock-server.js';
+import { AdminApiError } from './admin-client.js';
+import { runAccounts, runCredits, runKeys, UsageError } from './admin-commands.js';
+
+const HELP = `tollgate — an OpenRouter-compatible LLM gateway
+
+  tollgate serve                      run the gateway (config: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_ADMIN_TOKEN)
+  tollgate mock-provider --port P     run the simulated OpenAI-compatible provider
+  tollgate accounts create --email E  | accounts get ID
+  tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
+  tollgate keys create|list|disable|enable|delete ...
+
+Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http://127.0.0.1:$PORT),
+--admin-token (or TOLLGATE_ADMIN_TOKEN); --json prints the API's JSON.`;
+
+async function serve(): Promise<void> {
+  const env = process.env;
+  const logger = createLogger(env.TOLLGATE_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info');
+  let running;
+  try {
+    running = await startGateway(env, logger);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const base = running.url.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
+  const lines = [`Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`];
+  if (running.demoKey) {
+    lines.push(
+      '',
+      'First start in demo mode: created the account demo@tollgate.local with 10 USD of demo credits and this API key.',
+      'It is shown only once; store it now:',
+      '',
+      `  ${running.demoKey}`,
+      '',
+      'Try it:',
+      '',
+      `  curl ${base}/api/v1/chat/completions \\`,
+      `    -H "Authorization: Bearer ${running.demoKey}" \\`,
+      `    -H "Content-Type: application/json" \\`,
+      `    -d '{"model": "tollgate/demo-chat", "messages": [{"role": "user", "content": "Hello!"}]}'`,
+      '',
+    );
+  } else if (running.config.demo) {
+    lines.push('Demo mode: the demo account already exists (its key was printed on first start). Delete the data directory to start over.');
+  }
+  if (!running.config.adminToken) lines.push('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI.');
+  process.stdout.write(`${lines.join('\n')}\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    running.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function mockProvider(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string', default: '8081' }, host: { type: 'string', default: '127.0.0.1' }, latency: { type: 'string' }, tps: { type: 'string' } },
+  });
+  const defaults: Record<string, number> = {};
+  if (values.latency !== undefined) defaults.latencyMs = Number(values.latency);
+  if (values.tps !== undefined) defaults.tokensPerSecond = Number(values.tps);
+  const provider = await startMockProvider({ port: Number(values.port), host: values.host, defaults });
+  process.stdout.write(`mock provider listening on ${provider.url}\n`);
+  const stop = () => void provider.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function run(argv: string[]): Promise<void> {
+  const [command = 'serve', ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve();
+    case 'mock-provider':
+      return mockProvider(rest);
+    case 'accounts':
+      return runAccounts(rest, process.env);
+    case 'credits':
+      return runCredits(rest, process.env);
+    case 'keys':
+      return runKeys(rest, process.env);
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${HELP}\n`);
+      return;
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${HELP}`);
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || error instanceof AdminApiError || (error as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`tollgate: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`tollgate: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+/** The catalog used when no config file is given: one simulated provider, clearly named as a demo. */
+import type { FileConfig } from './schema.js';
+
+export const DEMO_PROVIDER_ID = 'tollgate-demo';
+
+export const demoFileConfig = {
+  providers: [
+    {
+      id: DEMO_PROVIDER_ID,
+      name: 'Tollgate Demo',
+      kind: 'demo',
+      headers: {},
+      privacy_policy_url: null,
+      timeouts: { connect_ms: 10_000, first_token_ms: 30_000, idle_ms: 60_000, response_ms: 300_000 },
+    },
+  ],
+  models: [
+    {
+      id: 'tollgate/demo-chat',
+      name: 'Tollgate Demo Chat (simulated)',
+      description: 'A simulated model served by the built-in demo provider: it answers offline with generated text at a realistic token rate. Not a real language model.',
+      context_length: 32_768,
+      endpoints: [{ provider: DEMO_PROVIDER_ID, model: 'demo-chat', pricing: { prompt: '0.000001', completion: '0.000002' }, max_completion_tokens: 4096 }],
+    },
+    {
+      id: 'tollgate/demo-chat:free',
+      name: 'Tollgate Demo Chat (simulated, free)',
+      description: 'The free variant of the simulated demo model, under the free-model rate limits.',
+      context_length: 32_768,
+      endpoints: [{ provider: DEMO_PROVIDER_ID, model: 'demo-chat', pricing: { prompt: '0', completion: '0' }, max_completion_tokens: 4096 }],
+    },
+  ],
+} satisfies Record<keyof Pick<FileConfig, 'providers' | 'models'>, unknown>;

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './load-config.js';
+
+const yaml = (text: string) => () => text;
+
+describe('loadConfig', () => {
+  it('starts in demo mode without a config file', () => {
+    const config = loadConfig({});
+    expect(config.demo).toBe(true);
+    expect(config.models.map((m) => m.id)).toContain('tollgate/demo-chat');
+    expect(config.port).toBe(8080);
+    expect(Object.isFrozen(config.models[0])).toBe(true);
+  });
+
+  it('interpolates ${VAR} and applies defaults', () => {
+    const config = loadConfig(
+      { TOLLGATE_CONFIG: 'x.yaml', OPENAI_KEY: 'secret', PORT: '9000' },
+      yaml(`
+providers:
+  - { id: openai, name: OpenAI, kind: openai, base_url: "https://api.openai.com/v1", api_key: "\${OPENAI_KEY}" }
+models:
+  - id: openai/gpt-4o-mini
+    name: GPT-4o mini
+    context_length: 128000
+    endpoints:
+      - { provider: openai, model: gpt-4o-mini, pricing: { prompt: "0.00000015", completion: "0.0000006" } }
+`),
+    );
+    expect(config.demo).toBe(false);
+    expect(config.providers[0]?.api_key).toBe('secret');
+    expect(config.providers[0]?.timeouts.connect_ms).toBe(10_000);
+    expect(config.port).toBe(9000);
+    expect(config.limits.free_models.per_day).toBe(50);
+  });
+
+  it('reports every problem at once', () => {
+    let error: unknown;
+    try {
+      loadConfig(
+        { TOLLGATE_CONFIG: 'x.yaml', PORT: 'eighty', TOLLGATE_ADMIN_TOKEN: 'short' },
+        yaml(`
+providers:
+  - { id: Bad Id, name: X, kind: nope, api_key: "\${MISSING}" }
+models:
+  - id: noslash
+    name: M
+    context_length: 10
+    endpoints: [{ provider: ghost, model: m, pricing: { prompt: "-1", completion: "0" } }]
+`),
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const text = (error as ConfigError).problems.join('\n');
+    for (const fragment of ['MISSING', 'providers.0.id', 'providers.0.kind', 'models.0.id', 'ghost', 'pricing.prompt', 'PORT', 'TOLLGATE_ADMIN_TOKEN']) {
+      expect(text).toContain(fragment);
+    }
+  });
+
+  it('rejects unreadable YAML with a clear message', () => {
+    expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, yaml('providers: [unclosed'))).toThrow(ConfigError);
+  });
+});

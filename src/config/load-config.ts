@@ -1,0 +1,103 @@
+/**
+ * Reads TOLLGATE_CONFIG (YAML, `${VAR}` interpolated from the environment) and the environment,
+ * validates everything at once and returns a frozen Config, or throws ConfigError listing every problem.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { demoFileConfig } from './demo-catalog.js';
+import { crossReferenceProblems, fileConfigSchema, type Config } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  TOLLGATE_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+});
+
+function interpolate(value: unknown, env: Env, path: string, problems: string[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+      const found = env[name];
+      if (found === undefined) {
+        problems.push(`${path}: environment variable ${name} is not set`);
+        return '';
+      }
+      return found;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, i) => interpolate(item, env, `${path}[${i}]`, problems));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k, problems)]));
+  }
+  return value;
+}
+
+function formatIssues(prefix: string, error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const where = issue.path.length ? issue.path.join('.') : '(root)';
+    return `${prefix}${where}: ${issue.message}`;
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+export function loadConfig(env: Env = process.env, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): Config {
+  const problems: string[] = [];
+  const configPath = env.TOLLGATE_CONFIG ? resolve(env.TOLLGATE_CONFIG) : null;
+
+  let raw: unknown = demoFileConfig;
+  if (configPath) {
+    try {
+      raw = parseYaml(readFile(configPath)) ?? {};
+      raw = interpolate(raw, env, '', problems);
+    } catch (error) {
+      problems.push(`TOLLGATE_CONFIG (${configPath}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      raw = {};
+    }
+  }
+
+  const file = fileConfigSchema.safeParse(raw);
+  if (!file.success) problems.push(...formatIssues(configPath ? 'config ' : 'demo config ', file.error));
+  problems.push(...crossReferenceProblems(raw).map((p) => `config ${p}`));
+  const parsedEnv = envSchema.safeParse(env);
+  if (!parsedEnv.success) problems.push(...formatIssues('env ', parsedEnv.error));
+  if (file.success && file.data.models.length === 0) problems.push('config models: at least one model is required');
+
+  if (problems.length > 0 || !file.success || !parsedEnv.success) throw new ConfigError(problems);
+
+  const e = parsedEnv.data;
+  const config: Config = {
+    ...file.data,
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: resolve(e.TOLLGATE_DATA_DIR),
+    databaseUrl: e.DATABASE_URL ?? null,
+    redisUrl: e.REDIS_URL ?? null,
+    adminToken: e.TOLLGATE_ADMIN_TOKEN ?? null,
+    logLevel: e.TOLLGATE_LOG_LEVEL ?? e.LOG_LEVEL ?? 'info',
+    demo: configPath === null,
+    configPath,
+  };
+  return deepFreeze(config);
+}

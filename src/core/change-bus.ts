@@ -1,0 +1,28 @@
+/**
+ * Cache invalidation across processes: "key <hash> changed", "account <id> changed". The embedded
+ * deployment uses the in-process bus; a scaled-out one plugs a shared implementation in (`store/`).
+ */
+export type ChangeTopic = 'key' | 'account';
+export type ChangeHandler = (topic: ChangeTopic, id: string) => void;
+
+export interface ChangeBus {
+  publish(topic: ChangeTopic, id: string): Promise<void>;
+  subscribe(handler: ChangeHandler): void;
+  close(): Promise<void>;
+}
+
+export class LocalChangeBus implements ChangeBus {
+  private readonly handlers: ChangeHandler[] = [];
+
+  async publish(topic: ChangeTopic, id: string): Promise<void> {
+    for (const handler of this.handlers) handler(topic, id);
+  }
+
+  subscribe(handler: ChangeHandler): void {
+    this.handlers.push(handler);
+  }
+
+  async close(): Promise<void> {
+    this.handlers.length = 0;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Expected failures are values with stable codes. `http/error-table.ts` maps every code to a status
+ * once; nothing else in the code base decides an HTTP status.
+ */
+export const ERROR_CODES = [
+  'request.invalid_json',
+  'request.invalid_body',
+  'request.body_too_large',
+  'route.not_found',
+  'route.method_not_allowed',
+  'auth.missing_key',
+  'auth.invalid_key',
+  'auth.wrong_key_kind',
+  'auth.admin_unauthorized',
+  'auth.admin_disabled',
+  'catalog.unknown_model',
+  'resource.not_found',
+  'resource.conflict',
+  'billing.insufficient_credits',
+  'billing.key_limit_exceeded',
+  'guardrail.forbidden',
+  'limits.rate_limited',
+  'routing.no_endpoint',
+  'upstream.request_rejected',
+  'upstream.rate_limited',
+  'upstream.timeout',
+  'upstream.unavailable',
+  'store.unavailable',
+  'server.shutting_down',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ErrorOptions {
+  metadata?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** For pass-through upstream 4xx: the status the upstream gave (only for `upstream.request_rejected`). */
+  status?: number;
+  cause?: unknown;
+}
+
+export class TollgateError extends Error {
+  readonly code: ErrorCode;
+  readonly metadata: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+  readonly status: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TollgateError';
+    this.code = code;
+    this.metadata = options.metadata;
+    this.headers = options.headers;
+    this.status = options.status;
+  }
+}
+
+export function isTollgateError(value: unknown): value is TollgateError {
+  return value instanceof TollgateError;
+}

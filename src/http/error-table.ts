@@ -1,0 +1,55 @@
+/**
+ * The one table from error codes to HTTP statuses, and the one renderer to the wire error record
+ * `{ error: { code, message, metadata? } }`. `error-table.test.ts` fails when a code is unmapped.
+ */
+import { TollgateError, type ErrorCode } from '../core/errors.js';
+
+export const ERROR_STATUS: Record<ErrorCode, number> = {
+  'request.invalid_json': 400,
+  'request.invalid_body': 400,
+  'request.body_too_large': 413,
+  'route.not_found': 404,
+  'route.method_not_allowed': 405,
+  'auth.missing_key': 401,
+  'auth.invalid_key': 401,
+  'auth.wrong_key_kind': 401,
+  'auth.admin_unauthorized': 401,
+  'auth.admin_disabled': 403,
+  'catalog.unknown_model': 400,
+  'resource.not_found': 404,
+  'resource.conflict': 409,
+  'billing.insufficient_credits': 402,
+  'billing.key_limit_exceeded': 402,
+  'guardrail.forbidden': 403,
+  'limits.rate_limited': 429,
+  'routing.no_endpoint': 503,
+  'upstream.request_rejected': 400,
+  'upstream.rate_limited': 429,
+  'upstream.timeout': 408,
+  'upstream.unavailable': 502,
+  'store.unavailable': 503,
+  'server.shutting_down': 503,
+  internal: 500,
+};
+
+export interface RenderedError {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: { code: number; message: string; metadata?: Record<string, unknown> } };
+}
+
+/** Pass-through statuses an upstream may give for the caller's own fault. */
+const PASS_THROUGH = new Set([400, 404, 413, 422]);
+
+export function statusOf(error: TollgateError): number {
+  if (error.code === 'upstream.request_rejected' && error.status !== undefined && PASS_THROUGH.has(error.status)) return error.status;
+  return ERROR_STATUS[error.code];
+}
+
+export function renderError(error: unknown): RenderedError {
+  const known = error instanceof TollgateError ? error : new TollgateError('internal', 'Internal server error');
+  const status = statusOf(known);
+  const body: RenderedError['body'] = { error: { code: status, message: known.message } };
+  if (known.metadata) body.error.metadata = known.metadata;
+  return { status, headers: known.headers ?? {}, body };
+}

@@ -1,0 +1,24 @@
+/**
+ * Our routes, registered through one function so the not-found handler can tell "no such path"
+ * (404) from "path exists, wrong method" (405 with Allow).
+ */
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
+
+export class RouteTable {
+  private readonly patterns: { method: Method; regex: RegExp }[] = [];
+
+  constructor(private readonly app: FastifyInstance) {}
+
+  add(method: Method, url: string, handler: RouteHandlerMethod, options: { bodyLimit?: number } = {}): void {
+    const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`);
+    this.patterns.push({ method, regex });
+    this.app.route({ method, url, handler, ...options });
+  }
+
+  allowedMethods(path: string): Method[] {
+    const clean = path.split('?')[0] ?? path;
+    return [...new Set(this.patterns.filter((p) => p.regex.test(clean)).map((p) => p.method))];
+  }
+}

@@ -1,0 +1,95 @@
+/** GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (api.md §4). No auth needed. */
+import { TollgateError } from '../../core/errors.js';
+import { primaryEndpoint, type CatalogEndpoint, type CatalogModel } from '../../routing/catalog.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+
+function architecture(model: CatalogModel) {
+  return {
+    modality: `${model.inputModalities.join('+')}->${model.outputModalities.join('+')}`,
+    input_modalities: model.inputModalities,
+    output_modalities: model.outputModalities,
+    tokenizer: model.tokenizer,
+    instruct_type: model.instructType,
+  };
+}
+
+function pricing(endpoint: CatalogEndpoint) {
+  return { prompt: endpoint.pricing.prompt, completion: endpoint.pricing.completion, request: endpoint.pricing.request, image: '0' };
+}
+
+function renderModel(model: CatalogModel) {
+  const primary = primaryEndpoint(model);
+  return {
+    id: model.id,
+    canonical_slug: model.id,
+    hugging_face_id: null,
+    name: model.name,
+    created: model.created,
+    description: model.description,
+    context_length: model.contextLength,
+    architecture: architecture(model),
+    pricing: pricing(primary),
+    top_provider: { is_moderated: false, context_length: primary.contextLength, max_completion_tokens: primary.maxCompletionTokens },
+    per_request_limits: null,
+    supported_parameters: model.supportedParameters,
+    default_parameters: null,
+    supported_voices: null,
+    links: { details: `/api/v1/models/${model.id}/endpoints` },
+  };
+}
+
+function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint) {
+  const tools = endpoint.supportedParameters.includes('tool_choice');
+  return {
+    name: `${endpoint.provider.name} | ${model.id}`,
+    model_id: model.id,
+    model_name: model.name,
+    provider_name: endpoint.provider.name,
+    tag: endpoint.provider.id,
+    context_length: endpoint.contextLength,
+    max_completion_tokens: endpoint.maxCompletionTokens,
+    max_prompt_tokens: null,
+    pricing: pricing(endpoint),
+    quantization: endpoint.quantization,
+    supported_parameters: endpoint.supportedParameters,
+    supports_implicit_caching: false,
+    supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
+    status: 0,
+    // Measured by the health tracker once routing records it; null until then, never invented.
+    uptime_last_5m: null,
+    uptime_last_30m: null,
+    uptime_last_1d: null,
+    latency_last_30m: null,
+    throughput_last_30m: null,
+  };
+}
+
+export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
+  routes.add('GET', '/api/v1/models', async () => {
+    const data = [...services.catalog.models.values()].map(renderModel);
+    return { data, links: { next: null }, total_count: data.length };
+  });
+
+  routes.add('GET', '/api/v1/models/:author/:slug/endpoints', async (request) => {
+    const { author, slug } = request.params as { author: string; slug: string };
+    // The router already percent-decoded the segments (gpt-4o%3Afree → gpt-4o:free).
+    const id = `${author}/${slug}`;
+    const model = services.catalog.models.get(id);
+    if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
+    return {
+      data: {
+        id: model.id,
+        name: model.name,
+        created: model.created,
+        description: model.description,
+        architecture: architecture(model),
+        endpoints: model.endpoints.map((e) => renderEndpoint(model, e)),
+      },
+    };
+  });
+
+  routes.add('GET', '/api/v1/providers', async () => ({
+    data: [...services.catalog.providers.values()].map((p) => ({ name: p.name, slug: p.id, privacy_policy_url: p.privacyPolicyUrl, terms_of_service_url: null, status_page_url: null })),
+  }));
+}

@@ -1,0 +1,64 @@
+/** POST /api/v1/chat/completions */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { newGenerationId } from '../../core/ids.js';
+import { completeChat, streamChat } from '../../pipeline/chat-completion.js';
+import { keyLogId } from '../../auth/key-format.js';
+import { renderError } from '../error-table.js';
+import { appAttribution } from '../request-context.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+import { SseSink } from '../sse-sink.js';
+
+/** Aborted when the caller disconnects before the response finished, or when shutdown's grace ends. */
+function requestSignal(request: FastifyRequest, reply: FastifyReply, shutdown: AbortSignal): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  request.raw.on('aborted', () => controller.abort());
+  return AbortSignal.any([controller.signal, shutdown]);
+}
+
+export function registerChatRoutes(routes: RouteTable, services: Services): void {
+  routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
+    const generationId = newGenerationId(services.now());
+    reply.header('x-generation-id', generationId);
+    const key = await services.auth.authenticate(request.headers.authorization, 'inference');
+    request.log = request.log.child({ key: keyLogId(key.hash), generation_id: generationId });
+    const body = request.body as { stream?: unknown } | null;
+    const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
+    const labels = (status: number, model: string, provider: string) => ({ model, provider, status: String(status), streamed: String(ctx.body?.stream === true) });
+
+    if (body && typeof body === 'object' && body.stream === true) {
+      const sink = new SseSink(reply.raw, { 'x-generation-id': generationId }, services.now);
+      try {
+        // Take over the socket only once we know the stream will start; errors before that are normal replies.
+        reply.hijack();
+        await streamChat(services.chat, ctx, sink);
+        services.metrics.completions.inc(labels(200, String((body as { model?: unknown }).model ?? ''), ''));
+      } catch (error) {
+        const rendered = renderError(error);
+        services.metrics.completions.inc(labels(rendered.status, String((body as { model?: unknown }).model ?? ''), ''));
+        if (!sink.started && !reply.raw.headersSent) {
+          reply.raw.writeHead(rendered.status, { 'content-type': 'application/json; charset=utf-8', 'x-generation-id': generationId, ...rendered.headers });
+          reply.raw.end(JSON.stringify(rendered.body));
+        } else if (!reply.raw.writableEnded) {
+          request.log.error({ err: error }, 'stream failed after it started');
+          reply.raw.end();
+        }
+        if (rendered.status >= 500) request.log.error({ err: error }, 'chat stream failed');
+      }
+      return reply;
+    }
+
+    try {
+      const result = await completeChat(services.chat, ctx);
+      const completion = result.body as { model: string; provider: string };
+      services.metrics.completions.inc(labels(result.status, completion.model, completion.provider));
+      return reply.code(result.status).send(result.body);
+    } catch (error) {
+      services.metrics.completions.inc(labels(renderError(error).status, String((body as { model?: unknown } | null)?.model ?? ''), ''));
+      throw error;
+    }
+  });
+}

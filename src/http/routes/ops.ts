@@ -1,0 +1,22 @@
+/** /healthz (process up), /readyz (store reachable), /metrics (Prometheus). */
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+
+export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
+  routes.add('GET', '/healthz', async () => ({ status: 'ok' }));
+
+  routes.add('GET', '/readyz', async (_request, reply) => {
+    if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
+    try {
+      await services.store.ping();
+      return { status: 'ready', store: services.store.dialect };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
+    }
+  });
+
+  routes.add('GET', '/metrics', async (_request, reply) => {
+    const text = await services.metrics.registry.metrics();
+    return reply.type(services.metrics.registry.contentType).send(text);
+  });
+}

@@ -1,0 +1,27 @@
+/** What routes may use: the composed domain services (built once in `app.ts`). */
+import type { Authenticator } from '../auth/authenticator.js';
+import type { CreditGate } from '../billing/credit-gate.js';
+import type { ChangeBus } from '../core/change-bus.js';
+import type { Config } from '../config/schema.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { ChatDeps } from '../pipeline/chat-completion.js';
+import type { KeyServiceDeps } from '../pipeline/key-management.js';
+import type { FreeModelUsage } from '../limits/free-model-usage.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { Store } from '../store/types.js';
+
+export interface Services {
+  config: Config;
+  store: Store;
+  catalog: Catalog;
+  bus: ChangeBus;
+  metrics: Metrics;
+  auth: Authenticator;
+  gate: CreditGate;
+  chat: ChatDeps;
+  keys: KeyServiceDeps;
+  freeUsage: FreeModelUsage;
+  now(): number;
+  /** Aborted when shutdown's grace period is over: in-flight upstream requests end. */
+  shutdownSignal: AbortSignal;
+}

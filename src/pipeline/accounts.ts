@@ -1,0 +1,68 @@
+/** Account use cases for the operator: create, read, add credits. */
+import { randomBytes, scryptSync } from 'node:crypto';
+import { z } from 'zod';
+import { TollgateError } from '../core/errors.js';
+import type { ChangeBus } from '../core/change-bus.js';
+import { newAccountId, newEntryId } from '../core/ids.js';
+import { unitsToUsd, usdToUnits } from '../core/money.js';
+import type { AccountRecord, CreditKind, Store } from '../store/types.js';
+import { CREDIT_KINDS } from '../store/types.js';
+
+export interface AccountDeps {
+  store: Store;
+  bus: ChangeBus;
+  now(): number;
+}
+
+export const createAccountSchema = z.strictObject({
+  email: z.string().trim().toLowerCase().pipe(z.email('email must be a valid e-mail address')),
+  password: z.string().min(8, 'password must be at least 8 characters').max(200).optional(),
+});
+
+export const addCreditsSchema = z.strictObject({
+  amount: z.number().refine((n) => n !== 0, 'amount must be non-zero').refine((n) => Math.abs(n) <= 1e9, 'amount is too large'),
+  kind: z.enum(CREDIT_KINDS as [CreditKind, ...CreditKind[]]),
+  reference: z.string().min(1).max(200).optional(),
+});
+
+function hashPassword(password: string): string {
+  const salt = randomBytes(16);
+  const hash = scryptSync(password, salt, 32);
+  return `scrypt$${salt.toString('hex')}$${hash.toString('hex')}`;
+}
+
+export async function createAccount(deps: AccountDeps, input: z.output<typeof createAccountSchema>): Promise<AccountRecord> {
+  return deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: input.password ? hashPassword(input.password) : null, createdAt: deps.now() });
+}
+
+export async function getAccount(deps: AccountDeps, id: string): Promise<AccountRecord> {
+  const account = id.length <= 100 ? await deps.store.getAccount(id) : null;
+  if (!account) throw new TollgateError('resource.not_found', `Account ${id.slice(0, 100)} not found`);
+  return account;
+}
+
+export async function addCredits(deps: AccountDeps, accountId: string, input: z.output<typeof addCreditsSchema>): Promise<{ account: AccountRecord; applied: boolean }> {
+  let amount: bigint;
+  try {
+    amount = usdToUnits(input.amount);
+  } catch (error) {
+    throw new TollgateError('request.invalid_body', `Invalid request: amount: ${(error as Error).message}`);
+  }
+  if (amount < 0n && input.kind !== 'adjustment') throw new TollgateError('request.invalid_body', 'Invalid request: amount: only an adjustment may be negative');
+  const result = await deps.store.addCredits({ id: newEntryId(), accountId, kind: input.kind, amount, reference: input.reference ?? null, createdAt: deps.now() });
+  await deps.bus.publish('account', accountId);
+  return result;
+}
+
+export function renderAccount(account: AccountRecord) {
+  return {
+    id: account.id,
+    email: account.email,
+    created_at: new Date(account.createdAt).toISOString(),
+    total_credits: unitsToUsd(account.totalCredits),
+    total_purchased: unitsToUsd(account.totalPurchased),
+    total_usage: unitsToUsd(account.totalUsage),
+    balance: unitsToUsd(account.totalCredits - account.totalUsage),
+    is_free_tier: account.totalPurchased === 0n,
+  };
+}

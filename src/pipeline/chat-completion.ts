@@ -1,0 +1,168 @@
+/**
+ * POST /chat/completions, as a list of steps:
+ *   validate → plan → admit → execute → respond → settle.
+ * Authentication happened in the route (it needs only the header). Each step is a named function.
+ * The stream variant writes through a StreamSink so this file never sees the web framework.
+ */
+import { TollgateError } from '../core/errors.js';
+import { unitsToUsd, type Units } from '../core/money.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { CreditGate, Hold } from '../billing/credit-gate.js';
+import type { Settler } from '../billing/settler.js';
+import { estimatePromptTokens } from '../billing/token-estimate.js';
+import { usagePeriods } from '../billing/usage-window.js';
+import type { Catalog } from '../routing/catalog.js';
+import { executeCompletion, executeStream, type ExecuteDeps } from '../routing/execute.js';
+import type { AttemptRecord } from '../routing/failure.js';
+import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
+import type { KeyRecord } from '../store/types.js';
+import type { FreeModelUsage } from '../limits/free-model-usage.js';
+import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
+import { renderCompletion, type ResponseIdentity } from './completion-shapes.js';
+import { buildCharge, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
+import { relayStream, type StreamSink } from './stream-relay.js';
+
+export interface ChatDeps {
+  catalog: Catalog;
+  gate: CreditGate;
+  settler: Settler;
+  execute: ExecuteDeps;
+  metrics: Metrics;
+  log: Logger;
+  now(): number;
+  keepAliveMs: number;
+  freeUsage: FreeModelUsage;
+}
+
+export interface ChatContext {
+  generationId: string;
+  key: KeyRecord;
+  body: unknown;
+  app: AppAttribution;
+  /** Aborted when the caller disconnects or the process shuts down. */
+  signal: AbortSignal;
+}
+
+export interface Admitted {
+  request: ChatRequest;
+  plan: PlannedAttempt[];
+  hold: Hold;
+  promptEstimate: number;
+  /** The request as sent upstream (legacy fields stripped by the adapter). */
+  upstreamBody: Record<string, unknown>;
+}
+
+export function validate(body: unknown): ChatRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new TollgateError('request.invalid_body', 'Request body must be a JSON object');
+  }
+  const parsed = chatRequestSchema.safeParse(body);
+  if (!parsed.success) throw new TollgateError('request.invalid_body', `Invalid request: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+export function plan(catalog: Catalog, request: ChatRequest, key: KeyRecord): PlannedAttempt[] {
+  return planAttempts(catalog, { model: request.model, models: request.models, provider: request.provider }, key);
+}
+
+/** The most this request can cost on any endpoint of its plan: held while it is in flight. */
+function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[], promptTokens: number): Units {
+  let most = 0n;
+  for (const { endpoint } of attempts) {
+    const completion = request.max_completion_tokens ?? request.max_tokens ?? endpoint.maxCompletionTokens ?? Math.min(4096, Math.max(0, endpoint.contextLength - promptTokens));
+    const femto = endpoint.prices.prompt * BigInt(promptTokens) + endpoint.prices.completion * BigInt(completion) + endpoint.prices.request;
+    const units = (femto + 999_999n) / 1_000_000n;
+    if (units > most) most = units;
+  }
+  return most;
+}
+
+export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
+  const request = validate(ctx.body);
+  const attempts = plan(deps.catalog, request, ctx.key);
+  const promptEstimate = estimatePromptTokens(request.messages, request.tools);
+  const isPaid = attempts.some((a) => !a.model.isFree);
+  const hold = await deps.gate.admit(ctx.key, isPaid, holdEstimate(request, attempts, promptEstimate));
+  if (attempts[0]?.model.isFree) deps.freeUsage.record(ctx.key.accountId);
+  return { request, plan: attempts, hold, promptEstimate, upstreamBody: request as Record<string, unknown> };
+}
+
+export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number): ResponseIdentity {
+  return { id: ctx.generationId, created: Math.floor(now / 1000), model: served.model.id, provider: served.endpoint.provider.name };
+}
+
+/** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
+export async function settle(deps: ChatDeps, input: ChargeInput): Promise<Charge> {
+  const charge = buildCharge(input);
+  await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
+  const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
+  deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);
+  deps.metrics.tokens.inc({ ...labels, kind: 'completion' }, charge.completionTokens);
+  deps.metrics.creditsCharged.inc(labels, unitsToUsd(charge.record.totalCost));
+  return charge;
+}
+
+export function recordAttempts(deps: ChatDeps, attempts: readonly AttemptRecord[]): void {
+  for (const a of attempts) deps.metrics.upstreamAttempts.inc({ provider: a.providerId, outcome: a.failure ? a.failure.type : 'ok' });
+}
+
+export interface JsonResponse {
+  status: number;
+  body: unknown;
+}
+
+export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<JsonResponse> {
+  const admitted = await admit(deps, ctx);
+  try {
+    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
+    recordAttempts(deps, outcome.attempts);
+    if (!outcome.ok) throw outcome.error;
+    const finishedAt = deps.now();
+    const first = outcome.completion.choices[0];
+    const charge = await settle(deps, {
+      generationId: ctx.generationId,
+      accountId: ctx.key.accountId,
+      keyHash: ctx.key.hash,
+      createdAt: outcome.startedAt,
+      served: outcome.served,
+      usage: outcome.completion.usage,
+      promptEstimate: admitted.promptEstimate,
+      completionText: outcome.completion.choices.map((c) => c.message.content ?? '').join(''),
+      streamed: false,
+      cancelled: false,
+      finishReason: first?.finish_reason ?? null,
+      nativeFinishReason: first?.native_finish_reason ?? null,
+      latencyMs: finishedAt - outcome.startedAt,
+      generationTimeMs: finishedAt - outcome.startedAt,
+      upstreamId: outcome.completion.upstreamId,
+      app: ctx.app,
+      externalUser: admitted.request.user ?? null,
+      attempts: outcome.attempts,
+    });
+    deps.metrics.timeToFirstToken.observe({ model: charge.record.model, provider: charge.record.providerName ?? 'unknown' }, (finishedAt - outcome.startedAt) / 1000);
+    const identity = identityOf(ctx, outcome.served, outcome.startedAt);
+    return { status: 200, body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charge) };
+  } finally {
+    deps.gate.release(admitted.hold);
+  }
+}
+
+export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamSink): Promise<void> {
+  const admitted = await admit(deps, ctx);
+  const stopKeepAlive = sink.keepAlive(deps.keepAliveMs);
+  try {
+    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
+    recordAttempts(deps, outcome.attempts);
+    if (!outcome.ok) {
+      // Before anything was written the caller gets a real HTTP status; after keep-alives, an in-band error.
+      if (!sink.started) throw outcome.error;
+      await sink.error(outcome.error, { id: ctx.generationId, created: Math.floor(deps.now() / 1000), model: admitted.request.model, provider: outcome.attempts.at(-1)?.providerName ?? '' });
+      return;
+    }
+    await relayStream(deps, ctx, admitted, outcome, sink);
+  } finally {
+    stopKeepAlive();
+    deps.gate.release(admitted.hold);
+  }
+}

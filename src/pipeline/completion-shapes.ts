@@ -1,0 +1,86 @@
+/**
+ * The response bodies of api.md §2.3/§2.4: completion, stream chunk, usage chunk, in-band error chunk.
+ */
+import { unitsToUsd } from '../core/money.js';
+import type { ChunkChoice, CompletionChoice } from '../providers/types.js';
+import type { Charge } from './generation.js';
+
+export interface ResponseIdentity {
+  id: string;
+  created: number; // seconds
+  model: string;
+  provider: string;
+}
+
+export function renderUsage(charge: Charge) {
+  const r = charge.record;
+  return {
+    prompt_tokens: charge.promptTokens,
+    completion_tokens: charge.completionTokens,
+    total_tokens: charge.promptTokens + charge.completionTokens,
+    cost: unitsToUsd(r.totalCost),
+    is_byok: r.isByok,
+    prompt_tokens_details: { cached_tokens: r.tokensCached ?? 0 },
+    completion_tokens_details: { reasoning_tokens: r.tokensReasoning ?? 0 },
+    cost_details: {
+      upstream_inference_cost: unitsToUsd(r.upstreamPromptCost + r.upstreamCompletionCost),
+      upstream_inference_prompt_cost: unitsToUsd(r.upstreamPromptCost),
+      upstream_inference_completions_cost: unitsToUsd(r.upstreamCompletionCost),
+    },
+  };
+}
+
+export function renderCompletion(identity: ResponseIdentity, choices: readonly CompletionChoice[], systemFingerprint: string | null, charge: Charge) {
+  return {
+    id: identity.id,
+    object: 'chat.completion',
+    created: identity.created,
+    model: identity.model,
+    provider: identity.provider,
+    system_fingerprint: systemFingerprint,
+    choices: choices.map((c) => ({
+      index: c.index,
+      message: c.message,
+      finish_reason: c.finish_reason,
+      native_finish_reason: c.native_finish_reason,
+      logprobs: null,
+    })),
+    usage: renderUsage(charge),
+  };
+}
+
+export function renderChunk(identity: ResponseIdentity, choices: readonly ChunkChoice[], systemFingerprint: string | null) {
+  return {
+    id: identity.id,
+    object: 'chat.completion.chunk',
+    created: identity.created,
+    model: identity.model,
+    provider: identity.provider,
+    system_fingerprint: systemFingerprint,
+    choices: choices.map((c) => ({ index: c.index, delta: c.delta, finish_reason: c.finish_reason ?? null, native_finish_reason: c.native_finish_reason ?? null, logprobs: null })),
+  };
+}
+
+export function renderUsageChunk(identity: ResponseIdentity, charge: Charge) {
+  return {
+    id: identity.id,
+    object: 'chat.completion.chunk',
+    created: identity.created,
+    model: identity.model,
+    provider: identity.provider,
+    choices: [],
+    usage: renderUsage(charge),
+  };
+}
+
+export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: string; provider_code?: unknown }) {
+  return {
+    id: identity.id,
+    object: 'chat.completion.chunk',
+    created: identity.created,
+    model: identity.model,
+    provider: identity.provider,
+    error: { code: status, message, metadata },
+    choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error', native_finish_reason: null }],
+  };
+}

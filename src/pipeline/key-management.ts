@@ -1,0 +1,216 @@
+/**
+ * Key management use cases (api.md §3.1, §3.2, admin §6): create (plaintext shown once), list, get,
+ * update, delete, key info. Every change is published on the change bus so that every process's
+ * authentication cache forgets the key at once.
+ */
+import { z } from 'zod';
+import { TollgateError } from '../core/errors.js';
+import type { ChangeBus } from '../core/change-bus.js';
+import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
+import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
+import { limitRemaining, ZERO_USAGE } from '../billing/key-view.js';
+import { LIMIT_RESETS, usagePeriods } from '../billing/usage-window.js';
+import type { KeyPatch, KeyRecord, KeyUsage, Store } from '../store/types.js';
+
+export interface KeyServiceDeps {
+  store: Store;
+  bus: ChangeBus;
+  now(): number;
+}
+
+const limitSchema = z
+  .number()
+  .nonnegative('limit must be >= 0')
+  .max(1e9, 'limit is too large')
+  .refine((v) => {
+    try {
+      usdToUnits(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'limit has more than 9 decimal places');
+
+const isoDate = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), 'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z');
+
+const slugList = z.array(z.string().min(1)).max(1000);
+
+export const createKeySchema = z.strictObject({
+  name: z.string().trim().min(1, 'name must be a non-empty string').max(200),
+  limit: limitSchema.nullable().optional(),
+  limit_reset: z.enum(LIMIT_RESETS as [string, ...string[]]).nullable().optional(),
+  include_byok_in_limit: z.boolean().optional(),
+  expires_at: isoDate.nullable().optional(),
+  allowed_models: slugList.nullable().optional(),
+  allowed_providers: slugList.nullable().optional(),
+});
+
+export const adminCreateKeySchema = createKeySchema.extend({ management: z.boolean().optional() });
+
+export const updateKeySchema = z.strictObject({
+  name: z.string().trim().min(1, 'name must be a non-empty string').max(200).optional(),
+  disabled: z.boolean().optional(),
+  limit: limitSchema.nullable().optional(),
+  limit_reset: z.enum(LIMIT_RESETS as [string, ...string[]]).nullable().optional(),
+  include_byok_in_limit: z.boolean().optional(),
+  allowed_models: slugList.nullable().optional(),
+  allowed_providers: slugList.nullable().optional(),
+});
+
+export type CreateKeyInput = z.output<typeof createKeySchema>;
+export type UpdateKeyInput = z.output<typeof updateKeySchema>;
+
+function toUnits(limit: number | null | undefined): Units | null {
+  return limit === null || limit === undefined ? null : usdToUnits(limit);
+}
+
+export async function createKey(deps: KeyServiceDeps, accountId: string, input: CreateKeyInput, options: { management: boolean }): Promise<{ key: KeyRecord; plaintext: string }> {
+  const account = await deps.store.getAccount(accountId);
+  if (!account) throw new TollgateError('resource.not_found', `Account ${accountId} not found`);
+  const now = deps.now();
+  const expiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
+  if (expiresAt !== null && expiresAt <= now) throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
+  const plaintext = generateKey();
+  const key: KeyRecord = {
+    hash: hashKey(plaintext),
+    accountId,
+    name: input.name,
+    label: maskKey(plaintext),
+    isManagement: options.management,
+    disabled: false,
+    limit: toUnits(input.limit),
+    limitReset: (input.limit_reset ?? null) as KeyRecord['limitReset'],
+    includeByokInLimit: input.include_byok_in_limit ?? false,
+    expiresAt,
+    createdAt: now,
+    updatedAt: null,
+    creatorUserId: accountId,
+    externalUser: null,
+    workspaceId: 'default',
+    allowedModels: input.allowed_models ?? null,
+    allowedProviders: input.allowed_providers ?? null,
+    compromisedAt: null,
+  };
+  await deps.store.insertKey(key);
+  return { key, plaintext };
+}
+
+/** A key of the given account, or 404 (another account's key is indistinguishable from a missing one). */
+export async function ownedKey(deps: KeyServiceDeps, accountId: string, hash: string): Promise<KeyRecord> {
+  const key = /^[0-9a-f]{64}$/.test(hash) ? await deps.store.getKey(hash) : null;
+  if (!key || key.accountId !== accountId) throw new TollgateError('resource.not_found', 'Key not found');
+  return key;
+}
+
+export async function updateKey(deps: KeyServiceDeps, accountId: string, hash: string, input: UpdateKeyInput): Promise<KeyRecord> {
+  await ownedKey(deps, accountId, hash);
+  const patch: KeyPatch = {};
+  if (input.name !== undefined) patch.name = input.name;
+  if (input.disabled !== undefined) patch.disabled = input.disabled;
+  if (input.limit !== undefined) patch.limit = toUnits(input.limit);
+  if (input.limit_reset !== undefined) patch.limitReset = input.limit_reset as KeyRecord['limitReset'];
+  if (input.include_byok_in_limit !== undefined) patch.includeByokInLimit = input.include_byok_in_limit;
+  if (input.allowed_models !== undefined) patch.allowedModels = input.allowed_models;
+  if (input.allowed_providers !== undefined) patch.allowedProviders = input.allowed_providers;
+  const updated = await deps.store.updateKey(hash, patch, deps.now());
+  if (!updated) throw new TollgateError('resource.not_found', 'Key not found');
+  await deps.bus.publish('key', hash);
+  return updated;
+}
+
+export async function deleteKey(deps: KeyServiceDeps, accountId: string, hash: string): Promise<void> {
+  await ownedKey(deps, accountId, hash);
+  await deps.store.deleteKey(hash, deps.now());
+  await deps.bus.publish('key', hash);
+}
+
+export async function markCompromised(deps: KeyServiceDeps, hash: string): Promise<KeyRecord> {
+  const now = deps.now();
+  const updated = await deps.store.updateKey(hash, { disabled: true, compromisedAt: now }, now);
+  if (!updated) throw new TollgateError('resource.not_found', 'Key not found');
+  await deps.bus.publish('key', hash);
+  return updated;
+}
+
+export async function usageOf(deps: KeyServiceDeps, keys: readonly KeyRecord[]): Promise<Map<string, KeyUsage>> {
+  if (keys.length === 0) return new Map();
+  return deps.store.getKeyUsage(
+    keys.map((k) => k.hash),
+    usagePeriods(deps.now()),
+  );
+}
+
+function usageFields(usage: KeyUsage) {
+  return {
+    usage: unitsToUsd(usage.all.usage),
+    usage_daily: unitsToUsd(usage.day.usage),
+    usage_weekly: unitsToUsd(usage.week.usage),
+    usage_monthly: unitsToUsd(usage.month.usage),
+    byok_usage: unitsToUsd(usage.all.byokUsage),
+    byok_usage_daily: unitsToUsd(usage.day.byokUsage),
+    byok_usage_weekly: unitsToUsd(usage.week.byokUsage),
+    byok_usage_monthly: unitsToUsd(usage.month.byokUsage),
+  };
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+function limitFields(key: KeyRecord, usage: KeyUsage) {
+  const remaining = limitRemaining(key, usage);
+  return {
+    limit: key.limit === null ? null : unitsToUsd(key.limit),
+    limit_remaining: remaining === null ? null : unitsToUsd(remaining),
+    limit_reset: key.limitReset,
+    include_byok_in_limit: key.includeByokInLimit,
+  };
+}
+
+/** The `ApiKey` object of api.md §3.2. */
+export function renderApiKey(key: KeyRecord, usage: KeyUsage = ZERO_USAGE) {
+  return {
+    hash: key.hash,
+    name: key.name,
+    label: key.label,
+    disabled: key.disabled,
+    ...limitFields(key, usage),
+    ...usageFields(usage),
+    created_at: iso(key.createdAt),
+    updated_at: iso(key.updatedAt),
+    expires_at: iso(key.expiresAt),
+    creator_user_id: key.creatorUserId,
+    external_user: key.externalUser,
+    workspace_id: key.workspaceId,
+    is_management_key: key.isManagement,
+    allowed_models: key.allowedModels,
+    allowed_providers: key.allowedProviders,
+  };
+}
+
+export interface FreeModelDaily {
+  limit: number;
+  used: number;
+  remaining: number;
+}
+
+/** `GET /key` (api.md §3.1). */
+export function renderKeyInfo(key: KeyRecord, usage: KeyUsage, isFreeTier: boolean, freeDaily: FreeModelDaily) {
+  return {
+    label: key.label,
+    ...limitFields(key, usage),
+    ...usageFields(usage),
+    is_free_tier: isFreeTier,
+    is_management_key: key.isManagement,
+    is_provisioning_key: key.isManagement,
+    free_model_daily_requests: freeDaily,
+    rate_limit: { requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' },
+    creator_user_id: key.creatorUserId,
+    organization_id: null,
+    workspace_id: key.workspaceId,
+    allowed_data_regions: ['global'],
+    expires_at: iso(key.expiresAt),
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * A simulated OpenAI-compatible provider on a real node:http server, for tests, benchmarks and the
+ * demo mode. Each request's behavior is scripted (latency, pace, errors, broken streams): see
+ * `mock/script.ts` for the model-name and `x-mock-script` header syntax.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { handleChatCompletion, type ChatHandlerContext, type MockProviderStats } from './mock/chat-handler.js';
+import { sendJson } from './mock/http-io.js';
+import { DEFAULT_MOCK_SCRIPT, type MockScript } from './mock/script.js';
+
+export type { MockProviderStats } from './mock/chat-handler.js';
+export { MOCK_BEHAVIORS, type MockBehavior, type MockScript } from './mock/script.js';
+export { countPromptTokens, mockCompletionText, MOCK_SENTENCE } from './mock/completion-text.js';
+
+export interface MockProviderOptions {
+  port?: number; // default 0: any free port
+  host?: string; // default 127.0.0.1
+  defaults?: Partial<MockScript>; // applied to every request, under model-name and header scripts
+  models?: string[]; // ids listed by GET /v1/models; any model id is served regardless
+}
+
+export interface MockProvider {
+  url: string; // base url including /v1, e.g. http://127.0.0.1:43123/v1
+  port: number;
+  stats: MockProviderStats;
+  /** Zeroes the stats and forgets `failFirst` counts. */
+  reset(): void;
+  /** Stops listening and ends every open connection, hanging and stalled ones included. */
+  close(): Promise<void>;
+}
+
+export async function startMockProvider(options: MockProviderOptions = {}): Promise<MockProvider> {
+  // Loaded here, not at import time: the tokenizer's tables take ~200 ms to load.
+  const { countTokens } = await import('gpt-tokenizer');
+  const noSpecialTokens = { disallowedSpecial: new Set<string>() }; // count "<|endoftext|>" as text instead of throwing
+  const ctx: ChatHandlerContext = {
+    defaults: { ...DEFAULT_MOCK_SCRIPT, ...options.defaults },
+    countTokens: (text) => countTokens(text, noSpecialTokens),
+    stats: { requests: 0, byModel: new Map() },
+    failCounters: new Map(),
+  };
+  const models = options.models ?? ['mock/default'];
+
+  // noDelay: paced streams write one small chunk at a time; Nagle would batch them.
+  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => {
+    route(req, res, ctx, models).catch(() => {
+      if (res.headersSent) res.destroy();
+      else sendJson(res, 500, { error: { message: 'mock provider failed', type: 'server_error', param: null, code: null } });
+    });
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${urlHost(host)}:${port}/v1`,
+    port,
+    stats: ctx.stats,
+    reset() {
+      ctx.stats.requests = 0;
+      ctx.stats.byModel.clear();
+      ctx.failCounters.clear();
+    },
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error === undefined ? resolve() : reject(error)));
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ctx: ChatHandlerContext, models: string[]): Promise<void> {
+  const path = (req.url ?? '/').split('?', 1)[0];
+  if (path === '/v1/chat/completions') {
+    if (req.method === 'POST') return handleChatCompletion(req, res, ctx);
+    return sendJson(res, 405, invalidUrl(req), { allow: 'POST' });
+  }
+  if (path === '/v1/models') {
+    if (req.method !== 'GET') return sendJson(res, 405, invalidUrl(req), { allow: 'GET' });
+    const data = models.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'tollgate-mock' }));
+    return sendJson(res, 200, { object: 'list', data });
+  }
+  sendJson(res, 404, invalidUrl(req));
+}
+
+/** OpenAI's answer to an unknown route. */
+function invalidUrl(req: IncomingMessage): unknown {
+  return { error: { message: `Invalid URL (${req.method ?? 'GET'} ${req.url ?? '/'})`, type: 'invalid_request_error', param: null, code: null } };
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,65 @@
+import { isRecord, stringOrNull } from '../json-shape.js';
+import type { ChunkChoice, StreamEvent } from '../types.js';
+import { classifyOpenAiStreamError } from './classify-error.js';
+import { normalizeOpenAiFinishReason } from './finish-reason.js';
+import { parseOpenAiUsage } from './usage.js';
+
+/**
+ * One SSE event of an OpenAI chat completion stream. The event name is unused by OpenAI; an `error`
+ * event name is still honoured because some compatible servers send errors that way.
+ */
+export function parseOpenAiStreamEvent(data: string, event: string | null): StreamEvent {
+  const text = data.trim();
+  if (text === '[DONE]') return { kind: 'done' };
+  if (text === '') return { kind: 'ignore' };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { kind: 'malformed', reason: `stream event is not JSON: ${preview(text)}` };
+  }
+  if (!isRecord(json)) return { kind: 'malformed', reason: 'stream event is not a JSON object' };
+  if ((json.error !== undefined && json.error !== null) || event === 'error') {
+    return { kind: 'error', failure: classifyOpenAiStreamError(json) };
+  }
+  const usage = parseOpenAiUsage(json.usage);
+  let choices: ChunkChoice[];
+  if (Array.isArray(json.choices)) {
+    const parsed = parseChoices(json.choices);
+    if (typeof parsed === 'string') return { kind: 'malformed', reason: parsed };
+    choices = parsed;
+  } else if (json.choices === undefined && usage !== null) {
+    choices = []; // a usage-only chunk from a server that omits the empty choices array
+  } else {
+    return { kind: 'malformed', reason: 'stream chunk has no choices array' };
+  }
+  return {
+    kind: 'chunk',
+    upstreamId: stringOrNull(json.id),
+    choices,
+    usage,
+    systemFingerprint: stringOrNull(json.system_fingerprint),
+  };
+}
+
+function parseChoices(raw: unknown[]): ChunkChoice[] | string {
+  const choices: ChunkChoice[] = [];
+  for (const [position, choice] of raw.entries()) {
+    if (!isRecord(choice)) return `stream choices[${position}] is not an object`;
+    if (choice.delta !== undefined && choice.delta !== null && !isRecord(choice.delta)) {
+      return `stream choices[${position}].delta is not an object`;
+    }
+    const nativeFinish = stringOrNull(choice.finish_reason);
+    choices.push({
+      index: typeof choice.index === 'number' ? choice.index : position,
+      delta: isRecord(choice.delta) ? choice.delta : {}, // some servers omit delta on the final chunk
+      finish_reason: normalizeOpenAiFinishReason(nativeFinish),
+      native_finish_reason: nativeFinish,
+    });
+  }
+  return choices;
+}
+
+function preview(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}

@@ -1,0 +1,95 @@
+/**
+ * Provider adapters are pure functions over data: they never see Fastify or undici. The executor in
+ * `routing/` does the I/O and calls these to build requests and to read responses and stream events.
+ * The gateway's wire format is OpenAI's chat completion format, so adapters translate to and from it.
+ */
+
+export type ProviderKind = 'openai' | 'anthropic' | 'gemini' | 'demo';
+
+/** Where and how to call one endpoint of a model. */
+export interface EndpointTarget {
+  providerId: string;
+  baseUrl: string; // e.g. "https://api.openai.com/v1" (no trailing slash)
+  apiKey: string | null;
+  upstreamModel: string; // the provider's own model name
+  extraHeaders: Record<string, string>;
+}
+
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface NormalizedUsage {
+  promptTokens: number;
+  completionTokens: number;
+  reasoningTokens: number | null;
+  cachedTokens: number | null;
+}
+
+/** One OpenAI-format choice of a non-streamed completion. */
+export interface CompletionChoice {
+  index: number;
+  message: Record<string, unknown> & { role: string; content: string | null };
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+}
+
+export interface NormalizedCompletion {
+  upstreamId: string | null;
+  choices: CompletionChoice[];
+  usage: NormalizedUsage | null;
+  systemFingerprint: string | null;
+}
+
+/** One OpenAI-format choice delta of a stream chunk. */
+export interface ChunkChoice {
+  index: number;
+  delta: Record<string, unknown>;
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+}
+
+export type StreamEvent =
+  | { kind: 'chunk'; upstreamId: string | null; choices: ChunkChoice[]; usage: NormalizedUsage | null; systemFingerprint: string | null }
+  | { kind: 'done' }
+  /** The upstream reported an error in-band (an `error` object inside the stream). */
+  | { kind: 'error'; failure: UpstreamFailure }
+  /** An event that carries nothing for the caller (e.g. a ping). */
+  | { kind: 'ignore' }
+  /** The payload is not what the protocol promises (bad JSON, wrong shape). */
+  | { kind: 'malformed'; reason: string };
+
+/**
+ * Why an attempt failed, classified once by the adapter so routing decides failover from data.
+ * `retryable`: another endpoint may succeed (connection trouble, 408/429/5xx, our provider key rejected).
+ */
+export type FailureType =
+  | 'rate_limited' // 429
+  | 'timeout'
+  | 'connection' // reset, refused, DNS
+  | 'server' // 5xx
+  | 'auth' // 401/403 from the upstream: our provider key is bad
+  | 'invalid_response'
+  | 'bad_request' // the caller's own fault: returned as is
+  | 'context_length_exceeded'
+  | 'content_policy';
+
+export interface UpstreamFailure {
+  type: FailureType;
+  status: number | null; // upstream HTTP status when there was one
+  message: string;
+  providerCode: string | number | null; // the upstream's own error code
+  retryAfterMs: number | null;
+  raw: unknown; // the upstream error body (parsed JSON when possible), never our secrets
+}
+
+export interface ProviderAdapter {
+  readonly kind: ProviderKind;
+  buildRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest;
+  parseResponse(json: unknown): NormalizedCompletion | { kind: 'malformed'; reason: string };
+  /** One SSE event's data (and event name, for APIs that use it). */
+  parseStreamEvent(data: string, event: string | null): StreamEvent;
+  classifyError(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): UpstreamFailure;
+}

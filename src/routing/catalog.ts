@@ -1,0 +1,121 @@
+/**
+ * The catalog: models, their endpoints (model × provider) and prices, resolved once from the config.
+ * Pure data; the read APIs render it and the planner picks endpoints from it.
+ */
+import type { Config, ModelConfig, ProviderConfig } from '../config/schema.js';
+import { isZeroPrice, parsePricePerToken, type TokenPrices } from '../core/money.js';
+import type { ProviderKind } from '../providers/types.js';
+
+export interface CatalogProvider {
+  id: string;
+  name: string;
+  kind: ProviderKind;
+  baseUrl: string;
+  apiKey: string | null;
+  headers: Readonly<Record<string, string>>;
+  privacyPolicyUrl: string | null;
+  timeouts: Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
+}
+
+export interface CatalogEndpoint {
+  provider: CatalogProvider;
+  upstreamModel: string;
+  prices: TokenPrices;
+  /** The decimal strings as configured, for rendering. */
+  pricing: Readonly<{ prompt: string; completion: string; request: string }>;
+  contextLength: number;
+  maxCompletionTokens: number | null;
+  quantization: string | null;
+  supportedParameters: readonly string[];
+}
+
+export interface CatalogModel {
+  id: string;
+  name: string;
+  description: string;
+  created: number;
+  contextLength: number;
+  inputModalities: readonly string[];
+  outputModalities: readonly string[];
+  tokenizer: string | null;
+  instructType: string | null;
+  supportedParameters: readonly string[];
+  /** A `:free` model: zero-priced and under the free-model rate limits. */
+  isFree: boolean;
+  endpoints: readonly CatalogEndpoint[];
+}
+
+export interface Catalog {
+  models: ReadonlyMap<string, CatalogModel>;
+  providers: ReadonlyMap<string, CatalogProvider>;
+}
+
+function toProvider(config: ProviderConfig, demoBaseUrl: string | null): CatalogProvider {
+  const baseUrl = config.kind === 'demo' ? demoBaseUrl : config.base_url;
+  if (!baseUrl) throw new Error(`provider ${config.id}: no base URL (the demo provider must be started first)`);
+  return {
+    id: config.id,
+    name: config.name,
+    // The demo provider is the simulated OpenAI-compatible server on loopback.
+    kind: config.kind === 'demo' ? 'openai' : config.kind,
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKey: config.api_key ?? null,
+    headers: config.headers,
+    privacyPolicyUrl: config.privacy_policy_url,
+    timeouts: config.timeouts,
+  };
+}
+
+function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProvider>, bootTime: number): CatalogModel {
+  const endpoints = config.endpoints.map((endpoint): CatalogEndpoint => {
+    const provider = providers.get(endpoint.provider);
+    if (!provider) throw new Error(`model ${config.id}: unknown provider ${endpoint.provider}`);
+    return {
+      provider,
+      upstreamModel: endpoint.model,
+      prices: {
+        prompt: parsePricePerToken(endpoint.pricing.prompt),
+        completion: parsePricePerToken(endpoint.pricing.completion),
+        request: parsePricePerToken(endpoint.pricing.request),
+      },
+      pricing: endpoint.pricing,
+      contextLength: endpoint.context_length ?? config.context_length,
+      maxCompletionTokens: endpoint.max_completion_tokens,
+      quantization: endpoint.quantization,
+      supportedParameters: endpoint.supported_parameters ?? config.supported_parameters,
+    };
+  });
+  const isFree = config.id.endsWith(':free');
+  if (isFree && endpoints.some((e) => !isZeroPrice(e.prices))) {
+    throw new Error(`model ${config.id}: a :free model must have zero prices on every endpoint`);
+  }
+  return {
+    id: config.id,
+    name: config.name,
+    description: config.description,
+    created: config.created ?? Math.floor(bootTime / 1000),
+    contextLength: config.context_length,
+    inputModalities: config.input_modalities,
+    outputModalities: config.output_modalities,
+    tokenizer: config.tokenizer,
+    instructType: config.instruct_type,
+    supportedParameters: config.supported_parameters,
+    isFree,
+    endpoints,
+  };
+}
+
+export function buildCatalog(config: Pick<Config, 'providers' | 'models'>, options: { demoBaseUrl?: string | null; now?: number } = {}): Catalog {
+  const providers = new Map<string, CatalogProvider>();
+  for (const provider of config.providers) providers.set(provider.id, toProvider(provider, options.demoBaseUrl ?? null));
+  const models = new Map<string, CatalogModel>();
+  for (const model of config.models) models.set(model.id, toModel(model, providers, options.now ?? Date.now()));
+  return { models, providers };
+}
+
+/** The model's cheapest list price (what `/models` shows as the model's pricing). */
+export function primaryEndpoint(model: CatalogModel): CatalogEndpoint {
+  const [first] = model.endpoints;
+  if (!first) throw new Error(`model ${model.id} has no endpoints`);
+  return model.endpoints.reduce((best, e) => (e.prices.prompt + e.prices.completion < best.prices.prompt + best.prices.completion ? e : best), first);
+}

@@ -1,0 +1,112 @@
+/**
+ * Failure vocabulary of the execute loop: how a thrown transport error becomes an UpstreamFailure,
+ * which failures move on to the next endpoint, and what the caller gets when every attempt failed
+ * (api.md §2.2).
+ */
+import { TollgateError } from '../core/errors.js';
+import type { UpstreamFailure } from '../providers/types.js';
+import { abortReasonOf } from './upstream-client.js';
+
+export interface AttemptRecord {
+  providerId: string;
+  providerName: string;
+  model: string;
+  status: number | null;
+  latencyMs: number;
+  failure: UpstreamFailure | null;
+}
+
+export function failureFromThrown(error: unknown, signal: AbortSignal): UpstreamFailure {
+  const reason = abortReasonOf(signal);
+  if (reason === 'connect_timeout' || reason === 'first_token_timeout' || reason === 'idle_timeout') {
+    return { type: 'timeout', status: null, message: `Provider timed out (${reason.replace('_', ' ')})`, providerCode: null, retryAfterMs: null, raw: null };
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return { type: 'timeout', status: null, message: 'Provider timed out', providerCode: null, retryAfterMs: null, raw: null };
+  }
+  return {
+    type: 'connection',
+    status: null,
+    message: `Provider connection failed${typeof code === 'string' ? ` (${code})` : ''}`,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
+}
+
+/** Failures another endpoint may not have. The caller's own faults and policy rejections do not move on. */
+export function movesOn(failure: UpstreamFailure): boolean {
+  switch (failure.type) {
+    case 'rate_limited':
+    case 'timeout':
+    case 'connection':
+    case 'server':
+    case 'auth':
+    case 'invalid_response':
+      return true;
+    case 'bad_request':
+    case 'content_policy':
+    case 'context_length_exceeded':
+      return false;
+  }
+}
+
+export function errorTypeOf(failure: UpstreamFailure): string {
+  switch (failure.type) {
+    case 'rate_limited':
+      return 'rate_limit_exceeded';
+    case 'timeout':
+      return 'timeout';
+    case 'connection':
+    case 'auth':
+      return 'provider_unavailable';
+    case 'server':
+      return 'server';
+    case 'invalid_response':
+      return 'invalid_response';
+    case 'bad_request':
+      return 'bad_request';
+    case 'content_policy':
+      return 'content_policy';
+    case 'context_length_exceeded':
+      return 'context_length_exceeded';
+  }
+}
+
+/** The error for a failure that must not fail over: the caller's request as the provider judged it. */
+export function rejectionError(failure: UpstreamFailure, providerName: string): TollgateError {
+  return new TollgateError('upstream.request_rejected', failure.message, {
+    status: failure.status ?? 400,
+    metadata: { provider_name: providerName, raw: failure.raw, error_type: errorTypeOf(failure), provider_code: failure.providerCode },
+  });
+}
+
+/** What the caller gets when every attempt failed. */
+export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateError {
+  const failures = attempts.map((a) => a.failure).filter((f): f is UpstreamFailure => f !== null);
+  const last = attempts.at(-1);
+  const lastFailure = failures.at(-1);
+  if (failures.length > 0 && failures.every((f) => f.type === 'rate_limited')) {
+    const hints = failures.map((f) => f.retryAfterMs);
+    const headers: Record<string, string> = {};
+    if (hints.every((h): h is number => h !== null)) headers['retry-after'] = String(Math.max(1, Math.ceil(Math.min(...hints) / 1000)));
+    return new TollgateError('upstream.rate_limited', `${last?.model ?? 'The model'} is temporarily rate-limited upstream. Please retry shortly.`, {
+      headers,
+      metadata: { error_type: 'rate_limit_exceeded', provider_name: last?.providerName ?? null, provider_code: lastFailure?.providerCode ?? null, raw: lastFailure?.raw ?? null },
+    });
+  }
+  if (failures.length > 0 && failures.every((f) => f.type === 'timeout')) {
+    return new TollgateError('upstream.timeout', 'The request timed out: no provider answered in time', {
+      metadata: { error_type: 'timeout', provider_name: last?.providerName ?? null },
+    });
+  }
+  return new TollgateError('upstream.unavailable', lastFailure ? `Provider returned error: ${lastFailure.message}` : 'No provider could serve the request', {
+    metadata: {
+      error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',
+      provider_name: last?.providerName ?? null,
+      provider_code: lastFailure?.providerCode ?? null,
+      raw: lastFailure?.raw ?? null,
+    },
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * Turns an upstream SSE body into adapter events, one at a time, with the stall (idle) timer armed
+ * only while we wait on the upstream — never while the caller is slow to take the next event, so a
+ * slow client is backpressure, not a provider stall.
+ */
+import { SseParser } from '../streaming/sse-parser.js';
+import type { ProviderAdapter, StreamEvent } from '../providers/types.js';
+
+export interface StreamReaderOptions {
+  body: AsyncIterable<Uint8Array>;
+  adapter: ProviderAdapter;
+  /** Called with the idle budget before each wait on the upstream; returns a disarm function. */
+  armIdle: () => () => void;
+}
+
+export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator<StreamEvent, void, undefined> {
+  const parser = new SseParser();
+  const iterator = options.body[Symbol.asyncIterator]();
+  for (;;) {
+    const disarm = options.armIdle();
+    let next: IteratorResult<Uint8Array>;
+    try {
+      next = await iterator.next();
+    } finally {
+      disarm();
+    }
+    const events = next.done ? parser.end() : parser.push(next.value);
+    for (const event of events) yield options.adapter.parseStreamEvent(event.data, event.event);
+    if (next.done) return;
+  }
+}
+
+/** Content the caller can see: text, a tool call, a refusal or a finish reason. Role-only deltas are not. */
+export function carriesContent(event: StreamEvent): boolean {
+  if (event.kind !== 'chunk') return false;
+  return event.choices.some((choice) => {
+    if (choice.finish_reason !== null) return true;
+    const delta = choice.delta;
+    return (typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls) || (typeof delta.refusal === 'string' && delta.refusal.length > 0);
+  });
+}

@@ -1,0 +1,67 @@
+/**
+ * The one place that talks HTTP to upstream providers (undici, keep-alive pools). Each attempt gets
+ * its own AbortController; timeouts, the caller's disconnect and shutdown all abort through it, and
+ * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import type { UpstreamRequest } from '../providers/types.js';
+
+export type AbortReason = 'connect_timeout' | 'first_token_timeout' | 'idle_timeout' | 'client_closed' | 'shutdown';
+
+export class AttemptAbort extends Error {
+  constructor(readonly reason: AbortReason) {
+    super(`attempt aborted: ${reason}`);
+    this.name = 'AttemptAbort';
+  }
+}
+
+export function createUpstreamAgent(): Agent {
+  return new Agent({
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 300_000,
+    connections: null,
+    pipelining: 1,
+    // Per-attempt timers below are the real budgets; these only stop undici's own defaults from cutting in first.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: 30_000 },
+  });
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+/** Sends the request and resolves when response headers arrived (or rejects with the abort reason). */
+export async function sendUpstream(dispatcher: Dispatcher, upstream: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+  const response = await request(upstream.url, {
+    method: 'POST',
+    headers: upstream.headers,
+    body: upstream.body,
+    signal,
+    dispatcher,
+  });
+  return { status: response.statusCode, headers: response.headers, body: response.body };
+}
+
+export function abortReasonOf(signal: AbortSignal): AbortReason | null {
+  const reason: unknown = signal.reason;
+  return reason instanceof AttemptAbort ? reason.reason : null;
+}
+
+/** Reads an error body for classification, bounded so a hostile upstream cannot make us buffer megabytes. */
+export async function readBounded(body: AsyncIterable<Uint8Array>, maxBytes = 64 * 1024): Promise<string> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size + chunk.byteLength > maxBytes) {
+      parts.push(chunk.subarray(0, maxBytes - size));
+      break;
+    }
+    parts.push(chunk);
+    size += chunk.byteLength;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}

@@ -1,0 +1,87 @@
+/**
+ * The schema, as ordered versions. Each text runs unchanged on SQLite and PostgreSQL: timestamps and
+ * money are BIGINT (epoch ms, 1e-9 USD units), booleans INTEGER 0/1, JSON TEXT. Never edit a released
+ * version; append a new one.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  email TEXT NOT NULL UNIQUE,
+  password_hash TEXT,
+  created_at BIGINT NOT NULL,
+  total_credits BIGINT NOT NULL DEFAULT 0,
+  total_purchased BIGINT NOT NULL DEFAULT 0,
+  total_usage BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE credit_entries (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts (id),
+  kind TEXT NOT NULL CHECK (kind IN ('purchase', 'grant', 'adjustment')),
+  amount BIGINT NOT NULL,
+  reference TEXT,
+  created_at BIGINT NOT NULL,
+  UNIQUE (account_id, reference)
+);
+CREATE INDEX credit_entries_account_created ON credit_entries (account_id, created_at);
+
+CREATE TABLE api_keys (
+  hash TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  label TEXT NOT NULL,
+  is_management INTEGER NOT NULL DEFAULT 0,
+  disabled INTEGER NOT NULL DEFAULT 0,
+  limit_amount BIGINT,
+  limit_reset TEXT CHECK (limit_reset IN ('daily', 'weekly', 'monthly')),
+  include_byok_in_limit INTEGER NOT NULL DEFAULT 0,
+  expires_at BIGINT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  deleted_at BIGINT,
+  creator_user_id TEXT,
+  external_user TEXT,
+  workspace_id TEXT NOT NULL,
+  allowed_models TEXT,
+  allowed_providers TEXT,
+  compromised_at BIGINT
+);
+CREATE INDEX api_keys_account_created ON api_keys (account_id, created_at DESC, hash DESC);
+
+CREATE TABLE key_usage (
+  key_hash TEXT NOT NULL,
+  period TEXT NOT NULL,
+  usage BIGINT NOT NULL DEFAULT 0,
+  byok_usage BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (key_hash, period)
+);
+
+CREATE TABLE generations (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  key_hash TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  model TEXT NOT NULL,
+  provider_name TEXT,
+  total_cost BIGINT NOT NULL,
+  is_byok INTEGER NOT NULL,
+  streamed INTEGER NOT NULL,
+  finish_reason TEXT,
+  tokens_prompt BIGINT NOT NULL,
+  tokens_completion BIGINT NOT NULL,
+  details TEXT NOT NULL
+);
+CREATE INDEX generations_account_created ON generations (account_id, created_at);
+`,
+  },
+];

@@ -1,0 +1,195 @@
+import pg from 'pg';
+import { TollgateError } from '../core/errors.js';
+import type { RunResult, SqlDriver, SqlExecutor, SqlParam, SqlRow } from './sql-driver.js';
+
+export interface PgDriverOptions {
+  /** Schema put first on `search_path` for every connection (tests use a throwaway one). */
+  schema?: string;
+  max?: number;
+  connectionTimeoutMillis?: number;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Per-pool parsers: the global `pg.types` belongs to every other pg user in the process. */
+function bigintTypes(): pg.TypeOverrides {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(INT8_OID, 'text', (text: string) => BigInt(text));
+  // Only integral numerics are expected (SUM over BIGINT); a fraction throws rather than being rounded.
+  types.setTypeParser(NUMERIC_OID, 'text', (text: string) => BigInt(text));
+  return types;
+}
+
+/** `?` → `$n`, leaving quoted strings and identifiers alone. */
+export function toPgPlaceholders(sql: string): string {
+  let out = '';
+  let index = 0;
+  let quote: string | null = null;
+  for (const char of sql) {
+    if (quote !== null) {
+      if (char === quote) quote = null;
+      out += char;
+    } else if (char === "'" || char === '"') {
+      quote = char;
+      out += char;
+    } else if (char === '?') {
+      index += 1;
+      out += `$${index}`;
+    } else {
+      out += char;
+    }
+  }
+  return out;
+}
+
+function toPg(value: SqlParam): string | number | null {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'bigint') return value.toString();
+  return value;
+}
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
+
+function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
+  if (error instanceof AggregateError && error.errors.some(isConnectionFailure)) return true;
+  return CONNECTION_MESSAGES.test(error.message);
+}
+
+function translateError(error: unknown): unknown {
+  if (error instanceof TollgateError) return error;
+  return isConnectionFailure(error) ? new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error }) : error;
+}
+
+type Queryable = pg.Pool | pg.PoolClient;
+
+export class PgDriver implements SqlDriver {
+  readonly dialect = 'postgres' as const;
+  readonly #pool: pg.Pool;
+  readonly #texts = new Map<string, string>();
+
+  constructor(connectionString: string, options: PgDriverOptions = {}) {
+    if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) {
+      throw new RangeError(`schema "${options.schema}" is not a plain SQL identifier`);
+    }
+    this.#pool = new pg.Pool({
+      connectionString,
+      max: options.max ?? 10,
+      connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000,
+      types: bigintTypes(),
+      ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
+    });
+    // An idle client losing its connection emits here; without a listener the process would crash.
+    this.#pool.on('error', () => undefined);
+  }
+
+  all(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
+    return this.#all(this.#pool, sql, params);
+  }
+
+  run(sql: string, params?: readonly SqlParam[]): Promise<RunResult> {
+    return this.#run(this.#pool, sql, params);
+  }
+
+  exec(script: string): Promise<void> {
+    return this.#exec(this.#pool, script);
+  }
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw translateError(error);
+    }
+    let open = true;
+    const live = (): pg.PoolClient => {
+      if (!open) throw new Error('transaction already finished');
+      return client;
+    };
+    const tx: SqlExecutor = {
+      all: async (sql, params) => this.#all(live(), sql, params),
+      run: async (sql, params) => this.#run(live(), sql, params),
+      exec: async (script) => this.#exec(live(), script),
+    };
+    let broken: unknown;
+    try {
+      await this.#exec(client, 'BEGIN');
+      const result = await fn(tx);
+      open = false;
+      await this.#exec(client, 'COMMIT');
+      return result;
+    } catch (error) {
+      open = false;
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError; // the connection is unusable: destroy it rather than pool it
+      }
+      throw error;
+    } finally {
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.#pool.ended) await this.#pool.end();
+  }
+
+  #text(sql: string): string {
+    let text = this.#texts.get(sql);
+    if (text === undefined) {
+      text = toPgPlaceholders(sql);
+      this.#texts.set(sql, text);
+    }
+    return text;
+  }
+
+  async #all(target: Queryable, sql: string, params: readonly SqlParam[] = []): Promise<SqlRow[]> {
+    try {
+      const result = await target.query<SqlRow>(this.#text(sql), params.map(toPg));
+      return result.rows;
+    } catch (error) {
+      throw translateError(error);
+    }
+  }
+
+  async #run(target: Queryable, sql: string, params: readonly SqlParam[] = []): Promise<RunResult> {
+    try {
+      const result = await target.query(this.#text(sql), params.map(toPg));
+      return { changes: result.rowCount ?? 0 };
+    } catch (error) {
+      throw translateError(error);
+    }
+  }
+
+  async #exec(target: Queryable, script: string): Promise<void> {
+    try {
+      await target.query(script); // no values: the simple protocol, which accepts several statements
+    } catch (error) {
+      throw translateError(error);
+    }
+  }
+}
+
+export function openPgDriver(connectionString: string, options: PgDriverOptions = {}): PgDriver {
+  return new PgDriver(connectionString, options);
+}

@@ -1,0 +1,54 @@
+/**
+ * Coercions from driver values to domain types. SQLite returns every integer as bigint; PostgreSQL
+ * returns int8/numeric as bigint and int4 as number. Anything else is a schema bug and throws.
+ */
+function fail(what: string, value: unknown): never {
+  throw new TypeError(`expected ${what}, got ${typeof value} ${String(value)}`);
+}
+
+export function asBigInt(value: unknown): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
+  if (typeof value === 'string' && /^-?\d+$/.test(value)) return BigInt(value);
+  return fail('an integer', value);
+}
+
+export function asNullableBigInt(value: unknown): bigint | null {
+  return value === null || value === undefined ? null : asBigInt(value);
+}
+
+/** For counts and timestamps, which the domain types keep as number. */
+export function asNumber(value: unknown): number {
+  if (typeof value === 'number') return value;
+  const big = asBigInt(value);
+  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER)) return fail('a safe integer', value);
+  return Number(big);
+}
+
+export function asNullableNumber(value: unknown): number | null {
+  return value === null || value === undefined ? null : asNumber(value);
+}
+
+export function asString(value: unknown): string {
+  return typeof value === 'string' ? value : fail('a string', value);
+}
+
+export function asNullableString(value: unknown): string | null {
+  return value === null || value === undefined ? null : asString(value);
+}
+
+export function asBoolean(value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  return asBigInt(value) !== 0n;
+}
+
+export function asNullableStringArray(value: unknown): string[] | null {
+  if (value === null || value === undefined) return null;
+  const parsed: unknown = JSON.parse(asString(value));
+  if (!Array.isArray(parsed) || !parsed.every((item) => typeof item === 'string')) return fail('a JSON string array', value);
+  return parsed;
+}
+
+export function stringArrayToJson(value: readonly string[] | null): string | null {
+  return value === null ? null : JSON.stringify(value);
+}

@@ -1,0 +1,178 @@
+/**
+ * The storage contract. Domain code sees only these interfaces; `store/sql-store.ts` implements them
+ * over either SQL driver (embedded SQLite through libsql, or PostgreSQL), and one contract suite
+ * (`test/store.contract.test.ts`) runs against both.
+ *
+ * Money fields are bigint units (1e-9 USD). Timestamps are epoch milliseconds.
+ */
+import type { Units } from '../core/money.js';
+import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
+
+export type CreditKind = 'purchase' | 'grant' | 'adjustment';
+export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];
+
+export interface AccountRecord {
+  id: string;
+  email: string;
+  passwordHash: string | null;
+  createdAt: number;
+  /** Sum of every purchase, grant and adjustment. */
+  totalCredits: Units;
+  /** Sum of purchases only (drives `is_free_tier` and the free-model daily cap). */
+  totalPurchased: Units;
+  /** Usage charged in credits, all time (BYOK fees included). */
+  totalUsage: Units;
+}
+
+export interface NewAccount {
+  id: string;
+  email: string;
+  passwordHash: string | null;
+  createdAt: number;
+}
+
+export interface CreditEntry {
+  id: string;
+  accountId: string;
+  kind: CreditKind;
+  amount: Units; // may be negative only for `adjustment`
+  reference: string | null; // idempotency: at most one entry per (account, reference)
+  createdAt: number;
+}
+
+export interface KeyRecord {
+  hash: string; // lowercase hex SHA-256 of the full key
+  accountId: string;
+  name: string;
+  label: string; // masked form, "sk-tg-v1-abc...xyz"
+  isManagement: boolean;
+  disabled: boolean;
+  limit: Units | null;
+  limitReset: LimitReset | null;
+  includeByokInLimit: boolean;
+  expiresAt: number | null;
+  createdAt: number;
+  updatedAt: number | null;
+  creatorUserId: string | null;
+  externalUser: string | null;
+  workspaceId: string;
+  /** Guardrails: null = no restriction. */
+  allowedModels: string[] | null;
+  allowedProviders: string[] | null;
+  /** Set when the key was reported compromised (it is disabled at the same time). */
+  compromisedAt: number | null;
+}
+
+export type KeyPatch = Partial<
+  Pick<KeyRecord, 'name' | 'disabled' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'expiresAt' | 'allowedModels' | 'allowedProviders' | 'compromisedAt'>
+>;
+
+export interface UsageTotals {
+  usage: Units;
+  byokUsage: Units;
+}
+
+export interface KeyUsage {
+  all: UsageTotals;
+  day: UsageTotals;
+  week: UsageTotals;
+  month: UsageTotals;
+}
+
+export interface ListKeysOptions {
+  offset: number;
+  limit: number;
+  includeDisabled: boolean;
+}
+
+export interface ProviderAttempt {
+  provider_name: string;
+  status: number | null; // HTTP status, or null when no response arrived
+  latency: number; // ms
+}
+
+/** The generation as stored; `GET /generation` renders it. */
+export interface GenerationRecord {
+  id: string;
+  accountId: string;
+  keyHash: string;
+  createdAt: number;
+  model: string;
+  providerName: string | null;
+  totalCost: Units;
+  /** Cost of the upstream inference (prompt and completion parts); equals totalCost unless BYOK. */
+  upstreamPromptCost: Units;
+  upstreamCompletionCost: Units;
+  isByok: boolean;
+  streamed: boolean;
+  cancelled: boolean;
+  finishReason: string | null;
+  nativeFinishReason: string | null;
+  tokensPrompt: number;
+  tokensCompletion: number;
+  tokensReasoning: number | null;
+  tokensCached: number | null;
+  /** True when the token counts are our tokenizer's estimate because the upstream reported none. */
+  usageEstimated: boolean;
+  latencyMs: number | null; // time to first token (or to the full response when not streamed)
+  generationTimeMs: number | null;
+  upstreamId: string | null;
+  appTitle: string | null;
+  httpReferer: string | null;
+  userAgent: string | null;
+  externalUser: string | null;
+  providerResponses: ProviderAttempt[];
+}
+
+/** One charge: the generation record, the ledger movement and the counters, applied together. */
+export interface Settlement {
+  generation: GenerationRecord;
+  periods: UsagePeriods;
+}
+
+export interface SettleOutcome {
+  id: string;
+  /** False when a generation with this id was already recorded (idempotent replay): nothing changed. */
+  applied: boolean;
+}
+
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Applies pending migrations; safe when several processes start together. */
+  migrate(): Promise<void>;
+  /** Cheap round trip proving the store answers (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  countAccounts(): Promise<number>;
+  /** Throws TollgateError('resource.conflict') when the e-mail is taken. */
+  createAccount(account: NewAccount): Promise<AccountRecord>;
+  getAccount(id: string): Promise<AccountRecord | null>;
+
+  /**
+   * Records a credit entry and updates the account's totals in one transaction. Idempotent on
+   * (accountId, reference): a replay changes nothing and returns applied=false. Throws
+   * TollgateError('resource.not_found') for an unknown account.
+   */
+  addCredits(entry: CreditEntry): Promise<{ account: AccountRecord; applied: boolean }>;
+
+  insertKey(key: KeyRecord): Promise<void>;
+  /** Deleted keys are never returned. */
+  getKey(hash: string): Promise<KeyRecord | null>;
+  /** Newest first. */
+  listKeys(accountId: string, options: ListKeysOptions): Promise<KeyRecord[]>;
+  /** Returns the updated key, or null when it does not exist (or was deleted). */
+  updateKey(hash: string, patch: KeyPatch, updatedAt: number): Promise<KeyRecord | null>;
+  /** Soft delete: the hash can never authenticate again. Returns false when it did not exist. */
+  deleteKey(hash: string, deletedAt: number): Promise<boolean>;
+
+  getKeyUsage(hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>>;
+
+  /**
+   * Group commit: every settlement of the batch in ONE transaction — generation row, the account's
+   * total_usage and the key's usage counters (all, day, week, month; `byokUsage` too when BYOK).
+   * Idempotent on the generation id.
+   */
+  settle(batch: readonly Settlement[]): Promise<SettleOutcome[]>;
+  getGeneration(id: string): Promise<GenerationRecord | null>;
+}

@@ -1,0 +1,160 @@
+/**
+ * Incremental Server-Sent Events parser following the WHATWG event-stream rules
+ * (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
+ * Bytes go in as they arrive from the socket; complete events come out. Work is linear in the
+ * input: a line split over many chunks is kept as a list of pieces and joined once.
+ */
+
+export interface SseEvent {
+  event: string | null; // `event:` field; null when absent (the spec's default type "message")
+  data: string; // `data:` lines joined with "\n"
+  id: string | null; // the last event id seen so far in the stream (the spec's "last event ID")
+}
+
+export interface SseParserOptions {
+  /** Called with each comment line's text (after ':' and one optional space). Comments are dropped otherwise. */
+  onComment?: (text: string) => void;
+  /**
+   * Dispatch an event that the stream ended in the middle of (no blank line after it). The spec
+   * discards it; lenient consumers may want it to notice a truncated final chunk.
+   */
+  dispatchIncompleteAtEnd?: boolean;
+}
+
+const LF = 10;
+
+export class SseParser {
+  private readonly decoder = new TextDecoder('utf-8');
+  private readonly onComment: ((text: string) => void) | undefined;
+  private readonly dispatchIncompleteAtEnd: boolean;
+  /** Pieces of the current, not yet terminated line. */
+  private linePieces: string[] = [];
+  /** The previous chunk ended with CR: a LF opening the next chunk belongs to that same line break. */
+  private skipLeadingLf = false;
+  private atStreamStart = true;
+  private dataLines: string[] = [];
+  private eventType = '';
+  private lastEventId = '';
+  private out: SseEvent[] = [];
+  /** The reconnection time the server asked for with `retry:`, in milliseconds. */
+  retryMs: number | null = null;
+
+  constructor(options: SseParserOptions = {}) {
+    this.onComment = options.onComment;
+    this.dispatchIncompleteAtEnd = options.dispatchIncompleteAtEnd ?? false;
+  }
+
+  /** Feed the next piece of the stream. Feed either bytes or strings for one stream, not both. */
+  push(chunk: Uint8Array | string): SseEvent[] {
+    const text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    this.scan(text);
+    return this.takeEvents();
+  }
+
+  /** The stream ended: flush the decoder and the last unterminated line. */
+  end(): SseEvent[] {
+    this.scan(this.decoder.decode());
+    if (this.linePieces.length > 0) {
+      const line = this.linePieces.join('');
+      this.linePieces = [];
+      this.processLine(line);
+    }
+    if (this.dispatchIncompleteAtEnd) this.dispatch();
+    this.dataLines = [];
+    this.eventType = '';
+    return this.takeEvents();
+  }
+
+  private takeEvents(): SseEvent[] {
+    if (this.out.length === 0) return [];
+    const events = this.out;
+    this.out = [];
+    return events;
+  }
+
+  private scan(input: string): void {
+    let text = input;
+    if (text.length === 0) return;
+    if (this.atStreamStart) {
+      // TextDecoder already drops a byte-order mark; string input may still carry one.
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      this.atStreamStart = text.length === 0;
+    }
+    let start = 0;
+    if (this.skipLeadingLf) {
+      this.skipLeadingLf = false;
+      if (text.charCodeAt(0) === LF) start = 1;
+    }
+    // Next CR and LF positions are cached so a chunk with many LFs and no CR is not rescanned per line.
+    let nextLf = text.indexOf('\n', start);
+    let nextCr = text.indexOf('\r', start);
+    while (nextLf !== -1 || nextCr !== -1) {
+      const isCr = nextCr !== -1 && (nextLf === -1 || nextCr < nextLf);
+      const end = isCr ? nextCr : nextLf;
+      let line = text.slice(start, end);
+      if (this.linePieces.length > 0) {
+        this.linePieces.push(line);
+        line = this.linePieces.join('');
+        this.linePieces = [];
+      }
+      this.processLine(line);
+      start = end + 1;
+      if (isCr) {
+        if (start === text.length) {
+          this.skipLeadingLf = true;
+        } else if (text.charCodeAt(start) === LF) {
+          start += 1;
+        }
+      }
+      if (nextLf !== -1 && nextLf < start) nextLf = text.indexOf('\n', start);
+      if (nextCr !== -1 && nextCr < start) nextCr = text.indexOf('\r', start);
+    }
+    if (start < text.length) this.linePieces.push(start === 0 ? text : text.slice(start));
+  }
+
+  private processLine(line: string): void {
+    if (line.length === 0) {
+      this.dispatch();
+      return;
+    }
+    const colon = line.indexOf(':');
+    if (colon === 0) {
+      if (this.onComment !== undefined) this.onComment(stripOneSpace(line, 1));
+      return;
+    }
+    const field = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : stripOneSpace(line, colon + 1);
+    switch (field) {
+      case 'data':
+        this.dataLines.push(value);
+        break;
+      case 'event':
+        this.eventType = value;
+        break;
+      case 'id':
+        if (!value.includes('\0')) this.lastEventId = value;
+        break;
+      case 'retry':
+        if (/^[0-9]+$/.test(value)) this.retryMs = Number(value);
+        break;
+      default:
+        break; // unknown fields are ignored, per spec
+    }
+  }
+
+  private dispatch(): void {
+    if (this.dataLines.length > 0) {
+      this.out.push({
+        event: this.eventType === '' ? null : this.eventType,
+        data: this.dataLines.length === 1 ? this.dataLines[0]! : this.dataLines.join('\n'),
+        id: this.lastEventId === '' ? null : this.lastEventId,
+      });
+    }
+    this.dataLines = [];
+    this.eventType = '';
+  }
+}
+
+function stripOneSpace(line: string, from: number): string {
+  return line.charCodeAt(from) === 32 ? line.slice(from + 1) : line.slice(from);
+}

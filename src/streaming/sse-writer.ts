@@ -1,0 +1,19 @@
+/**
+ * Formatting of the SSE events we send. Payloads go through JSON.stringify, which escapes CR and LF
+ * inside strings, so one payload is always exactly one `data:` line and cannot inject events.
+ */
+
+/** The terminating event of an OpenAI-format stream. */
+export const SSE_DONE = 'data: [DONE]\n\n';
+
+/** Keep-alive sent while waiting for the upstream (api.md §2.4). */
+export const SSE_PROCESSING_COMMENT = ': TOLLGATE PROCESSING\n\n';
+
+export function formatSseData(payload: unknown): string {
+  return `data: ${JSON.stringify(payload)}\n\n`;
+}
+
+/** A comment line; line breaks in `text` are replaced so it stays one comment. */
+export function formatSseComment(text: string): string {
+  return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`;
+}

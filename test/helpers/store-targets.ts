@@ -1,0 +1,58 @@
+import { openPostgresStore, openSqliteStore } from '../../src/store/open-store.js';
+import { openPgDriver } from '../../src/store/pg-driver.js';
+import type { SqlDriver } from '../../src/store/sql-driver.js';
+import { openSqliteDriver } from '../../src/store/sqlite-driver.js';
+import type { Store } from '../../src/store/types.js';
+import { createPgTestSchema } from './pg.js';
+import { createSqliteTestFile } from './sqlite.js';
+
+/** One empty database; every store or driver opened on it is closed by `cleanup()`. */
+export interface StoreDatabase {
+  openStore(): Store;
+  /** Raw SQL on the same database, for assertions the Store interface does not expose. */
+  openDriver(): SqlDriver;
+  cleanup(): Promise<void>;
+}
+
+export interface StoreTarget {
+  name: 'sqlite' | 'postgres';
+  createDatabase(): Promise<StoreDatabase>;
+}
+
+function tracked(open: { store: () => Store; driver: () => SqlDriver }, dispose: () => Promise<void>): StoreDatabase {
+  const closers: Array<() => Promise<void>> = [];
+  return {
+    openStore() {
+      const store = open.store();
+      closers.push(() => store.close());
+      return store;
+    },
+    openDriver() {
+      const driver = open.driver();
+      closers.push(() => driver.close());
+      return driver;
+    },
+    async cleanup() {
+      await Promise.allSettled(closers.map((close) => close()));
+      await dispose();
+    },
+  };
+}
+
+export const sqliteTarget: StoreTarget = {
+  name: 'sqlite',
+  async createDatabase() {
+    const file = await createSqliteTestFile();
+    return tracked({ store: () => openSqliteStore(file.path), driver: () => openSqliteDriver(file.path) }, file.remove);
+  },
+};
+
+export const postgresTarget: StoreTarget = {
+  name: 'postgres',
+  async createDatabase() {
+    const { url, schema, drop } = await createPgTestSchema();
+    return tracked({ store: () => openPostgresStore(url, { schema }), driver: () => openPgDriver(url, { schema }) }, drop);
+  },
+};
+
+export const STORE_TARGETS: readonly StoreTarget[] = [sqliteTarget, postgresTarget];

@@ -24,7 +24,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
     const generationId = newGenerationId(services.now());
     reply.header('x-generation-id', generationId);
     const key = await services.auth.authenticate(request.headers.authorization, 'inference');
-    request.log = request.log.child({ key: keyLogId(key.hash), generation_id: generationId });
+    request.log = reply.log = request.log.child({ key: keyLogId(key.hash), generation_id: generationId });
     const body = request.body as { stream?: unknown } | null;
     const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
     const labels = (status: number, model: string, provider: string) => ({ model, provider, status: String(status), streamed: String(ctx.body?.stream === true) });

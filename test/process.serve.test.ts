@@ -1,0 +1,207 @@
+/**
+ * The operator's view: the built `tollgate serve` process in demo mode, restart, logs, graceful
+ * shutdown, configuration errors, and PostgreSQL mode with two processes starting together.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
+import { buildOnce, runCli, startServe } from './helpers/process.js';
+import { parseSse } from './helpers/gateway.js';
+import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
+import { openSqliteStore } from '../src/store/open-store.js';
+
+async function post(url: string, key: string, body: unknown) {
+  const response = await request(`${url}/api/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.statusCode, text: await response.body.text() };
+}
+
+describe('tollgate serve (process)', () => {
+  let dir: string;
+  beforeAll(async () => {
+    await buildOnce();
+    dir = await mkdtemp(join(tmpdir(), 'tollgate-proc-'));
+  }, 120_000);
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('demo mode: prints a working key once, answers the printed request, logs no secret, restarts without a new key', async () => {
+    const dataDir = join(dir, 'demo');
+    const first = await startServe({ TOLLGATE_DATA_DIR: dataDir, TOLLGATE_LOG_LEVEL: 'info' });
+    try {
+      const key = /sk-tg-v1-[0-9a-f]{64}/.exec(first.stdout())?.[0];
+      expect(key).toBeDefined();
+      expect(first.stdout()).toContain('curl ');
+      const answer = await post(first.url, key!, { model: 'tollgate/demo-chat', messages: [{ role: 'user', content: 'Hello!' }] });
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text).choices[0].message.content.length).toBeGreaterThan(0);
+      const typo = `${key!.slice(0, -1)}${key!.endsWith('0') ? '1' : '0'}`;
+      const bad = await post(first.url, typo, { model: 'tollgate/demo-chat', messages: [{ role: 'user', content: 'x' }] });
+      expect(bad.status).toBe(401);
+      const health = await request(`${first.url}/healthz`);
+      expect(health.statusCode).toBe(200);
+      await health.body.dump();
+      const metrics = await request(`${first.url}/metrics`);
+      const text = await metrics.body.text();
+      expect(text).toContain('tollgate_http_requests_total');
+      expect(text).toContain('tollgate_completions_total');
+      // JSON logs name the key by its hash prefix and never contain the key itself (beyond the one-time banner).
+      const logLines = first
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{'));
+      expect(logLines.length).toBeGreaterThan(0);
+      expect(logLines.join('\n')).not.toContain(key!);
+      expect(logLines.some((l) => /"key":"[0-9a-f]{12}"/.test(l))).toBe(true);
+      expect(first.stderr()).not.toContain(key!);
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+    const second = await startServe({ TOLLGATE_DATA_DIR: dataDir });
+    try {
+      expect(second.stdout()).not.toMatch(/sk-tg-v1-[0-9a-f]{64}/);
+      expect(second.stdout()).toContain('already exists');
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+
+  it('reports every configuration problem at once and exits 78', async () => {
+    const config = join(dir, 'bad.yaml');
+    await writeFile(config, 'providers:\n  - { id: "Bad Id", name: x, kind: nope }\nmodels: []\n');
+    const result = await runCli(['serve'], { TOLLGATE_CONFIG: config, PORT: 'eighty', TOLLGATE_DATA_DIR: join(dir, 'bad') });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('providers.0.id');
+    expect(result.stderr).toContain('providers.0.kind');
+    expect(result.stderr).toContain('PORT');
+  });
+
+  describe('with a config file', () => {
+    let provider: MockProvider;
+    let configPath: string;
+    beforeAll(async () => {
+      provider = await startMockProvider();
+      configPath = join(dir, 'tollgate.yaml');
+      await writeFile(
+        configPath,
+        [
+          'providers:',
+          `  - { id: sim, name: Simulator, kind: openai, base_url: "${provider.url}", api_key: "\${SIM_KEY}" }`,
+          'models:',
+          '  - id: sim/paced',
+          '    name: Paced',
+          '    context_length: 4096',
+          '    endpoints: [{ provider: sim, model: "mock@tps=20,tokens=30", pricing: { prompt: "0.000001", completion: "0.000002" } }]',
+          'server: { shutdown_grace_ms: 10000 }',
+          '',
+        ].join('\n'),
+      );
+    });
+    afterAll(() => provider.close());
+
+    it('graceful shutdown lets an in-flight stream finish, commits its charge, then exits 0', async () => {
+      const dataDir = join(dir, 'graceful');
+      const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0001', TOLLGATE_LOG_LEVEL: 'warn' };
+      const gw = await startServe(env);
+      const cli = (...args: string[]) => runCli([...args, '--json', '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+      const account = JSON.parse((await cli('accounts', 'create', '--email', 'graceful@example.test')).stdout).data.id as string;
+      await cli('credits', 'add', '--account', account, '--amount', '5');
+      const key = JSON.parse((await cli('keys', 'create', '--account', account, '--name', 'g')).stdout).key as string;
+
+      const streaming = post(gw.url, key, { model: 'sim/paced', stream: true, messages: [{ role: 'user', content: 'go' }] });
+      await new Promise((r) => setTimeout(r, 400));
+      gw.child.kill('SIGTERM');
+      const result = await streaming;
+      const sse = parseSse(result.text);
+      expect(result.status).toBe(200);
+      expect(sse.done).toBe(true);
+      expect(sse.events.at(-1).usage.completion_tokens).toBe(30);
+      expect(await gw.exited).toBe(0);
+      expect(gw.stdout() + gw.stderr()).not.toContain('sim-secret');
+
+      const store = openSqliteStore(join(dataDir, 'tollgate.db'));
+      try {
+        const generation = await store.getGeneration(sse.events[0].id);
+        expect(generation?.tokensCompletion).toBe(30);
+        const fetched = await store.getAccount(account);
+        expect(fetched!.totalUsage).toBe(generation!.totalCost);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('the CLI manages accounts, credits and keys over the admin API', async () => {
+      const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', TOLLGATE_DATA_DIR: join(dir, 'cli'), TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0002', TOLLGATE_LOG_LEVEL: 'warn' };
+      const gw = await startServe(env);
+      try {
+        const run = (...args: string[]) => runCli([...args, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+        const created = await run('accounts', 'create', '--email', 'cli@example.test', '--json');
+        expect(created.code).toBe(0);
+        const account = JSON.parse(created.stdout).data.id as string;
+        const credits = await run('credits', 'add', '--account', account, '--amount', '2.5', '--kind', 'purchase', '--reference', 'order-1');
+        expect(credits.code).toBe(0);
+        expect(credits.stdout).toContain('balance 2.5 USD');
+        const again = await run('credits', 'add', '--account', account, '--amount', '2.5', '--kind', 'purchase', '--reference', 'order-1', '--json');
+        expect(JSON.parse(again.stdout).data.balance).toBe(2.5);
+        const key = await run('keys', 'create', '--account', account, '--name', 'cli key', '--limit', '1', '--limit-reset', 'monthly');
+        expect(key.code).toBe(0);
+        const plaintext = /sk-tg-v1-[0-9a-f]{64}/.exec(key.stdout)![0];
+        const hash = /hash: ([0-9a-f]{64})/.exec(key.stdout)![1]!;
+        const listed = await run('keys', 'list', '--account', account, '--json');
+        expect(JSON.parse(listed.stdout).data.map((k: { hash: string }) => k.hash)).toContain(hash);
+        expect(listed.stdout).not.toContain(plaintext);
+        expect((await run('keys', 'disable', hash)).code).toBe(0);
+        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(401);
+        expect((await run('keys', 'enable', hash)).code).toBe(0);
+        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(200);
+        expect((await run('keys', 'delete', hash)).code).toBe(0);
+        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(401);
+        const wrongToken = await runCli(['accounts', 'get', account, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: 'not-the-token-at-all' });
+        expect(wrongToken.code).toBe(2);
+        expect(wrongToken.stderr).toContain('Invalid admin token');
+        const usage = await runCli(['keys', 'frobnicate'], {});
+        expect(usage.code).toBe(2);
+      } finally {
+        expect(await gw.stop()).toBe(0);
+      }
+    });
+
+    describe('on PostgreSQL', () => {
+      let schema: PgTestSchema;
+      beforeAll(async () => {
+        schema = await createPgTestSchema();
+      });
+      afterAll(() => schema.drop());
+
+      it('two processes start together on one database, migrate once, and share keys (change bus invalidation)', async () => {
+        const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
+        const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', DATABASE_URL: databaseUrl, TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0003', TOLLGATE_LOG_LEVEL: 'warn' };
+        const [a, b] = await Promise.all([startServe(env), startServe(env)]);
+        try {
+          const run = (url: string, ...args: string[]) => runCli([...args, '--json', '--url', url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+          const account = JSON.parse((await run(a.url, 'accounts', 'create', '--email', 'pg@example.test')).stdout).data.id as string;
+          await run(a.url, 'credits', 'add', '--account', account, '--amount', '1');
+          const created = JSON.parse((await run(a.url, 'keys', 'create', '--account', account, '--name', 'shared')).stdout);
+          const body = { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] };
+          expect((await post(b.url, created.key, body)).status).toBe(200); // cached on b now
+          await run(a.url, 'keys', 'disable', created.data.hash);
+          // b learns of the change through LISTEN/NOTIFY, well before its cache TTL (30 s) runs out.
+          let status = 200;
+          for (let i = 0; i < 40 && status === 200; i++) {
+            await new Promise((r) => setTimeout(r, 100));
+            status = (await post(b.url, created.key, body)).status;
+          }
+          expect(status).toBe(401);
+        } finally {
+          expect(await a.stop()).toBe(0);
+          expect(await b.stop()).toBe(0);
+        }
+      });
+    });
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * Health of every endpoint (model × provider): its circuit breaker, its measured statistics, and a
+ * rate-limit cool-down from the upstream's `Retry-After`. The planner orders by it; the execute loop
+ * reports every attempt to it; `GET /models/{id}/endpoints` shows its statistics.
+ */
+import type { FailureType } from '../providers/types.js';
+import { CircuitBreaker, DEFAULT_BREAKER, type BreakerConfig, type BreakerState } from './circuit-breaker.js';
+import { EndpointStats, type EndpointStatsSnapshot } from './endpoint-stats.js';
+
+export interface EndpointHealth {
+  breaker: CircuitBreaker;
+  stats: EndpointStats;
+  /** Epoch ms before which the upstream asked us not to come back (Retry-After). */
+  coolingUntil: number;
+}
+
+/** Failures that say the endpoint is unhealthy. The caller's own faults say nothing about it. */
+export function countsAgainstHealth(type: FailureType): boolean {
+  return type === 'connection' || type === 'timeout' || type === 'server' || type === 'invalid_response' || type === 'auth';
+}
+
+export class HealthRegistry {
+  private readonly endpoints = new Map<string, EndpointHealth>();
+
+  constructor(private readonly breakerConfig: BreakerConfig = DEFAULT_BREAKER) {}
+
+  static keyOf(modelId: string, providerId: string): string {
+    return `${modelId}|${providerId}`;
+  }
+
+  get(key: string): EndpointHealth {
+    let health = this.endpoints.get(key);
+    if (!health) {
+      health = { breaker: new CircuitBreaker(this.breakerConfig), stats: new EndpointStats(), coolingUntil: 0 };
+      this.endpoints.set(key, health);
+    }
+    return health;
+  }
+
+  state(key: string, now: number): BreakerState {
+    return this.endpoints.get(key)?.breaker.state(now) ?? 'closed';
+  }
+
+  /** 0 = healthy, 1 = cooling down after a 429, 2 = breaker open or half-open. Lower is tried first. */
+  rank(key: string, now: number): number {
+    const health = this.endpoints.get(key);
+    if (!health) return 0;
+    if (health.breaker.state(now) !== 'closed') return 2;
+    return health.coolingUntil > now ? 1 : 0;
+  }
+
+  recordSuccess(key: string, now: number, latencyMs: number | null, tokensPerSecond: number | null): void {
+    const health = this.get(key);
+    health.breaker.onSuccess();
+    health.stats.recordSuccess(now, latencyMs, tokensPerSecond);
+  }
+
+  recordFailure(key: string, now: number, type: FailureType, retryAfterMs: number | null): void {
+    const health = this.get(key);
+    if (type === 'rate_limited') {
+      health.coolingUntil = Math.max(health.coolingUntil, now + (retryAfterMs ?? 1000));
+      health.breaker.release();
+      return;
+    }
+    if (countsAgainstHealth(type)) {
+      health.breaker.onFailure(now);
+      health.stats.recordFailure(now);
+    } else {
+      // The provider answered (it judged the request): it is up.
+      health.breaker.onSuccess();
+    }
+  }
+
+  snapshot(key: string, now: number): EndpointStatsSnapshot | null {
+    return this.endpoints.get(key)?.stats.snapshot(now) ?? null;
+  }
+}

@@ -1,30 +1,49 @@
 /**
- * Attempt planning: which endpoints to try, in which order. Pure: catalog + request + key in, plan out.
- * Order: the requested model's endpoints, then each fallback model's; within a model, the caller's
- * `provider.order` first, then the cheapest.
+ * Attempt planning: which endpoints to try, in which order. Pure: catalog + request + key + health
+ * in, plan out. The plan is the requested model's endpoints, then each fallback model's (`models`),
+ * each model's endpoints filtered by the caller's `provider` preferences and the key's guardrails,
+ * and ordered: `provider.order` first when given, else by `sort`, else healthy first, then cheaper.
  */
 import { TollgateError } from '../core/errors.js';
+import { perMillionToPricePerToken } from '../core/money.js';
 import type { KeyRecord } from '../store/types.js';
 import type { Catalog, CatalogEndpoint, CatalogModel } from './catalog.js';
+import type { EndpointStatsSnapshot } from './endpoint-stats.js';
+import { HealthRegistry } from './health.js';
+
+export type SortBy = 'price' | 'throughput' | 'latency';
 
 export interface ProviderPreferences {
   order?: string[] | undefined;
   only?: string[] | undefined;
   ignore?: string[] | undefined;
   allow_fallbacks?: boolean | undefined;
-  sort?: string | { by: string } | undefined;
+  sort?: SortBy | { by: SortBy } | undefined;
+  max_price?: { prompt?: number | string | undefined; completion?: number | string | undefined } | undefined;
+  require_parameters?: boolean | undefined;
 }
 
 export interface PlannedAttempt {
   model: CatalogModel;
   endpoint: CatalogEndpoint;
+  /** HealthRegistry key of this endpoint. */
+  healthKey: string;
 }
 
 export interface PlanInput {
   model: string;
   models?: string[] | undefined;
   provider?: ProviderPreferences | undefined;
+  /** Request parameters that an endpoint must support when `provider.require_parameters` is set. */
+  requestedParameters?: readonly string[];
 }
+
+export interface HealthView {
+  rank(key: string, now: number): number;
+  snapshot(key: string, now: number): EndpointStatsSnapshot | null;
+}
+
+const NO_HEALTH: HealthView = { rank: () => 0, snapshot: () => null };
 
 function price(endpoint: CatalogEndpoint): bigint {
   return endpoint.prices.prompt + endpoint.prices.completion;
@@ -36,51 +55,109 @@ function lookup(catalog: Catalog, id: string): CatalogModel {
   return model;
 }
 
-function orderEndpoints(model: CatalogModel, prefs: ProviderPreferences): CatalogEndpoint[] {
-  const only = prefs.only ? new Set(prefs.only) : null;
-  const ignore = new Set(prefs.ignore ?? []);
-  let endpoints = model.endpoints.filter((e) => (!only || only.has(e.provider.id)) && !ignore.has(e.provider.id));
-  endpoints = [...endpoints].sort((a, b) => (price(a) < price(b) ? -1 : price(a) > price(b) ? 1 : 0));
-  const order = prefs.order ?? [];
-  if (order.length > 0) {
-    const rank = (e: CatalogEndpoint) => {
-      const i = order.indexOf(e.provider.id);
-      return i === -1 ? order.length : i;
-    };
-    endpoints = endpoints.map((e, i) => ({ e, i })).sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i).map(({ e }) => e);
-    if (prefs.allow_fallbacks === false) endpoints = endpoints.filter((e) => order.includes(e.provider.id));
-  }
-  return endpoints;
+function sortKey(sort: ProviderPreferences['sort']): SortBy | null {
+  if (!sort) return null;
+  return typeof sort === 'string' ? sort : sort.by;
 }
 
-export function planAttempts(catalog: Catalog, input: PlanInput, key: Pick<KeyRecord, 'allowedModels' | 'allowedProviders'>): PlannedAttempt[] {
+/** Why endpoints were left out, for a 503 that names the reason. */
+class Exclusions {
+  readonly reasons = new Set<string>();
+  add(reason: string): void {
+    this.reasons.add(reason);
+  }
+}
+
+function eligible(model: CatalogModel, input: PlanInput, key: Pick<KeyRecord, 'allowedProviders'>, why: Exclusions): CatalogEndpoint[] {
+  const prefs = input.provider ?? {};
+  const only = prefs.only ? new Set(prefs.only) : null;
+  const ignore = new Set(prefs.ignore ?? []);
+  const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
+  const maxPrompt = prefs.max_price?.prompt !== undefined ? perMillionToPricePerToken(prefs.max_price.prompt) : null;
+  const maxCompletion = prefs.max_price?.completion !== undefined ? perMillionToPricePerToken(prefs.max_price.completion) : null;
+  const required = prefs.require_parameters ? (input.requestedParameters ?? []) : [];
+  const order = prefs.order ?? [];
+
+  return model.endpoints.filter((e) => {
+    const id = e.provider.id;
+    if (only && !only.has(id)) return why.add(`provider.only excludes ${id}`), false;
+    if (ignore.has(id)) return why.add(`provider.ignore excludes ${id}`), false;
+    if (prefs.allow_fallbacks === false && order.length > 0 && !order.includes(id)) return why.add(`allow_fallbacks=false and ${id} is not in provider.order`), false;
+    if (allowedProviders && !allowedProviders.has(id)) return why.add(`this key may not use provider ${id}`), false;
+    if (maxPrompt !== null && e.prices.prompt > maxPrompt) return why.add(`${id} costs more than max_price.prompt`), false;
+    if (maxCompletion !== null && e.prices.completion > maxCompletion) return why.add(`${id} costs more than max_price.completion`), false;
+    const missing = required.filter((p) => !e.supportedParameters.includes(p));
+    if (missing.length > 0) return why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false;
+    return true;
+  });
+}
+
+function compare(a: bigint | number, b: bigint | number): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function order(model: CatalogModel, endpoints: CatalogEndpoint[], prefs: ProviderPreferences, health: HealthView, now: number): CatalogEndpoint[] {
+  const key = (e: CatalogEndpoint) => HealthRegistry.keyOf(model.id, e.provider.id);
+  const sort = sortKey(prefs.sort);
+  const measured = (e: CatalogEndpoint, by: 'latency' | 'throughput') => {
+    const snap = health.snapshot(key(e), now);
+    const p = by === 'latency' ? snap?.latency30m : snap?.throughput30m;
+    return p?.p50 ?? null;
+  };
+  const byPreference = (a: CatalogEndpoint, b: CatalogEndpoint): number => {
+    if (sort === 'latency') {
+      // Unmeasured endpoints go after measured ones.
+      const la = measured(a, 'latency') ?? Number.POSITIVE_INFINITY;
+      const lb = measured(b, 'latency') ?? Number.POSITIVE_INFINITY;
+      return compare(la, lb) || compare(price(a), price(b));
+    }
+    if (sort === 'throughput') {
+      const ta = measured(a, 'throughput') ?? -1;
+      const tb = measured(b, 'throughput') ?? -1;
+      return compare(tb, ta) || compare(price(a), price(b));
+    }
+    if (sort === 'price') return compare(price(a), price(b));
+    return compare(health.rank(key(a), now), health.rank(key(b), now)) || compare(price(a), price(b));
+  };
+  const sorted = [...endpoints].sort(byPreference);
+  const explicit = prefs.order ?? [];
+  if (explicit.length === 0) return sorted;
+  const rank = (e: CatalogEndpoint) => {
+    const i = explicit.indexOf(e.provider.id);
+    return i === -1 ? explicit.length : i;
+  };
+  return sorted.map((e, i) => ({ e, i })).sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i).map(({ e }) => e);
+}
+
+export function planAttempts(
+  catalog: Catalog,
+  input: PlanInput,
+  key: Pick<KeyRecord, 'allowedModels' | 'allowedProviders'>,
+  health: HealthView = NO_HEALTH,
+  now = 0,
+): PlannedAttempt[] {
   const ids = [input.model, ...(input.models ?? []).filter((id) => id !== input.model)];
   const models = ids.map((id) => lookup(catalog, id));
   const allowedModels = key.allowedModels ? new Set(key.allowedModels) : null;
-  const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
-
   const permitted = allowedModels ? models.filter((m) => allowedModels.has(m.id)) : models;
   if (permitted.length === 0) {
     throw new TollgateError('guardrail.forbidden', `This key is not allowed to use ${input.model}`, { metadata: { model: input.model } });
   }
 
+  const why = new Exclusions();
   const plan: PlannedAttempt[] = [];
-  let filteredByKey = false;
   for (const model of permitted) {
-    for (const endpoint of orderEndpoints(model, input.provider ?? {})) {
-      if (allowedProviders && !allowedProviders.has(endpoint.provider.id)) {
-        filteredByKey = true;
-        continue;
-      }
-      plan.push({ model, endpoint });
+    for (const endpoint of order(model, eligible(model, input, key, why), input.provider ?? {}, health, now)) {
+      plan.push({ model, endpoint, healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id) });
     }
   }
   if (plan.length === 0) {
-    if (filteredByKey) {
+    const reasons = [...why.reasons];
+    if (reasons.length > 0 && reasons.every((r) => r.startsWith('this key may not use provider'))) {
       throw new TollgateError('guardrail.forbidden', `This key is not allowed to use any provider of ${input.model}`, { metadata: { model: input.model } });
     }
-    throw new TollgateError('routing.no_endpoint', `No endpoints found for ${input.model} that match the provider preferences (only/ignore/order)`, {
-      metadata: { model: input.model, provider: input.provider ?? null },
+    throw new TollgateError('routing.no_endpoint', `No endpoints found for ${input.model} that meet the routing requirements: ${reasons.join('; ')}`, {
+      metadata: { model: input.model, reasons },
     });
   }
   return plan;

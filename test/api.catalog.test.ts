@@ -1,0 +1,165 @@
+/** api.md §4 catalog: GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (store-independent). */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, expectError, expectFields, expectNoLeak } from './helpers/api.js';
+import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const MODEL_FIELDS = {
+  id: 'string',
+  canonical_slug: 'string',
+  name: 'string',
+  created: 'int',
+  description: 'string',
+  context_length: 'int|null',
+  architecture: 'object',
+  pricing: 'object',
+  top_provider: 'object',
+  per_request_limits: 'object|null',
+  supported_parameters: 'array',
+  default_parameters: 'object|null',
+  supported_voices: 'array|null',
+  links: 'object',
+} as const;
+
+const ENDPOINT_FIELDS = {
+  name: 'string',
+  model_id: 'string',
+  model_name: 'string',
+  provider_name: 'string',
+  tag: 'string',
+  context_length: 'int',
+  max_completion_tokens: 'int|null',
+  max_prompt_tokens: 'int|null',
+  pricing: 'object',
+  quantization: 'string|null',
+  supported_parameters: 'array',
+  supports_implicit_caching: 'boolean',
+  supports_tool_choice: 'object',
+  uptime_last_5m: 'number|null',
+  uptime_last_30m: 'number|null',
+  uptime_last_1d: 'number|null',
+  latency_last_30m: 'object|null',
+  throughput_last_30m: 'object|null',
+} as const;
+
+const DECIMAL = /^\d+(\.\d+)?$/;
+
+function expectPricing(pricing: Record<string, unknown>): void {
+  expectFields(pricing, { prompt: 'string', completion: 'string' });
+  for (const [field, value] of Object.entries(pricing)) {
+    expect(typeof value, `pricing.${field}`).toBe('string');
+    expect(value).toMatch(DECIMAL);
+  }
+}
+
+function expectPercentiles(value: unknown): void {
+  if (value === null) return;
+  expectFields(value as Record<string, unknown>, { p50: 'number', p75: 'number', p90: 'number', p99: 'number' });
+}
+
+describe('catalog', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ target: sqliteTarget });
+  });
+  afterAll(() => gw.close());
+
+  it('GET /models needs no auth and lists every model in the OpenRouter shape', async () => {
+    const response = await call(gw, 'GET', '/models');
+    expect(response.status).toBe(200);
+    expect(String(response.headers['content-type'])).toMatch(/^application\/json/);
+    const body = response.json;
+    expect(Object.keys(body).sort()).toEqual(['data', 'links', 'total_count']);
+    expect(body.links).toEqual({ next: null });
+    expect(body.total_count).toBe(body.data.length);
+    expect(body.total_count).toBe(gw.config.models.length);
+    const ids = body.data.map((m: { id: string }) => m.id);
+    expect(ids).toContain('test/chat');
+    expect(ids).toContain('test/chat:free');
+
+    for (const model of body.data) {
+      expectFields(model, MODEL_FIELDS);
+      expectFields(model.architecture, { modality: 'string', input_modalities: 'array', output_modalities: 'array' });
+      expectPricing(model.pricing);
+      expectFields(model.top_provider, { is_moderated: 'boolean', context_length: 'int|null', max_completion_tokens: 'int|null' });
+      expect(model.links).toEqual({ details: `/api/v1/models/${model.id}/endpoints` });
+    }
+
+    const paid = body.data.find((m: { id: string }) => m.id === 'test/chat');
+    expect(paid).toMatchObject({ canonical_slug: 'test/chat', name: 'test/chat', context_length: 8192 });
+    expect(paid.architecture).toMatchObject({ modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] });
+    expect(Number(paid.pricing.prompt)).toBe(0.000001);
+    expect(Number(paid.pricing.completion)).toBe(0.000002);
+    expect(paid.top_provider.max_completion_tokens).toBe(1024);
+    const free = body.data.find((m: { id: string }) => m.id === 'test/chat:free');
+    expect(Number(free.pricing.prompt)).toBe(0);
+    expect(Number(free.pricing.completion)).toBe(0);
+    expectNoLeak(response.text);
+    expect(response.text).not.toContain('upstream-secret-key');
+    expect(response.text).not.toContain(gw.provider.url);
+  });
+
+  it('an auth header is not required but does no harm', async () => {
+    const response = await call(gw, 'GET', '/models', { headers: { authorization: 'Bearer nonsense' } });
+    expect(response.status).toBe(200);
+  });
+
+  it('GET /models/{author}/{slug}/endpoints lists the endpoints', async () => {
+    const response = await call(gw, 'GET', '/models/test/failover/endpoints');
+    expect(response.status).toBe(200);
+    const data = response.json.data;
+    expectFields(data, { id: 'string', name: 'string', created: 'int', description: 'string', architecture: 'object', endpoints: 'array' });
+    expect(data.id).toBe('test/failover');
+    expect(data.architecture).toHaveProperty('tokenizer');
+    expect(data.architecture).toHaveProperty('instruct_type');
+    expect(data.endpoints).toHaveLength(2);
+    for (const endpoint of data.endpoints) {
+      expectFields(endpoint, ENDPOINT_FIELDS);
+      expectPricing(endpoint.pricing);
+      expectFields(endpoint.supports_tool_choice, { auto: 'boolean', none: 'boolean', required: 'boolean', function: 'boolean' });
+      expectPercentiles(endpoint.latency_last_30m);
+      expectPercentiles(endpoint.throughput_last_30m);
+      expect(endpoint.model_id).toBe('test/failover');
+    }
+    expect(data.endpoints.map((e: { tag: string }) => e.tag).sort()).toEqual(['mock', 'mock-b']);
+    expect(data.endpoints.map((e: { provider_name: string }) => e.provider_name).sort()).toEqual(['Mock', 'Mock B']);
+    expect(response.text).not.toContain('upstream-secret-key');
+    expect(response.text).not.toContain(gw.provider.url);
+  });
+
+  it('accepts a percent-encoded variant in the path', async () => {
+    for (const path of ['/models/test/chat%3Afree/endpoints', '/models/test/chat%3afree/endpoints', '/models/test/chat:free/endpoints']) {
+      const response = await call(gw, 'GET', path);
+      expect(response.status, path).toBe(200);
+      expect(response.json.data.id).toBe('test/chat:free');
+      expect(response.json.data.endpoints).toHaveLength(1);
+      expect(Number(response.json.data.endpoints[0].pricing.prompt)).toBe(0);
+    }
+  });
+
+  it('follows links.details of every model', async () => {
+    const models = (await call(gw, 'GET', '/models')).json.data as { id: string; links: { details: string } }[];
+    for (const model of models) {
+      const path = model.links.details.replace(/^\/api\/v1/, '');
+      const response = await call(gw, 'GET', path);
+      expect(response.status, path).toBe(200);
+      expect(response.json.data.id).toBe(model.id);
+    }
+  });
+
+  it('an unknown model is a 404 error record', async () => {
+    expectError(await call(gw, 'GET', '/models/test/nope/endpoints'), 404);
+    expectError(await call(gw, 'GET', '/models/nobody/nothing%3Afree/endpoints'), 404);
+  });
+
+  it('GET /providers lists name, slug and privacy_policy_url', async () => {
+    const response = await call(gw, 'GET', '/providers');
+    expect(response.status).toBe(200);
+    expect(Object.keys(response.json)).toEqual(['data']);
+    for (const provider of response.json.data) expectFields(provider, { name: 'string', slug: 'string', privacy_policy_url: 'string|null' });
+    expect(response.json.data.map((p: { slug: string }) => p.slug).sort()).toEqual(['mock', 'mock-b']);
+    expect(response.text).not.toContain('upstream-secret-key');
+    expect(response.text).not.toContain(gw.provider.url);
+  });
+});

@@ -1,5 +1,7 @@
 /** Provider kind → adapter. The demo provider speaks OpenAI's protocol (it is the simulator on loopback). */
 import type { ProviderAdapter, ProviderKind } from './types.js';
+import { anthropicAdapter } from './anthropic/adapter.js';
+import { geminiAdapter } from './gemini/adapter.js';
 import { openAiAdapter } from './openai/adapter.js';
 
 export function adapterFor(kind: ProviderKind): ProviderAdapter {
@@ -8,7 +10,8 @@ export function adapterFor(kind: ProviderKind): ProviderAdapter {
     case 'demo':
       return openAiAdapter;
     case 'anthropic':
+      return anthropicAdapter;
     case 'gemini':
-      throw new Error(`provider kind "${kind}" is not supported yet`);
+      return geminiAdapter;
   }
 }

@@ -85,11 +85,22 @@ export interface UpstreamFailure {
   raw: unknown; // the upstream error body (parsed JSON when possible), never our secrets
 }
 
+/** Reads the events of one stream in order; may keep state from one event to the next. */
+export interface StreamDecoder {
+  parseStreamEvent(data: string, event: string | null): StreamEvent;
+}
+
 export interface ProviderAdapter {
   readonly kind: ProviderKind;
   buildRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest;
   parseResponse(json: unknown): NormalizedCompletion | { kind: 'malformed'; reason: string };
   /** One SSE event's data (and event name, for APIs that use it). */
   parseStreamEvent(data: string, event: string | null): StreamEvent;
+  /**
+   * A fresh decoder for one stream, for protocols whose events depend on earlier ones (Anthropic
+   * reports prompt usage at the start and tool arguments by content-block index). Stream readers
+   * use it instead of `parseStreamEvent` when present.
+   */
+  openStream?(): StreamDecoder;
   classifyError(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): UpstreamFailure;
 }

@@ -15,6 +15,7 @@ export interface StreamReaderOptions {
 
 export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator<StreamEvent, void, undefined> {
   const parser = new SseParser();
+  const decoder = options.adapter.openStream?.() ?? options.adapter;
   const iterator = options.body[Symbol.asyncIterator]();
   for (;;) {
     const disarm = options.armIdle();
@@ -25,7 +26,7 @@ export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGe
       disarm();
     }
     const events = next.done ? parser.end() : parser.push(next.value);
-    for (const event of events) yield options.adapter.parseStreamEvent(event.data, event.event);
+    for (const event of events) yield decoder.parseStreamEvent(event.data, event.event);
     if (next.done) return;
   }
 }

@@ -1,0 +1,49 @@
+import { isRecord, stringOrNull } from '../json-shape.js';
+import type { NormalizedCompletion } from '../types.js';
+import { normalizeAnthropicStopReason } from './finish-reason.js';
+import { parseAnthropicUsage } from './usage.js';
+
+type Malformed = { kind: 'malformed'; reason: string };
+
+/** A non-streamed Anthropic Message → one OpenAI-format choice; anything off-shape is malformed. */
+export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Malformed {
+  if (!isRecord(json)) return malformed('response body is not a JSON object');
+  if (json.type === 'error' || isRecord(json.error)) {
+    const message = isRecord(json.error) ? stringOrNull(json.error.message) : null;
+    return malformed(`response carries an error: ${message ?? 'no message'}`);
+  }
+  if (!Array.isArray(json.content)) return malformed('response has no content array');
+  let text = '';
+  let reasoning = '';
+  const toolCalls: Record<string, unknown>[] = [];
+  for (const [position, block] of json.content.entries()) {
+    if (!isRecord(block)) return malformed(`content[${position}] is not an object`);
+    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block.type === 'thinking' && typeof block.thinking === 'string') reasoning += block.thinking;
+    else if (block.type === 'tool_use') {
+      const name = stringOrNull(block.name);
+      if (name === null) return malformed(`content[${position}] is a tool_use without a name`);
+      const input = isRecord(block.input) ? block.input : {};
+      toolCalls.push({ id: stringOrNull(block.id) ?? `toolu_${position}`, type: 'function', function: { name, arguments: JSON.stringify(input) } });
+    }
+    // Other blocks (redacted_thinking, server tool results...) have no OpenAI counterpart.
+  }
+  const message: NormalizedCompletion['choices'][number]['message'] = {
+    role: 'assistant',
+    // OpenAI's convention: content is null when the answer is only tool calls.
+    content: text === '' && toolCalls.length > 0 ? null : text,
+  };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  if (reasoning !== '') message.reasoning = reasoning;
+  const nativeFinish = stringOrNull(json.stop_reason);
+  return {
+    upstreamId: stringOrNull(json.id),
+    choices: [{ index: 0, message, finish_reason: normalizeAnthropicStopReason(nativeFinish), native_finish_reason: nativeFinish }],
+    usage: parseAnthropicUsage(json.usage),
+    systemFingerprint: null,
+  };
+}
+
+function malformed(reason: string): Malformed {
+  return { kind: 'malformed', reason };
+}

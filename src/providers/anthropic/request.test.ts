@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import type { EndpointTarget } from '../types.js';
+import { anthropicAdapter } from './adapter.js';
+
+const target: EndpointTarget = {
+  providerId: 'anthropic',
+  baseUrl: 'https://api.anthropic.com',
+  apiKey: 'sk-ant-test-123',
+  upstreamModel: 'claude-sonnet-4-20250514',
+  extraHeaders: { 'anthropic-beta': 'prompt-caching-2024-07-31' },
+};
+
+function bodyOf(callerBody: Record<string, unknown>, stream = false): Record<string, unknown> {
+  return JSON.parse(anthropicAdapter.buildRequest(target, callerBody, stream).body) as Record<string, unknown>;
+}
+
+const WEATHER_TOOL = {
+  type: 'function',
+  function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+};
+
+describe('anthropicAdapter.buildRequest', () => {
+  it('posts to /v1/messages with the key, the API version and extra headers', () => {
+    const req = anthropicAdapter.buildRequest(target, { messages: [{ role: 'user', content: 'Hi' }] }, true);
+    expect(req.url).toBe('https://api.anthropic.com/v1/messages');
+    expect(req.headers).toEqual({
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      'anthropic-version': '2023-06-01',
+      'x-api-key': 'sk-ant-test-123',
+      'anthropic-beta': 'prompt-caching-2024-07-31',
+    });
+    expect(JSON.parse(req.body)).toMatchObject({ model: 'claude-sonnet-4-20250514', stream: true });
+  });
+
+  it('accepts a base url with a trailing slash or /v1 and sends no key when there is none', () => {
+    const slash = anthropicAdapter.buildRequest({ ...target, baseUrl: 'http://127.0.0.1:9/' }, { messages: [] }, false);
+    expect(slash.url).toBe('http://127.0.0.1:9/v1/messages');
+    const v1 = anthropicAdapter.buildRequest({ ...target, baseUrl: 'https://proxy.example/anthropic/v1', apiKey: null }, { messages: [] }, false);
+    expect(v1.url).toBe('https://proxy.example/anthropic/v1/messages');
+    expect(v1.headers).not.toHaveProperty('x-api-key');
+  });
+
+  it('moves system and developer messages to `system` and defaults max_tokens to 4096', () => {
+    const body = bodyOf({
+      model: 'anthropic/claude-sonnet-4',
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'developer', content: [{ type: 'text', text: 'Answer in French.', cache_control: { type: 'ephemeral' } }] },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
+    expect(body.system).toEqual([
+      { type: 'text', text: 'You are terse.' },
+      { type: 'text', text: 'Answer in French.', cache_control: { type: 'ephemeral' } },
+    ]);
+    expect(body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
+    expect(body.max_tokens).toBe(4096);
+    expect(body).not.toHaveProperty('stream');
+  });
+
+  it('maps sampling parameters and drops the ones Anthropic lacks', () => {
+    const body = bodyOf({
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 50,
+      max_completion_tokens: 80,
+      temperature: 0.3,
+      top_p: 0.9,
+      top_k: 40,
+      stop: 'END',
+      user: 'user-42',
+      seed: 7,
+      frequency_penalty: 0.5,
+      response_format: { type: 'json_object' },
+      provider: { order: ['anthropic'] },
+    });
+    expect(body).toEqual({
+      model: 'claude-sonnet-4-20250514',
+      max_tokens: 80,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
+      temperature: 0.3,
+      top_p: 0.9,
+      top_k: 40,
+      stop_sequences: ['END'],
+      metadata: { user_id: 'user-42' },
+    });
+    expect(bodyOf({ messages: [], stop: ['a', 'b'] }).stop_sequences).toEqual(['a', 'b']);
+  });
+
+  it('turns image parts into base64 or url image blocks', () => {
+    const body = bodyOf({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+            { type: 'image_url', image_url: { url: 'https://example.com/cat.jpg', detail: 'high' } },
+          ],
+        },
+      ],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+        ],
+      },
+    ]);
+  });
+
+  it('translates a tool round trip: tool_calls to tool_use, tool results into one user turn', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Weather and time in Paris?' },
+        {
+          role: 'assistant',
+          content: 'Let me check.',
+          tool_calls: [
+            { id: 'toolu_01', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+            { id: 'toolu_02', type: 'function', function: { name: 'get_time', arguments: '' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'toolu_01', content: '{"temp_c":18}' },
+        { role: 'tool', tool_call_id: 'toolu_02', content: [{ type: 'text', text: '14:05' }] },
+        { role: 'user', content: 'Thanks!' },
+        { role: 'assistant', content: '' }, // empty turns are dropped
+      ],
+    });
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Weather and time in Paris?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Let me check.' },
+          { type: 'tool_use', id: 'toolu_01', name: 'get_weather', input: { location: 'Paris' } },
+          { type: 'tool_use', id: 'toolu_02', name: 'get_time', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_01', content: '{"temp_c":18}' },
+          { type: 'tool_result', tool_use_id: 'toolu_02', content: [{ type: 'text', text: '14:05' }] },
+          { type: 'text', text: 'Thanks!' },
+        ],
+      },
+    ]);
+  });
+
+  it('merges consecutive turns of one role', () => {
+    const body = bodyOf({ messages: [{ role: 'user', content: 'One' }, { role: 'user', content: 'Two' }, { role: 'assistant', content: 'Three' }] });
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'One' }, { type: 'text', text: 'Two' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Three' }] },
+    ]);
+  });
+
+  it('maps function tools and every tool_choice', () => {
+    const base = { messages: [{ role: 'user', content: 'Hi' }], tools: [WEATHER_TOOL, { type: 'function', function: { name: 'noop' } }] };
+    expect(bodyOf(base).tools).toEqual([
+      { name: 'get_weather', description: 'Current weather', input_schema: WEATHER_TOOL.function.parameters },
+      { name: 'noop', input_schema: { type: 'object', properties: {} } },
+    ]);
+    expect(bodyOf(base)).not.toHaveProperty('tool_choice');
+    expect(bodyOf({ ...base, tool_choice: 'auto' }).tool_choice).toEqual({ type: 'auto' });
+    expect(bodyOf({ ...base, tool_choice: 'none' }).tool_choice).toEqual({ type: 'none' });
+    expect(bodyOf({ ...base, tool_choice: 'required' }).tool_choice).toEqual({ type: 'any' });
+    expect(bodyOf({ ...base, tool_choice: { type: 'function', function: { name: 'get_weather' } } }).tool_choice).toEqual({ type: 'tool', name: 'get_weather' });
+    expect(bodyOf({ ...base, parallel_tool_calls: false }).tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
+    expect(bodyOf({ ...base, tool_choice: 'required', parallel_tool_calls: false }).tool_choice).toEqual({ type: 'any', disable_parallel_tool_use: true });
+    expect(bodyOf({ messages: [], tool_choice: 'auto' })).not.toHaveProperty('tool_choice'); // no tools, no choice
+  });
+
+  it('does not modify the caller body', () => {
+    const callerBody = { messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], tools: [WEATHER_TOOL], stop: 'x' };
+    const copy = structuredClone(callerBody);
+    anthropicAdapter.buildRequest(target, callerBody, true);
+    expect(callerBody).toEqual(copy);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * One Anthropic Messages stream → OpenAI-format chunks. Anthropic's events depend on earlier ones:
+ * prompt usage arrives in `message_start` and the output count in `message_delta`; tool arguments
+ * arrive by content-block index, which counts text blocks too, while OpenAI numbers tool calls
+ * alone. So one decoder per stream keeps that state.
+ */
+import { isRecord, stringOrNull } from '../json-shape.js';
+import type { NormalizedUsage, StreamDecoder, StreamEvent } from '../types.js';
+import { classifyAnthropicStreamError } from './classify-error.js';
+import { normalizeAnthropicStopReason } from './finish-reason.js';
+import { mergeAnthropicUsage, parseAnthropicUsage } from './usage.js';
+
+interface BlockState {
+  kind: 'text' | 'tool' | 'thinking' | 'other';
+  toolIndex: number;
+  sentArguments: boolean;
+}
+
+export class AnthropicStreamDecoder implements StreamDecoder {
+  private messageId: string | null = null;
+  private startUsage: Record<string, unknown> = {};
+  private readonly blocks = new Map<number, BlockState>();
+  private toolCount = 0;
+
+  parseStreamEvent(data: string, event: string | null): StreamEvent {
+    let json: unknown;
+    try {
+      json = JSON.parse(data);
+    } catch {
+      if (data.trim() === '') return { kind: 'ignore' };
+      return malformed(`stream event is not JSON: ${data.length > 80 ? `${data.slice(0, 80)}…` : data}`);
+    }
+    if (!isRecord(json)) return malformed('stream event is not a JSON object');
+    const type = stringOrNull(json.type) ?? event;
+    if (type === 'error' || isRecord(json.error)) return { kind: 'error', failure: classifyAnthropicStreamError(json) };
+    switch (type) {
+      case 'message_start':
+        return this.messageStart(json.message);
+      case 'content_block_start':
+        return this.blockStart(json);
+      case 'content_block_delta':
+        return this.blockDelta(json);
+      case 'content_block_stop':
+        return this.blockStop(json);
+      case 'message_delta':
+        return this.messageDelta(json);
+      case 'message_stop':
+        return { kind: 'done' };
+      default:
+        return { kind: 'ignore' }; // ping, and event types Anthropic may add (its versioning policy allows it)
+    }
+  }
+
+  private messageStart(message: unknown): StreamEvent {
+    if (!isRecord(message)) return malformed('message_start without a message');
+    this.messageId = stringOrNull(message.id);
+    this.startUsage = isRecord(message.usage) ? message.usage : {};
+    return this.chunk({ role: 'assistant', content: '' });
+  }
+
+  private blockStart(json: Record<string, unknown>): StreamEvent {
+    const index = json.index;
+    const block = json.content_block;
+    if (typeof index !== 'number' || !isRecord(block)) return malformed('content_block_start without an index or a block');
+    if (block.type === 'text') {
+      this.blocks.set(index, { kind: 'text', toolIndex: -1, sentArguments: false });
+      return typeof block.text === 'string' && block.text !== '' ? this.chunk({ content: block.text }) : { kind: 'ignore' };
+    }
+    if (block.type === 'thinking') {
+      this.blocks.set(index, { kind: 'thinking', toolIndex: -1, sentArguments: false });
+      return { kind: 'ignore' };
+    }
+    if (block.type !== 'tool_use') {
+      this.blocks.set(index, { kind: 'other', toolIndex: -1, sentArguments: false });
+      return { kind: 'ignore' };
+    }
+    const name = stringOrNull(block.name);
+    if (name === null) return malformed('tool_use block without a name');
+    const state: BlockState = { kind: 'tool', toolIndex: this.toolCount++, sentArguments: false };
+    this.blocks.set(index, state);
+    // The input is normally `{}` here and streamed as JSON fragments; a non-empty one is sent whole.
+    const input = isRecord(block.input) && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : '';
+    state.sentArguments = input !== '';
+    const call = { index: state.toolIndex, id: stringOrNull(block.id) ?? `toolu_${index}`, type: 'function', function: { name, arguments: input } };
+    return this.chunk({ tool_calls: [call] });
+  }
+
+  private blockDelta(json: Record<string, unknown>): StreamEvent {
+    const delta = json.delta;
+    if (typeof json.index !== 'number' || !isRecord(delta)) return malformed('content_block_delta without an index or a delta');
+    if (delta.type === 'text_delta') return typeof delta.text === 'string' ? this.chunk({ content: delta.text }) : malformed('text_delta without text');
+    if (delta.type === 'thinking_delta') return typeof delta.thinking === 'string' ? this.chunk({ reasoning: delta.thinking }) : { kind: 'ignore' };
+    if (delta.type !== 'input_json_delta') return { kind: 'ignore' }; // signature_delta, citations_delta
+    const block = this.blocks.get(json.index);
+    if (block?.kind !== 'tool') return malformed(`input_json_delta for block ${json.index}, which is not a tool_use block`);
+    const fragment = stringOrNull(delta.partial_json);
+    if (fragment === null || fragment === '') return { kind: 'ignore' };
+    block.sentArguments = true;
+    return this.chunk({ tool_calls: [{ index: block.toolIndex, function: { arguments: fragment } }] });
+  }
+
+  private blockStop(json: Record<string, unknown>): StreamEvent {
+    const block = typeof json.index === 'number' ? this.blocks.get(json.index) : undefined;
+    // A tool without parameters streams no fragment at all; callers JSON.parse the arguments.
+    if (block?.kind === 'tool' && !block.sentArguments) {
+      block.sentArguments = true;
+      return this.chunk({ tool_calls: [{ index: block.toolIndex, function: { arguments: '{}' } }] });
+    }
+    return { kind: 'ignore' };
+  }
+
+  private messageDelta(json: Record<string, unknown>): StreamEvent {
+    const nativeFinish = isRecord(json.delta) ? stringOrNull(json.delta.stop_reason) : null;
+    // Usage is reported once, complete, with the finish: a stream cut short is estimated instead.
+    const usage = parseAnthropicUsage(mergeAnthropicUsage(this.startUsage, json.usage));
+    return this.chunk({}, nativeFinish, usage);
+  }
+
+  private chunk(delta: Record<string, unknown>, nativeFinish: string | null = null, usage: NormalizedUsage | null = null): StreamEvent {
+    return {
+      kind: 'chunk',
+      upstreamId: this.messageId,
+      choices: [{ index: 0, delta, finish_reason: normalizeAnthropicStopReason(nativeFinish), native_finish_reason: nativeFinish }],
+      usage,
+      systemFingerprint: null,
+    };
+  }
+}
+
+function malformed(reason: string): StreamEvent {
+  return { kind: 'malformed', reason };
+}

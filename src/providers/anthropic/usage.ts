@@ -1,0 +1,32 @@
+import { countOrNull, isRecord } from '../json-shape.js';
+import type { NormalizedUsage } from '../types.js';
+
+/**
+ * Anthropic `usage` → ours. Anthropic's `input_tokens` excludes cached input: prompt-cache reads
+ * and writes are counted apart, so all three add up to the prompt; cache reads are the cached part.
+ */
+export function parseAnthropicUsage(value: unknown): NormalizedUsage | null {
+  if (!isRecord(value)) return null;
+  const input = countOrNull(value.input_tokens);
+  const output = countOrNull(value.output_tokens);
+  if (input === null && output === null) return null;
+  const cacheRead = countOrNull(value.cache_read_input_tokens);
+  const cacheWrite = countOrNull(value.cache_creation_input_tokens);
+  return {
+    promptTokens: (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0),
+    completionTokens: output ?? 0,
+    reasoningTokens: null, // Anthropic counts thinking inside output_tokens without a breakdown
+    cachedTokens: cacheRead,
+  };
+}
+
+/**
+ * A stream reports usage twice: `message_start` has the input side, `message_delta` the final
+ * output count (and, from newer API versions, input counts again, or null). Later counts win.
+ */
+export function mergeAnthropicUsage(start: Record<string, unknown>, delta: unknown): Record<string, unknown> {
+  const merged = { ...start };
+  if (!isRecord(delta)) return merged;
+  for (const [key, value] of Object.entries(delta)) if (countOrNull(value) !== null) merged[key] = value;
+  return merged;
+}

@@ -1,0 +1,112 @@
+/**
+ * OpenAI chat messages → Gemini `systemInstruction` and `contents`. Gemini names the assistant
+ * "model", carries tool calls as `functionCall` parts and results as `functionResponse` parts,
+ * which name the function rather than the call id, so the name is looked up from the assistant
+ * message that made the call. Consecutive turns of one role are merged (parallel calls' results
+ * must arrive together in one turn).
+ */
+import { isRecord, stringOrNull } from '../json-shape.js';
+import { contentParts, contentText, parseDataUrl, parseToolArguments, readToolCalls, type InputPart } from '../openai-input.js';
+
+export type GeminiPart = Record<string, unknown>;
+
+export interface GeminiContent {
+  role: 'user' | 'model';
+  parts: GeminiPart[];
+}
+
+export interface GeminiPrompt {
+  systemInstruction: { parts: GeminiPart[] } | null;
+  contents: GeminiContent[];
+}
+
+export function toGeminiPrompt(messages: unknown): GeminiPrompt {
+  const system: GeminiPart[] = [];
+  const contents: GeminiContent[] = [];
+  const functionNames = new Map<string, string>(); // tool call id → function name
+  if (!Array.isArray(messages)) return { systemInstruction: null, contents };
+  for (const message of messages) {
+    if (!isRecord(message)) continue;
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+        system.push(...userParts(contentParts(message.content)).filter((p) => 'text' in p));
+        break;
+      case 'user':
+        append(contents, 'user', userParts(contentParts(message.content)));
+        break;
+      case 'assistant':
+        append(contents, 'model', modelParts(message, functionNames));
+        break;
+      case 'tool':
+        append(contents, 'user', [functionResponsePart(message, functionNames)]);
+        break;
+    }
+  }
+  return { systemInstruction: system.length > 0 ? { parts: system } : null, contents };
+}
+
+function append(contents: GeminiContent[], role: GeminiContent['role'], parts: GeminiPart[]): void {
+  if (parts.length === 0) return; // Gemini rejects a content without parts
+  const last = contents.at(-1);
+  if (last?.role === role) last.parts.push(...parts);
+  else contents.push({ role, parts });
+}
+
+function userParts(parts: InputPart[]): GeminiPart[] {
+  const out: GeminiPart[] = [];
+  for (const part of parts) {
+    if (part.kind === 'text') {
+      if (part.text !== '') out.push({ text: part.text }); // empty text parts are rejected
+      continue;
+    }
+    const inline = parseDataUrl(part.url);
+    out.push(inline === null ? { fileData: { mimeType: mimeTypeOf(part.url), fileUri: part.url } } : { inlineData: { mimeType: inline.mediaType, data: inline.data } });
+  }
+  return out;
+}
+
+function modelParts(message: Record<string, unknown>, functionNames: Map<string, string>): GeminiPart[] {
+  const parts: GeminiPart[] = [];
+  const text = contentText(message.content);
+  if (text !== '') parts.push({ text });
+  for (const call of readToolCalls(message)) {
+    if (call.id !== '') functionNames.set(call.id, call.name);
+    const part: GeminiPart = { functionCall: { name: call.name, args: parseToolArguments(call.arguments) } };
+    // Thinking models want their signature back with the call; we hand it out as Google's own
+    // OpenAI-compatible endpoint does, in `extra_content.google.thought_signature`.
+    const signature = thoughtSignatureOf(call.raw);
+    if (signature !== null) part.thoughtSignature = signature;
+    parts.push(part);
+  }
+  return parts;
+}
+
+function functionResponsePart(message: Record<string, unknown>, functionNames: Map<string, string>): GeminiPart {
+  const id = stringOrNull(message.tool_call_id) ?? '';
+  const name = functionNames.get(id) ?? stringOrNull(message.name) ?? id;
+  const text = contentText(message.content);
+  // `response` must be an object: a JSON object result is sent as is, anything else wrapped.
+  let response: Record<string, unknown> = { content: text };
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isRecord(parsed)) response = parsed;
+  } catch {
+    // plain text result
+  }
+  return { functionResponse: { name, response } };
+}
+
+function thoughtSignatureOf(call: Record<string, unknown>): string | null {
+  const extra = call.extra_content;
+  const google = isRecord(extra) ? extra.google : null;
+  return isRecord(google) ? stringOrNull(google.thought_signature) : null;
+}
+
+const MIME_BY_EXTENSION: Readonly<Record<string, string>> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic', pdf: 'application/pdf' };
+
+/** Gemini's `fileData` requires a MIME type; a URL only hints at it by its extension. */
+function mimeTypeOf(url: string): string {
+  const extension = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
+  return (extension === undefined ? undefined : MIME_BY_EXTENSION[extension]) ?? 'image/jpeg';
+}

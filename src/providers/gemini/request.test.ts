@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import type { EndpointTarget } from '../types.js';
+import { geminiAdapter } from './adapter.js';
+
+const target: EndpointTarget = {
+  providerId: 'gemini',
+  baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+  apiKey: 'AIza-test-123',
+  upstreamModel: 'gemini-2.5-flash',
+  extraHeaders: {},
+};
+
+function bodyOf(callerBody: Record<string, unknown>, stream = false): Record<string, unknown> {
+  return JSON.parse(geminiAdapter.buildRequest(target, callerBody, stream).body) as Record<string, unknown>;
+}
+
+const WEATHER_PARAMETERS = { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false };
+const TOOLS = [
+  { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: WEATHER_PARAMETERS } },
+  { type: 'function', function: { name: 'get_time' } },
+];
+
+describe('geminiAdapter.buildRequest', () => {
+  it('posts to generateContent, or streamGenerateContent with SSE, with the key header', () => {
+    const plain = geminiAdapter.buildRequest(target, { messages: [] }, false);
+    expect(plain.url).toBe('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent');
+    expect(plain.headers).toEqual({ 'content-type': 'application/json', accept: 'application/json', 'x-goog-api-key': 'AIza-test-123' });
+    const streamed = geminiAdapter.buildRequest({ ...target, baseUrl: 'http://127.0.0.1:9/v1beta/' }, { messages: [] }, true);
+    expect(streamed.url).toBe('http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    expect(streamed.headers.accept).toBe('text/event-stream');
+  });
+
+  it('takes a resource name as the model and sends no key when there is none', () => {
+    const req = geminiAdapter.buildRequest({ ...target, upstreamModel: 'tunedModels/my-model-7', apiKey: null }, { messages: [] }, false);
+    expect(req.url).toBe('https://generativelanguage.googleapis.com/v1beta/tunedModels/my-model-7:generateContent');
+    expect(req.headers).not.toHaveProperty('x-goog-api-key');
+  });
+
+  it('moves system messages to systemInstruction and names the assistant "model"', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'developer', content: [{ type: 'text', text: 'Answer in French.' }] },
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Bonjour.' },
+        { role: 'user', content: 'Again' },
+        { role: 'user', content: [{ type: 'text', text: 'please' }] },
+      ],
+    });
+    expect(body.systemInstruction).toEqual({ parts: [{ text: 'You are terse.' }, { text: 'Answer in French.' }] });
+    expect(body.contents).toEqual([
+      { role: 'user', parts: [{ text: 'Hi' }] },
+      { role: 'model', parts: [{ text: 'Bonjour.' }] },
+      { role: 'user', parts: [{ text: 'Again' }, { text: 'please' }] },
+    ]);
+    expect(body).not.toHaveProperty('generationConfig');
+  });
+
+  it('maps sampling parameters to generationConfig and drops OpenRouter fields', () => {
+    const body = bodyOf({
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 100,
+      temperature: 0.4,
+      top_p: 0.8,
+      top_k: 20,
+      stop: ['END'],
+      n: 2,
+      seed: 11,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } },
+      models: ['a/b'],
+      provider: { order: ['gemini'] },
+    });
+    expect(body).toEqual({
+      contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
+      generationConfig: {
+        maxOutputTokens: 100,
+        temperature: 0.4,
+        topP: 0.8,
+        topK: 20,
+        stopSequences: ['END'],
+        candidateCount: 2,
+        seed: 11,
+        presencePenalty: 0.1,
+        frequencyPenalty: 0.2,
+        responseMimeType: 'application/json',
+        responseJsonSchema: { type: 'object' },
+      },
+    });
+    expect(bodyOf({ messages: [], max_completion_tokens: 7, stop: 'x', response_format: { type: 'json_object' } }).generationConfig).toEqual({
+      maxOutputTokens: 7,
+      stopSequences: ['x'],
+      responseMimeType: 'application/json',
+    });
+  });
+
+  it('turns image parts into inlineData or fileData', () => {
+    const body = bodyOf({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Compare' },
+            { type: 'image_url', image_url: { url: 'data:image/webp;base64,UklGRg==' } },
+            { type: 'image_url', image_url: { url: 'https://example.com/cat.png?size=large' } },
+          ],
+        },
+      ],
+    });
+    expect(body.contents).toEqual([
+      {
+        role: 'user',
+        parts: [
+          { text: 'Compare' },
+          { inlineData: { mimeType: 'image/webp', data: 'UklGRg==' } },
+          { fileData: { mimeType: 'image/png', fileUri: 'https://example.com/cat.png?size=large' } },
+        ],
+      },
+    ]);
+  });
+
+  it('translates a tool round trip, naming each functionResponse after its call', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Weather and time in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' }, extra_content: { google: { thought_signature: 'sig-1' } } },
+            { id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_b', content: '14:05' },
+        { role: 'tool', tool_call_id: 'call_a', content: '{"temp_c":18}' },
+        { role: 'user', content: 'Thanks' },
+      ],
+    });
+    expect(body.contents).toEqual([
+      { role: 'user', parts: [{ text: 'Weather and time in Paris?' }] },
+      {
+        role: 'model',
+        parts: [
+          { functionCall: { name: 'get_weather', args: { location: 'Paris' } }, thoughtSignature: 'sig-1' },
+          { functionCall: { name: 'get_time', args: {} } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          { functionResponse: { name: 'get_time', response: { content: '14:05' } } },
+          { functionResponse: { name: 'get_weather', response: { temp_c: 18 } } },
+          { text: 'Thanks' },
+        ],
+      },
+    ]);
+  });
+
+  it('maps function tools with their JSON Schema and every tool_choice', () => {
+    const base = { messages: [{ role: 'user', content: 'Hi' }], tools: TOOLS };
+    expect(bodyOf(base).tools).toEqual([
+      {
+        functionDeclarations: [
+          { name: 'get_weather', description: 'Current weather', parametersJsonSchema: WEATHER_PARAMETERS },
+          { name: 'get_time' },
+        ],
+      },
+    ]);
+    expect(bodyOf(base)).not.toHaveProperty('toolConfig');
+    const mode = (tool_choice: unknown) => bodyOf({ ...base, tool_choice }).toolConfig;
+    expect(mode('auto')).toEqual({ functionCallingConfig: { mode: 'AUTO' } });
+    expect(mode('none')).toEqual({ functionCallingConfig: { mode: 'NONE' } });
+    expect(mode('required')).toEqual({ functionCallingConfig: { mode: 'ANY' } });
+    expect(mode({ type: 'function', function: { name: 'get_time' } })).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_time'] } });
+  });
+
+  it('does not modify the caller body', () => {
+    const callerBody = { messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], tools: TOOLS, stop: 'x' };
+    const copy = structuredClone(callerBody);
+    geminiAdapter.buildRequest(target, callerBody, true);
+    expect(callerBody).toEqual(copy);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * The one Lua script behind `RedisRateLimiter`: reads every rule's counter, admits only if all have
+ * room, and then consumes from all — atomically, because Redis runs a script without interleaving.
+ * It mirrors exactly two functions of `rate-limit.ts`, `admits` (used < limit for every rule) and
+ * `pivotIndex`; the decision itself (remaining, resetAt, which rule) is computed in TypeScript from
+ * the readings it returns, by the same `decide` the memory limiter uses.
+ *
+ * KEYS[i]  the counter of rule i (all under one `{subject}` hash tag, so a cluster keeps them on one slot)
+ * ARGV     mode ('consume' | 'peek' | 'refund'), now (epoch ms), member (unique id for a log entry),
+ *          then per rule: kind ('s' sliding log | 'd' day counter), limit, window ms (0 for 'd'), ttl ms
+ * returns  consume/peek: { admitted 1|0, used_1, pivot_1|nil, used_2, pivot_2|nil, ... }; refund: {}
+ *
+ * Numbers reach Redis through Lua's "%.14g", exact for integer epoch milliseconds (13 digits).
+ * TTLs are relative (PEXPIRE), computed from the caller's `now`, so they stay right whatever `now` is.
+ */
+export const RATE_LIMIT_LUA = `
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+local member = ARGV[3]
+
+local function rule(i)
+  local a = 3 + (i - 1) * 4
+  return ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+end
+
+if mode == 'refund' then
+  for i = 1, #KEYS do
+    if rule(i) == 's' then
+      local hit = redis.call('ZRANGEBYSCORE', KEYS[i], now, now, 'LIMIT', 0, 1)
+      if hit[1] then redis.call('ZREM', KEYS[i], hit[1]) end
+    elseif tonumber(redis.call('GET', KEYS[i]) or '0') > 0 then
+      redis.call('DECR', KEYS[i])
+    end
+  end
+  return {}
+end
+
+local out = { 0 }
+local admitted = 1
+for i = 1, #KEYS do
+  local kind, limit, window = rule(i)
+  local used, pivot = 0, false
+  if kind == 's' then
+    local since = '(' .. (now - window)
+    used = redis.call('ZCOUNT', KEYS[i], since, '+inf')
+    if used > 0 then
+      local index = 0
+      if used >= limit then index = used - limit end
+      local hit = redis.call('ZRANGEBYSCORE', KEYS[i], since, '+inf', 'WITHSCORES', 'LIMIT', index, 1)
+      pivot = tonumber(hit[2])
+    end
+  else
+    used = tonumber(redis.call('GET', KEYS[i]) or '0')
+  end
+  if used >= limit then admitted = 0 end
+  out[2 * i] = used
+  out[2 * i + 1] = pivot
+end
+
+if mode == 'consume' and admitted == 1 then
+  for i = 1, #KEYS do
+    local kind, _, window, ttl = rule(i)
+    if kind == 's' then
+      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+      redis.call('ZADD', KEYS[i], now, member)
+    else
+      redis.call('INCR', KEYS[i])
+    end
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+end
+out[1] = admitted
+return out
+`;

@@ -16,4 +16,6 @@ export default tseslint.config(
     },
   },
   { files: ['test/**', '**/*.test.ts', 'src/bench/**'], rules: { 'no-console': 'off' } },
+  // Tests read untyped JSON response bodies.
+  { files: ['test/**', '**/*.test.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
 );

@@ -3,7 +3,7 @@
  * not listening yet (tests drive it with inject() or listen on port 0). Opening pools and stores is
  * main.ts's job; buildApp only wires what it is given.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
 import { Authenticator } from './auth/authenticator.js';
@@ -59,11 +59,24 @@ function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
       return new TollgateError('request.invalid_json', 'Request body is empty; expected a JSON object');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new TollgateError('request.invalid_json', 'Content-Length does not match the body');
+    case 'FST_ERR_BAD_URL':
+      return new TollgateError('request.invalid_body', 'The URL path is not valid (bad percent-encoding)');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // No resource has an id that long (the routes look such ids up as "not found" too).
+      return new TollgateError('resource.not_found', 'Not found: a path segment is too long');
     default:
       if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new TollgateError('request.invalid_json', 'Request body is not valid JSON');
       if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new TollgateError('request.invalid_body', 'Invalid request');
       return null;
   }
+}
+
+function replyWithError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const known = error instanceof TollgateError ? error : fastifyErrorToTollgate(error);
+  if (!known) request.log.error({ err: error }, 'unhandled error');
+  const rendered = renderError(known ?? error);
+  if (known && rendered.status >= 500) request.log.warn({ code: known.code, status: rendered.status }, known.message);
+  return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
 }
 
 export function buildApp(deps: AppDeps): Gateway {
@@ -78,6 +91,8 @@ export function buildApp(deps: AppDeps): Gateway {
     requestTimeout: 0,
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
+    // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
+    frameworkErrors: replyWithError,
   });
 
   const shutdownController = new AbortController();
@@ -130,13 +145,7 @@ export function buildApp(deps: AppDeps): Gateway {
     });
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error instanceof TollgateError ? error : fastifyErrorToTollgate(error);
-    if (!known) request.log.error({ err: error }, 'unhandled error');
-    const rendered = renderError(known ?? error);
-    if (known && rendered.status >= 500) request.log.warn({ code: known.code, status: rendered.status }, known.message);
-    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
-  });
+  app.setErrorHandler(replyWithError);
 
   const routes = new RouteTable(app);
   app.setNotFoundHandler((request, reply) => {

@@ -22,7 +22,7 @@ async function post(url: string, key: string, body: unknown) {
   return { status: response.statusCode, text: await response.body.text() };
 }
 
-describe('tollgate serve (process)', () => {
+describe('tollgate serve (process)', { timeout: 90_000 }, () => {
   let dir: string;
   beforeAll(async () => {
     await buildOnce();

@@ -2,7 +2,7 @@
  * Our routes, registered through one function so the not-found handler can tell "no such path"
  * (404) from "path exists, wrong method" (405 with Allow).
  */
-import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+import type { FastifyInstance, RouteHandlerMethod, RouteOptions } from 'fastify';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
 
@@ -11,8 +11,9 @@ export class RouteTable {
 
   constructor(private readonly app: FastifyInstance) {}
 
-  add(method: Method, url: string, handler: RouteHandlerMethod, options: { bodyLimit?: number } = {}): void {
-    const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`);
+  add(method: Method, url: string, handler: RouteHandlerMethod, options: Pick<RouteOptions, 'bodyLimit' | 'onRequest'> = {}): void {
+    // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.
+    const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
     this.patterns.push({ method, regex });
     this.app.route({ method, url, handler, ...options });
   }

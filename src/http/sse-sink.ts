@@ -79,7 +79,8 @@ export class SseSink implements StreamSink {
     const errorType = typeof metadata.error_type === 'string' ? metadata.error_type : 'server';
     const chunk = renderErrorChunk(identity, rendered.status, rendered.body.error.message, {
       error_type: errorType,
-      ...(metadata.provider_code !== undefined && metadata.provider_code !== null ? { provider_code: metadata.provider_code } : {}),
+      // Upstreams give numeric codes too; @openrouter/sdk accepts only a string here.
+      ...(metadata.provider_code !== undefined && metadata.provider_code !== null ? { provider_code: String(metadata.provider_code) } : {}),
     });
     await this.send(formatSseData(chunk));
     await this.done();

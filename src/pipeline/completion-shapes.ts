@@ -56,7 +56,8 @@ export function renderChunk(identity: ResponseIdentity, choices: readonly ChunkC
     created: identity.created,
     model: identity.model,
     provider: identity.provider,
-    system_fingerprint: systemFingerprint,
+    // Optional but never null in a chunk: @openrouter/sdk validates it as `string | undefined`.
+    ...(systemFingerprint === null ? {} : { system_fingerprint: systemFingerprint }),
     choices: choices.map((c) => ({ index: c.index, delta: c.delta, finish_reason: c.finish_reason ?? null, native_finish_reason: c.native_finish_reason ?? null, logprobs: null })),
   };
 }
@@ -73,7 +74,7 @@ export function renderUsageChunk(identity: ResponseIdentity, charge: Charge) {
   };
 }
 
-export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: string; provider_code?: unknown }) {
+export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: string; provider_code?: string }) {
   return {
     id: identity.id,
     object: 'chat.completion.chunk',

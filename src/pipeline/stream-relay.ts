@@ -8,6 +8,7 @@ import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, NormalizedUsage, StreamEvent } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf, failureFromThrown } from '../routing/failure.js';
+import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-completion.js';
@@ -81,7 +82,11 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
       }
     }
   } catch (error) {
-    if (sink.closed || ctx.signal.aborted) cancelled = true;
+    if (sink.closed) cancelled = true;
+    else if (abortReasonOf(ctx.signal) === 'shutdown') {
+      // The caller is still there: end its stream with an error, not a cut connection.
+      failure = new TollgateError('server.shutting_down', 'The gateway is shutting down; the answer is incomplete', { metadata: { error_type: 'server' } });
+    } else if (ctx.signal.aborted) cancelled = true;
     else {
       const f = failureFromThrown(error, new AbortController().signal);
       const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';

@@ -5,7 +5,7 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';
-import { abortReasonOf } from './upstream-client.js';
+import { AttemptAbort, abortReasonOf } from './upstream-client.js';
 
 export interface AttemptRecord {
   providerId: string;
@@ -17,7 +17,8 @@ export interface AttemptRecord {
 }
 
 export function failureFromThrown(error: unknown, signal: AbortSignal): UpstreamFailure {
-  const reason = abortReasonOf(signal);
+  // A body read aborted by our own timer rejects with the AttemptAbort itself (undici passes the signal's reason).
+  const reason = abortReasonOf(signal) ?? (error instanceof AttemptAbort ? error.reason : null);
   if (reason === 'connect_timeout' || reason === 'first_token_timeout' || reason === 'idle_timeout') {
     return { type: 'timeout', status: null, message: `Provider timed out (${reason.replace('_', ' ')})`, providerCode: null, retryAfterMs: null, raw: null };
   }

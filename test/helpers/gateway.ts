@@ -199,3 +199,27 @@ export async function getJson(gw: TestGateway, path: string, key?: string) {
   const text = await response.body.text();
   return { status: response.statusCode, headers: response.headers, json: text ? JSON.parse(text) : null };
 }
+
+// --- Money and generation helpers (chat and billing suites) ---
+
+/** USD as a JSON number → integer nano-USD, so sums and comparisons are exact (never sum floats). */
+export function toUnits(usd: number): number {
+  return Math.round(usd * 1e9);
+}
+
+/** The account's balance in nano-USD, read through the admin API. */
+export async function balanceUnits(gw: TestGateway, accountId: string): Promise<number> {
+  const account = await gw.admin('GET', `/accounts/${accountId}`);
+  if (account.status !== 200) throw new Error(`account read failed: ${JSON.stringify(account.json)}`);
+  return toUnits(account.json.data.balance as number);
+}
+
+/** GET /generation, retried until it exists (for outcomes settled after the caller left). */
+export async function waitForGeneration(gw: TestGateway, id: string, key: string, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const generation = await getJson(gw, `/generation?id=${encodeURIComponent(id)}`, key);
+    if (generation.status === 200 || Date.now() > deadline) return generation;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -20,6 +20,9 @@ function pricing(endpoint: CatalogEndpoint) {
 
 function renderModel(model: CatalogModel) {
   const primary = primaryEndpoint(model);
+  // In a Model, `tokenizer` is optional but not nullable (@openrouter/sdk rejects null); the endpoints
+  // listing, by contrast, requires it present and nullable.
+  const { tokenizer, ...rest } = architecture(model);
   return {
     id: model.id,
     canonical_slug: model.id,
@@ -28,7 +31,7 @@ function renderModel(model: CatalogModel) {
     created: model.created,
     description: model.description,
     context_length: model.contextLength,
-    architecture: architecture(model),
+    architecture: tokenizer === null ? rest : { ...rest, tokenizer },
     pricing: pricing(primary),
     top_provider: { is_moderated: false, context_length: primary.contextLength, max_completion_tokens: primary.maxCompletionTokens },
     per_request_limits: null,

@@ -20,9 +20,16 @@ function requestSignal(request: FastifyRequest, reply: FastifyReply, shutdown: A
 }
 
 export function registerChatRoutes(routes: RouteTable, services: Services): void {
-  routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
+  const generationIds = new WeakMap<FastifyRequest, string>();
+  // The id is assigned before the body is read, so that a body the parser refuses (400, 413) carries it too.
+  const assignGenerationId = async (request: FastifyRequest, reply: FastifyReply) => {
     const generationId = newGenerationId(services.now());
+    generationIds.set(request, generationId);
     reply.header('x-generation-id', generationId);
+  };
+
+  routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
+    const generationId = generationIds.get(request)!;
     const key = await services.auth.authenticate(request.headers.authorization, 'inference');
     request.log = reply.log = request.log.child({ key: keyLogId(key.hash), generation_id: generationId });
     const body = request.body as { stream?: unknown } | null;
@@ -60,5 +67,5 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
       services.metrics.completions.inc(labels(renderError(error).status, String((body as { model?: unknown } | null)?.model ?? ''), ''));
       throw error;
     }
-  });
+  }, { onRequest: assignGenerationId });
 }

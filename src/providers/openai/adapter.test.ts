@@ -189,6 +189,8 @@ describe('openAiAdapter.parseStreamEvent', () => {
 
   it('reads [DONE]', () => {
     expect(openAiAdapter.parseStreamEvent('[DONE]', null)).toEqual({ kind: 'done' });
+    expect(openAiAdapter.parseStreamEvent(' [DONE]\n', null)).toEqual({ kind: 'done' });
+    expect(openAiAdapter.parseStreamEvent(' ', null)).toEqual({ kind: 'ignore' });
   });
 
   it('reads the role chunk, content chunks and the finish chunk', () => {

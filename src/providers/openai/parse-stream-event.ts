@@ -9,13 +9,15 @@ import { parseOpenAiUsage } from './usage.js';
  * event name is still honoured because some compatible servers send errors that way.
  */
 export function parseOpenAiStreamEvent(data: string, event: string | null): StreamEvent {
-  const text = data.trim();
-  if (text === '[DONE]') return { kind: 'done' };
-  if (text === '') return { kind: 'ignore' };
+  if (data === '[DONE]') return { kind: 'done' };
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(data);
   } catch {
+    // Rare paths kept off the per-chunk fast path: padded [DONE], blank keep-alive data.
+    const text = data.trim();
+    if (text === '[DONE]') return { kind: 'done' };
+    if (text === '') return { kind: 'ignore' };
     return { kind: 'malformed', reason: `stream event is not JSON: ${preview(text)}` };
   }
   if (!isRecord(json)) return { kind: 'malformed', reason: 'stream event is not a JSON object' };

@@ -27,6 +27,7 @@ import { Metrics } from './observability/metrics.js';
 import type { ChatDeps } from './pipeline/chat-completion.js';
 import { adapterFor } from './providers/registry.js';
 import type { Catalog } from './routing/catalog.js';
+import { HealthRegistry } from './routing/health.js';
 import { AttemptAbort } from './routing/upstream-client.js';
 import type { Store } from './store/types.js';
 
@@ -98,6 +99,8 @@ export function buildApp(deps: AppDeps): Gateway {
   const shutdownController = new AbortController();
   let shuttingDown = false;
 
+  const breaker = config.routing.breaker;
+  const health = new HealthRegistry({ failureThreshold: breaker.failure_threshold, openMs: breaker.open_ms, maxOpenMs: breaker.max_open_ms, probeTimeoutMs: 60_000 });
   const gate = new CreditGate({ store, bus, now, ttlMs: config.cache.balance_ttl_ms });
   const settler = new Settler({
     store,
@@ -117,7 +120,19 @@ export function buildApp(deps: AppDeps): Gateway {
     log: app.log,
     now,
     keepAliveMs: config.server.keep_alive_interval_ms,
-    execute: { dispatcherFor: deps.dispatcherFor, adapterFor, now, maxAttempts: config.server.max_attempts },
+    execute: {
+      dispatcherFor: deps.dispatcherFor,
+      adapterFor,
+      now,
+      health,
+      policy: {
+        maxAttempts: config.routing.max_attempts,
+        budgetMs: config.routing.budget_ms,
+        triesPerEndpoint: config.routing.tries_per_endpoint,
+        retryBackoffMs: config.routing.retry_backoff_ms,
+        maxRetryWaitMs: config.routing.max_retry_wait_ms,
+      },
+    },
     freeUsage: new FreeModelUsage(config.limits.free_models, now),
   };
   const services: Services = {
@@ -133,6 +148,7 @@ export function buildApp(deps: AppDeps): Gateway {
     freeUsage: chat.freeUsage,
     now,
     shutdownSignal: shutdownController.signal,
+    health,
   };
 
   app.addHook('onRequest', async (request, reply) => {

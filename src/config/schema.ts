@@ -120,11 +120,33 @@ export const fileConfigSchema = z
         body_limit_bytes: z.number().int().positive().default(4 * 1024 * 1024),
         keep_alive_interval_ms: z.number().int().positive().default(15_000),
         shutdown_grace_ms: z.number().int().nonnegative().default(30_000),
-        max_attempts: z.number().int().positive().default(6),
         trust_proxy: z.boolean().default(false),
       })
       .strict()
-      .default(() => ({ body_limit_bytes: 4 * 1024 * 1024, keep_alive_interval_ms: 15_000, shutdown_grace_ms: 30_000, max_attempts: 6, trust_proxy: false })),
+      .default(() => ({ body_limit_bytes: 4 * 1024 * 1024, keep_alive_interval_ms: 15_000, shutdown_grace_ms: 30_000, trust_proxy: false })),
+    routing: z
+      .object({
+        /** Upstream attempts per request, over all endpoints and retries. */
+        max_attempts: z.number().int().positive().default(6),
+        /** No new attempt (or wait for one) starts later than this after the request arrived. */
+        budget_ms: z.number().int().positive().default(60_000),
+        /** Tries of one endpoint per request (the first plus retries after a backoff). */
+        tries_per_endpoint: z.number().int().positive().default(2),
+        /** Base of the jittered exponential backoff before retrying an endpoint. */
+        retry_backoff_ms: z.number().int().nonnegative().default(250),
+        /** An upstream Retry-After longer than this is not waited for: the next endpoint is tried, or the caller told. */
+        max_retry_wait_ms: z.number().int().nonnegative().default(3_000),
+        breaker: z
+          .object({
+            failure_threshold: z.number().int().positive().default(3),
+            open_ms: z.number().int().positive().default(5_000),
+            max_open_ms: z.number().int().positive().default(15_000),
+          })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
     cache: z
       .object({
         key_ttl_ms: z.number().int().positive().default(30_000),

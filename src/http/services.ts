@@ -8,6 +8,7 @@ import type { ChatDeps } from '../pipeline/chat-completion.js';
 import type { KeyServiceDeps } from '../pipeline/key-management.js';
 import type { FreeModelUsage } from '../limits/free-model-usage.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { HealthRegistry } from '../routing/health.js';
 import type { Store } from '../store/types.js';
 
 export interface Services {
@@ -24,4 +25,6 @@ export interface Services {
   now(): number;
   /** Aborted when shutdown's grace period is over: in-flight upstream requests end. */
   shutdownSignal: AbortSignal;
+  /** Measured endpoint health (circuit breakers, uptime, latency, throughput). */
+  health: HealthRegistry;
 }

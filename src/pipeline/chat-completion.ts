@@ -62,8 +62,29 @@ export function validate(body: unknown): ChatRequest {
   return parsed.data;
 }
 
-export function plan(catalog: Catalog, request: ChatRequest, key: KeyRecord): PlannedAttempt[] {
-  return planAttempts(catalog, { model: request.model, models: request.models, provider: request.provider }, key);
+/** Request fields an endpoint must support when the caller sets `provider.require_parameters`. */
+const ROUTED_PARAMETERS = [
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop',
+  'seed',
+  'frequency_penalty',
+  'presence_penalty',
+  'repetition_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'response_format',
+  'tools',
+  'tool_choice',
+] as const;
+
+export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, request: ChatRequest, key: KeyRecord): PlannedAttempt[] {
+  const requestedParameters = ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null);
+  return planAttempts(deps.catalog, { model: request.model, models: request.models, provider: request.provider, requestedParameters }, key, deps.execute.health, deps.now());
 }
 
 /** The most this request can cost on any endpoint of its plan: held while it is in flight. */
@@ -80,7 +101,7 @@ function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[],
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
   const request = validate(ctx.body);
-  const attempts = plan(deps.catalog, request, ctx.key);
+  const attempts = plan(deps, request, ctx.key);
   const promptEstimate = estimatePromptTokens(request.messages, request.tools);
   const isPaid = attempts.some((a) => !a.model.isFree);
   const hold = await deps.gate.admit(ctx.key, isPaid, holdEstimate(request, attempts, promptEstimate));

@@ -5,7 +5,7 @@
  * truncated success. A caller that leaves is charged for what was produced.
  */
 import { TollgateError } from '../core/errors.js';
-import type { ChunkChoice, NormalizedUsage, StreamEvent } from '../providers/types.js';
+import type { ChunkChoice, FailureType, NormalizedUsage, StreamEvent } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf, failureFromThrown } from '../routing/failure.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
@@ -43,6 +43,8 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   let upstreamId: string | null = null;
   let fingerprint: string | null = null;
   let failure: TollgateError | null = null;
+  /** Set when the upstream (not the caller, not shutdown) broke the stream: it counts against the endpoint's health. */
+  let upstreamFault: FailureType | null = null;
   let cancelled = false;
   let malformed = 0;
 
@@ -71,11 +73,13 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
         sawDone = true;
         break;
       } else if (event.kind === 'error') {
+        upstreamFault = event.failure.type;
         failure = new TollgateError('upstream.unavailable', event.failure.message, { metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode } });
         break;
       } else if (event.kind === 'malformed') {
         deps.log.warn({ generation_id: ctx.generationId, provider: outcome.served.endpoint.provider.id, reason: event.reason }, 'skipped a malformed upstream chunk');
         if (++malformed > MAX_MALFORMED) {
+          upstreamFault = 'invalid_response';
           failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', { metadata: { error_type: 'invalid_response' } });
           break;
         }
@@ -90,6 +94,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
     else {
       const f = failureFromThrown(error, new AbortController().signal);
       const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';
+      upstreamFault = timedOut ? 'timeout' : 'connection';
       failure = timedOut
         ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', { metadata: { error_type: 'timeout' } })
         : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', { metadata: { error_type: 'provider_unavailable' } });
@@ -97,6 +102,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   }
   if (sink.closed) cancelled = true;
   if (!cancelled && !failure && !sawDone && finishReason === null) {
+    upstreamFault = 'invalid_response';
     failure = new TollgateError('upstream.unavailable', 'The provider ended the stream before finishing the answer', { metadata: { error_type: 'invalid_response' } });
   }
   if (cancelled || failure) outcome.abort(cancelled ? 'client_closed' : 'shutdown');
@@ -127,6 +133,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
     return null;
   });
 
+  reportHealth(deps, outcome, upstreamFault, cancelled || upstreamFault !== null, finishedAt, charge?.completionTokens ?? null);
   deps.metrics.timeToFirstToken.observe({ model: identity.model, provider: identity.provider }, (outcome.firstContentAt - outcome.startedAt) / 1000);
   if (cancelled || sink.closed) return;
   if (failure) {
@@ -135,4 +142,17 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   }
   if (charge) await sink.write(renderUsageChunk(identity, charge));
   await sink.done();
+}
+
+/** The stream's outcome for the endpoint's health: its failure, or its latency and throughput. */
+function reportHealth(deps: ChatDeps, outcome: Served, fault: FailureType | null, incomplete: boolean, finishedAt: number, completionTokens: number | null): void {
+  const health = deps.execute.health;
+  const key = outcome.served.healthKey;
+  if (fault) {
+    health.recordFailure(key, finishedAt, fault, null);
+    return;
+  }
+  const seconds = (finishedAt - outcome.firstContentAt) / 1000;
+  const throughput = !incomplete && completionTokens !== null && seconds > 0 ? completionTokens / seconds : null;
+  health.recordSuccess(key, finishedAt, outcome.firstContentAt - outcome.attemptStartedAt, throughput);
 }

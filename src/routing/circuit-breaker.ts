@@ -66,6 +66,11 @@ export class CircuitBreaker {
     }
   }
 
+  /** Milliseconds until a probe may be sent (0 when closed or half-open). */
+  retryInMs(now: number): number {
+    return this.tripped ? Math.max(0, this.openUntil - now) : 0;
+  }
+
   /** Give back an unused probe slot (the attempt was never sent, e.g. the caller left). */
   release(): void {
     this.probeStartedAt = null;

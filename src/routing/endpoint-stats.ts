@@ -59,9 +59,14 @@ export class EndpointStats {
   }
 
   recordSuccess(now: number, latencyMs: number | null, tokensPerSecond: number | null): void {
-    const bucket = this.bucket(now);
-    bucket.ok++;
+    this.bucket(now).ok++;
+    this.recordSample(now, latencyMs, tokensPerSecond);
+  }
+
+  /** A latency and/or throughput measurement, without counting an outcome (a stream's throughput is known only at its end). */
+  recordSample(now: number, latencyMs: number | null, tokensPerSecond: number | null): void {
     if (latencyMs === null && tokensPerSecond === null) return;
+    const bucket = this.bucket(now);
     bucket.seen++;
     // Reservoir sampling keeps a uniform sample of the minute in fixed space.
     const slot = bucket.latencies.length < SAMPLES_PER_BUCKET ? bucket.latencies.length : Math.floor(Math.random() * bucket.seen);

@@ -1,21 +1,38 @@
 /**
- * The execute loop: try the plan's endpoints in order until one answers. Failover happens only
- * while nothing of the answer has reached the caller: for streams, an attempt "commits" when its
- * first content event arrives; until then its events are held back.
+ * The execute loop: try the plan's endpoints until one answers, within bounds — a number of attempts,
+ * tries per endpoint, and a time budget. Failover happens only while nothing of the answer has
+ * reached the caller (for streams: until the first content event). A failed endpoint is retried
+ * after a jittered backoff, and after its `Retry-After` when that fits the budget; other endpoints
+ * are tried first meanwhile. Endpoints whose circuit breaker is open are skipped. Every attempt is
+ * reported to the health registry, which orders the next requests' plans.
  */
 import type { Dispatcher } from 'undici';
-import type { NormalizedCompletion, ProviderAdapter, ProviderKind, StreamEvent, UpstreamFailure } from '../providers/types.js';
-import type { PlannedAttempt } from './plan.js';
-import { exhaustedError, failureFromThrown, movesOn, rejectionError, type AttemptRecord } from './failure.js';
-import { carriesContent, readUpstreamEvents } from './stream-reader.js';
-import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 import type { TollgateError } from '../core/errors.js';
+import type { NormalizedCompletion, ProviderAdapter, ProviderKind, StreamEvent } from '../providers/types.js';
+import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
+import { circuitOpenError, exhaustedError, movesOn, rejectionError, type AttemptRecord } from './failure.js';
+import type { HealthRegistry } from './health.js';
+import type { PlannedAttempt } from './plan.js';
+import type { AbortReason } from './upstream-client.js';
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  budgetMs: number;
+  triesPerEndpoint: number;
+  retryBackoffMs: number;
+  maxRetryWaitMs: number;
+}
 
 export interface ExecuteDeps {
   dispatcherFor(providerId: string): Dispatcher;
   adapterFor(kind: ProviderKind): ProviderAdapter;
   now(): number;
-  maxAttempts: number;
+  health: HealthRegistry;
+  policy: RetryPolicy;
+  /** Waits (abortably); injectable so tests of the loop need no real time. */
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  /** [0, 1): jitter source. */
+  random?(): number;
 }
 
 export interface ExecuteInput {
@@ -30,6 +47,8 @@ export type Outcome<T> = ({ ok: true; served: PlannedAttempt } & T & { attempts:
 export interface CompletionOutcome {
   completion: NormalizedCompletion;
   startedAt: number;
+  /** When the serving attempt was sent. */
+  attemptStartedAt: number;
 }
 
 export interface StreamOutcome {
@@ -37,211 +56,140 @@ export interface StreamOutcome {
   held: StreamEvent[];
   events: AsyncGenerator<StreamEvent, void, undefined>;
   startedAt: number;
+  attemptStartedAt: number;
   /** Time the first content event arrived. */
   firstContentAt: number;
   /** Ends the upstream request (caller gone, or shutdown). */
   abort(reason: AbortReason): void;
 }
 
-type AttemptResult<T> = { ok: true; value: T; status: number } | { ok: false; failure: UpstreamFailure; cancelled: boolean };
+interface Entry {
+  planned: PlannedAttempt;
+  tries: number;
+  notBefore: number;
+  exhausted: boolean;
+}
 
-class AttemptScope {
-  readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | null = null;
-  private readonly unlink: () => void;
-
-  constructor(callerSignal: AbortSignal) {
-    const onAbort = () => this.controller.abort(callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'));
-    if (callerSignal.aborted) onAbort();
-    callerSignal.addEventListener('abort', onAbort, { once: true });
-    this.unlink = () => callerSignal.removeEventListener('abort', onAbort);
-  }
-
-  arm(ms: number, reason: AbortReason): () => void {
-    this.disarm();
-    const timer = setTimeout(() => this.controller.abort(new AttemptAbort(reason)), ms);
-    this.timer = timer;
-    return () => {
+function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
       clearTimeout(timer);
-      if (this.timer === timer) this.timer = null;
-    };
-  }
-
-  disarm(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  get cancelled(): boolean {
-    const reason: unknown = this.controller.signal.reason;
-    return reason instanceof AttemptAbort && (reason.reason === 'client_closed' || reason.reason === 'shutdown');
-  }
-
-  close(): void {
-    this.disarm();
-    this.unlink();
-  }
-}
-
-function failed(scope: AttemptScope, error: unknown): { ok: false; failure: UpstreamFailure; cancelled: boolean } {
-  return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
-}
-
-async function attemptCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
-  const { provider } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
-  const scope = new AttemptScope(signal);
-  try {
-    const request = adapter.buildRequest(target(planned), body, false);
-    scope.arm(provider.timeouts.response_ms, 'connect_timeout');
-    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
-    const text = await readBounded(response.body, 32 * 1024 * 1024);
-    scope.disarm();
-    if (response.status < 200 || response.status >= 300) return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return { ok: false, failure: invalidResponse('response body is not JSON'), cancelled: false };
+      signal.removeEventListener('abort', done);
+      resolve();
     }
-    const completion = adapter.parseResponse(json);
-    if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
-    return { ok: true, value: completion, status: response.status };
-  } catch (error) {
-    return failed(scope, error);
-  } finally {
-    scope.close();
-  }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
-interface OpenedStream {
-  held: StreamEvent[];
-  events: AsyncGenerator<StreamEvent, void, undefined>;
-  firstContentAt: number;
-  abort(reason: AbortReason): void;
-}
-
-async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
-  const { provider } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
-  const scope = new AttemptScope(signal);
-  let committed = false;
-  try {
-    const request = adapter.buildRequest(target(planned), body, true);
-    scope.arm(provider.timeouts.connect_ms, 'connect_timeout');
-    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
-    if (response.status < 200 || response.status >= 300) {
-      const text = await readBounded(response.body);
-      return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
-    }
-    // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
-    let firstTokenDeadline: number | null = deps.now() + provider.timeouts.first_token_ms;
-    const armIdle = () => {
-      if (firstTokenDeadline !== null) return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
-      return scope.arm(provider.timeouts.idle_ms, 'idle_timeout');
-    };
-    const events = readUpstreamEvents({ body: response.body, adapter, armIdle });
-    const held: StreamEvent[] = [];
-    let malformed = 0;
-    for (;;) {
-      const next = await events.next();
-      if (next.done) return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
-      const event = next.value;
-      if (event.kind === 'error') return { ok: false, failure: event.failure, cancelled: false };
-      if (event.kind === 'malformed') {
-        if (++malformed > 3) return { ok: false, failure: invalidResponse(event.reason), cancelled: false };
-        continue;
-      }
-      if (event.kind === 'done') return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
-      if (event.kind === 'ignore') continue;
-      held.push(event);
-      if (carriesContent(event)) break;
-    }
-    firstTokenDeadline = null;
-    committed = true;
-    const unlinkScope = () => scope.close();
-    return {
-      ok: true,
-      status: response.status,
-      value: {
-        held,
-        events: closeWith(events, unlinkScope),
-        firstContentAt: deps.now(),
-        abort: (reason) => scope.controller.abort(new AttemptAbort(reason)),
-      },
-    };
-  } catch (error) {
-    return failed(scope, error);
-  } finally {
-    if (!committed) {
-      scope.controller.abort(new AttemptAbort('shutdown'));
-      scope.close();
-    }
-  }
-}
-
-async function* closeWith<T>(source: AsyncGenerator<T, void, undefined>, onClose: () => void): AsyncGenerator<T, void, undefined> {
-  try {
-    yield* source;
-  } finally {
-    onClose();
-  }
-}
-
-function invalidResponse(reason: string): UpstreamFailure {
-  return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
-}
-
-function target(planned: PlannedAttempt) {
-  const { provider } = planned.endpoint;
-  return { providerId: provider.id, baseUrl: provider.baseUrl, apiKey: provider.apiKey, upstreamModel: planned.endpoint.upstreamModel, extraHeaders: { ...provider.headers } };
+/** Full jitter: uniform in [0, base·2^(tries−1)], so retries of many requests do not synchronise. */
+function backoff(policy: RetryPolicy, tries: number, random: () => number): number {
+  return Math.round(random() * policy.retryBackoffMs * 2 ** Math.max(0, tries - 1));
 }
 
 async function loop<T>(
   deps: ExecuteDeps,
   input: ExecuteInput,
   attempt: (planned: PlannedAttempt) => Promise<AttemptResult<T>>,
-): Promise<Outcome<{ value: T; startedAt: number }>> {
-  const attempts: AttemptRecord[] = [];
+  /** Streams report their outcome when they end (see stream-relay), not when they commit. */
+  successOnCommit: boolean,
+): Promise<Outcome<{ value: T; startedAt: number; attemptStartedAt: number }>> {
+  const { policy, health } = deps;
+  const sleep = deps.sleep ?? defaultSleep;
+  const random = deps.random ?? Math.random;
   const startedAt = deps.now();
-  let skipModel: string | null = null;
-  for (const planned of input.plan) {
-    if (attempts.length >= deps.maxAttempts) break;
-    if (planned.model.id === skipModel) continue;
-    const began = deps.now();
-    const result = await attempt(planned);
-    const record: AttemptRecord = {
-      providerId: planned.endpoint.provider.id,
-      providerName: planned.endpoint.provider.name,
-      model: planned.model.id,
-      status: result.ok ? result.status : result.failure.status,
-      latencyMs: deps.now() - began,
-      failure: result.ok ? null : result.failure,
-    };
-    attempts.push(record);
-    if (result.ok) return { ok: true, served: planned, value: result.value, startedAt, attempts };
-    if (result.cancelled) return { ok: false, error: exhaustedError(attempts), attempts };
-    if (result.failure.type === 'context_length_exceeded') {
-      // Another provider of the same model has the same window; a fallback model may not.
-      const hasOtherModel = input.plan.some((p) => p.model.id !== planned.model.id && input.plan.indexOf(p) > input.plan.indexOf(planned));
-      if (!hasOtherModel) return { ok: false, error: rejectionError(result.failure, record.providerName), attempts };
-      skipModel = planned.model.id;
+  const deadline = startedAt + policy.budgetMs;
+  const attempts: AttemptRecord[] = [];
+  const entries: Entry[] = input.plan.map((planned) => ({ planned, tries: 0, notBefore: 0, exhausted: false }));
+  const skippedModels = new Set<string>();
+  let breakerBlocked: PlannedAttempt | null = null;
+
+  while (attempts.length < policy.maxAttempts && !input.signal.aborted) {
+    const open = entries.filter((e) => !e.exhausted && e.tries < policy.triesPerEndpoint && !skippedModels.has(e.planned.model.id));
+    if (open.length === 0) break;
+    const now = deps.now();
+    let pick: Entry | null = null;
+    for (const entry of open) {
+      if (entry.notBefore > now) continue;
+      if (health.tryAcquire(entry.planned.healthKey, now)) {
+        pick = entry;
+        break;
+      }
+      breakerBlocked ??= entry.planned;
+    }
+    if (!pick) {
+      // Nothing ready: wait for the earliest retry if it fits the budget, else stop.
+      const waiting = open.filter((e) => e.notBefore > now);
+      if (waiting.length === 0) break; // every candidate is behind an open breaker
+      const next = Math.min(...waiting.map((e) => e.notBefore));
+      if (next > deadline) break;
+      await sleep(next - now, input.signal);
       continue;
     }
-    if (!movesOn(result.failure)) return { ok: false, error: rejectionError(result.failure, record.providerName), attempts };
+
+    pick.tries++;
+    const began = deps.now();
+    const result = await attempt(pick.planned);
+    const ended = deps.now();
+    const key = pick.planned.healthKey;
+    attempts.push({
+      providerId: pick.planned.endpoint.provider.id,
+      providerName: pick.planned.endpoint.provider.name,
+      model: pick.planned.model.id,
+      status: result.ok ? result.status : result.failure.status,
+      latencyMs: ended - began,
+      failure: result.ok ? null : result.failure,
+    });
+    if (result.ok) {
+      if (successOnCommit) health.recordSuccess(key, ended, ended - began, null);
+      return { ok: true, served: pick.planned, value: result.value, startedAt, attemptStartedAt: began, attempts };
+    }
+    if (result.cancelled) {
+      health.release(key);
+      return { ok: false, error: exhaustedError(attempts), attempts };
+    }
+    const failure = result.failure;
+    health.recordFailure(key, ended, failure.type, failure.retryAfterMs);
+    if (failure.type === 'context_length_exceeded') {
+      // Every provider of this model has the same window; a fallback model may not.
+      skippedModels.add(pick.planned.model.id);
+      if (!entries.some((e) => !skippedModels.has(e.planned.model.id))) return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
+      continue;
+    }
+    if (!movesOn(failure)) return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
+    if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
+      // Honour the hint: come back only after it, and only if waiting that long is acceptable.
+      if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline) pick.exhausted = true;
+      else pick.notBefore = ended + failure.retryAfterMs;
+    } else {
+      pick.notBefore = ended + backoff(policy, pick.tries, random);
+    }
+  }
+  if (attempts.length === 0 && breakerBlocked) {
+    return { ok: false, error: circuitOpenError(breakerBlocked, health.retryInMs(breakerBlocked.healthKey, deps.now())), attempts };
   }
   return { ok: false, error: exhaustedError(attempts), attempts };
 }
 
 export async function executeCompletion(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<CompletionOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, input.body, input.signal));
+  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, input.body, input.signal), true);
   if (!outcome.ok) return outcome;
-  return { ok: true, served: outcome.served, completion: outcome.value, startedAt: outcome.startedAt, attempts: outcome.attempts };
+  return { ok: true, served: outcome.served, completion: outcome.value, startedAt: outcome.startedAt, attemptStartedAt: outcome.attemptStartedAt, attempts: outcome.attempts };
 }
 
 export async function executeStream(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<StreamOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, input.body, input.signal));
+  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, input.body, input.signal), false);
   if (!outcome.ok) return outcome;
   const { held, events, firstContentAt, abort } = outcome.value;
-  return { ok: true, served: outcome.served, held, events, firstContentAt, abort, startedAt: outcome.startedAt, attempts: outcome.attempts };
+  return {
+    ok: true,
+    served: outcome.served,
+    held,
+    events,
+    firstContentAt,
+    abort,
+    startedAt: outcome.startedAt,
+    attemptStartedAt: outcome.attemptStartedAt,
+    attempts: outcome.attempts,
+  };
 }

@@ -5,6 +5,7 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';
+import type { PlannedAttempt } from './plan.js';
 import { AttemptAbort, abortReasonOf } from './upstream-client.js';
 
 export interface AttemptRecord {
@@ -109,5 +110,14 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
       provider_code: lastFailure?.providerCode ?? null,
       raw: lastFailure?.raw ?? null,
     },
+  });
+}
+
+/** Nothing was attempted: every endpoint of the plan is behind an open circuit breaker. */
+export function circuitOpenError(planned: PlannedAttempt, retryInMs: number): TollgateError {
+  const headers: Record<string, string> = retryInMs > 0 ? { 'retry-after': String(Math.max(1, Math.ceil(retryInMs / 1000))) } : {};
+  return new TollgateError('upstream.unavailable', `Every provider of ${planned.model.id} is temporarily unavailable after repeated failures; retry shortly`, {
+    headers,
+    metadata: { error_type: 'provider_unavailable', provider_name: planned.endpoint.provider.name, provider_code: null, raw: null },
   });
 }

@@ -49,6 +49,25 @@ export class HealthRegistry {
     return health.coolingUntil > now ? 1 : 0;
   }
 
+  /** May an attempt be sent to this endpoint now? Reserves the probe slot of a half-open breaker. */
+  tryAcquire(key: string, now: number): boolean {
+    return this.get(key).breaker.tryAcquire(now);
+  }
+
+  /** Milliseconds until this endpoint's open breaker lets a probe through. */
+  retryInMs(key: string, now: number): number {
+    return this.endpoints.get(key)?.breaker.retryInMs(now) ?? 0;
+  }
+
+  /** Give back a probe slot reserved by tryAcquire but never used. */
+  release(key: string): void {
+    this.endpoints.get(key)?.breaker.release();
+  }
+
+  recordThroughput(key: string, now: number, tokensPerSecond: number): void {
+    this.get(key).stats.recordSample(now, null, tokensPerSecond);
+  }
+
   recordSuccess(key: string, now: number, latencyMs: number | null, tokensPerSecond: number | null): void {
     const health = this.get(key);
     health.breaker.onSuccess();

@@ -60,7 +60,8 @@ export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
       },
       ...extraModels,
     ],
-    server: { keep_alive_interval_ms: 200, shutdown_grace_ms: 2000, body_limit_bytes: 256 * 1024, max_attempts: 4, trust_proxy: false },
+    server: { keep_alive_interval_ms: 200, shutdown_grace_ms: 2000, body_limit_bytes: 256 * 1024, trust_proxy: false },
+    routing: { max_attempts: 4, retry_backoff_ms: 20, budget_ms: 15_000, breaker: { failure_threshold: 1000, open_ms: 1000, max_open_ms: 2000 } },
   };
 }
 

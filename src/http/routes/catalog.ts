@@ -1,6 +1,8 @@
 /** GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (api.md §4). No auth needed. */
 import { TollgateError } from '../../core/errors.js';
 import { primaryEndpoint, type CatalogEndpoint, type CatalogModel } from '../../routing/catalog.js';
+import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
+import { HealthRegistry } from '../../routing/health.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -42,7 +44,7 @@ function renderModel(model: CatalogModel) {
   };
 }
 
-function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint) {
+function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: EndpointStatsSnapshot | null) {
   const tools = endpoint.supportedParameters.includes('tool_choice');
   return {
     name: `${endpoint.provider.name} | ${model.id}`,
@@ -59,12 +61,12 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint) {
     supports_implicit_caching: false,
     supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
     status: 0,
-    // Measured by the health tracker once routing records it; null until then, never invented.
-    uptime_last_5m: null,
-    uptime_last_30m: null,
-    uptime_last_1d: null,
-    latency_last_30m: null,
-    throughput_last_30m: null,
+    // Measured by this process's health registry; null until the endpoint has served traffic, never invented.
+    uptime_last_5m: stats?.uptime5m ?? null,
+    uptime_last_30m: stats?.uptime30m ?? null,
+    uptime_last_1d: stats?.uptime1d ?? null,
+    latency_last_30m: stats?.latency30m ?? null,
+    throughput_last_30m: stats?.throughput30m ?? null,
   };
 }
 
@@ -87,7 +89,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
         created: model.created,
         description: model.description,
         architecture: architecture(model),
-        endpoints: model.endpoints.map((e) => renderEndpoint(model, e)),
+        endpoints: model.endpoints.map((e) => renderEndpoint(model, e, services.health.snapshot(HealthRegistry.keyOf(model.id, e.provider.id), services.now()))),
       },
     };
   });

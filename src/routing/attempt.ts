@@ -1,0 +1,166 @@
+/**
+ * One attempt against one endpoint: build the request with the provider's adapter, send it with its
+ * own AbortController and timers, and read the answer (non-streamed), or read a stream until its
+ * first content event — the commit point after which no failover is possible.
+ */
+import type { NormalizedCompletion, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import type { ExecuteDeps } from './execute.js';
+import { failureFromThrown } from './failure.js';
+import type { PlannedAttempt } from './plan.js';
+import { carriesContent, readUpstreamEvents } from './stream-reader.js';
+import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
+
+export type AttemptResult<T> = { ok: true; value: T; status: number } | { ok: false; failure: UpstreamFailure; cancelled: boolean };
+
+class AttemptScope {
+  readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | null = null;
+  private readonly unlink: () => void;
+
+  constructor(callerSignal: AbortSignal) {
+    const onAbort = () => this.controller.abort(callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'));
+    if (callerSignal.aborted) onAbort();
+    callerSignal.addEventListener('abort', onAbort, { once: true });
+    this.unlink = () => callerSignal.removeEventListener('abort', onAbort);
+  }
+
+  arm(ms: number, reason: AbortReason): () => void {
+    this.disarm();
+    const timer = setTimeout(() => this.controller.abort(new AttemptAbort(reason)), ms);
+    this.timer = timer;
+    return () => {
+      clearTimeout(timer);
+      if (this.timer === timer) this.timer = null;
+    };
+  }
+
+  disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  get cancelled(): boolean {
+    const reason: unknown = this.controller.signal.reason;
+    return reason instanceof AttemptAbort && (reason.reason === 'client_closed' || reason.reason === 'shutdown');
+  }
+
+  close(): void {
+    this.disarm();
+    this.unlink();
+  }
+}
+
+function failed(scope: AttemptScope, error: unknown): { ok: false; failure: UpstreamFailure; cancelled: boolean } {
+  return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
+}
+
+export async function attemptCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
+  const { provider } = planned.endpoint;
+  const adapter = deps.adapterFor(provider.kind);
+  const scope = new AttemptScope(signal);
+  try {
+    const request = adapter.buildRequest(target(planned), body, false);
+    scope.arm(provider.timeouts.response_ms, 'connect_timeout');
+    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
+    const text = await readBounded(response.body, 32 * 1024 * 1024);
+    scope.disarm();
+    if (response.status < 200 || response.status >= 300) return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return { ok: false, failure: invalidResponse('response body is not JSON'), cancelled: false };
+    }
+    const completion = adapter.parseResponse(json);
+    if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
+    return { ok: true, value: completion, status: response.status };
+  } catch (error) {
+    return failed(scope, error);
+  } finally {
+    scope.close();
+  }
+}
+
+export interface OpenedStream {
+  held: StreamEvent[];
+  events: AsyncGenerator<StreamEvent, void, undefined>;
+  firstContentAt: number;
+  abort(reason: AbortReason): void;
+}
+
+export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
+  const { provider } = planned.endpoint;
+  const adapter = deps.adapterFor(provider.kind);
+  const scope = new AttemptScope(signal);
+  let committed = false;
+  try {
+    const request = adapter.buildRequest(target(planned), body, true);
+    scope.arm(provider.timeouts.connect_ms, 'connect_timeout');
+    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
+    if (response.status < 200 || response.status >= 300) {
+      const text = await readBounded(response.body);
+      return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
+    }
+    // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
+    let firstTokenDeadline: number | null = deps.now() + provider.timeouts.first_token_ms;
+    const armIdle = () => {
+      if (firstTokenDeadline !== null) return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
+      return scope.arm(provider.timeouts.idle_ms, 'idle_timeout');
+    };
+    const events = readUpstreamEvents({ body: response.body, adapter, armIdle });
+    const held: StreamEvent[] = [];
+    let malformed = 0;
+    for (;;) {
+      const next = await events.next();
+      if (next.done) return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
+      const event = next.value;
+      if (event.kind === 'error') return { ok: false, failure: event.failure, cancelled: false };
+      if (event.kind === 'malformed') {
+        if (++malformed > 3) return { ok: false, failure: invalidResponse(event.reason), cancelled: false };
+        continue;
+      }
+      if (event.kind === 'done') return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
+      if (event.kind === 'ignore') continue;
+      held.push(event);
+      if (carriesContent(event)) break;
+    }
+    firstTokenDeadline = null;
+    committed = true;
+    const unlinkScope = () => scope.close();
+    return {
+      ok: true,
+      status: response.status,
+      value: {
+        held,
+        events: closeWith(events, unlinkScope),
+        firstContentAt: deps.now(),
+        abort: (reason) => scope.controller.abort(new AttemptAbort(reason)),
+      },
+    };
+  } catch (error) {
+    return failed(scope, error);
+  } finally {
+    if (!committed) {
+      scope.controller.abort(new AttemptAbort('shutdown'));
+      scope.close();
+    }
+  }
+}
+
+async function* closeWith<T>(source: AsyncGenerator<T, void, undefined>, onClose: () => void): AsyncGenerator<T, void, undefined> {
+  try {
+    yield* source;
+  } finally {
+    onClose();
+  }
+}
+
+function invalidResponse(reason: string): UpstreamFailure {
+  return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
+}
+
+function target(planned: PlannedAttempt) {
+  const { provider } = planned.endpoint;
+  return { providerId: provider.id, baseUrl: provider.baseUrl, apiKey: provider.apiKey, upstreamModel: planned.endpoint.upstreamModel, extraHeaders: { ...provider.headers } };
+}
+

@@ -7,25 +7,36 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
 import { Authenticator } from './auth/authenticator.js';
+import { parseMasterKey, SecretBox } from './auth/secret-box.js';
 import { CreditGate } from './billing/credit-gate.js';
+import type { HoldStore } from './billing/hold-store.js';
 import { Settler } from './billing/settler.js';
 import type { ChangeBus } from './core/change-bus.js';
 import type { Clock } from './core/clock.js';
 import { TollgateError } from './core/errors.js';
 import type { Config } from './config/schema.js';
 import { renderError } from './http/error-table.js';
+import { registerCors } from './http/cors.js';
 import { RouteTable } from './http/route-table.js';
 import { registerAccountRoutes } from './http/routes/account.js';
 import { registerAdminRoutes } from './http/routes/admin.js';
 import { registerCatalogRoutes } from './http/routes/catalog.js';
+import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
 import type { Services } from './http/services.js';
-import { FreeModelUsage } from './limits/free-model-usage.js';
+import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
+import { EdgeGuard } from './limits/edge-guard.js';
+import { FreeModelPolicy } from './limits/free-model-policy.js';
+import { MemoryRateLimiter } from './limits/memory-rate-limiter.js';
+import type { RateLimiter } from './limits/rate-limit.js';
 import { Metrics } from './observability/metrics.js';
 import type { ChatDeps } from './pipeline/chat-completion.js';
+import { moderationStep } from './pipeline/moderation-step.js';
+import { createModerator } from './moderation/create-moderator.js';
 import { adapterFor } from './providers/registry.js';
+import { ByokCredentials } from './routing/byok-credentials.js';
 import type { Catalog } from './routing/catalog.js';
 import { HealthRegistry } from './routing/health.js';
 import { AttemptAbort } from './routing/upstream-client.js';
@@ -41,6 +52,13 @@ export interface AppDeps {
   metrics?: Metrics;
   /** A pino logger (main.ts builds it from the config); silent when omitted. */
   logger?: FastifyBaseLogger;
+  /**
+   * Free-model rate-limit counters: main.ts passes a RedisRateLimiter when REDIS_URL is set (and
+   * closes it); in-process counters when omitted.
+   */
+  rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
+  /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
+  holds?: HoldStore;
 }
 
 export interface Gateway {
@@ -89,9 +107,9 @@ export function buildApp(deps: AppDeps): Gateway {
     bodyLimit: config.server.body_limit_bytes,
     trustProxy: config.server.trust_proxy,
     return503OnClosing: true,
-    requestTimeout: 0,
-    connectionTimeout: 0,
-    keepAliveTimeout: 72_000,
+    // Header, body and keep-alive deadlines of the edge guard (see http/edge.ts); never the response's.
+    ...timeoutOptions(config.server),
+    clientErrorHandler,
     // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
     frameworkErrors: replyWithError,
   });
@@ -101,17 +119,21 @@ export function buildApp(deps: AppDeps): Gateway {
 
   const breaker = config.routing.breaker;
   const health = new HealthRegistry({ failureThreshold: breaker.failure_threshold, openMs: breaker.open_ms, maxOpenMs: breaker.max_open_ms, probeTimeoutMs: 60_000 });
-  const gate = new CreditGate({ store, bus, now, ttlMs: config.cache.balance_ttl_ms });
+  const gate = new CreditGate({
+    store,
+    bus,
+    now,
+    ttlMs: config.cache.balance_ttl_ms,
+    ...(deps.holds ? { holds: deps.holds } : {}),
+    holdTtlMs: config.billing.hold_ttl_ms,
+    onHoldError: (error, operation) => app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
+  });
   const settler = new Settler({
     store,
-    onCommitted: (settlements, outcomes) => {
-      metrics.settleBatch.observe(settlements.length);
-      gate.applyCommitted(
-        settlements,
-        outcomes.map((o) => o.applied),
-      );
-    },
+    // Committed charges reach admission through the hold store (gate.settle), not by editing snapshots.
+    onCommitted: (settlements) => metrics.settleBatch.observe(settlements.length),
   });
+  const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
   const chat: ChatDeps = {
     catalog,
     gate,
@@ -120,6 +142,8 @@ export function buildApp(deps: AppDeps): Gateway {
     log: app.log,
     now,
     keepAliveMs: config.server.keep_alive_interval_ms,
+    // The moderation endpoint (mode `openai`) gets the pool the composition root gives the pseudo-provider `@moderation`.
+    moderation: moderationStep(config.moderation, createModerator(config.moderation, () => deps.dispatcherFor('@moderation')), app.log, (outcome) => metrics.moderation.inc({ outcome })),
     execute: {
       dispatcherFor: deps.dispatcherFor,
       adapterFor,
@@ -133,7 +157,17 @@ export function buildApp(deps: AppDeps): Gateway {
         maxRetryWaitMs: config.routing.max_retry_wait_ms,
       },
     },
-    freeUsage: new FreeModelUsage(config.limits.free_models, now),
+    freeModels: new FreeModelPolicy({
+      limiter: deps.rateLimiter?.limiter ?? new MemoryRateLimiter(),
+      store: deps.rateLimiter?.store ?? 'memory',
+      ...(deps.rateLimiter?.ping ? { ping: deps.rateLimiter.ping } : {}),
+      limits: config.limits.free_models,
+      now,
+      log: app.log,
+      onRefused: (limit) => metrics.rateLimited.inc({ limit }),
+    }),
+    byok: new ByokCredentials(store, secretBox, bus, now, app.log),
+    byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
   };
   const services: Services = {
     config,
@@ -144,8 +178,8 @@ export function buildApp(deps: AppDeps): Gateway {
     auth: new Authenticator({ store, bus, now, ttlMs: config.cache.key_ttl_ms }),
     gate,
     chat,
-    keys: { store, bus, now },
-    freeUsage: chat.freeUsage,
+    keys: { store, bus, now, catalog },
+    freeModels: chat.freeModels,
     now,
     shutdownSignal: shutdownController.signal,
     health,
@@ -161,8 +195,12 @@ export function buildApp(deps: AppDeps): Gateway {
     });
   });
 
+  // Edge guard (design.md step 1): after the metrics hook, so refusals are counted; before any route work.
+  registerEdgeGuard(app, new EdgeGuard(config.limits.edge, now), () => metrics.rateLimited.inc({ limit: 'edge' }));
+
   app.setErrorHandler(replyWithError);
 
+  registerCors(app);
   const routes = new RouteTable(app);
   app.setNotFoundHandler((request, reply) => {
     const allowed = routes.allowedMethods(request.url);
@@ -179,6 +217,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerKeyRoutes(routes, services);
   registerCatalogRoutes(routes, services);
   registerAdminRoutes(routes, services);
+  registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });
   registerOpsRoutes(routes, services, () => shuttingDown);
 
   async function shutdown(graceMs: number): Promise<void> {
@@ -195,6 +234,7 @@ export function buildApp(deps: AppDeps): Gateway {
     } finally {
       clearTimeout(deadline);
       await settler.drain();
+      gate.close();
     }
   }
 

@@ -7,11 +7,14 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { Agent } from 'undici';
-import { buildApp, type Gateway } from './app.js';
+import { buildApp, type AppDeps, type Gateway } from './app.js';
+import { RedisHoldStore } from './billing/redis-hold-store.js';
 import { LocalChangeBus, type ChangeBus } from './core/change-bus.js';
 import { systemClock } from './core/clock.js';
 import { loadConfig } from './config/load-config.js';
 import type { Config } from './config/schema.js';
+import { MemoryRateLimiter } from './limits/memory-rate-limiter.js';
+import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
 import { Metrics } from './observability/metrics.js';
 import { ensureDemoAccount } from './pipeline/demo-setup.js';
 import { startMockProvider, type MockProvider } from './providers/mock-server.js';
@@ -35,6 +38,40 @@ function openStore(config: Config): Store {
   return openSqliteStore(join(config.dataDir, 'tollgate.db'));
 }
 
+type OpenedRateLimiter = NonNullable<AppDeps['rateLimiter']> & { close(): Promise<void> };
+
+/** Free-model rate-limit counters: Redis when REDIS_URL is set (shared by every process), else in-process. */
+async function openRateLimiter(config: Config, logger: PinoLogger): Promise<OpenedRateLimiter> {
+  if (!config.redisUrl) {
+    const limiter = new MemoryRateLimiter();
+    return { limiter, store: 'memory', close: () => limiter.close() };
+  }
+  const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.limits.redis_prefix}rl:` });
+  try {
+    await limiter.ready();
+  } catch (error) {
+    // Not fatal: the client keeps reconnecting; meanwhile /readyz answers 503 and free requests follow on_store_error.
+    logger.warn({ err: error }, `Redis (REDIS_URL) is unreachable at boot; free-model requests fail ${config.limits.free_models.on_store_error} until it answers`);
+  }
+  return { limiter, store: 'redis', ping: () => limiter.ping(), close: () => limiter.close() };
+}
+
+/**
+ * In-flight credit holds: in Redis when REDIS_URL is set (every process counts every other's),
+ * else in this process (the gate's default). Unreachable at boot is not fatal: paid requests get
+ * 503 until Redis answers (design.md: paid-credit checks fail closed).
+ */
+async function openHoldStore(config: Config, logger: PinoLogger): Promise<RedisHoldStore | null> {
+  if (!config.redisUrl) return null;
+  const holds = new RedisHoldStore({ url: config.redisUrl, keyPrefix: `${config.limits.redis_prefix}hold:` });
+  try {
+    await holds.ready();
+  } catch (error) {
+    logger.warn({ err: error }, 'Redis (REDIS_URL) is unreachable at boot; paid requests fail closed (503) until it answers');
+  }
+  return holds;
+}
+
 export async function startGateway(env: Record<string, string | undefined>, logger: PinoLogger): Promise<RunningGateway> {
   const config = loadConfig(env);
   let demo: MockProvider | null = null;
@@ -50,6 +87,8 @@ export async function startGateway(env: Record<string, string | undefined>, logg
   const agents = new Map<string, Agent>();
   for (const provider of catalog.providers.values()) agents.set(provider.id, createUpstreamAgent());
   const fallbackAgent = createUpstreamAgent();
+  const rateLimiter = await openRateLimiter(config, logger);
+  const holds = await openHoldStore(config, logger);
   const gateway = buildApp({
     config,
     store,
@@ -59,7 +98,15 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     metrics: new Metrics({ defaultMetrics: true }),
     logger,
     dispatcherFor: (id) => agents.get(id) ?? fallbackAgent,
+    rateLimiter,
+    ...(holds ? { holds } : {}),
   });
+  const freeLimits = gateway.services.freeModels;
+  // design.md: the fail policy of free-model limits is a deliberate operator choice, logged at boot.
+  logger.info(
+    { free_model_limits: freeLimits.describe(), edge: config.limits.edge },
+    `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
+  );
   const url = await gateway.app.listen({ port: config.port, host: config.host });
   const demoAccount = config.demo ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
 
@@ -72,6 +119,8 @@ export async function startGateway(env: Record<string, string | undefined>, logg
       await gateway.shutdown(config.server.shutdown_grace_ms);
       await Promise.all([...agents.values(), fallbackAgent].map((a) => a.close()));
       await bus.close();
+      await rateLimiter.close();
+      await holds?.close();
       await store.close();
       await demo?.close();
     },

@@ -51,8 +51,8 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push(
-          { id: 'anthropic', name: 'Anthropic', kind: 'anthropic', base_url: anthropic.url, api_key: FAKE_ANTHROPIC_KEY, timeouts: FAST },
-          { id: 'gemini', name: 'Google', kind: 'gemini', base_url: gemini.url, api_key: FAKE_GEMINI_KEY, timeouts: FAST },
+          { id: 'anthropic', name: 'Anthropic', kind: 'anthropic', base_url: anthropic.url, api_key: FAKE_ANTHROPIC_KEY, timeouts: FAST, stream_upstream: false },
+          { id: 'gemini', name: 'Google', kind: 'gemini', base_url: gemini.url, api_key: FAKE_GEMINI_KEY, timeouts: FAST, stream_upstream: false },
         );
       },
       extraModels: [

@@ -8,7 +8,7 @@ import { runAccounts, runCredits, runKeys, UsageError } from './admin-commands.j
 
 const HELP = `tollgate — an OpenRouter-compatible LLM gateway
 
-  tollgate serve                      run the gateway (config: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, DATABASE_URL, TOLLGATE_ADMIN_TOKEN)
+  tollgate serve                      run the gateway (config: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, DATABASE_URL, REDIS_URL, TOLLGATE_ADMIN_TOKEN)
   tollgate mock-provider --port P     run the simulated OpenAI-compatible provider
   tollgate accounts create --email E  | accounts get ID
   tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
@@ -30,6 +30,22 @@ async function serve(): Promise<void> {
     }
     throw error;
   }
+  // Signal handlers before the banner: whoever waits for the banner may signal right away.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    running.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   const base = running.url.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
   const lines = [`Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`];
   if (running.demoKey) {
@@ -54,21 +70,6 @@ async function serve(): Promise<void> {
   if (!running.config.adminToken) lines.push('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI.');
   process.stdout.write(`${lines.join('\n')}\n`);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    running.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 async function mockProvider(args: string[]): Promise<void> {

@@ -11,6 +11,7 @@ export const demoFileConfig = {
       kind: 'demo',
       headers: {},
       privacy_policy_url: null,
+      stream_upstream: true,
       timeouts: { connect_ms: 10_000, first_token_ms: 30_000, idle_ms: 60_000, response_ms: 300_000 },
     },
   ],

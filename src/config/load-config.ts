@@ -6,8 +6,10 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseMasterKey } from '../auth/secret-box.js';
 import { demoFileConfig } from './demo-catalog.js';
 import { crossReferenceProblems, fileConfigSchema, type Config } from './schema.js';
+import { moderationReferenceProblems } from './moderation-schema.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -18,6 +20,17 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+const MASTER_KEY_HINT = 'must be 32 bytes as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)';
+
+function isMasterKey(text: string): boolean {
+  try {
+    parseMasterKey(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -25,6 +38,11 @@ const envSchema = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
   TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TOLLGATE_MASTER_KEY: z.string().refine(isMasterKey, MASTER_KEY_HINT).optional(),
+  TOLLGATE_MASTER_KEY_PREVIOUS: z
+    .string()
+    .refine((list) => list.split(',').every((k) => k.trim() === '' || isMasterKey(k)), MASTER_KEY_HINT)
+    .optional(),
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
 });
@@ -80,6 +98,7 @@ export function loadConfig(env: Env = process.env, readFile: (path: string) => s
   const file = fileConfigSchema.safeParse(raw);
   if (!file.success) problems.push(...formatIssues(configPath ? 'config ' : 'demo config ', file.error));
   problems.push(...crossReferenceProblems(raw).map((p) => `config ${p}`));
+  problems.push(...moderationReferenceProblems(raw).map((p) => `config ${p}`));
   const parsedEnv = envSchema.safeParse(env);
   if (!parsedEnv.success) problems.push(...formatIssues('env ', parsedEnv.error));
   if (file.success && file.data.models.length === 0) problems.push('config models: at least one model is required');
@@ -95,6 +114,11 @@ export function loadConfig(env: Env = process.env, readFile: (path: string) => s
     databaseUrl: e.DATABASE_URL ?? null,
     redisUrl: e.REDIS_URL ?? null,
     adminToken: e.TOLLGATE_ADMIN_TOKEN ?? null,
+    masterKey: e.TOLLGATE_MASTER_KEY ?? null,
+    previousMasterKeys: (e.TOLLGATE_MASTER_KEY_PREVIOUS ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k !== ''),
     logLevel: e.TOLLGATE_LOG_LEVEL ?? e.LOG_LEVEL ?? 'info',
     demo: configPath === null,
     configPath,

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
+import { moderationSchema } from './moderation-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
 const priceString = z
@@ -40,6 +41,8 @@ export const providerSchema = z
     api_key: z.string().optional(),
     headers: z.record(z.string(), z.string()).default({}),
     privacy_policy_url: z.string().url().nullable().default(null),
+    /** Serve non-streamed requests from an upstream stream (timeouts bound them; mid-answer failures fail over). Off for providers that cannot stream. */
+    stream_upstream: z.boolean().default(true),
     timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
   })
   .strict()
@@ -104,6 +107,20 @@ const freeModelLimitsSchema = z
     per_day: z.number().int().positive().default(50),
     per_day_with_credits: z.number().int().positive().default(1000),
     credits_threshold: z.number().nonnegative().default(10),
+    /** When the counters' store (Redis) is unreachable: refuse free requests (503) or let them through uncounted. */
+    on_store_error: z.enum(['closed', 'open']).default('closed'),
+  })
+  .strict();
+
+/** Per-client-IP token bucket in front of every `/api/v1` route (before authentication). */
+const edgeSchema = z
+  .object({
+    /** Requests one client address may send at once; 0 disables the guard. */
+    burst: z.number().int().nonnegative().default(200),
+    /** Sustained requests per second per client address. */
+    per_second: z.number().positive().default(100),
+    /** Client addresses tracked at once (least recently seen dropped beyond it). */
+    max_clients: z.number().int().positive().default(100_000),
   })
   .strict();
 
@@ -112,18 +129,29 @@ export const fileConfigSchema = z
     providers: z.array(providerSchema).default([]),
     models: z.array(modelSchema).default([]),
     limits: z
-      .object({ free_models: freeModelLimitsSchema.default(() => freeModelLimitsSchema.parse({})) })
+      .object({
+        free_models: freeModelLimitsSchema.default(() => freeModelLimitsSchema.parse({})),
+        edge: edgeSchema.prefault({}),
+        /** Prefix of every Redis key Tollgate writes (rate-limit counters live under `<prefix>rl:`). */
+        redis_prefix: z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 : _ . -').default('tollgate:'),
+      })
       .strict()
-      .default(() => ({ free_models: freeModelLimitsSchema.parse({}) })),
+      .prefault({}),
     server: z
       .object({
         body_limit_bytes: z.number().int().positive().default(4 * 1024 * 1024),
         keep_alive_interval_ms: z.number().int().positive().default(15_000),
         shutdown_grace_ms: z.number().int().nonnegative().default(30_000),
         trust_proxy: z.boolean().default(false),
+        /** Request line and headers must arrive within this (slow-loris). */
+        headers_timeout_ms: z.number().int().positive().default(15_000),
+        /** Headers and body must have arrived this long after the request's first byte; responses are not limited by it. */
+        body_timeout_ms: z.number().int().positive().default(30_000),
+        /** An idle kept-alive client connection is closed after this. */
+        keep_alive_timeout_ms: z.number().int().positive().default(72_000),
       })
       .strict()
-      .default(() => ({ body_limit_bytes: 4 * 1024 * 1024, keep_alive_interval_ms: 15_000, shutdown_grace_ms: 30_000, trust_proxy: false })),
+      .prefault({}),
     routing: z
       .object({
         /** Upstream attempts per request, over all endpoints and retries. */
@@ -147,6 +175,20 @@ export const fileConfigSchema = z
       })
       .strict()
       .prefault({}),
+    billing: z
+      .object({
+        /** Fee charged in credits on BYOK requests, as a percentage of the list price. */
+        byok_fee_percent: z.number().min(0).max(100).default(5),
+        /**
+         * An in-flight credit hold lapses this long after its last renewal (renewed every third of it
+         * while the request runs), so a process killed mid-request frees its holds within this time.
+         */
+        hold_ttl_ms: z.number().int().min(300).default(120_000),
+      })
+      .strict()
+      .prefault({}),
+    /** Input moderation before forwarding (off by default); see moderation-schema.ts. */
+    moderation: moderationSchema.prefault({}),
     cache: z
       .object({
         key_ttl_ms: z.number().int().positive().default(30_000),
@@ -169,6 +211,10 @@ export interface Config extends FileConfig {
   databaseUrl: string | null;
   redisUrl: string | null;
   adminToken: string | null;
+  /** AES-256-GCM master key for BYOK provider keys (TOLLGATE_MASTER_KEY); BYOK is disabled without it. */
+  masterKey: string | null;
+  /** Earlier master keys, still accepted for decryption after a rotation. */
+  previousMasterKeys: string[];
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** True when no config file was given: built-in demo provider and catalog, first-start demo account. */
   demo: boolean;

@@ -1,8 +1,10 @@
 /**
- * Cache invalidation across processes: "key <hash> changed", "account <id> changed". The embedded
+ * Cache invalidation across processes: "key <hash> changed", "account <id> changed", "byok <account
+ * id> changed" (the account's provider keys). The embedded
  * deployment uses the in-process bus; a scaled-out one plugs a shared implementation in (`store/`).
  */
-export type ChangeTopic = 'key' | 'account';
+export const CHANGE_TOPICS = ['key', 'account', 'byok'] as const;
+export type ChangeTopic = (typeof CHANGE_TOPICS)[number];
 export type ChangeHandler = (topic: ChangeTopic, id: string) => void;
 
 export interface ChangeBus {

@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ChatDeps } from '../pipeline/chat-completion.js';
 import type { KeyServiceDeps } from '../pipeline/key-management.js';
-import type { FreeModelUsage } from '../limits/free-model-usage.js';
+import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/health.js';
 import type { Store } from '../store/types.js';
@@ -21,7 +21,7 @@ export interface Services {
   gate: CreditGate;
   chat: ChatDeps;
   keys: KeyServiceDeps;
-  freeUsage: FreeModelUsage;
+  freeModels: FreeModelPolicy;
   now(): number;
   /** Aborted when shutdown's grace period is over: in-flight upstream requests end. */
   shutdownSignal: AbortSignal;

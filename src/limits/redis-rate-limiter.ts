@@ -100,6 +100,12 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  /** A real round trip (PING) for `/readyz`: a connection that is up but hung fails too. */
+  async ping(): Promise<void> {
+    await this.ready();
+    await this.guard(this.redis.ping());
+  }
+
   async consume(subject: string, rules: readonly RateRule[], now: number): Promise<RateDecision> {
     assertValidCall(rules, now);
     const readings = await this.run('consume', subject, rules, now);

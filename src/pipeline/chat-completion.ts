@@ -1,6 +1,6 @@
 /**
  * POST /chat/completions, as a list of steps:
- *   validate → plan → admit → execute → respond → settle.
+ *   validate → plan → moderate → admit → execute → respond → settle.
  * Authentication happened in the route (it needs only the header). Each step is a named function.
  * The stream variant writes through a StreamSink so this file never sees the web framework.
  */
@@ -17,11 +17,13 @@ import { executeCompletion, executeStream, type ExecuteDeps } from '../routing/e
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
 import type { KeyRecord } from '../store/types.js';
-import type { FreeModelUsage } from '../limits/free-model-usage.js';
+import type { ByokCredential, ByokCredentials } from '../routing/byok-credentials.js';
+import type { FreeModelPolicy, FreeSlot } from '../limits/free-model-policy.js';
 import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
 import { renderCompletion, type ResponseIdentity } from './completion-shapes.js';
 import { buildCharge, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
+import { moderateRequest, type ModerationStep } from './moderation-step.js';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -32,7 +34,14 @@ export interface ChatDeps {
   log: Logger;
   now(): number;
   keepAliveMs: number;
-  freeUsage: FreeModelUsage;
+  /** The moderation step (config `moderation`); absent or null when moderation is off. */
+  moderation?: ModerationStep | null;
+  /** Free-model rate limits (api.md §5), per account. */
+  freeModels: FreeModelPolicy;
+  /** The account's own provider keys (BYOK), decrypted and cached. */
+  byok: ByokCredentials;
+  /** BYOK fee, in basis points of the list price. */
+  byokFeeBasisPoints: number;
 }
 
 export interface ChatContext {
@@ -49,6 +58,10 @@ export interface Admitted {
   plan: PlannedAttempt[];
   hold: Hold;
   promptEstimate: number;
+  /** How long moderation took (ms); null when it did not run. The generation's `moderation_latency`. */
+  moderationLatencyMs: number | null;
+  /** The free-model rate-limit unit this request took (null: paid model, or the limit store failed open). */
+  freeSlot: FreeSlot | null;
   /** The request as sent upstream (legacy fields stripped by the adapter). */
   upstreamBody: Record<string, unknown>;
 }
@@ -82,9 +95,9 @@ const ROUTED_PARAMETERS = [
   'tool_choice',
 ] as const;
 
-export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, request: ChatRequest, key: KeyRecord): PlannedAttempt[] {
+export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, request: ChatRequest, key: KeyRecord, byok: readonly ByokCredential[] = []): PlannedAttempt[] {
   const requestedParameters = ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null);
-  return planAttempts(deps.catalog, { model: request.model, models: request.models, provider: request.provider, requestedParameters }, key, deps.execute.health, deps.now());
+  return planAttempts(deps.catalog, { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok }, key, deps.execute.health, deps.now());
 }
 
 /** The most this request can cost on any endpoint of its plan: held while it is in flight. */
@@ -101,12 +114,32 @@ function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[],
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
   const request = validate(ctx.body);
-  const attempts = plan(deps, request, ctx.key);
+  const attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
+  // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
+  const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const promptEstimate = estimatePromptTokens(request.messages, request.tools);
   const isPaid = attempts.some((a) => !a.model.isFree);
   const hold = await deps.gate.admit(ctx.key, isPaid, holdEstimate(request, attempts, promptEstimate));
-  if (attempts[0]?.model.isFree) deps.freeUsage.record(ctx.key.accountId);
-  return { request, plan: attempts, hold, promptEstimate, upstreamBody: request as Record<string, unknown> };
+  // Rate limits come after the credit checks, so a 402 does not use up a free-model slot.
+  let freeSlot: FreeSlot | null = null;
+  if (attempts[0]?.model.isFree) {
+    try {
+      freeSlot = await deps.freeModels.admit(await deps.gate.account(ctx.key.accountId));
+    } catch (error) {
+      deps.gate.release(hold);
+      throw error;
+    }
+  }
+  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown> };
+}
+
+/**
+ * A free-model slot is given back when the request never reached a provider (every endpoint behind
+ * an open circuit breaker, the caller gone before the first attempt): nothing was used upstream.
+ * Once an attempt was sent, the slot stays used, whatever the provider answered.
+ */
+async function refundIfUnserved(deps: ChatDeps, admitted: Admitted, attempts: readonly AttemptRecord[]): Promise<void> {
+  if (admitted.freeSlot && attempts.length === 0) await deps.freeModels.refund(admitted.freeSlot);
 }
 
 export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number): ResponseIdentity {
@@ -114,9 +147,11 @@ export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number
 }
 
 /** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
-export async function settle(deps: ChatDeps, input: ChargeInput): Promise<Charge> {
-  const charge = buildCharge(input);
-  await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
+export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBasisPoints'>, hold?: Hold): Promise<Charge> {
+  const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
+  const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
+  // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
+  if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
   const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
   deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);
   deps.metrics.tokens.inc({ ...labels, kind: 'completion' }, charge.completionTokens);
@@ -138,7 +173,10 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
   try {
     const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
     recordAttempts(deps, outcome.attempts);
-    if (!outcome.ok) throw outcome.error;
+    if (!outcome.ok) {
+      await refundIfUnserved(deps, admitted, outcome.attempts);
+      throw outcome.error;
+    }
     const finishedAt = deps.now();
     const first = outcome.completion.choices[0];
     const charge = await settle(deps, {
@@ -160,7 +198,8 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
       app: ctx.app,
       externalUser: admitted.request.user ?? null,
       attempts: outcome.attempts,
-    });
+      moderationLatencyMs: admitted.moderationLatencyMs,
+    }, admitted.hold);
     deps.metrics.timeToFirstToken.observe({ model: charge.record.model, provider: charge.record.providerName ?? 'unknown' }, (finishedAt - outcome.startedAt) / 1000);
     const identity = identityOf(ctx, outcome.served, outcome.startedAt);
     return { status: 200, body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charge) };
@@ -176,6 +215,7 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
     const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
+      await refundIfUnserved(deps, admitted, outcome.attempts);
       // Before anything was written the caller gets a real HTTP status; after keep-alives, an in-band error.
       if (!sink.started) throw outcome.error;
       await sink.error(outcome.error, { id: ctx.generationId, created: Math.floor(deps.now() / 1000), model: admitted.request.model, provider: outcome.attempts.at(-1)?.providerName ?? '' });

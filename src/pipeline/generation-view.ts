@@ -22,7 +22,7 @@ export function renderGeneration(g: GenerationRecord) {
     generation_time: g.generationTimeMs,
     http_referer: g.httpReferer,
     latency: g.latencyMs,
-    moderation_latency: null,
+    moderation_latency: g.moderationLatencyMs ?? null,
     native_finish_reason: g.nativeFinishReason,
     native_tokens_cached: g.tokensCached,
     native_tokens_completion: g.tokensCompletion,

@@ -2,7 +2,7 @@
  * Builds the charge of a served request: token counts (the upstream's, or our estimate), the cost at
  * the serving endpoint's prices, and the generation record that `GET /generation` renders.
  */
-import { computeCost, type CostBreakdown } from '../core/money.js';
+import { computeCost, type CostBreakdown, type Units } from '../core/money.js';
 import type { NormalizedUsage } from '../providers/types.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -16,6 +16,8 @@ export interface AppAttribution {
 }
 
 export interface ChargeInput {
+  /** BYOK fee in basis points of the list price (500 = 5 %); applies when the serving attempt used the caller's own key. */
+  byokFeeBasisPoints: number;
   generationId: string;
   accountId: string;
   keyHash: string;
@@ -34,6 +36,8 @@ export interface ChargeInput {
   app: AppAttribution;
   externalUser: string | null;
   attempts: readonly AttemptRecord[];
+  /** Moderation step duration (ms), when it ran. */
+  moderationLatencyMs?: number | null;
 }
 
 export interface Charge {
@@ -47,7 +51,10 @@ export function buildCharge(input: ChargeInput): Charge {
   const estimated = input.usage === null;
   const promptTokens = input.usage?.promptTokens ?? input.promptEstimate;
   const completionTokens = input.usage?.completionTokens ?? estimateCompletionTokens(input.completionText);
+  // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
   const cost = computeCost(input.served.endpoint.prices, { promptTokens, completionTokens });
+  const isByok = input.served.byok !== null;
+  const charged = isByok ? byokFee(cost.total, input.byokFeeBasisPoints) : cost.total;
   const record: GenerationRecord = {
     id: input.generationId,
     accountId: input.accountId,
@@ -55,10 +62,10 @@ export function buildCharge(input: ChargeInput): Charge {
     createdAt: input.createdAt,
     model: input.served.model.id,
     providerName: input.served.endpoint.provider.name,
-    totalCost: cost.total,
+    totalCost: charged,
     upstreamPromptCost: cost.prompt,
     upstreamCompletionCost: cost.completion,
-    isByok: false,
+    isByok,
     streamed: input.streamed,
     cancelled: input.cancelled,
     finishReason: input.finishReason,
@@ -77,5 +84,11 @@ export function buildCharge(input: ChargeInput): Charge {
     externalUser: input.externalUser,
     providerResponses: input.attempts.map((a) => ({ provider_name: a.providerName, status: a.status, latency: a.latencyMs })),
   };
+  if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
   return { record, cost, promptTokens, completionTokens };
+}
+
+/** Half-up rounding of list cost × basis points / 10 000, in integer units. */
+export function byokFee(listCost: Units, basisPoints: number): Units {
+  return (listCost * BigInt(basisPoints) + 5_000n) / 10_000n;
 }

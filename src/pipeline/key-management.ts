@@ -10,12 +10,15 @@ import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { limitRemaining, ZERO_USAGE } from '../billing/key-view.js';
 import { LIMIT_RESETS, usagePeriods } from '../billing/usage-window.js';
+import type { Catalog } from '../routing/catalog.js';
 import type { KeyPatch, KeyRecord, KeyUsage, Store } from '../store/types.js';
 
 export interface KeyServiceDeps {
   store: Store;
   bus: ChangeBus;
   now(): number;
+  /** When given, guardrail lists (`allowed_models`, `allowed_providers`) must name ids it knows. */
+  catalog?: Pick<Catalog, 'models' | 'providers'>;
 }
 
 const limitSchema = z
@@ -62,6 +65,24 @@ export const updateKeySchema = z.strictObject({
 export type CreateKeyInput = z.output<typeof createKeySchema>;
 export type UpdateKeyInput = z.output<typeof updateKeySchema>;
 
+/**
+ * A key's guardrail list as given (`undefined`: not given), checked: every id must exist in the catalog
+ * (a typo would otherwise silently block the key) → 400 naming the unknown ids; an empty list → 400
+ * (`null` removes the restriction); duplicates are dropped. Ids are exact: `x/y` does not allow `x/y:free`.
+ */
+function guardrailList(deps: KeyServiceDeps, field: 'allowed_models' | 'allowed_providers', list: string[] | null | undefined): string[] | null | undefined {
+  if (list === undefined || list === null) return list;
+  if (list.length === 0) throw new TollgateError('request.invalid_body', `${field} must list at least one id; use null to remove the restriction`);
+  const known = field === 'allowed_models' ? deps.catalog?.models : deps.catalog?.providers;
+  const unknown = known ? [...new Set(list.filter((id) => !known.has(id)))] : [];
+  if (unknown.length > 0) {
+    const names = unknown.map((id) => `"${id}"`).join(', ');
+    const what = field === 'allowed_models' ? (unknown.length === 1 ? 'is not a valid model ID' : 'are not valid model IDs') : unknown.length === 1 ? 'is not a known provider' : 'are not known providers';
+    throw new TollgateError('request.invalid_body', `${field}: ${names} ${what}`, { metadata: { field, unknown } });
+  }
+  return [...new Set(list)];
+}
+
 function toUnits(limit: number | null | undefined): Units | null {
   return limit === null || limit === undefined ? null : usdToUnits(limit);
 }
@@ -72,6 +93,8 @@ export async function createKey(deps: KeyServiceDeps, accountId: string, input: 
   const now = deps.now();
   const expiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
   if (expiresAt !== null && expiresAt <= now) throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
+  const allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
+  const allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
   const plaintext = generateKey();
   const key: KeyRecord = {
     hash: hashKey(plaintext),
@@ -89,8 +112,8 @@ export async function createKey(deps: KeyServiceDeps, accountId: string, input: 
     creatorUserId: accountId,
     externalUser: null,
     workspaceId: 'default',
-    allowedModels: input.allowed_models ?? null,
-    allowedProviders: input.allowed_providers ?? null,
+    allowedModels,
+    allowedProviders,
     compromisedAt: null,
   };
   await deps.store.insertKey(key);
@@ -112,8 +135,8 @@ export async function updateKey(deps: KeyServiceDeps, accountId: string, hash: s
   if (input.limit !== undefined) patch.limit = toUnits(input.limit);
   if (input.limit_reset !== undefined) patch.limitReset = input.limit_reset as KeyRecord['limitReset'];
   if (input.include_byok_in_limit !== undefined) patch.includeByokInLimit = input.include_byok_in_limit;
-  if (input.allowed_models !== undefined) patch.allowedModels = input.allowed_models;
-  if (input.allowed_providers !== undefined) patch.allowedProviders = input.allowed_providers;
+  if (input.allowed_models !== undefined) patch.allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
+  if (input.allowed_providers !== undefined) patch.allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
   const updated = await deps.store.updateKey(hash, patch, deps.now());
   if (!updated) throw new TollgateError('resource.not_found', 'Key not found');
   await deps.bus.publish('key', hash);

@@ -127,7 +127,8 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
     app: ctx.app,
     externalUser: admitted.request.user ?? null,
     attempts: outcome.attempts,
-  }).catch((error: unknown) => {
+    moderationLatencyMs: admitted.moderationLatencyMs,
+  }, admitted.hold).catch((error: unknown) => {
     deps.log.error({ generation_id: ctx.generationId, err: error }, 'could not record the charge of a streamed generation');
     failure = new TollgateError('store.unavailable', 'The usage of this generation could not be recorded; the answer is incomplete', { metadata: { error_type: 'server' } });
     return null;

@@ -1,12 +1,14 @@
 /**
  * A simulated OpenAI-compatible provider on a real node:http server, for tests, benchmarks and the
  * demo mode. Each request's behavior is scripted (latency, pace, errors, broken streams): see
- * `mock/script.ts` for the model-name and `x-mock-script` header syntax.
+ * `mock/script.ts` for the model-name and `x-mock-script` header syntax. `POST /v1/moderations`
+ * answers like OpenAI's moderation API (`mock/moderation-handler.ts`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { handleChatCompletion, type ChatHandlerContext, type MockProviderStats } from './mock/chat-handler.js';
 import { sendJson } from './mock/http-io.js';
+import { handleModeration } from './mock/moderation-handler.js';
 import { DEFAULT_MOCK_SCRIPT, type MockScript } from './mock/script.js';
 
 export type { MockProviderStats } from './mock/chat-handler.js';
@@ -37,7 +39,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const ctx: ChatHandlerContext = {
     defaults: { ...DEFAULT_MOCK_SCRIPT, ...options.defaults },
     countTokens: (text) => countTokens(text, noSpecialTokens),
-    stats: { requests: 0, byModel: new Map() },
+    stats: { requests: 0, byModel: new Map(), moderations: 0 },
     failCounters: new Map(),
   };
   const models = options.models ?? ['mock/default'];
@@ -66,6 +68,7 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     stats: ctx.stats,
     reset() {
       ctx.stats.requests = 0;
+      ctx.stats.moderations = 0;
       ctx.stats.byModel.clear();
       ctx.failCounters.clear();
     },
@@ -83,6 +86,10 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: ChatHandler
   const path = (req.url ?? '/').split('?', 1)[0];
   if (path === '/v1/chat/completions') {
     if (req.method === 'POST') return handleChatCompletion(req, res, ctx);
+    return sendJson(res, 405, invalidUrl(req), { allow: 'POST' });
+  }
+  if (path === '/v1/moderations') {
+    if (req.method === 'POST') return handleModeration(req, res, ctx);
     return sendJson(res, 405, invalidUrl(req), { allow: 'POST' });
   }
   if (path === '/v1/models') {

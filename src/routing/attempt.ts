@@ -3,7 +3,8 @@
  * own AbortController and timers, and read the answer (non-streamed), or read a stream until its
  * first content event — the commit point after which no failover is possible.
  */
-import type { NormalizedCompletion, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import type { NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
 import { failureFromThrown } from './failure.js';
 import type { PlannedAttempt } from './plan.js';
@@ -54,7 +55,52 @@ function failed(scope: AttemptScope, error: unknown): { ok: false; failure: Upst
   return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
 }
 
+/**
+ * A non-streamed answer. By default it is read from an upstream stream and folded into one
+ * completion, so the first-token and stall timeouts bound it (a silent provider fails over in
+ * seconds, not after a whole-response timeout), and an upstream that dies half-way is simply retried
+ * elsewhere — the caller has received nothing yet. Providers that cannot stream set
+ * `stream_upstream: false` and get one plain request bounded by `response_ms`.
+ */
 export async function attemptCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
+  if (planned.endpoint.provider.streamUpstream) return collectStream(await attemptStream(deps, planned, body, signal), signal);
+  return attemptPlainCompletion(deps, planned, body, signal);
+}
+
+async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
+  if (!opened.ok) return opened;
+  const aggregate = new CompletionAggregator();
+  let malformed = 0;
+  let ended = false;
+  let failure: AttemptResult<NormalizedCompletion> | null = null;
+  try {
+    for (const event of opened.value.held) if (event.kind === 'chunk') aggregate.add(event);
+    for await (const event of opened.value.events) {
+      if (event.kind === 'chunk') aggregate.add(event);
+      else if (event.kind === 'done') {
+        ended = true;
+        break;
+      } else if (event.kind === 'error') {
+        failure = { ok: false, failure: event.failure, cancelled: false };
+        break;
+      } else if (event.kind === 'malformed' && ++malformed > 3) {
+        failure = { ok: false, failure: invalidResponse(event.reason), cancelled: false };
+        break;
+      }
+    }
+  } catch (error) {
+    failure = { ok: false, failure: failureFromThrown(error, signal.aborted ? signal : new AbortController().signal), cancelled: signal.aborted };
+  }
+  if (failure) {
+    opened.value.abort('shutdown');
+    return failure;
+  }
+  // Without [DONE] the answer is complete only if every choice finished.
+  if (!ended && !aggregate.finished) return { ok: false, failure: invalidResponse('stream ended before the answer finished'), cancelled: false };
+  return { ok: true, value: aggregate.result(), status: opened.status };
+}
+
+async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider } = planned.endpoint;
   const adapter = deps.adapterFor(provider.kind);
   const scope = new AttemptScope(signal);
@@ -65,13 +111,7 @@ export async function attemptCompletion(deps: ExecuteDeps, planned: PlannedAttem
     const text = await readBounded(response.body, 32 * 1024 * 1024);
     scope.disarm();
     if (response.status < 200 || response.status >= 300) return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      return { ok: false, failure: invalidResponse('response body is not JSON'), cancelled: false };
-    }
-    const completion = adapter.parseResponse(json);
+    const completion = parseCompletion(adapter, text);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
     return { ok: true, value: completion, status: response.status };
   } catch (error) {
@@ -100,6 +140,17 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
     if (response.status < 200 || response.status >= 300) {
       const text = await readBounded(response.body);
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
+    }
+    if (isJson(response.headers)) {
+      // The upstream ignored `stream: true` and answered whole: serve it as a (one-chunk) stream.
+      scope.arm(provider.timeouts.idle_ms, 'idle_timeout');
+      const completion = parseCompletion(adapter, await readBounded(response.body, 32 * 1024 * 1024));
+      scope.disarm();
+      if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
+      const [first, ...rest] = completionToEvents(completion);
+      committed = true;
+      scope.close();
+      return { ok: true, status: response.status, value: { held: [first!], events: fromArray(rest), firstContentAt: deps.now(), abort: () => undefined } };
     }
     // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
     let firstTokenDeadline: number | null = deps.now() + provider.timeouts.first_token_ms;
@@ -147,6 +198,25 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
   }
 }
 
+function parseCompletion(adapter: ProviderAdapter, text: string): NormalizedCompletion | { kind: 'malformed'; reason: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { kind: 'malformed', reason: 'response body is not JSON' };
+  }
+  return adapter.parseResponse(json);
+}
+
+function isJson(headers: Record<string, string | string[] | undefined>): boolean {
+  const type = headers['content-type'];
+  return typeof type === 'string' && type.toLowerCase().includes('application/json');
+}
+
+async function* fromArray<T>(items: readonly T[]): AsyncGenerator<T, void, undefined> {
+  yield* items;
+}
+
 async function* closeWith<T>(source: AsyncGenerator<T, void, undefined>, onClose: () => void): AsyncGenerator<T, void, undefined> {
   try {
     yield* source;
@@ -161,6 +231,6 @@ function invalidResponse(reason: string): UpstreamFailure {
 
 function target(planned: PlannedAttempt) {
   const { provider } = planned.endpoint;
-  return { providerId: provider.id, baseUrl: provider.baseUrl, apiKey: provider.apiKey, upstreamModel: planned.endpoint.upstreamModel, extraHeaders: { ...provider.headers } };
+  return { providerId: provider.id, baseUrl: provider.baseUrl, apiKey: planned.byok?.apiKey ?? provider.apiKey, upstreamModel: planned.endpoint.upstreamModel, extraHeaders: { ...provider.headers } };
 }
 

@@ -14,6 +14,7 @@ export interface CatalogProvider {
   apiKey: string | null;
   headers: Readonly<Record<string, string>>;
   privacyPolicyUrl: string | null;
+  streamUpstream: boolean;
   timeouts: Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
 }
 
@@ -62,6 +63,7 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
     apiKey: config.api_key ?? null,
     headers: config.headers,
     privacyPolicyUrl: config.privacy_policy_url,
+    streamUpstream: config.stream_upstream,
     timeouts: config.timeouts,
   };
 }

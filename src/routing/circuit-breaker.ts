@@ -38,10 +38,15 @@ export class CircuitBreaker {
   tryAcquire(now: number): boolean {
     const state = this.state(now);
     if (state === 'closed') return true;
-    if (state === 'open') return false;
-    if (this.probeStartedAt !== null && now - this.probeStartedAt < this.config.probeTimeoutMs) return false;
+    if (!this.probeFree(now)) return false;
     this.probeStartedAt = now;
     return true;
+  }
+
+  /** Half-open with no probe out: the next request may probe. */
+  probeFree(now: number): boolean {
+    if (this.state(now) !== 'half_open') return false;
+    return this.probeStartedAt === null || now - this.probeStartedAt >= this.config.probeTimeoutMs;
   }
 
   onSuccess(): void {

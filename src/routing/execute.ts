@@ -108,8 +108,11 @@ async function loop<T>(
     const open = entries.filter((e) => !e.exhausted && e.tries < policy.triesPerEndpoint && !skippedModels.has(e.planned.model.id));
     if (open.length === 0) break;
     const now = deps.now();
+    if (attempts.length > 0 && now > deadline) break; // the budget bounds new attempts, not only waits
     let pick: Entry | null = null;
-    for (const entry of open) {
+    // Fewest tries first (plan order among equals): a failed endpoint is retried only after every
+    // other candidate had its turn, however short its jittered backoff was.
+    for (const entry of [...open].sort((a, b) => a.tries - b.tries)) {
       if (entry.notBefore > now) continue;
       if (health.tryAcquire(entry.planned.healthKey, now)) {
         pick = entry;

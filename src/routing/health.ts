@@ -41,11 +41,15 @@ export class HealthRegistry {
     return this.endpoints.get(key)?.breaker.state(now) ?? 'closed';
   }
 
-  /** 0 = healthy, 1 = cooling down after a 429, 2 = breaker open or half-open. Lower is tried first. */
+  /**
+   * 0 = healthy, 1 = cooling down after a 429, 2 = breaker open or its probe out. Lower is tried first.
+   * A half-open endpoint with its probe slot free ranks as healthy: unless some request tries it, a
+   * recovered provider would never get its traffic back while a fallback keeps answering.
+   */
   rank(key: string, now: number): number {
     const health = this.endpoints.get(key);
     if (!health) return 0;
-    if (health.breaker.state(now) !== 'closed') return 2;
+    if (health.breaker.state(now) !== 'closed' && !health.breaker.probeFree(now)) return 2;
     return health.coolingUntil > now ? 1 : 0;
   }
 

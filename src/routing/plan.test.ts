@@ -5,7 +5,7 @@ import { HealthRegistry } from './health.js';
 import { planAttempts } from './plan.js';
 
 const timeouts = { connect_ms: 1, first_token_ms: 1, idle_ms: 1, response_ms: 1 };
-const provider = (id: string) => ({ id, name: id.toUpperCase(), kind: 'openai' as const, base_url: `http://${id}.test/v1`, headers: {}, privacy_policy_url: null, timeouts });
+const provider = (id: string) => ({ id, name: id.toUpperCase(), kind: 'openai' as const, base_url: `http://${id}.test/v1`, headers: {}, privacy_policy_url: null, stream_upstream: true, timeouts });
 const endpoint = (p: string, prompt: string, completion: string, supported?: string[]) => ({
   provider: p,
   model: `${p}-model`,

@@ -8,6 +8,7 @@ import { TollgateError } from '../core/errors.js';
 import { perMillionToPricePerToken } from '../core/money.js';
 import type { KeyRecord } from '../store/types.js';
 import type { Catalog, CatalogEndpoint, CatalogModel } from './catalog.js';
+import type { ByokCredential } from './byok-credentials.js';
 import type { EndpointStatsSnapshot } from './endpoint-stats.js';
 import { HealthRegistry } from './health.js';
 
@@ -26,8 +27,10 @@ export interface ProviderPreferences {
 export interface PlannedAttempt {
   model: CatalogModel;
   endpoint: CatalogEndpoint;
-  /** HealthRegistry key of this endpoint. */
+  /** HealthRegistry key of this endpoint (BYOK attempts have their own: a bad own key says nothing of shared capacity). */
   healthKey: string;
+  /** The account's own provider key, when this attempt uses it (BYOK). */
+  byok: ByokCredential | null;
 }
 
 export interface PlanInput {
@@ -36,6 +39,8 @@ export interface PlanInput {
   provider?: ProviderPreferences | undefined;
   /** Request parameters that an endpoint must support when `provider.require_parameters` is set. */
   requestedParameters?: readonly string[];
+  /** The caller's own provider keys: tried before shared capacity for their provider (after it when `is_fallback`). */
+  byok?: readonly ByokCredential[];
 }
 
 export interface HealthView {
@@ -129,6 +134,18 @@ function order(model: CatalogModel, endpoints: CatalogEndpoint[], prefs: Provide
   return sorted.map((e, i) => ({ e, i })).sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i).map(({ e }) => e);
 }
 
+/** One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then fallback own keys. */
+function withByok(model: CatalogModel, endpoint: CatalogEndpoint, byok: readonly ByokCredential[]): PlannedAttempt[] {
+  const shared: PlannedAttempt = { model, endpoint, healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id), byok: null };
+  const own = byok
+    .filter((c) => c.provider === endpoint.provider.id && (!c.allowedModels || c.allowedModels.has(model.id)))
+    .sort((a, b) => a.sortOrder - b.sortOrder);
+  if (own.length === 0) return [shared];
+  const attempt = (c: ByokCredential): PlannedAttempt => ({ model, endpoint, healthKey: `${shared.healthKey}|byok:${c.id}`, byok: c });
+  const required = own.some((c) => c.isRequired);
+  return [...own.filter((c) => !c.isFallback).map(attempt), ...(required ? [] : [shared]), ...own.filter((c) => c.isFallback).map(attempt)];
+}
+
 export function planAttempts(
   catalog: Catalog,
   input: PlanInput,
@@ -148,13 +165,16 @@ export function planAttempts(
   const plan: PlannedAttempt[] = [];
   for (const model of permitted) {
     for (const endpoint of order(model, eligible(model, input, key, why), input.provider ?? {}, health, now)) {
-      plan.push({ model, endpoint, healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id) });
+      plan.push(...withByok(model, endpoint, input.byok ?? []));
     }
   }
   if (plan.length === 0) {
     const reasons = [...why.reasons];
     if (reasons.length > 0 && reasons.every((r) => r.startsWith('this key may not use provider'))) {
-      throw new TollgateError('guardrail.forbidden', `This key is not allowed to use any provider of ${input.model}`, { metadata: { model: input.model } });
+      const blocked = reasons.map((r) => r.slice('this key may not use provider '.length));
+      throw new TollgateError('guardrail.forbidden', `This key is not allowed to use any provider of ${input.model}: ${blocked.join(', ')} ${blocked.length === 1 ? 'is' : 'are'} not among its allowed providers`, {
+        metadata: { model: input.model, providers: blocked },
+      });
     }
     throw new TollgateError('routing.no_endpoint', `No endpoints found for ${input.model} that meet the routing requirements: ${reasons.join('; ')}`, {
       metadata: { model: input.model, reasons },

@@ -17,17 +17,55 @@ export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGe
   const parser = new SseParser();
   const decoder = options.adapter.openStream?.() ?? options.adapter;
   const iterator = options.body[Symbol.asyncIterator]();
-  for (;;) {
-    const disarm = options.armIdle();
-    let next: IteratorResult<Uint8Array>;
-    try {
-      next = await iterator.next();
-    } finally {
-      disarm();
+  let drained = false;
+  try {
+    yield* read();
+    drained = true;
+  } finally {
+    // The consumer stopped early (after [DONE], or on an error): read what is left so the keep-alive
+    // connection returns to the pool, or destroy the body when the upstream does not end promptly.
+    if (!drained) void drain(iterator);
+  }
+
+  async function* read(): AsyncGenerator<StreamEvent, void, undefined> {
+    for (;;) {
+      const disarm = options.armIdle();
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await iterator.next();
+      } finally {
+        disarm();
+      }
+      const events = next.done ? parser.end() : parser.push(next.value);
+      for (const event of events) yield decoder.parseStreamEvent(event.data, event.event);
+      if (next.done) return;
     }
-    const events = next.done ? parser.end() : parser.push(next.value);
-    for (const event of events) yield decoder.parseStreamEvent(event.data, event.event);
-    if (next.done) return;
+  }
+}
+
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+const DRAIN_WAIT_MS = 1000;
+
+async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
+  let bytes = 0;
+  try {
+    for (;;) {
+      const timer = setTimeout(() => void iterator.return?.(), DRAIN_WAIT_MS);
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await iterator.next();
+      } finally {
+        clearTimeout(timer);
+      }
+      if (next.done) return;
+      bytes += next.value.byteLength;
+      if (bytes > DRAIN_LIMIT_BYTES) {
+        await iterator.return?.();
+        return;
+      }
+    }
+  } catch {
+    // Aborted or reset: nothing left to release.
   }
 }
 

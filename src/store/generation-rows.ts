@@ -33,6 +33,8 @@ const detailsSchema = z.object({
   providerResponses: z.array(
     z.object({ provider_name: z.string(), status: z.number().int().nullable(), latency: z.number() }),
   ),
+  /** Written only when moderation ran; rows from before it (and unmoderated ones) lack it. */
+  moderationLatencyMs: z.number().nullable().optional(),
 });
 
 type Details = z.input<typeof detailsSchema>;
@@ -59,6 +61,7 @@ function detailsJson(generation: GenerationRecord): string {
       latency: attempt.latency,
     })),
   };
+  if (typeof generation.moderationLatencyMs === 'number') details.moderationLatencyMs = generation.moderationLatencyMs;
   return JSON.stringify(details);
 }
 
@@ -111,5 +114,6 @@ export function generationFromRow(row: SqlRow): GenerationRecord {
     userAgent: details.userAgent,
     externalUser: details.externalUser,
     providerResponses: details.providerResponses,
+    ...(typeof details.moderationLatencyMs === 'number' ? { moderationLatencyMs: details.moderationLatencyMs } : {}),
   };
 }

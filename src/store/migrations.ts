@@ -84,4 +84,28 @@ CREATE TABLE generations (
 CREATE INDEX generations_account_created ON generations (account_id, created_at);
 `,
   },
+  {
+    version: 2,
+    name: 'byok_keys',
+    sql: `
+CREATE TABLE byok_keys (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  name TEXT,
+  label TEXT NOT NULL,
+  ciphertext TEXT NOT NULL,
+  disabled INTEGER NOT NULL DEFAULT 0,
+  is_fallback INTEGER NOT NULL DEFAULT 0,
+  is_required INTEGER NOT NULL DEFAULT 0,
+  sort_order INTEGER NOT NULL DEFAULT 0,
+  allowed_models TEXT,
+  allowed_api_key_hashes TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  deleted_at BIGINT
+);
+CREATE INDEX byok_keys_account ON byok_keys (account_id, created_at);
+`,
+  },
 ];

@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { ChangeBus, ChangeHandler, ChangeTopic } from '../core/change-bus.js';
+import { CHANGE_TOPICS, type ChangeBus, type ChangeHandler, type ChangeTopic } from '../core/change-bus.js';
 
 const CHANNEL = 'tollgate_changes';
 
@@ -31,7 +31,8 @@ export class PgChangeBus implements ChangeBus {
       if (message.channel !== CHANNEL || !message.payload) return;
       const at = message.payload.indexOf(':');
       const topic = message.payload.slice(0, at);
-      if (topic === 'key' || topic === 'account') this.deliver(topic, message.payload.slice(at + 1));
+      const known = CHANGE_TOPICS.find((t) => t === topic);
+      if (known) this.deliver(known, message.payload.slice(at + 1));
     });
     client.on('error', (error) => {
       this.log.warn({ err: error }, 'change bus connection lost; reconnecting');

@@ -6,9 +6,11 @@ import { GENERATION_COLUMNS, generationFromRow } from './generation-rows.js';
 import { KEY_COLUMNS, keyFromRow, keyPatchAssignments, keyToParams } from './key-rows.js';
 import { asBigInt, asNumber, asString } from './row-values.js';
 import { settleBatch } from './settle-batch.js';
+import { SqlByokStore } from './sql-byok-store.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
 import type {
   AccountRecord,
+  ByokStore,
   CreditEntry,
   GenerationRecord,
   KeyPatch,
@@ -37,9 +39,11 @@ async function findAccount(executor: SqlExecutor, id: string): Promise<AccountRe
 
 export class SqlStore implements Store {
   readonly #driver: SqlDriver;
+  readonly byok: ByokStore;
 
   constructor(driver: SqlDriver) {
     this.#driver = driver;
+    this.byok = new SqlByokStore(driver);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

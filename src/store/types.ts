@@ -122,6 +122,8 @@ export interface GenerationRecord {
   userAgent: string | null;
   externalUser: string | null;
   providerResponses: ProviderAttempt[];
+  /** How long the moderation step took (ms); absent when moderation did not run. Kept in `details`. */
+  moderationLatencyMs?: number | null;
 }
 
 /** One charge: the generation record, the ledger movement and the counters, applied together. */
@@ -136,7 +138,43 @@ export interface SettleOutcome {
   applied: boolean;
 }
 
+/** An account's own provider key (BYOK). The key itself is stored only encrypted (`ciphertext`). */
+export interface ByokRecord {
+  id: string;
+  accountId: string;
+  provider: string; // provider slug of the catalog
+  name: string | null;
+  label: string; // masked form of the provider key
+  ciphertext: string;
+  disabled: boolean;
+  /** Try shared capacity first and this key only after it (default: this key first). */
+  isFallback: boolean;
+  /** Use only this key for the provider, never shared capacity. */
+  isRequired: boolean;
+  sortOrder: number;
+  allowedModels: string[] | null;
+  allowedKeyHashes: string[] | null;
+  createdAt: number;
+  updatedAt: number | null;
+}
+
+export type ByokPatch = Partial<Pick<ByokRecord, 'name' | 'disabled' | 'isFallback' | 'isRequired' | 'sortOrder' | 'allowedModels' | 'allowedKeyHashes' | 'ciphertext' | 'label'>>;
+
+export interface ByokStore {
+  insert(record: ByokRecord): Promise<void>;
+  /** Deleted entries are never returned. */
+  get(id: string): Promise<ByokRecord | null>;
+  /** Oldest first, then by id. */
+  list(accountId: string): Promise<ByokRecord[]>;
+  /** Every live entry of every account (key rotation re-encrypts them all). */
+  listAll(): Promise<ByokRecord[]>;
+  update(id: string, patch: ByokPatch, updatedAt: number): Promise<ByokRecord | null>;
+  delete(id: string, deletedAt: number): Promise<boolean>;
+}
+
 export interface Store {
+  /** BYOK provider keys. */
+  readonly byok: ByokStore;
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations; safe when several processes start together. */
   migrate(): Promise<void>;

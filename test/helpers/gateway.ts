@@ -4,9 +4,9 @@
  * would.
  */
 import { request } from 'undici';
-import { buildApp, type Gateway } from '../../src/app.js';
+import { buildApp, type AppDeps, type Gateway } from '../../src/app.js';
 import { LocalChangeBus } from '../../src/core/change-bus.js';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { Config } from '../../src/config/schema.js';
 import { startMockProvider, type MockProvider } from '../../src/providers/mock-server.js';
@@ -19,6 +19,18 @@ import { stringify } from 'yaml';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
+
+/** A provider entry of the test YAML (the config schema validates it for real). */
+export interface TestProvider {
+  id: string;
+  name: string;
+  kind: string;
+  base_url: string;
+  api_key?: string;
+  timeouts: Partial<typeof FAST>;
+  stream_upstream?: boolean;
+  [other: string]: unknown;
+}
 
 /** Models of the test catalog. Upstream model names carry mock scripts (see src/providers/mock/script.ts). */
 export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
@@ -33,7 +45,7 @@ export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
     providers: [
       { id: 'mock', name: 'Mock', kind: 'openai', base_url: mockUrl, api_key: 'upstream-secret-key', timeouts: FAST },
       { id: 'mock-b', name: 'Mock B', kind: 'openai', base_url: mockUrl, api_key: 'upstream-secret-key-b', timeouts: FAST },
-    ],
+    ] as TestProvider[],
     models: [
       model('test/chat', 'mock-chat'),
       model('test/chat:free', 'mock-chat', { prompt: '0', completion: '0' }),
@@ -62,6 +74,8 @@ export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
     ],
     server: { keep_alive_interval_ms: 200, shutdown_grace_ms: 2000, body_limit_bytes: 256 * 1024, trust_proxy: false },
     routing: { max_attempts: 4, retry_backoff_ms: 20, budget_ms: 15_000, breaker: { failure_threshold: 1000, open_ms: 1000, max_open_ms: 2000 } },
+    // The per-IP edge guard is off here: suites burst hundreds of requests from 127.0.0.1. test/limits.edge.test.ts turns it on.
+    limits: { edge: { burst: 0 } } as Record<string, unknown>,
   };
 }
 
@@ -69,6 +83,19 @@ export interface TestGatewayOptions {
   target: StoreTarget;
   extraModels?: unknown[];
   configure?: (file: ReturnType<typeof testCatalog>) => void;
+  /** Extra environment for loadConfig (e.g. TOLLGATE_MASTER_KEY). */
+  env?: Record<string, string>;
+  /** Reuse an existing database instead of a fresh one (e.g. to restart a gateway on the same data). */
+  database?: StoreDatabase;
+  /** Default: the system clock. */
+  clock?: Clock;
+  /** Free-model rate-limit counters (default: in-process); the caller closes them. */
+  rateLimiter?: AppDeps['rateLimiter'];
+  /** In-flight credit holds (default: in-process); the caller closes them. */
+  holds?: AppDeps['holds'];
+  /** Wraps the store the gateway sees (e.g. to make it fail), not the one `gw.store` returns. */
+  wrapStore?: (store: Store) => Store;
+  logger?: AppDeps['logger'];
 }
 
 export interface TestGateway {
@@ -91,18 +118,21 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const provider = await startMockProvider();
   const file = testCatalog(provider.url, options.extraModels);
   options.configure?.(file);
-  const config = loadConfig({ TOLLGATE_CONFIG: 'test.yaml', TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, PORT: '0' }, () => stringify(file));
-  const database = await options.target.createDatabase();
+  const config = loadConfig({ TOLLGATE_CONFIG: 'test.yaml', TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, PORT: '0', ...options.env }, () => stringify(file));
+  const database = options.database ?? (await options.target.createDatabase());
   const store = database.openStore();
   await store.migrate();
   const agent = createUpstreamAgent();
   const gateway = buildApp({
     config,
-    store,
+    store: options.wrapStore ? options.wrapStore(store) : store,
     catalog: buildCatalog(config),
     bus: new LocalChangeBus(),
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     dispatcherFor: () => agent,
+    ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
+    ...(options.holds ? { holds: options.holds } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 
@@ -142,7 +172,9 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
       await gateway.shutdown(2000);
       await agent.close();
       await provider.close();
-      await database.cleanup();
+      // A borrowed database belongs to whoever created it.
+      if (options.database) await store.close();
+      else await database.cleanup();
     },
   };
 }

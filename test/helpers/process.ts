@@ -1,5 +1,9 @@
 /** Runs the built `tollgate` command as a real process, as an operator would. */
 import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -8,10 +12,49 @@ export const BIN = `${ROOT}bin/tollgate.js`;
 
 let built: Promise<void> | undefined;
 
-/** `npm run build` once per test process, so the CLI under test is the current source. */
+/** `npm run build` once per test run (not per test file), so the CLI under test is the current source. */
 export function buildOnce(): Promise<void> {
-  built ??= promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT }).then(() => undefined);
+  built ??= buildOncePerRun();
   return built;
+}
+
+/**
+ * Test files run in separate worker processes of one vitest run (one parent pid). Each building on
+ * its own cost ~10 s of CPU per file, and a `tsc` rewriting dist/ while another file's gateway
+ * starts from it crashes that gateway. So the first worker builds under an exclusive lock directory
+ * and the others wait for its stamp. The lock is keyed by the run and the newest source mtime, so a
+ * watch-mode rerun after an edit builds again.
+ */
+async function buildOncePerRun(): Promise<void> {
+  const lock = join(tmpdir(), `tollgate-test-build-${process.ppid}-${newestSourceMtime()}`);
+  const stamp = join(lock, 'result');
+  try {
+    await mkdir(lock);
+  } catch {
+    const deadline = Date.now() + 180_000;
+    while (Date.now() < deadline) {
+      const result = await readFile(stamp, 'utf8').catch(() => null);
+      if (result === 'ok') return;
+      if (result !== null) throw new Error(`the build failed in another test worker:\n${result}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    throw new Error('timed out waiting for another test worker to build');
+  }
+  try {
+    await promisify(execFile)('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: ROOT });
+    await writeFile(stamp, 'ok');
+  } catch (error) {
+    await writeFile(stamp, String(error).slice(0, 4000) || 'failed');
+    throw error;
+  }
+}
+
+function newestSourceMtime(): number {
+  let newest = 0;
+  for (const entry of readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return Math.floor(newest);
 }
 
 export interface ServeProcess {

@@ -11,7 +11,8 @@ export function registerAccountRoutes(routes: RouteTable, services: Services): v
     const key = await services.auth.authenticate(request.headers.authorization, 'any');
     const [account, usage] = await Promise.all([services.store.getAccount(key.accountId), usageOf(services.keys, [key])]);
     if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
-    return { data: renderKeyInfo(key, usage.get(key.hash)!, account.totalPurchased === 0n, services.freeUsage.daily(account)) };
+    const freeDaily = await services.freeModels.daily(account);
+    return { data: renderKeyInfo(key, usage.get(key.hash)!, account.totalPurchased === 0n, freeDaily) };
   });
 
   routes.add('GET', '/api/v1/credits', async (request) => {

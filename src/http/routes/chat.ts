@@ -37,7 +37,9 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
     const labels = (status: number, model: string, provider: string) => ({ model, provider, status: String(status), streamed: String(ctx.body?.stream === true) });
 
     if (body && typeof body === 'object' && body.stream === true) {
-      const sink = new SseSink(reply.raw, { 'x-generation-id': generationId }, services.now);
+      // A hijacked reply bypasses Fastify's header handling: carry over what hooks set (CORS, the generation id).
+      const carried = Object.fromEntries(Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]));
+      const sink = new SseSink(reply.raw, carried, services.now);
       try {
         // Take over the socket only once we know the stream will start; errors before that are normal replies.
         reply.hijack();
@@ -47,7 +49,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         const rendered = renderError(error);
         services.metrics.completions.inc(labels(rendered.status, String((body as { model?: unknown }).model ?? ''), ''));
         if (!sink.started && !reply.raw.headersSent) {
-          reply.raw.writeHead(rendered.status, { 'content-type': 'application/json; charset=utf-8', 'x-generation-id': generationId, ...rendered.headers });
+          reply.raw.writeHead(rendered.status, { ...carried, 'content-type': 'application/json; charset=utf-8', ...rendered.headers });
           reply.raw.end(JSON.stringify(rendered.body));
         } else if (!reply.raw.writableEnded) {
           request.log.error({ err: error }, 'stream failed after it started');

@@ -1,4 +1,4 @@
-/** /healthz (process up), /readyz (store reachable), /metrics (Prometheus). */
+/** /healthz (process up), /readyz (store and, when configured, Redis reachable), /metrics (Prometheus). */
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -9,10 +9,19 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
     if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
     try {
       await services.store.ping();
-      return { status: 'ready', store: services.store.dialect };
     } catch {
       return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
     }
+    // Redis (REDIS_URL) holds the shared rate-limit counters: a process that cannot reach it is not ready.
+    if (services.freeModels.store === 'redis') {
+      try {
+        await services.freeModels.ping();
+      } catch {
+        return reply.code(503).send({ status: 'unavailable', store: services.store.dialect, redis: 'unavailable' });
+      }
+      return { status: 'ready', store: services.store.dialect, redis: 'ok' };
+    }
+    return { status: 'ready', store: services.store.dialect };
   });
 
   routes.add('GET', '/metrics', async (_request, reply) => {

@@ -22,6 +22,7 @@ import {
 export interface MockProviderStats {
   requests: number; // POST /v1/chat/completions received
   byModel: Map<string, number>; // by the `model` string exactly as sent
+  moderations: number; // POST /v1/moderations received
 }
 
 export interface ChatHandlerContext {

@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalChangeBus } from '../core/change-bus.js';
+import { TollgateError } from '../core/errors.js';
+import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
+import { CreditGate } from './credit-gate.js';
+import type { HoldStore } from './hold-store.js';
+import { ZERO_USAGE } from './key-view.js';
+import { MemoryHoldStore } from './memory-hold-store.js';
+
+const X = 1_000_000n;
+
+/** A store that serves one account whose totals the test sets, and counts reads. */
+function fakeStore(account: AccountRecord) {
+  const reads = { account: 0 };
+  const store = {
+    async getAccount(id: string) {
+      reads.account++;
+      return id === account.id ? { ...account } : null;
+    },
+    async getKeyUsage(hashes: readonly string[]) {
+      return new Map<string, KeyUsage>(hashes.map((h) => [h, ZERO_USAGE]));
+    },
+  } as unknown as Store;
+  return { store, reads, account };
+}
+
+/** The in-memory store behind a switch: `down` makes every call fail like an unreachable Redis. */
+function switchable(inner: HoldStore) {
+  const state = { down: false };
+  const guard =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (state.down) throw new TollgateError('store.unavailable', 'The credit hold store (Redis) is unavailable');
+      return fn(...args);
+    };
+  const store: HoldStore = {
+    marks: guard(inner.marks.bind(inner)),
+    admit: guard(inner.admit.bind(inner)),
+    settle: guard(inner.settle.bind(inner)),
+    release: guard(inner.release.bind(inner)),
+    renew: guard(inner.renew.bind(inner)),
+    held: inner.held.bind(inner),
+    close: inner.close.bind(inner),
+  };
+  return { store, state };
+}
+
+const key = (accountId: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({ hash: 'k1', accountId, limit: null, limitReset: null, includeByokInLimit: false, ...extra }) as KeyRecord;
+const account = (credits: bigint): AccountRecord => ({ id: 'acct', email: 'a@example.test', passwordHash: null, createdAt: 0, totalCredits: credits, totalPurchased: 0n, totalUsage: 0n });
+const charge = (cost: bigint) => ({ totalCost: cost, isByok: false, upstreamPromptCost: 0n, upstreamCompletionCost: 0n }) as GenerationRecord;
+
+const gates: CreditGate[] = [];
+function gateOf(store: Store, holds: HoldStore, holdTtlMs = 120_000, now: () => number = Date.now) {
+  const gate = new CreditGate({ store, bus: new LocalChangeBus(), now, ttlMs: 60_000, holds, holdTtlMs });
+  gates.push(gate);
+  return gate;
+}
+afterEach(() => gates.splice(0).forEach((g) => g.close()));
+
+const codeOf = (promise: Promise<unknown>) => promise.then(() => 'admitted', (e: unknown) => (e instanceof TollgateError ? e.code : String(e)));
+
+describe('CreditGate', () => {
+  it('a settled charge counts at once, although the balance snapshot is older than it', async () => {
+    const { store, reads } = fakeStore(account(3n * X));
+    const gate = gateOf(store, new MemoryHoldStore());
+    const first = await gate.admit(key('acct'), true, 2n * X);
+    await gate.settle(first, charge(2n * X));
+    expect(await gate.held('acct')).toBe(0n);
+    // Snapshot still says 3X; 2X were charged since: 1X is left, so one more request fits, not two.
+    await gate.admit(key('acct'), true, X);
+    expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('billing.insufficient_credits');
+    expect(reads.account).toBe(1);
+  });
+
+  it('hold store down: paid → 503, free → checked on the snapshot alone; back up → paid admitted on a fresh snapshot', async () => {
+    const { store, reads, account: record } = fakeStore(account(5n * X));
+    const { store: holds, state } = switchable(new MemoryHoldStore());
+    const gate = gateOf(store, holds);
+    state.down = true;
+    expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('store.unavailable');
+    expect(await codeOf(gate.admit(key('acct'), false, 0n))).toBe('admitted');
+    const readsWhileDown = reads.account;
+    expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('store.unavailable');
+    expect(reads.account).toBe(readsWhileDown); // no database read per refused request while Redis is down
+    state.down = false;
+    expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('admitted');
+    expect(reads.account).toBe(readsWhileDown + 1); // the mark-less snapshot was replaced
+    // A negative balance still refuses a free request when only the snapshot is available.
+    record.totalUsage = 6n * X;
+    const other = fakeStore({ ...record });
+    const gate2 = gateOf(other.store, holds);
+    state.down = true;
+    expect(await codeOf(gate2.admit(key('acct'), false, 0n))).toBe('billing.insufficient_credits');
+  });
+
+  it('renews the holds of running requests, so they outlive the TTL; a released hold is gone at once', async () => {
+    const { store } = fakeStore(account(10n * X));
+    const holds = new MemoryHoldStore();
+    let now = Date.now();
+    const t0 = now;
+    const gate = gateOf(store, holds, 300, () => now); // renews every 100 ms of real time
+    const hold = await gate.admit(key('acct'), true, 4n * X); // expires at t0 + 300 unless renewed
+    now = t0 + 250;
+    await new Promise((resolve) => setTimeout(resolve, 350)); // a renewal at t0 + 250 pushes it to t0 + 550
+    expect(await holds.held('acct', t0 + 500)).toBe(4n * X);
+    gate.release(hold);
+    expect(await holds.held('acct', t0 + 500)).toBe(0n);
+  });
+
+  it('without renewals (a dead process) the hold lapses after its TTL', async () => {
+    const { store } = fakeStore(account(10n * X));
+    const holds = new MemoryHoldStore();
+    const t0 = Date.now();
+    const gate = gateOf(store, holds, 300, () => t0);
+    await gate.admit(key('acct'), true, 4n * X);
+    gate.close(); // stops renewing, as a killed process would
+    expect(await holds.held('acct', t0 + 299)).toBe(4n * X);
+    expect(await holds.held('acct', t0 + 300)).toBe(0n);
+  });
+
+  it('a key limit counts BYOK charges only when the key says so', async () => {
+    const { store } = fakeStore(account(100n * X));
+    const gate = gateOf(store, new MemoryHoldStore());
+    const byok = { ...charge(0n), isByok: true, upstreamPromptCost: 2n * X, upstreamCompletionCost: X } as GenerationRecord;
+    const counting = key('acct', { hash: 'k-incl', limit: 4n * X, includeByokInLimit: true });
+    await gate.settle(await gate.admit(counting, true, X), byok);
+    expect(await codeOf(gate.admit(counting, true, X))).toBe('admitted'); // 4X − 3X = X left
+    expect(await codeOf(gate.admit(counting, true, X))).toBe('billing.key_limit_exceeded');
+    const notCounting = key('acct', { hash: 'k-excl', limit: 4n * X });
+    await gate.settle(await gate.admit(notCounting, true, X), byok);
+    for (let i = 0; i < 4; i++) expect(await codeOf(gate.admit(notCounting, true, X))).toBe('admitted');
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * Holds and charge counters in this process's memory: the embedded deployment (one process), and
+ * the reference for `RedisHoldStore`. Every operation completes synchronously, so admission checks
+ * and adds a hold with nothing interleaved. Amounts are exact units.
+ */
+import type { Units } from '../core/money.js';
+import { chargedSince, decideHold, type ChargedAmounts, type ChargeMarks, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore } from './hold-store.js';
+
+interface LiveHold {
+  keyHash: string;
+  amount: Units;
+  expiresAt: number;
+}
+
+class AccountHolds {
+  readonly holds = new Map<string, LiveHold>();
+  held: Units = 0n;
+  readonly keyHeld = new Map<string, Units>();
+  charged: Units = 0n;
+  readonly keyCharged = new Map<string, Units>();
+  /** No hold expires before this (a lower bound: renewals only push expiries later). */
+  nextExpiry = Number.POSITIVE_INFINITY;
+
+  drop(id: string): void {
+    const hold = this.holds.get(id);
+    if (!hold) return;
+    this.holds.delete(id);
+    this.held -= hold.amount;
+    const keyHeld = (this.keyHeld.get(hold.keyHash) ?? 0n) - hold.amount;
+    if (keyHeld === 0n) this.keyHeld.delete(hold.keyHash);
+    else this.keyHeld.set(hold.keyHash, keyHeld);
+  }
+
+  prune(now: number): void {
+    if (now < this.nextExpiry) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const [id, hold] of this.holds) {
+      if (hold.expiresAt <= now) this.drop(id);
+      else next = Math.min(next, hold.expiresAt);
+    }
+    this.nextExpiry = next;
+  }
+
+  get idle(): boolean {
+    // Counters are kept once non-zero: a mark handed out earlier must keep meaning the same position.
+    return this.holds.size === 0 && this.charged === 0n && this.keyCharged.size === 0;
+  }
+}
+
+export class MemoryHoldStore implements HoldStore {
+  private readonly accounts = new Map<string, AccountHolds>();
+
+  private of(accountId: string): AccountHolds {
+    let entry = this.accounts.get(accountId);
+    if (!entry) {
+      entry = new AccountHolds();
+      this.accounts.set(accountId, entry);
+    }
+    return entry;
+  }
+
+  async marks(accountId: string, keyHash: string | null): Promise<ChargeMarks> {
+    const entry = this.accounts.get(accountId);
+    return { account: entry?.charged ?? 0n, key: keyHash === null ? 0n : (entry?.keyCharged.get(keyHash) ?? 0n) };
+  }
+
+  async admit(check: HoldCheck, now: number): Promise<HoldDecision> {
+    const entry = this.of(check.accountId);
+    entry.prune(now);
+    const decision = decideHold({
+      paid: check.paid,
+      balance: check.balance,
+      accountRecent: chargedSince(entry.charged, check.accountMark),
+      accountHeld: entry.held,
+      keyRemaining: check.keyRemaining,
+      keyRecent: chargedSince(entry.keyCharged.get(check.keyHash) ?? 0n, check.keyMark),
+      keyHeld: entry.keyHeld.get(check.keyHash) ?? 0n,
+    });
+    if (decision.admitted && check.amount > 0n && !entry.holds.has(check.id)) {
+      entry.holds.set(check.id, { keyHash: check.keyHash, amount: check.amount, expiresAt: check.expiresAt });
+      entry.held += check.amount;
+      entry.keyHeld.set(check.keyHash, (entry.keyHeld.get(check.keyHash) ?? 0n) + check.amount);
+      entry.nextExpiry = Math.min(entry.nextExpiry, check.expiresAt);
+    }
+    if (entry.idle) this.accounts.delete(check.accountId);
+    return decision;
+  }
+
+  async settle(hold: HoldRef, charged: ChargedAmounts): Promise<void> {
+    // One synchronous step: the hold goes and the charge arrives with nothing in between.
+    const entry = this.of(hold.accountId);
+    entry.drop(hold.id);
+    entry.charged += charged.account;
+    if (charged.key !== 0n) entry.keyCharged.set(hold.keyHash, (entry.keyCharged.get(hold.keyHash) ?? 0n) + charged.key);
+    if (entry.idle) this.accounts.delete(hold.accountId);
+  }
+
+  async release(hold: HoldRef): Promise<void> {
+    const entry = this.accounts.get(hold.accountId);
+    if (!entry) return;
+    entry.drop(hold.id);
+    if (entry.idle) this.accounts.delete(hold.accountId);
+  }
+
+  async renew(holds: readonly HoldRef[], expiresAt: number, now: number): Promise<void> {
+    for (const ref of holds) {
+      const hold = this.accounts.get(ref.accountId)?.holds.get(ref.id);
+      // An expired hold is gone even if nobody pruned it yet: renewing must not bring it back.
+      if (hold && hold.expiresAt > now && hold.expiresAt < expiresAt) hold.expiresAt = expiresAt;
+    }
+  }
+
+  async held(accountId: string, now: number): Promise<Units> {
+    const entry = this.accounts.get(accountId);
+    if (!entry) return 0n;
+    entry.prune(now);
+    return entry.held;
+  }
+
+  async close(): Promise<void> {
+    this.accounts.clear();
+  }
+}

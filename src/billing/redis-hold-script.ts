@@ -1,0 +1,98 @@
+/**
+ * The hold store's Lua script: one atomic step per call. The keys of one account share a hash tag,
+ * so the script stays on one node of a Redis Cluster.
+ *
+ *   KEYS[1] exp   ZSET  hold id → expiresAt (epoch ms)
+ *   KEYS[2] hold  HASH  hold id → "<amount µUSD>:<key hash>"
+ *   KEYS[3] sum   HASH  held (µUSD of live holds), kh:<key> (same per key), c / kc:<key> (charge counters, µUSD)
+ *   ARGV[1] mode, ARGV[2] now (epoch ms), ARGV[3] retention (ms), then per mode (see redis-hold-store.ts).
+ *
+ * Precision: Redis Lua numbers are doubles. Amounts are µUSD (1e-6 USD, not the 1e-9 units of the
+ * rest of the code), so every total compared here is exact up to 2^53 µUSD ≈ 9 billion USD; the
+ * caller refuses larger inputs. Writes never go through a Lua number: HINCRBY receives the decimal
+ * strings the caller sent (64-bit exact in Redis) or the stored ones with a "-" in front.
+ * The `held` totals are maintained incrementally, and every mode that reads them first prunes the
+ * expired holds, so they always equal the sum of live holds.
+ */
+export const HOLD_LUA = `
+local exp, holds, sums = KEYS[1], KEYS[2], KEYS[3]
+local mode, now, retention = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+
+local function drop(id)
+  local v = redis.call('HGET', holds, id)
+  redis.call('ZREM', exp, id)
+  if not v then return end
+  local sep = string.find(v, ':', 1, true)
+  local amount = string.sub(v, 1, sep - 1)
+  local keyField = 'kh:' .. string.sub(v, sep + 1)
+  redis.call('HINCRBY', sums, 'held', '-' .. amount)
+  if redis.call('HINCRBY', sums, keyField, '-' .. amount) == 0 then redis.call('HDEL', sums, keyField) end
+  redis.call('HDEL', holds, id)
+end
+
+local function prune()
+  local expired = redis.call('ZRANGEBYSCORE', exp, '-inf', now)
+  for _, id in ipairs(expired) do drop(id) end
+end
+
+local function keep()
+  redis.call('PEXPIRE', exp, retention)
+  redis.call('PEXPIRE', holds, retention)
+  redis.call('PEXPIRE', sums, retention)
+end
+
+local function since(counter, mark)
+  if counter < mark then return counter end
+  return counter - mark
+end
+
+if mode == 'admit' then
+  -- ARGV: 4 id, 5 key, 6 amount, 7 paid (1/0), 8 balance, 9 account mark, 10 key remaining ('' = no limit), 11 key mark, 12 expiresAt
+  local id, key, amount = ARGV[4], ARGV[5], ARGV[6]
+  prune()
+  local s = redis.call('HMGET', sums, 'held', 'c', 'kh:' .. key, 'kc:' .. key)
+  local held, charged = tonumber(s[1] or '0'), tonumber(s[2] or '0')
+  local keyHeld, keyCharged = tonumber(s[3] or '0'), tonumber(s[4] or '0')
+  local balance = tonumber(ARGV[8]) - since(charged, tonumber(ARGV[9]))
+  if balance < 0 or (ARGV[7] == '1' and balance - held <= 0) then return {0, 1, balance, held} end
+  if ARGV[10] ~= '' and tonumber(ARGV[10]) - since(keyCharged, tonumber(ARGV[11])) - keyHeld <= 0 then
+    return {0, 2, balance, keyHeld}
+  end
+  if amount ~= '0' and redis.call('HSETNX', holds, id, amount .. ':' .. key) == 1 then
+    redis.call('ZADD', exp, ARGV[12], id)
+    redis.call('HINCRBY', sums, 'held', amount)
+    redis.call('HINCRBY', sums, 'kh:' .. key, amount)
+    keep()
+  end
+  return {1, 0, balance, held}
+elseif mode == 'settle' then
+  -- ARGV: 4 id, 5 key, 6 account charge, 7 key charge
+  drop(ARGV[4])
+  if ARGV[6] ~= '0' then redis.call('HINCRBY', sums, 'c', ARGV[6]) end
+  if ARGV[7] ~= '0' then redis.call('HINCRBY', sums, 'kc:' .. ARGV[5], ARGV[7]) end
+  keep()
+  return 1
+elseif mode == 'release' then
+  -- ARGV: 4 id
+  drop(ARGV[4])
+  return 1
+elseif mode == 'renew' then
+  -- ARGV: 4 new expiresAt, 5.. ids
+  for i = 5, #ARGV do
+    local score = redis.call('ZSCORE', exp, ARGV[i])
+    if score and tonumber(score) > now then redis.call('ZADD', exp, ARGV[4], ARGV[i]) end
+  end
+  keep()
+  return 1
+elseif mode == 'marks' then
+  -- ARGV: 4 key ('' = account only). Reading a mark extends the counters' life, so they cannot
+  -- expire (and restart at 0) while a snapshot that refers to them is in use.
+  local s = redis.call('HMGET', sums, 'c', 'kc:' .. ARGV[4])
+  if s[1] or s[2] then redis.call('PEXPIRE', sums, retention) end
+  return {s[1] or '0', s[2] or '0'}
+elseif mode == 'held' then
+  prune()
+  return redis.call('HGET', sums, 'held') or '0'
+end
+return redis.error_reply('unknown mode ' .. tostring(mode))
+`;

@@ -1,0 +1,205 @@
+/**
+ * Holds shared by every gateway process through Redis: one Lua script per call (EVALSHA through
+ * ioredis `defineCommand`), so "check the rules against the live holds, then add mine" is atomic
+ * across processes, and so is "remove my hold, add my charge".
+ *
+ * Unit: Redis keeps µUSD (1000 units) so that its Lua doubles stay exact (see redis-hold-script.ts).
+ * Every conversion rounds against the caller — holds and charges up, balances and remaining limits
+ * down — so the µUSD check never admits what the exact check would refuse. The cost is at most
+ * 1 µUSD per amount of slack on the refusing side.
+ *
+ * Time is the caller's `now` (like the rate limiter): processes whose clocks disagree by s see each
+ * other's holds expire s early or late. Holds are renewed every third of their TTL, so only a skew
+ * beyond two thirds of the TTL (minutes) could drop a live hold early.
+ *
+ * Failure policy: never waits for a reconnect. Redis down, not yet connected or silent →
+ * `TollgateError('store.unavailable')` within `timeoutMs`; the credit gate fails paid requests closed.
+ */
+import { Redis } from 'ioredis';
+import { TollgateError } from '../core/errors.js';
+import type { Units } from '../core/money.js';
+import { failFastRedisOptions } from '../limits/redis-rate-limiter.js';
+import type { ChargedAmounts, ChargeMarks, HoldCheck, HoldDecision, HoldRef, HoldStore } from './hold-store.js';
+import { HOLD_LUA } from './redis-hold-script.js';
+
+const COMMAND = 'tollgateHoldsV1';
+const UNITS_PER_MICRO = 1000n;
+/** Lua compares doubles: beyond this many µUSD an amount would no longer be exact. */
+const MAX_MICROS = BigInt(Number.MAX_SAFE_INTEGER);
+
+interface ScriptCommands {
+  [COMMAND](numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
+}
+
+interface CommonOptions {
+  /** Every key starts with it (default `tollgate:hold:`); tests use a unique one per run. */
+  keyPrefix?: string;
+  /** Upper bound for one call, connection problems included (default 500 ms). */
+  timeoutMs?: number;
+  /** How long an account's keys outlive its last write or mark read (default 24 h; must exceed any hold TTL). */
+  retentionMs?: number;
+}
+
+export type RedisHoldStoreOptions =
+  | (CommonOptions & { url: string })
+  /** A shared client; it is not closed by `close()`. Create it with `failFastRedisOptions`. */
+  | (CommonOptions & { redis: Redis });
+
+function ceilMicros(units: Units): bigint {
+  return checked(units >= 0n ? (units + UNITS_PER_MICRO - 1n) / UNITS_PER_MICRO : -(-units / UNITS_PER_MICRO));
+}
+
+function floorMicros(units: Units): bigint {
+  return checked(units >= 0n ? units / UNITS_PER_MICRO : -((-units + UNITS_PER_MICRO - 1n) / UNITS_PER_MICRO));
+}
+
+function checked(micros: bigint): bigint {
+  if (micros > MAX_MICROS || micros < -MAX_MICROS) throw new RangeError(`amount of ${micros} µUSD is beyond the hold store's exact range (2^53 µUSD)`);
+  return micros;
+}
+
+export class RedisHoldStore implements HoldStore {
+  private readonly redis: Redis;
+  private readonly ownsClient: boolean;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly retentionMs: number;
+  /** The last connection error, for logs; ioredis would print unhandled ones to stderr. */
+  lastError: Error | null = null;
+
+  constructor(options: RedisHoldStoreOptions) {
+    this.prefix = options.keyPrefix ?? 'tollgate:hold:';
+    this.timeoutMs = options.timeoutMs ?? 500;
+    this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
+    this.ownsClient = 'url' in options;
+    // ioredis's own command timeout stays behind ours (see guard), so a reply that is already in
+    // the socket buffer is not thrown away by a timer that fired late.
+    this.redis = 'url' in options ? new Redis(options.url, { ...failFastRedisOptions(this.timeoutMs), commandTimeout: this.timeoutMs * 2 }) : options.redis;
+    this.redis.on('error', (error: Error) => {
+      this.lastError = error;
+    });
+    this.redis.defineCommand(COMMAND, { lua: HOLD_LUA });
+  }
+
+  /** Resolves once connected; otherwise `store.unavailable` within `timeoutMs` (boot). */
+  async ready(): Promise<void> {
+    if (this.redis.status === 'ready') return;
+    let onReady: (() => void) | undefined;
+    try {
+      await this.guard(
+        new Promise<void>((resolve) => {
+          onReady = resolve;
+          this.redis.once('ready', onReady);
+        }),
+      );
+    } finally {
+      if (onReady) this.redis.off('ready', onReady);
+    }
+  }
+
+  /** The account's Redis keys (public so tests and operators can find them). */
+  keys(accountId: string): [exp: string, holds: string, sums: string] {
+    const base = `${this.prefix}{${accountId}}`;
+    return [`${base}:exp`, `${base}:hold`, `${base}:sum`];
+  }
+
+  async marks(accountId: string, keyHash: string | null): Promise<ChargeMarks> {
+    const reply = await this.run(accountId, ['marks', 0, this.retentionMs, keyHash ?? '']);
+    if (!Array.isArray(reply) || reply.length !== 2) throw new Error('hold script returned bad marks');
+    return { account: BigInt(String(reply[0])), key: keyHash === null ? 0n : BigInt(String(reply[1])) };
+  }
+
+  async admit(check: HoldCheck, now: number): Promise<HoldDecision> {
+    const reply = await this.run(check.accountId, [
+      'admit',
+      now,
+      this.retentionMs,
+      check.id,
+      check.keyHash,
+      ceilMicros(check.amount).toString(),
+      check.paid ? '1' : '0',
+      floorMicros(check.balance).toString(),
+      check.accountMark.toString(),
+      check.keyRemaining === null ? '' : floorMicros(check.keyRemaining).toString(),
+      check.keyMark.toString(),
+      check.expiresAt,
+    ]);
+    if (!Array.isArray(reply) || reply.length !== 4) throw new Error('hold script returned a bad decision');
+    if (Number(reply[0]) === 1) return { admitted: true };
+    return {
+      admitted: false,
+      reason: Number(reply[1]) === 2 ? 'key_limit' : 'balance',
+      balance: BigInt(String(reply[2])) * UNITS_PER_MICRO,
+      held: BigInt(String(reply[3])) * UNITS_PER_MICRO,
+    };
+  }
+
+  async settle(hold: HoldRef, charged: ChargedAmounts): Promise<void> {
+    await this.run(hold.accountId, ['settle', 0, this.retentionMs, hold.id, hold.keyHash, ceilMicros(charged.account).toString(), ceilMicros(charged.key).toString()]);
+  }
+
+  async release(hold: HoldRef): Promise<void> {
+    await this.run(hold.accountId, ['release', 0, this.retentionMs, hold.id]);
+  }
+
+  async renew(holds: readonly HoldRef[], expiresAt: number, now: number): Promise<void> {
+    const byAccount = new Map<string, string[]>();
+    for (const hold of holds) {
+      const ids = byAccount.get(hold.accountId) ?? [];
+      ids.push(hold.id);
+      byAccount.set(hold.accountId, ids);
+    }
+    // One call per account (its keys share a hash slot); the calls go out together.
+    await Promise.all([...byAccount].map(([accountId, ids]) => this.run(accountId, ['renew', now, this.retentionMs, expiresAt, ...ids])));
+  }
+
+  async held(accountId: string, now: number): Promise<Units> {
+    const reply = await this.run(accountId, ['held', now, this.retentionMs]);
+    return BigInt(String(reply)) * UNITS_PER_MICRO;
+  }
+
+  async close(): Promise<void> {
+    if (!this.ownsClient) return;
+    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
+    else this.redis.disconnect();
+  }
+
+  private async run(accountId: string, args: Array<string | number>): Promise<unknown> {
+    // Not connected: fail now. Queueing would hang the request and apply the call after we answered.
+    if (this.redis.status !== 'ready') throw unavailable(this.lastError ?? new Error(`Redis connection is ${this.redis.status}`));
+    const keys = this.keys(accountId);
+    return this.guard((this.redis as unknown as ScriptCommands)[COMMAND](keys.length, ...keys, ...args));
+  }
+
+  /**
+   * Bounds any Redis wait by `timeoutMs`, whatever the client's own options, and types the failure.
+   * When the timer fires, pending I/O gets one more turn of the event loop (setImmediate runs after
+   * the poll phase): on a busy process the timer is often late, and the reply already arrived.
+   */
+  private async guard<T>(work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => setImmediate(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } catch (error) {
+      throw isOutage(error) ? unavailable(error) : error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+// Redis errors that mean "not serving right now" rather than "this script or key is wrong".
+const OUTAGE_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|BUSY|TRYAGAIN|NOREPLICAS)\b/;
+
+function isOutage(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'ReplyError') return OUTAGE_REPLY.test(error.message);
+  return true; // connection refused/closed, timeouts, stream not writeable
+}
+
+function unavailable(cause: unknown): TollgateError {
+  return new TollgateError('store.unavailable', 'The credit hold store (Redis) is unavailable', { cause });
+}

@@ -1,0 +1,82 @@
+/**
+ * Edge protection in HTTP terms (design.md step 1): the per-IP guard as an `onRequest` hook on
+ * `/api/v1/*`, and the server's connection timeouts.
+ *
+ * Timeouts are Node's own, which stop counting once a request has fully ARRIVED, so a long answer or
+ * stream is never cut by them:
+ * - `headersTimeout`: the request line and headers must arrive within it (slow-loris);
+ * - `requestTimeout`: headers AND body must arrive within it, counted from the request's first byte
+ *   (a body that trickles or stalls);
+ * - `keepAliveTimeout`: an idle kept-alive connection is closed after it.
+ * Node checks them every `connectionsCheckingInterval` (default 30 s, far too coarse for a 15 s
+ * header deadline), so the interval is derived from the deadlines. `connectionTimeout` (socket
+ * inactivity) stays 0: a non-streamed answer may take minutes with no byte on the socket.
+ */
+import type { Socket } from 'node:net';
+import type { ServerOptions } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { EdgeGuard } from '../limits/edge-guard.js';
+import { renderError } from './error-table.js';
+import type { TollgateError } from '../core/errors.js';
+
+export interface ServerTimeouts {
+  readonly headers_timeout_ms: number;
+  readonly body_timeout_ms: number;
+  readonly keep_alive_timeout_ms: number;
+}
+
+export interface TimeoutOptions {
+  http: Pick<ServerOptions, 'headersTimeout' | 'requestTimeout' | 'connectionsCheckingInterval'>;
+  requestTimeout: number;
+  connectionTimeout: number;
+  keepAliveTimeout: number;
+}
+
+/** Fastify server options (`http` is passed to `http.createServer`). */
+export function timeoutOptions(timeouts: ServerTimeouts): TimeoutOptions {
+  // Headers are part of the request: the whole-request deadline can never be shorter than theirs.
+  const requestTimeout = Math.max(timeouts.body_timeout_ms, timeouts.headers_timeout_ms);
+  const connectionsCheckingInterval = Math.max(50, Math.min(1_000, Math.floor(timeouts.headers_timeout_ms / 4)));
+  return {
+    http: { headersTimeout: timeouts.headers_timeout_ms, requestTimeout, connectionsCheckingInterval },
+    requestTimeout,
+    connectionTimeout: 0,
+    keepAliveTimeout: timeouts.keep_alive_timeout_ms,
+  };
+}
+
+/** Answers what Node rejects before any route runs (timeouts, oversized or malformed headers) with the error record. */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let status = 400;
+  let message = 'Malformed HTTP request';
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    message = 'The request (headers and body) did not arrive in time';
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    message = 'Request headers are too large';
+  }
+  this.log.debug({ code: error.code }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify({ error: { code: status, message } });
+    const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
+/** The per-IP guard on every `/api/v1` route (not `/healthz`, `/readyz`, `/metrics`), before any auth work. */
+export function registerEdgeGuard(app: FastifyInstance, guard: EdgeGuard, onRefused: () => void = () => undefined): void {
+  if (!guard.enabled) return;
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/api/v1')) return;
+    // `request.ip` is the socket's address, or X-Forwarded-For's client when `server.trust_proxy` is set.
+    const refusal: TollgateError | null = guard.check(request.ip);
+    if (!refusal) return;
+    onRefused();
+    const rendered = renderError(refusal);
+    // Answering here ends the request: no route, no body parsing, no authentication.
+    return reply.code(rendered.status).headers({ ...rendered.headers, connection: 'close' }).send(rendered.body);
+  });
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { EdgeGuard } from './edge-guard.js';
+
+describe('EdgeGuard', () => {
+  it('lets a burst through per address, then refuses with the 429 record until tokens refill', () => {
+    const clock = { t: 1_000_000 };
+    const guard = new EdgeGuard({ burst: 3, per_second: 2, max_clients: 10 }, () => clock.t);
+    for (let i = 0; i < 3; i++) expect(guard.check('10.0.0.1')).toBeNull();
+    const refusal = guard.check('10.0.0.1');
+    expect(refusal?.code).toBe('limits.rate_limited');
+    expect(refusal?.headers).toEqual({ 'X-RateLimit-Limit': '3', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(clock.t + 500), 'Retry-After': '1' });
+    expect(refusal?.metadata).toEqual({
+      error_type: 'rate_limit_exceeded',
+      limit_source: 'edge',
+      headers: { 'X-RateLimit-Limit': '3', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(clock.t + 500) },
+    });
+    expect(guard.check('10.0.0.2')).toBeNull(); // another address has its own bucket
+    clock.t += 500;
+    expect(guard.check('10.0.0.1')).toBeNull();
+  });
+
+  it('burst 0 turns it off', () => {
+    const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10 }, () => 0);
+    expect(guard.enabled).toBe(false);
+    for (let i = 0; i < 1000; i++) expect(guard.check('10.0.0.1')).toBeNull();
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * Converts between the two shapes of an answer: a stream of OpenAI-format chunks folded into one
+ * completion (non-streamed callers are served from an upstream stream, so the first-token and stall
+ * timeouts bound them too), and a whole completion unfolded into chunks (an upstream that ignored
+ * `stream: true` and answered with JSON still serves a streaming caller).
+ */
+import type { ChunkChoice, CompletionChoice, NormalizedCompletion, NormalizedUsage, StreamEvent } from '../providers/types.js';
+
+interface ToolCallParts {
+  id: string | undefined;
+  type: string;
+  name: string;
+  arguments: string;
+  /** Provider extensions on the call (e.g. Gemini's `extra_content`): kept, last value wins. */
+  extra: Record<string, unknown>;
+}
+
+interface ChoiceParts {
+  role: string;
+  content: string[];
+  sawContent: boolean;
+  reasoning: string[];
+  refusal: string[];
+  toolCalls: Map<number, ToolCallParts>;
+  finishReason: string | null;
+  nativeFinishReason: string | null;
+}
+
+type Chunk = Extract<StreamEvent, { kind: 'chunk' }>;
+
+export class CompletionAggregator {
+  private readonly choices = new Map<number, ChoiceParts>();
+  private upstreamId: string | null = null;
+  private usage: NormalizedUsage | null = null;
+  private fingerprint: string | null = null;
+
+  get finished(): boolean {
+    return this.choices.size > 0 && [...this.choices.values()].every((c) => c.finishReason !== null);
+  }
+
+  add(event: Chunk): void {
+    this.upstreamId ??= event.upstreamId;
+    this.fingerprint ??= event.systemFingerprint;
+    if (event.usage) this.usage = event.usage;
+    for (const choice of event.choices) this.addChoice(choice);
+  }
+
+  private addChoice(choice: ChunkChoice): void {
+    let parts = this.choices.get(choice.index);
+    if (!parts) {
+      parts = { role: 'assistant', content: [], sawContent: false, reasoning: [], refusal: [], toolCalls: new Map(), finishReason: null, nativeFinishReason: null };
+      this.choices.set(choice.index, parts);
+    }
+    const delta = choice.delta;
+    if (typeof delta.role === 'string') parts.role = delta.role;
+    if (typeof delta.content === 'string') {
+      parts.content.push(delta.content);
+      parts.sawContent = true;
+    }
+    if (typeof delta.reasoning === 'string') parts.reasoning.push(delta.reasoning);
+    if (typeof delta.refusal === 'string') parts.refusal.push(delta.refusal);
+    if (Array.isArray(delta.tool_calls)) {
+      for (const raw of delta.tool_calls as Record<string, unknown>[]) this.addToolCall(parts, raw);
+    }
+    if (choice.finish_reason !== null) {
+      parts.finishReason = choice.finish_reason;
+      parts.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
+    }
+  }
+
+  private addToolCall(parts: ChoiceParts, raw: Record<string, unknown>): void {
+    const index = typeof raw.index === 'number' ? raw.index : parts.toolCalls.size;
+    let call = parts.toolCalls.get(index);
+    if (!call) {
+      call = { id: undefined, type: 'function', name: '', arguments: '', extra: {} };
+      parts.toolCalls.set(index, call);
+    }
+    for (const [field, value] of Object.entries(raw)) {
+      if (field !== 'index' && field !== 'id' && field !== 'type' && field !== 'function') call.extra[field] = value;
+    }
+    if (typeof raw.id === 'string') call.id = raw.id;
+    if (typeof raw.type === 'string') call.type = raw.type;
+    const fn = raw.function as { name?: unknown; arguments?: unknown } | undefined;
+    if (typeof fn?.name === 'string') call.name += fn.name;
+    if (typeof fn?.arguments === 'string') call.arguments += fn.arguments;
+  }
+
+  result(): NormalizedCompletion {
+    const choices: CompletionChoice[] = [...this.choices.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, parts]) => {
+        const message: CompletionChoice['message'] = { role: parts.role, content: parts.sawContent || parts.toolCalls.size === 0 ? parts.content.join('') : null };
+        if (parts.reasoning.length > 0) message.reasoning = parts.reasoning.join('');
+        if (parts.refusal.length > 0) message.refusal = parts.refusal.join('');
+        if (parts.toolCalls.size > 0) {
+          message.tool_calls = [...parts.toolCalls.entries()]
+            .sort(([a], [b]) => a - b)
+            .map(([i, call]) => ({ ...call.extra, id: call.id ?? `call_${i}`, type: call.type, function: { name: call.name, arguments: call.arguments } }));
+        }
+        return { index, message, finish_reason: parts.finishReason, native_finish_reason: parts.nativeFinishReason };
+      });
+    return { upstreamId: this.upstreamId, choices, usage: this.usage, systemFingerprint: this.fingerprint };
+  }
+}
+
+/** A whole completion as stream events: one content chunk per choice (with its finish reason), the usage, done. */
+export function completionToEvents(completion: NormalizedCompletion): StreamEvent[] {
+  const choices: ChunkChoice[] = completion.choices.map((choice) => {
+    const { role, content, tool_calls: toolCalls, ...rest } = choice.message;
+    const delta: Record<string, unknown> = { role, content: content ?? '', ...rest };
+    if (Array.isArray(toolCalls)) delta.tool_calls = toolCalls.map((call: unknown, index: number) => ({ index, ...(call as object) }));
+    return { index: choice.index, delta, finish_reason: choice.finish_reason ?? 'stop', native_finish_reason: choice.native_finish_reason };
+  });
+  const base = { upstreamId: completion.upstreamId, systemFingerprint: completion.systemFingerprint };
+  return [
+    { kind: 'chunk', ...base, choices, usage: null },
+    { kind: 'chunk', ...base, choices: [], usage: completion.usage },
+    { kind: 'done' },
+  ];
+}

@@ -168,6 +168,7 @@ export function buildApp(deps: AppDeps): Gateway {
     }),
     byok: new ByokCredentials(store, secretBox, bus, now, app.log),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
+    continuation: config.routing.mid_stream_continuation,
   };
   const services: Services = {
     config,

@@ -15,35 +15,21 @@
  * Failure policy: never waits for a reconnect. Redis down, not yet connected or silent →
  * `TollgateError('store.unavailable')` within `timeoutMs`; the credit gate fails paid requests closed.
  */
-import { Redis } from 'ioredis';
-import { TollgateError } from '../core/errors.js';
 import type { Units } from '../core/money.js';
-import { failFastRedisOptions } from '../limits/redis-rate-limiter.js';
+import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
 import type { ChargedAmounts, ChargeMarks, HoldCheck, HoldDecision, HoldRef, HoldStore } from './hold-store.js';
 import { HOLD_LUA } from './redis-hold-script.js';
 
-const COMMAND = 'tollgateHoldsV1';
 const UNITS_PER_MICRO = 1000n;
 /** Lua compares doubles: beyond this many µUSD an amount would no longer be exact. */
 const MAX_MICROS = BigInt(Number.MAX_SAFE_INTEGER);
 
-interface ScriptCommands {
-  [COMMAND](numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-}
-
-interface CommonOptions {
+export type RedisHoldStoreOptions = RedisConnectionOptions & {
   /** Every key starts with it (default `tollgate:hold:`); tests use a unique one per run. */
   keyPrefix?: string;
-  /** Upper bound for one call, connection problems included (default 500 ms). */
-  timeoutMs?: number;
   /** How long an account's keys outlive its last write or mark read (default 24 h; must exceed any hold TTL). */
   retentionMs?: number;
-}
-
-export type RedisHoldStoreOptions =
-  | (CommonOptions & { url: string })
-  /** A shared client; it is not closed by `close()`. Create it with `failFastRedisOptions`. */
-  | (CommonOptions & { redis: Redis });
+};
 
 function ceilMicros(units: Units): bigint {
   return checked(units >= 0n ? (units + UNITS_PER_MICRO - 1n) / UNITS_PER_MICRO : -(-units / UNITS_PER_MICRO));
@@ -59,42 +45,24 @@ function checked(micros: bigint): bigint {
 }
 
 export class RedisHoldStore implements HoldStore {
-  private readonly redis: Redis;
-  private readonly ownsClient: boolean;
+  private readonly client: RedisScriptClient;
   private readonly prefix: string;
-  private readonly timeoutMs: number;
   private readonly retentionMs: number;
-  /** The last connection error, for logs; ioredis would print unhandled ones to stderr. */
-  lastError: Error | null = null;
 
   constructor(options: RedisHoldStoreOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:hold:';
-    this.timeoutMs = options.timeoutMs ?? 500;
     this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
-    this.ownsClient = 'url' in options;
-    // ioredis's own command timeout stays behind ours (see guard), so a reply that is already in
-    // the socket buffer is not thrown away by a timer that fired late.
-    this.redis = 'url' in options ? new Redis(options.url, { ...failFastRedisOptions(this.timeoutMs), commandTimeout: this.timeoutMs * 2 }) : options.redis;
-    this.redis.on('error', (error: Error) => {
-      this.lastError = error;
-    });
-    this.redis.defineCommand(COMMAND, { lua: HOLD_LUA });
+    this.client = new RedisScriptClient({ ...options, lua: HOLD_LUA, commandName: 'tollgateHoldsV1', unavailableMessage: 'The credit hold store (Redis) is unavailable' });
+  }
+
+  /** The last connection error, for logs. */
+  get lastError(): Error | null {
+    return this.client.lastError;
   }
 
   /** Resolves once connected; otherwise `store.unavailable` within `timeoutMs` (boot). */
-  async ready(): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    let onReady: (() => void) | undefined;
-    try {
-      await this.guard(
-        new Promise<void>((resolve) => {
-          onReady = resolve;
-          this.redis.once('ready', onReady);
-        }),
-      );
-    } finally {
-      if (onReady) this.redis.off('ready', onReady);
-    }
+  ready(): Promise<void> {
+    return this.client.ready();
   }
 
   /** The account's Redis keys (public so tests and operators can find them). */
@@ -158,48 +126,11 @@ export class RedisHoldStore implements HoldStore {
     return BigInt(String(reply)) * UNITS_PER_MICRO;
   }
 
-  async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
-    else this.redis.disconnect();
+  close(): Promise<void> {
+    return this.client.close();
   }
 
-  private async run(accountId: string, args: Array<string | number>): Promise<unknown> {
-    // Not connected: fail now. Queueing would hang the request and apply the call after we answered.
-    if (this.redis.status !== 'ready') throw unavailable(this.lastError ?? new Error(`Redis connection is ${this.redis.status}`));
-    const keys = this.keys(accountId);
-    return this.guard((this.redis as unknown as ScriptCommands)[COMMAND](keys.length, ...keys, ...args));
+  private run(accountId: string, args: Array<string | number>): Promise<unknown> {
+    return this.client.run(this.keys(accountId), args);
   }
-
-  /**
-   * Bounds any Redis wait by `timeoutMs`, whatever the client's own options, and types the failure.
-   * When the timer fires, pending I/O gets one more turn of the event loop (setImmediate runs after
-   * the poll phase): on a busy process the timer is often late, and the reply already arrived.
-   */
-  private async guard<T>(work: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => setImmediate(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`))), this.timeoutMs);
-    });
-    try {
-      return await Promise.race([work, deadline]);
-    } catch (error) {
-      throw isOutage(error) ? unavailable(error) : error;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
-
-// Redis errors that mean "not serving right now" rather than "this script or key is wrong".
-const OUTAGE_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|BUSY|TRYAGAIN|NOREPLICAS)\b/;
-
-function isOutage(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error.name === 'ReplyError') return OUTAGE_REPLY.test(error.message);
-  return true; // connection refused/closed, timeouts, stream not writeable
-}
-
-function unavailable(cause: unknown): TollgateError {
-  return new TollgateError('store.unavailable', 'The credit hold store (Redis) is unavailable', { cause });
 }

@@ -69,6 +69,8 @@ const endpointSchema = z
     max_completion_tokens: z.number().int().positive().nullable().default(null),
     quantization: z.string().nullable().default(null),
     supported_parameters: z.array(z.string()).optional(),
+    /** The endpoint continues a trailing assistant message (prefill); default: true for `anthropic` providers. */
+    supports_prefill: z.boolean().optional(),
   })
   .strict();
 
@@ -164,6 +166,8 @@ export const fileConfigSchema = z
         retry_backoff_ms: z.number().int().nonnegative().default(250),
         /** An upstream Retry-After longer than this is not waited for: the next endpoint is tried, or the caller told. */
         max_retry_wait_ms: z.number().int().nonnegative().default(3_000),
+        /** Stretch: when a stream dies after content was sent, continue the same answer on another endpoint that supports prefill. */
+        mid_stream_continuation: z.boolean().default(false),
         breaker: z
           .object({
             failure_threshold: z.number().int().positive().default(3),

@@ -14,8 +14,7 @@
  * failing closed (the default in design.md) and open.
  */
 import { randomUUID } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
-import { TollgateError } from '../core/errors.js';
+import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
 import {
   assertValidCall,
   counterId,
@@ -31,79 +30,37 @@ import {
 } from './rate-limit.js';
 import { RATE_LIMIT_LUA } from './redis-rate-limit-script.js';
 
-const COMMAND = 'tollgateRateLimitV1';
-
-interface ScriptCommands {
-  [COMMAND](numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
-}
-
-interface CommonOptions {
+export type RedisRateLimiterOptions = RedisConnectionOptions & {
   /** Every key starts with it (default `tollgate:rl:`); tests use a unique one per run. */
   keyPrefix?: string;
-  /** Upper bound for one call, connection problems included (default 500 ms). */
-  timeoutMs?: number;
   /** Extra TTL beyond a counter's window, so a peer with a slightly late clock still finds it (default 10 s). */
   skewAllowanceMs?: number;
-}
-
-export type RedisRateLimiterOptions =
-  | (CommonOptions & { url: string })
-  /** A shared client; it is not closed by `close()`. Create it with `failFastRedisOptions`. */
-  | (CommonOptions & { redis: Redis });
-
-/** Client options under which a dead Redis fails a command at once instead of queueing it. */
-export function failFastRedisOptions(timeoutMs: number): RedisOptions {
-  return {
-    enableOfflineQueue: false, // not connected → the command fails now, it does not wait for a reconnect
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false, // a consume resent after a reconnect could count twice
-    commandTimeout: timeoutMs, // a Redis that accepts but never answers still fails in time
-    connectTimeout: timeoutMs,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000), // keep reconnecting in the background
-  };
-}
+};
 
 export class RedisRateLimiter implements RateLimiter {
-  private readonly redis: Redis;
-  private readonly ownsClient: boolean;
+  private readonly client: RedisScriptClient;
   private readonly prefix: string;
-  private readonly timeoutMs: number;
   private readonly skewAllowanceMs: number;
-  /** The last connection error, for `/readyz` and logs; ioredis would print unhandled ones to stderr. */
-  lastError: Error | null = null;
 
   constructor(options: RedisRateLimiterOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:rl:';
-    this.timeoutMs = options.timeoutMs ?? 500;
     this.skewAllowanceMs = options.skewAllowanceMs ?? 10_000;
-    this.ownsClient = 'url' in options;
-    this.redis = 'url' in options ? new Redis(options.url, failFastRedisOptions(this.timeoutMs)) : options.redis;
-    this.redis.on('error', (error: Error) => {
-      this.lastError = error;
-    });
-    this.redis.defineCommand(COMMAND, { lua: RATE_LIMIT_LUA });
+    this.client = new RedisScriptClient({ ...options, lua: RATE_LIMIT_LUA, commandName: 'tollgateRateLimitV1', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
+  }
+
+  /** The last connection error, for `/readyz` and logs. */
+  get lastError(): Error | null {
+    return this.client.lastError;
   }
 
   /** Resolves once connected; otherwise `store.unavailable` within `timeoutMs` (boot and `/readyz`). */
-  async ready(): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    let onReady: (() => void) | undefined;
-    try {
-      await this.guard(
-        new Promise<void>((resolve) => {
-          onReady = resolve;
-          this.redis.once('ready', onReady);
-        }),
-      );
-    } finally {
-      if (onReady) this.redis.off('ready', onReady);
-    }
+  ready(): Promise<void> {
+    return this.client.ready();
   }
 
   /** A real round trip (PING) for `/readyz`: a connection that is up but hung fails too. */
-  async ping(): Promise<void> {
-    await this.ready();
-    await this.guard(this.redis.ping());
+  ping(): Promise<void> {
+    return this.client.ping();
   }
 
   async consume(subject: string, rules: readonly RateRule[], now: number): Promise<RateDecision> {
@@ -123,10 +80,8 @@ export class RedisRateLimiter implements RateLimiter {
     await this.run('refund', subject, rules, consumedAt);
   }
 
-  async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    if (this.redis.status === 'ready') await this.redis.quit().catch(() => this.redis.disconnect());
-    else this.redis.disconnect();
+  close(): Promise<void> {
+    return this.client.close();
   }
 
   /** Where a rule's counter lives: public so tests and operators can find it in Redis. */
@@ -140,29 +95,11 @@ export class RedisRateLimiter implements RateLimiter {
     for (const rule of rules) {
       args.push(rule.kind === 'sliding' ? 's' : 'd', rule.limit, rule.kind === 'sliding' ? rule.windowMs : 0, counterTtlMs(rule, now, this.skewAllowanceMs));
     }
-    // Not connected: fail now. Queueing would hang the request and consume later, after we answered.
-    if (this.redis.status !== 'ready') throw unavailable(this.lastError ?? new Error(`Redis connection is ${this.redis.status}`));
-    const command = (this.redis as unknown as ScriptCommands)[COMMAND](keys.length, ...keys, ...args);
-    const reply = await this.guard(command);
+    const reply = await this.client.run(keys, args);
     if (mode === 'refund') return [];
     const readings = parseReadings(reply, rules.length);
     if (admits(rules, readings) !== (firstOf(reply) === 1)) throw new Error('rate-limit script and rate-limit.ts disagree on admission');
     return readings;
-  }
-
-  /** Bounds any Redis wait by `timeoutMs`, whatever the client's own options, and types the failure. */
-  private async guard<T>(work: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
-    try {
-      return await Promise.race([work, deadline]);
-    } catch (error) {
-      throw isOutage(error) ? unavailable(error) : error;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 }
 
@@ -180,17 +117,4 @@ function parseReadings(reply: unknown, count: number): RuleReading[] {
     readings.push({ used, pivot: pivot === null || pivot === undefined ? null : Number(pivot) });
   }
   return readings;
-}
-
-// Redis errors that mean "not serving right now" rather than "this script or key is wrong".
-const OUTAGE_REPLY = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|BUSY|TRYAGAIN|NOREPLICAS)\b/;
-
-function isOutage(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error.name === 'ReplyError') return OUTAGE_REPLY.test(error.message);
-  return true; // connection refused/closed, timeouts, stream not writeable, retries exhausted
-}
-
-function unavailable(cause: unknown): TollgateError {
-  return new TollgateError('store.unavailable', 'The rate-limit store (Redis) is unavailable', { cause });
 }

@@ -42,6 +42,8 @@ export interface ChatDeps {
   byok: ByokCredentials;
   /** BYOK fee, in basis points of the list price. */
   byokFeeBasisPoints: number;
+  /** Continue a stream that broke after content was sent on another endpoint supporting prefill (off by default). */
+  continuation: boolean;
 }
 
 export interface ChatContext {

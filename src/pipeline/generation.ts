@@ -16,6 +16,8 @@ export interface AppAttribution {
 }
 
 export interface ChargeInput {
+  /** Earlier segments of a continued stream (mid-stream continuation), billed with this one. */
+  earlier?: readonly EarlierSegment[];
   /** BYOK fee in basis points of the list price (500 = 5 %); applies when the serving attempt used the caller's own key. */
   byokFeeBasisPoints: number;
   generationId: string;
@@ -47,14 +49,44 @@ export interface Charge {
   completionTokens: number;
 }
 
-export function buildCharge(input: ChargeInput): Charge {
-  const estimated = input.usage === null;
-  const promptTokens = input.usage?.promptTokens ?? input.promptEstimate;
-  const completionTokens = input.usage?.completionTokens ?? estimateCompletionTokens(input.completionText);
+/** The part of a stream served by an endpoint that died mid-answer, before another continued it. */
+export interface EarlierSegment {
+  served: PlannedAttempt;
+  usage: NormalizedUsage | null;
+  promptEstimate: number;
+  completionText: string;
+}
+
+interface SegmentCharge {
+  promptTokens: number;
+  completionTokens: number;
+  cost: CostBreakdown;
+  charged: Units;
+  estimated: boolean;
+}
+
+function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCharge {
+  const promptTokens = segment.usage?.promptTokens ?? segment.promptEstimate;
+  const completionTokens = segment.usage?.completionTokens ?? estimateCompletionTokens(segment.completionText);
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
-  const cost = computeCost(input.served.endpoint.prices, { promptTokens, completionTokens });
+  const cost = computeCost(segment.served.endpoint.prices, { promptTokens, completionTokens });
+  const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
+  return { promptTokens, completionTokens, cost, charged, estimated: segment.usage === null };
+}
+
+export function buildCharge(input: ChargeInput): Charge {
+  // A continued stream is billed for every segment's real usage, each at its own endpoint's prices.
+  const segments = [...(input.earlier ?? []), { served: input.served, usage: input.usage, promptEstimate: input.promptEstimate, completionText: input.completionText }].map((segment) =>
+    chargeSegment(segment, input.byokFeeBasisPoints),
+  );
+  const sum = (pick: (s: SegmentCharge) => bigint) => segments.reduce((total, s) => total + pick(s), 0n);
+  const count = (pick: (s: SegmentCharge) => number) => segments.reduce((total, s) => total + pick(s), 0);
+  const cost: CostBreakdown = { prompt: sum((s) => s.cost.prompt), completion: sum((s) => s.cost.completion), total: sum((s) => s.cost.total) };
+  const charged = sum((s) => s.charged);
+  const promptTokens = count((s) => s.promptTokens);
+  const completionTokens = count((s) => s.completionTokens);
+  const estimated = segments.some((s) => s.estimated);
   const isByok = input.served.byok !== null;
-  const charged = isByok ? byokFee(cost.total, input.byokFeeBasisPoints) : cost.total;
   const record: GenerationRecord = {
     id: input.generationId,
     accountId: input.accountId,

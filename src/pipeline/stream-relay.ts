@@ -2,11 +2,14 @@
  * Relays a committed upstream stream to the caller: chunks forwarded as they arrive (re-labelled
  * with our id, model and provider), the charge committed, then one usage chunk and `[DONE]`.
  * An upstream that dies after content was sent ends in one in-band error chunk, never in a
- * truncated success. A caller that leaves is charged for what was produced.
+ * truncated success — unless mid-stream continuation is on and another endpoint that supports
+ * prefill continues the same answer (the caller sees one uninterrupted stream; every segment is
+ * billed for its real usage). A caller that leaves is charged for what was produced.
  */
 import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage, StreamEvent } from '../providers/types.js';
-import type { StreamOutcome } from '../routing/execute.js';
+import { estimateCompletionTokens } from '../billing/token-estimate.js';
+import { executeStream, type StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf, failureFromThrown } from '../routing/failure.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
@@ -14,6 +17,7 @@ import type { AttemptRecord } from '../routing/failure.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-completion.js';
 import { identityOf, settle } from './chat-completion.js';
 import { renderChunk, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
+import type { EarlierSegment } from './generation.js';
 
 export interface StreamSink {
   /** True once response headers went out (after that, errors are in-band). */
@@ -32,109 +36,93 @@ export interface StreamSink {
 
 type Served = { ok: true; served: PlannedAttempt; attempts: AttemptRecord[] } & StreamOutcome;
 
+/** One upstream stream feeding the caller's stream. */
+interface Segment {
+  served: PlannedAttempt;
+  held: StreamEvent[];
+  events: AsyncGenerator<StreamEvent, void, undefined>;
+  abort: StreamOutcome['abort'];
+  attemptStartedAt: number;
+  firstContentAt: number;
+  promptEstimate: number;
+  /** A continuation must not repeat the role delta the caller already has. */
+  continuing: boolean;
+}
+
+interface SegmentResult {
+  usage: NormalizedUsage | null;
+  content: string;
+  upstreamId: string | null;
+  /** Set when the upstream (not the caller, not shutdown) broke the stream: it counts against the endpoint's health. */
+  fault: FailureType | null;
+  failure: TollgateError | null;
+  cancelled: boolean;
+}
+
+/** What the caller has received so far, across segments. */
+interface Progress {
+  content: string;
+  finishReason: string | null;
+  nativeFinishReason: string | null;
+  fingerprint: string | null;
+}
+
 const MAX_MALFORMED = 3;
 
 export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Admitted, outcome: Served, sink: StreamSink): Promise<void> {
   const identity = identityOf(ctx, outcome.served, outcome.startedAt);
-  let content = '';
-  let usage: NormalizedUsage | null = null;
-  let finishReason: string | null = null;
-  let nativeFinishReason: string | null = null;
-  let upstreamId: string | null = null;
-  let fingerprint: string | null = null;
-  let failure: TollgateError | null = null;
-  /** Set when the upstream (not the caller, not shutdown) broke the stream: it counts against the endpoint's health. */
-  let upstreamFault: FailureType | null = null;
-  let cancelled = false;
-  let malformed = 0;
+  const progress: Progress = { content: '', finishReason: null, nativeFinishReason: null, fingerprint: null };
+  const attempts = [...outcome.attempts];
+  const earlier: EarlierSegment[] = [];
+  let segment: Segment = { ...outcome, promptEstimate: admitted.promptEstimate, continuing: false };
+  let result = await pump(deps, ctx, segment, progress, sink, identity);
 
-  const forward = async (event: Extract<StreamEvent, { kind: 'chunk' }>) => {
-    if (event.usage) usage = event.usage;
-    upstreamId ??= event.upstreamId;
-    fingerprint ??= event.systemFingerprint;
-    if (event.choices.length === 0) return; // the upstream's usage-only chunk: ours follows the charge
-    for (const choice of event.choices as ChunkChoice[]) {
-      if (typeof choice.delta.content === 'string') content += choice.delta.content;
-      if (choice.finish_reason !== null) {
-        finishReason = choice.finish_reason;
-        nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
-      }
-    }
-    await sink.write(renderChunk(identity, event.choices, fingerprint));
-  };
-
-  let sawDone = false;
-  try {
-    for (const event of outcome.held) if (event.kind === 'chunk') await forward(event);
-    for await (const event of outcome.events) {
-      if (sink.closed) break;
-      if (event.kind === 'chunk') await forward(event);
-      else if (event.kind === 'done') {
-        sawDone = true;
-        break;
-      } else if (event.kind === 'error') {
-        upstreamFault = event.failure.type;
-        failure = new TollgateError('upstream.unavailable', event.failure.message, { metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode } });
-        break;
-      } else if (event.kind === 'malformed') {
-        deps.log.warn({ generation_id: ctx.generationId, provider: outcome.served.endpoint.provider.id, reason: event.reason }, 'skipped a malformed upstream chunk');
-        if (++malformed > MAX_MALFORMED) {
-          upstreamFault = 'invalid_response';
-          failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', { metadata: { error_type: 'invalid_response' } });
-          break;
-        }
-      }
-    }
-  } catch (error) {
-    if (sink.closed) cancelled = true;
-    else if (abortReasonOf(ctx.signal) === 'shutdown') {
-      // The caller is still there: end its stream with an error, not a cut connection.
-      failure = new TollgateError('server.shutting_down', 'The gateway is shutting down; the answer is incomplete', { metadata: { error_type: 'server' } });
-    } else if (ctx.signal.aborted) cancelled = true;
-    else {
-      const f = failureFromThrown(error, new AbortController().signal);
-      const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';
-      upstreamFault = timedOut ? 'timeout' : 'connection';
-      failure = timedOut
-        ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', { metadata: { error_type: 'timeout' } })
-        : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', { metadata: { error_type: 'provider_unavailable' } });
-    }
+  while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
+    const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
+    if (!next) break;
+    reportHealth(deps, segment, result.fault, true, deps.now(), null);
+    deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
+    earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.content });
+    attempts.push(...next.attempts);
+    segment = next.segment;
+    result = await pump(deps, ctx, segment, progress, sink, identity);
   }
-  if (sink.closed) cancelled = true;
-  if (!cancelled && !failure && !sawDone && finishReason === null) {
-    upstreamFault = 'invalid_response';
-    failure = new TollgateError('upstream.unavailable', 'The provider ended the stream before finishing the answer', { metadata: { error_type: 'invalid_response' } });
-  }
-  if (cancelled || failure) outcome.abort(cancelled ? 'client_closed' : 'shutdown');
 
+  let failure = result.failure;
+  const cancelled = result.cancelled;
   const finishedAt = deps.now();
-  const charge = await settle(deps, {
-    generationId: ctx.generationId,
-    accountId: ctx.key.accountId,
-    keyHash: ctx.key.hash,
-    createdAt: outcome.startedAt,
-    served: outcome.served,
-    usage,
-    promptEstimate: admitted.promptEstimate,
-    completionText: content,
-    streamed: true,
-    cancelled,
-    finishReason: failure ? 'error' : cancelled ? null : finishReason,
-    nativeFinishReason: failure ? null : nativeFinishReason,
-    latencyMs: outcome.firstContentAt - outcome.startedAt,
-    generationTimeMs: finishedAt - outcome.startedAt,
-    upstreamId,
-    app: ctx.app,
-    externalUser: admitted.request.user ?? null,
-    attempts: outcome.attempts,
-    moderationLatencyMs: admitted.moderationLatencyMs,
-  }, admitted.hold).catch((error: unknown) => {
+  const charge = await settle(
+    deps,
+    {
+      generationId: ctx.generationId,
+      accountId: ctx.key.accountId,
+      keyHash: ctx.key.hash,
+      createdAt: outcome.startedAt,
+      served: segment.served,
+      usage: result.usage,
+      promptEstimate: segment.promptEstimate,
+      completionText: result.content,
+      earlier,
+      streamed: true,
+      cancelled,
+      finishReason: failure ? 'error' : cancelled ? null : progress.finishReason,
+      nativeFinishReason: failure ? null : progress.nativeFinishReason,
+      latencyMs: outcome.firstContentAt - outcome.startedAt,
+      generationTimeMs: finishedAt - outcome.startedAt,
+      upstreamId: result.upstreamId,
+      app: ctx.app,
+      externalUser: admitted.request.user ?? null,
+      attempts,
+      moderationLatencyMs: admitted.moderationLatencyMs,
+    },
+    admitted.hold,
+  ).catch((error: unknown) => {
     deps.log.error({ generation_id: ctx.generationId, err: error }, 'could not record the charge of a streamed generation');
     failure = new TollgateError('store.unavailable', 'The usage of this generation could not be recorded; the answer is incomplete', { metadata: { error_type: 'server' } });
     return null;
   });
 
-  reportHealth(deps, outcome, upstreamFault, cancelled || upstreamFault !== null, finishedAt, charge?.completionTokens ?? null);
+  reportHealth(deps, segment, result.fault, cancelled || result.fault !== null, finishedAt, charge?.completionTokens ?? null);
   deps.metrics.timeToFirstToken.observe({ model: identity.model, provider: identity.provider }, (outcome.firstContentAt - outcome.startedAt) / 1000);
   if (cancelled || sink.closed) return;
   if (failure) {
@@ -145,15 +133,124 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   await sink.done();
 }
 
-/** The stream's outcome for the endpoint's health: its failure, or its latency and throughput. */
-function reportHealth(deps: ChatDeps, outcome: Served, fault: FailureType | null, incomplete: boolean, finishedAt: number, completionTokens: number | null): void {
+/** Forwards one segment's events until it ends, and says how it ended. */
+async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress: Progress, sink: StreamSink, identity: ResponseIdentity): Promise<SegmentResult> {
+  const result: SegmentResult = { usage: null, content: '', upstreamId: null, fault: null, failure: null, cancelled: false };
+  let malformed = 0;
+  let sawDone = false;
+
+  const forward = async (event: Extract<StreamEvent, { kind: 'chunk' }>) => {
+    if (event.usage) result.usage = event.usage;
+    result.upstreamId ??= event.upstreamId;
+    progress.fingerprint ??= event.systemFingerprint;
+    if (event.choices.length === 0) return; // the upstream's usage-only chunk: ours follows the charge
+    const choices = segment.continuing ? event.choices.map(withoutRole) : event.choices;
+    for (const choice of choices as ChunkChoice[]) {
+      if (typeof choice.delta.content === 'string') {
+        result.content += choice.delta.content;
+        progress.content += choice.delta.content;
+      }
+      if (choice.finish_reason !== null) {
+        progress.finishReason = choice.finish_reason;
+        progress.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
+      }
+    }
+    await sink.write(renderChunk(identity, choices, progress.fingerprint));
+  };
+
+  try {
+    for (const event of segment.held) if (event.kind === 'chunk') await forward(event);
+    for await (const event of segment.events) {
+      if (sink.closed) break;
+      if (event.kind === 'chunk') await forward(event);
+      else if (event.kind === 'done') {
+        sawDone = true;
+        break;
+      } else if (event.kind === 'error') {
+        result.fault = event.failure.type;
+        result.failure = new TollgateError('upstream.unavailable', event.failure.message, { metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode } });
+        break;
+      } else if (event.kind === 'malformed') {
+        deps.log.warn({ generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason: event.reason }, 'skipped a malformed upstream chunk');
+        if (++malformed > MAX_MALFORMED) {
+          result.fault = 'invalid_response';
+          result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', { metadata: { error_type: 'invalid_response' } });
+          break;
+        }
+      }
+    }
+  } catch (error) {
+    if (sink.closed) result.cancelled = true;
+    else if (abortReasonOf(ctx.signal) === 'shutdown') {
+      // The caller is still there: end its stream with an error, not a cut connection.
+      result.failure = new TollgateError('server.shutting_down', 'The gateway is shutting down; the answer is incomplete', { metadata: { error_type: 'server' } });
+    } else if (ctx.signal.aborted) result.cancelled = true;
+    else {
+      const f = failureFromThrown(error, new AbortController().signal);
+      const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';
+      result.fault = timedOut ? 'timeout' : 'connection';
+      result.failure = timedOut
+        ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', { metadata: { error_type: 'timeout' } })
+        : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', { metadata: { error_type: 'provider_unavailable' } });
+    }
+  }
+  if (sink.closed) result.cancelled = true;
+  if (!result.cancelled && !result.failure && !sawDone && progress.finishReason === null) {
+    result.fault = 'invalid_response';
+    result.failure = new TollgateError('upstream.unavailable', 'The provider ended the stream before finishing the answer', { metadata: { error_type: 'invalid_response' } });
+  }
+  if (result.cancelled || result.failure) segment.abort(result.cancelled ? 'client_closed' : 'shutdown');
+  return result;
+}
+
+function withoutRole(choice: ChunkChoice): ChunkChoice {
+  if (!('role' in choice.delta)) return choice;
+  const { role: _role, ...delta } = choice.delta;
+  return { ...choice, delta };
+}
+
+/**
+ * Opens a continuation: the same request plus the answer so far as a trailing assistant message
+ * (prefill), on the plan's other endpoints that declare prefill support, through the ordinary
+ * execute loop (so timeouts, retries and breakers apply).
+ */
+async function continueElsewhere(
+  deps: ChatDeps,
+  ctx: ChatContext,
+  admitted: Admitted,
+  used: readonly (Segment | PlannedAttempt)[],
+  answerSoFar: string,
+): Promise<{ segment: Segment; attempts: AttemptRecord[] } | null> {
+  const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
+  const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
+  if (plan.length === 0 || ctx.signal.aborted) return null;
+  const messages = [...admitted.request.messages, { role: 'assistant', content: answerSoFar }];
+  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, signal: ctx.signal });
+  if (!outcome.ok) return null;
+  return {
+    attempts: outcome.attempts,
+    segment: {
+      served: outcome.served,
+      held: outcome.held,
+      events: outcome.events,
+      abort: outcome.abort,
+      attemptStartedAt: outcome.attemptStartedAt,
+      firstContentAt: outcome.firstContentAt,
+      promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
+      continuing: true,
+    },
+  };
+}
+
+/** The segment's outcome for the endpoint's health: its failure, or its latency and throughput. */
+function reportHealth(deps: ChatDeps, segment: Segment, fault: FailureType | null, incomplete: boolean, finishedAt: number, completionTokens: number | null): void {
   const health = deps.execute.health;
-  const key = outcome.served.healthKey;
+  const key = segment.served.healthKey;
   if (fault) {
     health.recordFailure(key, finishedAt, fault, null);
     return;
   }
-  const seconds = (finishedAt - outcome.firstContentAt) / 1000;
+  const seconds = (finishedAt - segment.firstContentAt) / 1000;
   const throughput = !incomplete && completionTokens !== null && seconds > 0 ? completionTokens / seconds : null;
-  health.recordSuccess(key, finishedAt, outcome.firstContentAt - outcome.attemptStartedAt, throughput);
+  health.recordSuccess(key, finishedAt, segment.firstContentAt - segment.attemptStartedAt, throughput);
 }

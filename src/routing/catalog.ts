@@ -28,6 +28,8 @@ export interface CatalogEndpoint {
   maxCompletionTokens: number | null;
   quantization: string | null;
   supportedParameters: readonly string[];
+  /** Continues a trailing assistant message (used for mid-stream continuation). */
+  supportsPrefill: boolean;
 }
 
 export interface CatalogModel {
@@ -85,6 +87,7 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       maxCompletionTokens: endpoint.max_completion_tokens,
       quantization: endpoint.quantization,
       supportedParameters: endpoint.supported_parameters ?? config.supported_parameters,
+      supportsPrefill: endpoint.supports_prefill ?? provider.kind === 'anthropic',
     };
   });
   const isFree = config.id.endsWith(':free');

@@ -1,0 +1,144 @@
+/**
+ * The gateway under test, in the orchestrator's process and through the production composition root
+ * (`startGateway`): embedded SQLite in a temp dir, silent logger, one model on the simulator. The
+ * account and key are made through the same pipeline functions the admin API calls.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { stringify } from 'yaml';
+import { startGateway, type RunningGateway } from '../main.js';
+import { usagePeriods } from '../billing/usage-window.js';
+import { addCredits, createAccount } from '../pipeline/accounts.js';
+import { createKey } from '../pipeline/key-management.js';
+import { openSqliteDriver } from '../store/sqlite-driver.js';
+
+/** Gateway model id → upstream model name, which is a mock script (see providers/mock/script.ts). */
+export const BENCH_MODELS = {
+  /** No latency, no pacing: the whole answer (40 tokens; streamed, 44 SSE events) in one write, so the gateway's own cost shows. */
+  'bench/instant': 'mock@tps=0',
+  /** 20 tokens at 100 tokens/s: shows that chunks are relayed as they come, not buffered. */
+  'bench/paced': 'mock@tps=100,tokens=20',
+} as const;
+export type BenchModel = keyof typeof BENCH_MODELS;
+const PRICING = { prompt: '0.000001', completion: '0.000002' };
+
+export interface BenchGateway {
+  running: RunningGateway;
+  url: string;
+  key: string;
+  keyHash: string;
+  accountId: string;
+  /** Waits until the generations stop changing: requests cut off at the end of a run have settled. */
+  quiesce(): Promise<void>;
+  ledger(): Promise<Ledger>;
+  /** Store transactions of the settler (group commit) so far, and the charges they carried. */
+  commits(): Promise<CommitCount>;
+  stop(): Promise<void>;
+}
+
+export interface CommitCount {
+  transactions: number;
+  charges: number;
+}
+
+/** Money in units (1e-9 USD), read back from the store after the run. */
+export interface Ledger {
+  keyUsage: bigint;
+  accountUsage: bigint;
+  generations: number;
+  generationsCost: bigint;
+  /** Rows whose stream or answer ended in an error (must be zero). */
+  errored: number;
+  /** Rows whose caller went away (autocannon closes its sockets when a run ends). */
+  cancelled: number;
+  /** cost → rows, for completed (not cancelled) generations. */
+  costs: Map<bigint, number>;
+}
+
+export async function startBenchGateway(providerUrl: string): Promise<BenchGateway> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const configPath = join(dataDir, 'bench.yaml');
+  writeFileSync(
+    configPath,
+    stringify({
+      providers: [{ id: 'sim', name: 'Simulator', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key' }],
+      models: Object.entries(BENCH_MODELS).map(([id, upstream]) => ({ id, name: id, context_length: 8192, endpoints: [{ provider: 'sim', model: upstream, pricing: PRICING }] })),
+      // Every request comes from 127.0.0.1: the per-IP edge guard stays on (its cost is part of the
+      // path) with a bucket far above what the load generator can send.
+      limits: { edge: { burst: 1_000_000, per_second: 1_000_000 } },
+    }),
+  );
+  const env = { TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_LOG_LEVEL: 'silent' as const };
+  const running = await startGateway(env, pino({ level: 'silent' }));
+  const { services } = running.gateway;
+  const deps = { store: services.store, bus: services.bus, now: services.now };
+  const account = await createAccount(deps, { email: 'bench@example.test' });
+  await addCredits(deps, account.id, { amount: 1_000_000, kind: 'grant' });
+  const { key, plaintext } = await createKey(deps, account.id, { name: 'bench' }, { management: false });
+  const dbPath = join(dataDir, 'tollgate.db');
+
+  return {
+    running,
+    url: running.url,
+    key: plaintext,
+    keyHash: key.hash,
+    accountId: account.id,
+    async quiesce() {
+      const driver = openSqliteDriver(dbPath);
+      try {
+        let last = -1;
+        for (let stable = 0, i = 0; stable < 3 && i < 100; i++) {
+          const [row] = await driver.all('SELECT COUNT(*) AS n FROM generations');
+          const count = Number(row?.n);
+          stable = count === last ? stable + 1 : 0;
+          last = count;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      } finally {
+        await driver.close();
+      }
+    },
+    async ledger() {
+      const usage = await services.store.getKeyUsage([key.hash], usagePeriods(services.now()));
+      const stored = await services.store.getAccount(account.id);
+      // A second connection on the same file: the generation rows are the independent record of each charge.
+      const driver = openSqliteDriver(dbPath);
+      try {
+        const [totals] = await driver.all(
+          `SELECT COUNT(*) AS n, COALESCE(SUM(total_cost), 0) AS cost,
+                  COALESCE(SUM(CASE WHEN finish_reason = 'error' THEN 1 ELSE 0 END), 0) AS errored,
+                  COALESCE(SUM(CASE WHEN json_extract(details, '$.cancelled') THEN 1 ELSE 0 END), 0) AS cancelled
+             FROM generations WHERE key_hash = ?`,
+          [key.hash],
+        );
+        const byCost = await driver.all(
+          `SELECT total_cost AS cost, COUNT(*) AS n FROM generations
+            WHERE key_hash = ? AND NOT json_extract(details, '$.cancelled') GROUP BY total_cost`,
+          [key.hash],
+        );
+        return {
+          keyUsage: usage.get(key.hash)?.all.usage ?? 0n,
+          accountUsage: stored?.totalUsage ?? -1n,
+          generations: Number(totals?.n),
+          generationsCost: BigInt(totals?.cost as bigint),
+          errored: Number(totals?.errored),
+          cancelled: Number(totals?.cancelled),
+          costs: new Map(byCost.map((row) => [BigInt(row.cost as bigint), Number(row.n)])),
+        };
+      } finally {
+        await driver.close();
+      }
+    },
+    async commits() {
+      const { values } = await services.metrics.settleBatch.get();
+      const find = (suffix: string) => values.find((v) => v.metricName === `tollgate_settle_batch_size_${suffix}`)?.value ?? 0;
+      return { transactions: find('count'), charges: find('sum') };
+    },
+    async stop() {
+      await running.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/** What the orchestrator asks the load generator for, and what comes back. */
+
+export interface LoadJob {
+  url: string;
+  connections: number;
+  durationSec: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface LoadResult {
+  completed: number;
+  ok2xx: number;
+  non2xx: number;
+  /** Connection errors, timeouts included. */
+  errors: number;
+  timeouts: number;
+  durationSec: number;
+  requestsPerSec: number;
+  /** Of 2xx responses, full precision. */
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU the load generator itself spent during the run. */
+  loadCpuMicros: number;
+}
+
+export interface ProbeJob {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Requests sent one after another... */
+  count: number;
+  /** ...of which the first `warmup` are not measured. */
+  warmup: number;
+}
+
+export interface ProbeResult {
+  measured: number;
+  failures: string[];
+  ttfbP50Ms: number;
+  ttfbP99Ms: number;
+  totalP50Ms: number;
+}
+
+/** Nearest-rank percentile of an ascending array; NaN when empty. */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank]!;
+}

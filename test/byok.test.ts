@@ -144,6 +144,9 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     upstream.seenKeys.length = 0;
     const refused = await chat(gw, inference.key, { model: 'test/rec', messages: [{ role: 'user', content: 'hi' }] });
     expect(refused.status).toBe(502);
+    // The upstream's 401 text (which may echo the provider key) never reaches the caller.
+    expect(refused.text).not.toContain('Incorrect API key');
+    expect(refused.json.error.message).toContain('refused');
     expect(upstream.seenKeys.every((k) => k === 'sk-required-key-0000')).toBe(true);
     await call(gw, 'DELETE', `/byok/${required.json.data.id}`, manager);
 

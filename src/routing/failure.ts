@@ -103,12 +103,16 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
       metadata: { error_type: 'timeout', provider_name: last?.providerName ?? null },
     });
   }
-  return new TollgateError('upstream.unavailable', lastFailure ? `Provider returned error: ${lastFailure.message}` : 'No provider could serve the request', {
+  // An upstream 401/403 is about the operator's provider key: its text may echo part of that key, and
+  // it is none of the caller's business — say only that the provider refused the gateway's credentials.
+  const ownCredentials = lastFailure?.type === 'auth';
+  const message = !lastFailure ? 'No provider could serve the request' : ownCredentials ? 'The provider refused the gateway\'s credentials' : `Provider returned error: ${lastFailure.message}`;
+  return new TollgateError('upstream.unavailable', message, {
     metadata: {
       error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',
       provider_name: last?.providerName ?? null,
       provider_code: lastFailure?.providerCode ?? null,
-      raw: lastFailure?.raw ?? null,
+      raw: ownCredentials ? null : (lastFailure?.raw ?? null),
     },
   });
 }

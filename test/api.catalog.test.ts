@@ -163,3 +163,24 @@ describe('catalog', () => {
     expect(response.text).not.toContain(gw.provider.url);
   });
 });
+
+describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
+  it('honours offset and limit, keeps total_count, and rejects bad values', async () => {
+    const { startTestGateway, getJson } = await import('./helpers/gateway.js');
+    const { sqliteTarget } = await import('./helpers/store-targets.js');
+    const gw = await startTestGateway({ target: sqliteTarget });
+    try {
+      const all = await getJson(gw, '/models');
+      const total = all.json.total_count as number;
+      expect(all.json.data).toHaveLength(total);
+      const page = await getJson(gw, '/models?offset=2&limit=3');
+      expect(page.json.data.map((m: { id: string }) => m.id)).toEqual(all.json.data.slice(2, 5).map((m: { id: string }) => m.id));
+      expect(page.json.total_count).toBe(total);
+      expect((await getJson(gw, `/models?offset=${total}&limit=500`)).json.data).toEqual([]);
+      expect((await getJson(gw, '/models?limit=0')).status).toBe(400);
+      expect((await getJson(gw, '/models?offset=-1')).status).toBe(400);
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -3,6 +3,8 @@ import { TollgateError } from '../../core/errors.js';
 import { primaryEndpoint, type CatalogEndpoint, type CatalogModel } from '../../routing/catalog.js';
 import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
 import { HealthRegistry } from '../../routing/health.js';
+import { z } from 'zod';
+import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -71,9 +73,14 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
 }
 
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
-  routes.add('GET', '/api/v1/models', async () => {
-    const data = [...services.catalog.models.values()].map(renderModel);
-    return { data, links: { next: null }, total_count: data.length };
+  // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
+  // whenever one comes back full); without them the whole catalog is one page.
+  const page = z.object({ offset: z.coerce.number().int().nonnegative().default(0), limit: z.coerce.number().int().positive().optional() });
+  routes.add('GET', '/api/v1/models', async (request) => {
+    const { offset, limit } = parseBody(page, request.query);
+    const all = [...services.catalog.models.values()];
+    const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
+    return { data, links: { next: null }, total_count: all.length };
   });
 
   routes.add('GET', '/api/v1/models/:author/:slug/endpoints', async (request) => {

@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newGenerationId } from '../../core/ids.js';
 import { completeChat, streamChat } from '../../pipeline/chat-completion.js';
-import { keyLogId } from '../../auth/key-format.js';
+import { authenticate } from '../authenticate.js';
 import { renderError } from '../error-table.js';
 import { appAttribution } from '../request-context.js';
 import type { RouteTable } from '../route-table.js';
@@ -30,8 +30,8 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
 
   routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
     const generationId = generationIds.get(request)!;
-    const key = await services.auth.authenticate(request.headers.authorization, 'inference');
-    request.log = reply.log = request.log.child({ key: keyLogId(key.hash), generation_id: generationId });
+    const key = await authenticate(services, request, reply, 'inference');
+    request.log = reply.log = request.log.child({ generation_id: generationId });
     const body = request.body as { stream?: unknown } | null;
     const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
     const labels = (status: number, model: string, provider: string) => ({ model, provider, status: String(status), streamed: String(ctx.body?.stream === true) });

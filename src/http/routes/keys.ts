@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import { createKey, createKeySchema, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
 import { parseBody } from '../parse-body.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { authenticate } from '../authenticate.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -13,10 +15,10 @@ const listQuery = z.object({
 });
 
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
-  const manager = (authorization: string | undefined) => services.auth.authenticate(authorization, 'management');
+  const manager = (request: FastifyRequest, reply: FastifyReply) => authenticate(services, request, reply, 'management');
 
-  routes.add('GET', '/api/v1/keys', async (request) => {
-    const me = await manager(request.headers.authorization);
+  routes.add('GET', '/api/v1/keys', async (request, reply) => {
+    const me = await manager(request, reply);
     const query = parseBody(listQuery, request.query);
     const keys = await services.store.listKeys(me.accountId, { offset: query.offset, limit: PAGE, includeDisabled: query.include_disabled === 'true' });
     const usage = await usageOf(services.keys, keys);
@@ -24,29 +26,29 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
   });
 
   routes.add('POST', '/api/v1/keys', async (request, reply) => {
-    const me = await manager(request.headers.authorization);
+    const me = await manager(request, reply);
     const input = parseBody(createKeySchema, request.body);
     const created = await createKey(services.keys, me.accountId, input, { management: false });
     return reply.code(201).send({ data: renderApiKey(created.key), key: created.plaintext });
   });
 
-  routes.add('GET', '/api/v1/keys/:hash', async (request) => {
-    const me = await manager(request.headers.authorization);
+  routes.add('GET', '/api/v1/keys/:hash', async (request, reply) => {
+    const me = await manager(request, reply);
     const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
     const usage = await usageOf(services.keys, [key]);
     return { data: renderApiKey(key, usage.get(key.hash)) };
   });
 
-  routes.add('PATCH', '/api/v1/keys/:hash', async (request) => {
-    const me = await manager(request.headers.authorization);
+  routes.add('PATCH', '/api/v1/keys/:hash', async (request, reply) => {
+    const me = await manager(request, reply);
     const input = parseBody(updateKeySchema, request.body);
     const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
     const usage = await usageOf(services.keys, [key]);
     return { data: renderApiKey(key, usage.get(key.hash)) };
   });
 
-  routes.add('DELETE', '/api/v1/keys/:hash', async (request) => {
-    const me = await manager(request.headers.authorization);
+  routes.add('DELETE', '/api/v1/keys/:hash', async (request, reply) => {
+    const me = await manager(request, reply);
     await deleteKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
     return { deleted: true };
   });

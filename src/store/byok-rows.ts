@@ -1,5 +1,5 @@
 import type { ByokPatch, ByokRecord } from './types.js';
-import { asBoolean, asNullableNumber, asNullableString, asNullableStringArray, asNumber, asString, stringArrayToJson } from './row-values.js';
+import { asBoolean, asNullableNumber, asNullableString, asNullableStringArray, asNumber, asString, patchAssignments, stringArrayToJson, type PatchColumns } from './row-values.js';
 import type { SqlParam, SqlRow } from './sql-driver.js';
 
 export const BYOK_COLUMNS =
@@ -45,7 +45,7 @@ export function byokToParams(r: ByokRecord): SqlParam[] {
   ];
 }
 
-const PATCH_COLUMNS: Record<keyof Required<ByokPatch>, { column: string; toParam: (value: never) => SqlParam }> = {
+const PATCH_COLUMNS: PatchColumns<ByokPatch> = {
   name: { column: 'name', toParam: (v: string | null) => v },
   disabled: { column: 'disabled', toParam: (v: boolean) => v },
   isFallback: { column: 'is_fallback', toParam: (v: boolean) => v },
@@ -58,14 +58,5 @@ const PATCH_COLUMNS: Record<keyof Required<ByokPatch>, { column: string; toParam
 };
 
 export function byokPatchAssignments(patch: ByokPatch): { assignments: string[]; params: SqlParam[] } {
-  const assignments: string[] = [];
-  const params: SqlParam[] = [];
-  for (const field of Object.keys(PATCH_COLUMNS) as (keyof ByokPatch)[]) {
-    const value = patch[field];
-    if (value === undefined) continue;
-    const spec = PATCH_COLUMNS[field] as { column: string; toParam: (value: unknown) => SqlParam };
-    assignments.push(`${spec.column} = ?`);
-    params.push(spec.toParam(value));
-  }
-  return { assignments, params };
+  return patchAssignments(PATCH_COLUMNS, patch);
 }

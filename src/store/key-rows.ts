@@ -9,7 +9,9 @@ import {
   asNullableStringArray,
   asNumber,
   asString,
+  patchAssignments,
   stringArrayToJson,
+  type PatchColumns,
 } from './row-values.js';
 import type { SqlParam, SqlRow } from './sql-driver.js';
 
@@ -73,30 +75,19 @@ export function keyToParams(key: KeyRecord): SqlParam[] {
   ];
 }
 
-type PatchField = keyof Required<KeyPatch>;
-
-const PATCH_COLUMNS: { [F in PatchField]: { column: string; toParam: (value: Required<KeyPatch>[F]) => SqlParam } } = {
-  name: { column: 'name', toParam: (value) => value },
-  disabled: { column: 'disabled', toParam: (value) => value },
-  limit: { column: 'limit_amount', toParam: (value) => value },
-  limitReset: { column: 'limit_reset', toParam: (value) => value },
-  includeByokInLimit: { column: 'include_byok_in_limit', toParam: (value) => value },
-  expiresAt: { column: 'expires_at', toParam: (value) => value },
+const PATCH_COLUMNS: PatchColumns<KeyPatch> = {
+  name: { column: 'name', toParam: (value: string) => value },
+  disabled: { column: 'disabled', toParam: (value: boolean) => value },
+  limit: { column: 'limit_amount', toParam: (value: bigint | null) => value },
+  limitReset: { column: 'limit_reset', toParam: (value: string | null) => value },
+  includeByokInLimit: { column: 'include_byok_in_limit', toParam: (value: boolean) => value },
+  expiresAt: { column: 'expires_at', toParam: (value: number | null) => value },
   allowedModels: { column: 'allowed_models', toParam: stringArrayToJson },
   allowedProviders: { column: 'allowed_providers', toParam: stringArrayToJson },
-  compromisedAt: { column: 'compromised_at', toParam: (value) => value },
+  compromisedAt: { column: 'compromised_at', toParam: (value: number | null) => value },
 };
 
 /** `SET` assignments for the fields present in the patch (undefined means "leave as is"). */
 export function keyPatchAssignments(patch: KeyPatch): { assignments: string[]; params: SqlParam[] } {
-  const assignments: string[] = [];
-  const params: SqlParam[] = [];
-  for (const field of Object.keys(PATCH_COLUMNS) as PatchField[]) {
-    const value = patch[field];
-    if (value === undefined) continue;
-    const spec = PATCH_COLUMNS[field] as { column: string; toParam: (value: unknown) => SqlParam };
-    assignments.push(`${spec.column} = ?`);
-    params.push(spec.toParam(value));
-  }
-  return { assignments, params };
+  return patchAssignments(PATCH_COLUMNS, patch);
 }

@@ -1,3 +1,5 @@
+import type { SqlParam } from './sql-driver.js';
+
 /**
  * Coercions from driver values to domain types. SQLite returns every integer as bigint; PostgreSQL
  * returns int8/numeric as bigint and int4 as number. Anything else is a schema bug and throws.
@@ -51,4 +53,21 @@ export function asNullableStringArray(value: unknown): string[] | null {
 
 export function stringArrayToJson(value: readonly string[] | null): string | null {
   return value === null ? null : JSON.stringify(value);
+}
+
+/** Column and conversion of each patchable field. */
+export type PatchColumns<P> = { [F in keyof Required<P>]: { column: string; toParam: (value: never) => SqlParam } };
+
+/** `SET` assignments for the fields present in a patch (undefined means "leave as is"). */
+export function patchAssignments<P extends object>(columns: PatchColumns<P>, patch: P): { assignments: string[]; params: SqlParam[] } {
+  const assignments: string[] = [];
+  const params: SqlParam[] = [];
+  for (const field of Object.keys(columns) as (keyof P)[]) {
+    const value = patch[field];
+    if (value === undefined) continue;
+    const spec = columns[field] as { column: string; toParam: (value: unknown) => SqlParam };
+    assignments.push(`${spec.column} = ?`);
+    params.push(spec.toParam(value));
+  }
+  return { assignments, params };
 }

@@ -45,7 +45,9 @@ export class Authenticator {
     // Constant-time comparison is unnecessary here: the lookup is by SHA-256 hash, so response timing
     // depends on the hash, which an attacker cannot steer towards a real key.
     if (!key) throw new TollgateError('auth.invalid_key', 'Invalid API key');
-    if (key.disabled) throw new TollgateError('auth.invalid_key', key.compromisedAt ? 'API key was disabled because it was exposed' : 'API key is disabled');
+    // A key reported compromised stays dead even if someone flips `disabled` back.
+    if (key.compromisedAt !== null) throw new TollgateError('auth.invalid_key', 'API key was disabled because it was exposed; create a new key');
+    if (key.disabled) throw new TollgateError('auth.invalid_key', 'API key is disabled');
     if (key.expiresAt !== null && key.expiresAt <= this.now()) throw new TollgateError('auth.invalid_key', 'API key has expired');
     if (kind === 'inference' && key.isManagement) {
       throw new TollgateError('auth.wrong_key_kind', 'Management keys cannot be used for inference; use an inference key');

@@ -8,7 +8,18 @@ import { countTokens } from 'gpt-tokenizer';
 const PER_MESSAGE_OVERHEAD = 4;
 // Caller text may contain special-token strings ("<|endoftext|>"): count them as text, never throw.
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
-const count = (text: string) => countTokens(text, AS_TEXT);
+// BPE cost grows quadratically on long runs without spaces (32 KB of "a" takes ~0.6 s): tokenize
+// bounded slices, and estimate very long texts by length, so a hostile prompt costs linear time.
+const SLICE_CHARS = 1024;
+const TOKENIZE_UP_TO_CHARS = 32 * 1024;
+const CHARS_PER_TOKEN_FALLBACK = 3;
+
+function count(text: string): number {
+  if (text.length > TOKENIZE_UP_TO_CHARS) return Math.ceil(text.length / CHARS_PER_TOKEN_FALLBACK);
+  let tokens = 0;
+  for (let start = 0; start < text.length; start += SLICE_CHARS) tokens += countTokens(text.slice(start, start + SLICE_CHARS), AS_TEXT);
+  return tokens;
+}
 const PER_REQUEST_OVERHEAD = 3;
 
 function textOf(content: unknown): string {

@@ -66,11 +66,15 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   socket.destroy();
 }
 
-/** The per-IP guard on every `/api/v1` route (not `/healthz`, `/readyz`, `/metrics`), before any auth work. */
+/** Operations endpoints a prober or scraper polls: never throttled. */
+const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** The per-IP guard on every route but the operations endpoints (unmatched paths too), before any auth work. */
 export function registerEdgeGuard(app: FastifyInstance, guard: EdgeGuard, onRefused: () => void = () => undefined): void {
   if (!guard.enabled) return;
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/api/v1')) return;
+    // Decide by the route the router matched, not the raw URL: `/%61pi/v1/...` decodes to `/api/v1/...`.
+    if (EXEMPT.has(request.routeOptions.url ?? '')) return;
     // `request.ip` is the socket's address, or X-Forwarded-For's client when `server.trust_proxy` is set.
     const refusal: TollgateError | null = guard.check(request.ip);
     if (!refusal) return;

@@ -13,7 +13,16 @@ const message = z.looseObject({
   tool_call_id: z.string().optional(),
 });
 
-const priceLimit = z.union([z.number().nonnegative(), z.string().regex(/^\d+(\.\d+)?$/)]);
+// USD per million tokens; more than 9 decimals is below a femto-dollar per token: numbers are rounded
+// there (0.1 + 0.2 arrives as 0.30000000000000004), strings must not carry more.
+const priceLimit = z.union([
+  z
+    .number()
+    .nonnegative()
+    .max(1e9)
+    .transform((value) => value.toFixed(9)),
+  z.string().regex(/^\d{1,10}(\.\d{1,9})?$/, 'must be a decimal number of USD per million tokens with at most 9 decimals'),
+]);
 
 const providerPreferences = z.looseObject({
   order: z.array(z.string()).optional(),
@@ -26,7 +35,6 @@ const providerPreferences = z.looseObject({
   data_collection: z.enum(['allow', 'deny']).optional(),
 });
 
-const nonNegativeInt = z.number().int().nonnegative();
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1, 'model must be a non-empty string'),
@@ -34,8 +42,9 @@ export const chatRequestSchema = z.looseObject({
   models: z.array(z.string().min(1)).max(10).optional(),
   provider: providerPreferences.optional(),
   stream: z.boolean().optional(),
-  max_tokens: nonNegativeInt.nullable().optional(),
-  max_completion_tokens: nonNegativeInt.nullable().optional(),
+  // At least 1: some providers read 0 as "use your default", which would escape the credit hold's estimate.
+  max_tokens: z.number().int().min(1, 'max_tokens must be at least 1').nullable().optional(),
+  max_completion_tokens: z.number().int().min(1, 'max_completion_tokens must be at least 1').nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
   top_k: z.number().int().nullable().optional(),

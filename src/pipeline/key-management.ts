@@ -128,7 +128,10 @@ export async function ownedKey(deps: KeyServiceDeps, accountId: string, hash: st
 }
 
 export async function updateKey(deps: KeyServiceDeps, accountId: string, hash: string, input: UpdateKeyInput): Promise<KeyRecord> {
-  await ownedKey(deps, accountId, hash);
+  const existing = await ownedKey(deps, accountId, hash);
+  if (input.disabled === false && existing.compromisedAt !== null) {
+    throw new TollgateError('resource.conflict', 'This key was reported compromised and cannot be re-enabled; create a new key');
+  }
   const patch: KeyPatch = {};
   if (input.name !== undefined) patch.name = input.name;
   if (input.disabled !== undefined) patch.disabled = input.disabled;

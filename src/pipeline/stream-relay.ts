@@ -51,7 +51,10 @@ interface Segment {
 
 interface SegmentResult {
   usage: NormalizedUsage | null;
+  /** The answer's text (what a continuation continues). */
   content: string;
+  /** Everything the upstream generated — text, reasoning, tool-call arguments — for a token estimate when it reports no usage. */
+  generated: string;
   upstreamId: string | null;
   /** Set when the upstream (not the caller, not shutdown) broke the stream: it counts against the endpoint's health. */
   fault: FailureType | null;
@@ -82,7 +85,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
     if (!next) break;
     reportHealth(deps, segment, result.fault, true, deps.now(), null);
     deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
-    earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.content });
+    earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
     attempts.push(...next.attempts);
     segment = next.segment;
     result = await pump(deps, ctx, segment, progress, sink, identity);
@@ -101,7 +104,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
       served: segment.served,
       usage: result.usage,
       promptEstimate: segment.promptEstimate,
-      completionText: result.content,
+      completionText: result.generated,
       earlier,
       streamed: true,
       cancelled,
@@ -135,7 +138,8 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
 
 /** Forwards one segment's events until it ends, and says how it ended. */
 async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress: Progress, sink: StreamSink, identity: ResponseIdentity): Promise<SegmentResult> {
-  const result: SegmentResult = { usage: null, content: '', upstreamId: null, fault: null, failure: null, cancelled: false };
+  const result: SegmentResult = { usage: null, content: '', generated: '', upstreamId: null, fault: null, failure: null, cancelled: false };
+  let finished = false;
   let malformed = 0;
   let sawDone = false;
 
@@ -150,7 +154,9 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
         result.content += choice.delta.content;
         progress.content += choice.delta.content;
       }
+      result.generated += generatedText(choice.delta);
       if (choice.finish_reason !== null) {
+        finished = true;
         progress.finishReason = choice.finish_reason;
         progress.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
       }
@@ -180,6 +186,11 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
       }
     }
   } catch (error) {
+    if (finished && !sink.closed && !ctx.signal.aborted) {
+      // The answer was complete; only the trailing usage/[DONE] went missing: finalise normally.
+      segment.abort('shutdown');
+      return result;
+    }
     if (sink.closed) result.cancelled = true;
     else if (abortReasonOf(ctx.signal) === 'shutdown') {
       // The caller is still there: end its stream with an error, not a cut connection.
@@ -201,6 +212,19 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
   }
   if (result.cancelled || result.failure) segment.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
+}
+
+/** The text of a delta that the upstream generated (and bills), whatever its kind. */
+function generatedText(delta: Record<string, unknown>): string {
+  let text = '';
+  for (const field of ['content', 'reasoning', 'refusal'] as const) if (typeof delta[field] === 'string') text += delta[field];
+  if (Array.isArray(delta.tool_calls)) {
+    for (const call of delta.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
+      if (typeof call.function?.name === 'string') text += call.function.name;
+      if (typeof call.function?.arguments === 'string') text += call.function.arguments;
+    }
+  }
+  return text;
 }
 
 function withoutRole(choice: ChunkChoice): ChunkChoice {

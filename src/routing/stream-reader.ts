@@ -69,12 +69,13 @@ async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
   }
 }
 
-/** Content the caller can see: text, a tool call, a refusal or a finish reason. Role-only deltas are not. */
+/** Content the caller can see: text, reasoning, a tool call, a refusal or a finish reason. Role-only deltas are not. */
 export function carriesContent(event: StreamEvent): boolean {
   if (event.kind !== 'chunk') return false;
   return event.choices.some((choice) => {
     if (choice.finish_reason !== null) return true;
     const delta = choice.delta;
-    return (typeof delta.content === 'string' && delta.content.length > 0) || Array.isArray(delta.tool_calls) || (typeof delta.refusal === 'string' && delta.refusal.length > 0);
+    const text = (value: unknown) => typeof value === 'string' && value.length > 0;
+    return text(delta.content) || text(delta.reasoning) || text(delta.refusal) || Array.isArray(delta.tool_calls);
   });
 }

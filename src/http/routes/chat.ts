@@ -1,5 +1,6 @@
 /** POST /api/v1/chat/completions */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError } from '../../core/errors.js';
 import { newGenerationId } from '../../core/ids.js';
 import { completeChat, streamChat } from '../../pipeline/chat-completion.js';
 import { authenticate } from '../authenticate.js';
@@ -16,7 +17,15 @@ function requestSignal(request: FastifyRequest, reply: FastifyReply, shutdown: A
     if (!reply.raw.writableFinished) controller.abort();
   });
   request.raw.on('aborted', () => controller.abort());
-  return AbortSignal.any([controller.signal, shutdown]);
+  // Linked by hand: AbortSignal.any() on Node 20 keeps every dependant of the long-lived shutdown
+  // signal alive (nodejs/node#55351), a leak per request.
+  const onShutdown = () => controller.abort(shutdown.reason);
+  if (shutdown.aborted) onShutdown();
+  else {
+    shutdown.addEventListener('abort', onShutdown, { once: true });
+    reply.raw.once('close', () => shutdown.removeEventListener('abort', onShutdown));
+  }
+  return controller.signal;
 }
 
 export function registerChatRoutes(routes: RouteTable, services: Services): void {
@@ -34,7 +43,9 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
     request.log = reply.log = request.log.child({ generation_id: generationId });
     const body = request.body as { stream?: unknown } | null;
     const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
-    const labels = (status: number, model: string, provider: string) => ({ model, provider, status: String(status), streamed: String(ctx.body?.stream === true) });
+    // Label values come from the catalog only: a caller must not be able to mint label values.
+    const known = (model: unknown) => (typeof model === 'string' && services.catalog.models.has(model) ? model : 'unknown');
+    const labels = (status: number, model: unknown, provider: string) => ({ model: known(model), provider, status: String(status), streamed: String(ctx.body?.stream === true) });
 
     if (body && typeof body === 'object' && body.stream === true) {
       // A hijacked reply bypasses Fastify's header handling: carry over what hooks set (CORS, the generation id).
@@ -44,16 +55,21 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         // Take over the socket only once we know the stream will start; errors before that are normal replies.
         reply.hijack();
         await streamChat(services.chat, ctx, sink);
-        services.metrics.completions.inc(labels(200, String((body as { model?: unknown }).model ?? ''), ''));
+        services.metrics.completions.inc(labels(200, (body as { model?: unknown }).model, ''));
       } catch (error) {
         const rendered = renderError(error);
-        services.metrics.completions.inc(labels(rendered.status, String((body as { model?: unknown }).model ?? ''), ''));
+        services.metrics.completions.inc(labels(rendered.status, (body as { model?: unknown }).model, ''));
         if (!sink.started && !reply.raw.headersSent) {
           reply.raw.writeHead(rendered.status, { ...carried, 'content-type': 'application/json; charset=utf-8', ...rendered.headers });
           reply.raw.end(JSON.stringify(rendered.body));
         } else if (!reply.raw.writableEnded) {
           request.log.error({ err: error }, 'stream failed after it started');
-          reply.raw.end();
+          await sink.error(error instanceof TollgateError ? error : new TollgateError('internal', 'Internal server error', { metadata: { error_type: 'server' } }), {
+            id: generationId,
+            created: Math.floor(services.now() / 1000),
+            model: known((body as { model?: unknown }).model),
+            provider: '',
+          });
         }
         if (rendered.status >= 500) request.log.error({ err: error }, 'chat stream failed');
       }
@@ -66,7 +82,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
       services.metrics.completions.inc(labels(result.status, completion.model, completion.provider));
       return reply.code(result.status).send(result.body);
     } catch (error) {
-      services.metrics.completions.inc(labels(renderError(error).status, String((body as { model?: unknown } | null)?.model ?? ''), ''));
+      services.metrics.completions.inc(labels(renderError(error).status, (body as { model?: unknown } | null)?.model, ''));
       throw error;
     }
   }, { onRequest: assignGenerationId });

@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { estimateCompletionTokens, estimatePromptTokens } from './token-estimate.js';
+
+describe('token estimates', () => {
+  it('counts ordinary text with the tokenizer, special-token strings as text', () => {
+    expect(estimateCompletionTokens('Hello world, this is a test.')).toBe(8);
+    expect(estimateCompletionTokens('')).toBe(0);
+    expect(estimatePromptTokens([{ role: 'user', content: '<|endoftext|> hi' }])).toBeGreaterThan(4);
+  });
+
+  it('stays linear on hostile input (long runs without spaces, megabytes of text)', () => {
+    const run = 'a'.repeat(30_000);
+    expect(estimateCompletionTokens(run)).toBeGreaterThan(1000);
+    expect(estimatePromptTokens([{ role: 'user', content: 'b'.repeat(4_000_000) }])).toBeGreaterThan(1_000_000);
+    // Before slicing, 30 KB of one letter took ~0.6 s and 4 MB hours: the test's timeout is the guard.
+  });
+});

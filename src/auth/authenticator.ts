@@ -57,9 +57,4 @@ export class Authenticator {
     }
     return key;
   }
-
-  /** Drop a key from this process's cache (the bus does it for changes made anywhere). */
-  forget(hash: string): void {
-    this.cache.invalidate(hash);
-  }
 }

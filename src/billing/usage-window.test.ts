@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { usagePeriods, windowEnd } from './usage-window.js';
+import { usagePeriods } from './usage-window.js';
 
 describe('usage windows (UTC)', () => {
   it('names day, Monday-start week and month', () => {
@@ -9,13 +9,5 @@ describe('usage windows (UTC)', () => {
     const monday = Date.UTC(2026, 10, 23);
     expect(usagePeriods(monday)).toEqual({ day: 'd:2026-11-23', week: 'w:2026-11-23', month: 'm:2026-11' });
     expect(usagePeriods(Date.UTC(2027, 0, 1)).week).toBe('w:2026-12-28');
-  });
-
-  it('computes where the current window ends', () => {
-    const t = Date.UTC(2026, 10, 22, 12);
-    expect(windowEnd('daily', t)).toBe(Date.UTC(2026, 10, 23));
-    expect(windowEnd('weekly', t)).toBe(Date.UTC(2026, 10, 23));
-    expect(windowEnd('monthly', t)).toBe(Date.UTC(2026, 11, 1));
-    expect(windowEnd('monthly', Date.UTC(2026, 11, 31, 5))).toBe(Date.UTC(2027, 0, 1));
   });
 });

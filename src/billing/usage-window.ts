@@ -28,28 +28,3 @@ export function usagePeriods(nowMs: number): UsagePeriods {
     month: `m:${isoDate(dayStart).slice(0, 7)}`,
   };
 }
-
-export function periodFor(reset: LimitReset | null, periods: UsagePeriods): string {
-  switch (reset) {
-    case 'daily':
-      return periods.day;
-    case 'weekly':
-      return periods.week;
-    case 'monthly':
-      return periods.month;
-    case null:
-      return ALL_TIME;
-  }
-}
-
-/** Epoch ms at which the window containing `nowMs` ends. */
-export function windowEnd(reset: LimitReset, nowMs: number): number {
-  const dayStart = Math.floor(nowMs / DAY_MS) * DAY_MS;
-  if (reset === 'daily') return dayStart + DAY_MS;
-  if (reset === 'weekly') {
-    const weekday = (new Date(dayStart).getUTCDay() + 6) % 7;
-    return dayStart + (7 - weekday) * DAY_MS;
-  }
-  const d = new Date(dayStart);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-}

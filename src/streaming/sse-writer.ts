@@ -12,8 +12,3 @@ export const SSE_PROCESSING_COMMENT = ': TOLLGATE PROCESSING\n\n';
 export function formatSseData(payload: unknown): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
 }
-
-/** A comment line; line breaks in `text` are replaced so it stays one comment. */
-export function formatSseComment(text: string): string {
-  return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`;
-}

@@ -106,7 +106,11 @@ export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, reques
 function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[], promptTokens: number): Units {
   let most = 0n;
   for (const { endpoint } of attempts) {
-    const completion = request.max_completion_tokens ?? request.max_tokens ?? endpoint.maxCompletionTokens ?? Math.min(4096, Math.max(0, endpoint.contextLength - promptTokens));
+    const available = Math.max(0, endpoint.contextLength - promptTokens);
+    const cap = Math.min(endpoint.maxCompletionTokens ?? available, available);
+    const requested = request.max_completion_tokens ?? request.max_tokens;
+    // The most the endpoint can produce for this prompt; without a requested limit, at most 4096 unless the endpoint caps lower.
+    const completion = requested ? Math.min(requested, cap) : Math.min(endpoint.maxCompletionTokens ?? 4096, cap);
     const femto = endpoint.prices.prompt * BigInt(promptTokens) + endpoint.prices.completion * BigInt(completion) + endpoint.prices.request;
     const units = (femto + 999_999n) / 1_000_000n;
     if (units > most) most = units;
@@ -124,7 +128,8 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const hold = await deps.gate.admit(ctx.key, isPaid, holdEstimate(request, attempts, promptEstimate));
   // Rate limits come after the credit checks, so a 402 does not use up a free-model slot.
   let freeSlot: FreeSlot | null = null;
-  if (attempts[0]?.model.isFree) {
+  // Any free model in the plan takes a slot (a failing paid model with a `:free` fallback must not bypass the cap).
+  if (attempts.some((a) => a.model.isFree)) {
     try {
       freeSlot = await deps.freeModels.admit(await deps.gate.account(ctx.key.accountId));
     } catch (error) {
@@ -177,6 +182,38 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);
+      if (outcome.error.cause !== undefined) {
+        deps.log[outcome.error.code === 'internal' ? 'error' : 'warn']({ generation_id: ctx.generationId, err: outcome.error }, 'an attempt failed on a local error');
+      }
+      const { partial } = outcome;
+      if (partial) {
+        // Cut mid-answer (the caller left, or shutdown's grace ended): the upstream produced tokens, so
+        // it is charged as a cut stream is (stream-relay): its usage if it came, else an estimate of the
+        // text so far. A caller who left is written nothing; shutdown answers 503 after the charge.
+        const shutdown = outcome.error.code === 'server.shutting_down';
+        const cutAt = deps.now();
+        await settle(deps, {
+          generationId: ctx.generationId,
+          accountId: ctx.key.accountId,
+          keyHash: ctx.key.hash,
+          createdAt: partial.startedAt,
+          served: partial.served,
+          usage: partial.completion.usage,
+          promptEstimate: admitted.promptEstimate,
+          completionText: partial.completion.choices.map((c) => c.message.content ?? '').join(''),
+          streamed: false,
+          cancelled: !shutdown,
+          finishReason: shutdown ? 'error' : null,
+          nativeFinishReason: null,
+          latencyMs: cutAt - partial.startedAt,
+          generationTimeMs: cutAt - partial.startedAt,
+          upstreamId: partial.completion.upstreamId,
+          app: ctx.app,
+          externalUser: admitted.request.user ?? null,
+          attempts: outcome.attempts,
+          moderationLatencyMs: admitted.moderationLatencyMs,
+        }, admitted.hold);
+      }
       throw outcome.error;
     }
     const finishedAt = deps.now();

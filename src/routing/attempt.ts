@@ -3,15 +3,34 @@
  * own AbortController and timers, and read the answer (non-streamed), or read a stream until its
  * first content event — the commit point after which no failover is possible.
  */
-import type { NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import { TollgateError } from '../core/errors.js';
+import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure, UpstreamRequest } from '../providers/types.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
-import { failureFromThrown } from './failure.js';
+import { failureFromThrown, isTransportError } from './failure.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, readUpstreamEvents } from './stream-reader.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
-export type AttemptResult<T> = { ok: true; value: T; status: number } | { ok: false; failure: UpstreamFailure; cancelled: boolean };
+/** The upstream failed, or the attempt was cancelled (caller gone, shutdown). */
+export interface AttemptFailure {
+  ok: false;
+  failure: UpstreamFailure;
+  cancelled: boolean;
+  /** A non-streamed answer cut after the upstream started producing it: what was folded so far, to be charged. */
+  partial?: { completion: NormalizedCompletion; status: number };
+}
+
+/**
+ * Not the provider's doing: the request could not be built for it, or our own code threw. Not
+ * retried, not recorded in the endpoint's health; the caller gets `error`.
+ */
+export interface LocalFailure {
+  ok: false;
+  local: TollgateError;
+}
+
+export type AttemptResult<T> = { ok: true; value: T; status: number } | AttemptFailure | LocalFailure;
 
 class AttemptScope {
   readonly controller = new AbortController();
@@ -51,8 +70,23 @@ class AttemptScope {
   }
 }
 
-function failed(scope: AttemptScope, error: unknown): { ok: false; failure: UpstreamFailure; cancelled: boolean } {
-  return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
+function failed(scope: AttemptScope, error: unknown): AttemptFailure | LocalFailure {
+  if (isTransportError(error, scope.controller.signal)) return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
+  scope.controller.abort(new AttemptAbort('shutdown')); // nothing more is read from this upstream request
+  return internalFailure(error);
+}
+
+function internalFailure(error: unknown): LocalFailure {
+  return { ok: false, local: new TollgateError('internal', 'Internal server error', { cause: error }) };
+}
+
+/** Builds (and serialises) the upstream request outside the network part: a failure here is the request's, not the provider's. */
+function buildUpstream(adapter: ProviderAdapter, planned: PlannedAttempt, body: Record<string, unknown>, stream: boolean): UpstreamRequest | LocalFailure {
+  try {
+    return adapter.buildRequest(target(planned), body, stream);
+  } catch (error) {
+    return { ok: false, local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', { cause: error }) };
+  }
 }
 
 /**
@@ -89,7 +123,12 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
       }
     }
   } catch (error) {
-    failure = { ok: false, failure: failureFromThrown(error, signal.aborted ? signal : new AbortController().signal), cancelled: signal.aborted };
+    if (!signal.aborted) failure = isTransportError(error, new AbortController().signal) ? { ok: false, failure: failureFromThrown(error, new AbortController().signal), cancelled: false } : internalFailure(error);
+  }
+  if (signal.aborted && !ended && !aggregate.finished) {
+    // The caller left, or shutdown's grace ended, mid-answer: the upstream did produce what was folded
+    // so far, and it is charged as a cut stream is (its usage if it came, else an estimate of the text).
+    failure = { ok: false, failure: failureFromThrown(signal.reason, signal), cancelled: true, partial: { completion: aggregate.result(), status: opened.status } };
   }
   if (failure) {
     opened.value.abort('shutdown');
@@ -103,9 +142,10 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
 async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider } = planned.endpoint;
   const adapter = deps.adapterFor(provider.kind);
+  const request = buildUpstream(adapter, planned, body, false);
+  if ('local' in request) return request;
   const scope = new AttemptScope(signal);
   try {
-    const request = adapter.buildRequest(target(planned), body, false);
     scope.arm(provider.timeouts.response_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
     const text = await readBounded(response.body, 32 * 1024 * 1024);
@@ -131,10 +171,11 @@ export interface OpenedStream {
 export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
   const { provider } = planned.endpoint;
   const adapter = deps.adapterFor(provider.kind);
+  const request = buildUpstream(adapter, planned, body, true);
+  if ('local' in request) return request;
   const scope = new AttemptScope(signal);
   let committed = false;
   try {
-    const request = adapter.buildRequest(target(planned), body, true);
     scope.arm(provider.timeouts.connect_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
     if (response.status < 200 || response.status >= 300) {
@@ -229,8 +270,27 @@ function invalidResponse(reason: string): UpstreamFailure {
   return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
 }
 
-function target(planned: PlannedAttempt) {
+/** Headers that carry a provider credential, in any provider's scheme (compared lower-case). */
+const AUTH_HEADERS = new Set(['authorization', 'api-key', 'x-api-key', 'x-goog-api-key']);
+
+/**
+ * The provider's configured extra headers for one attempt. The adapters apply them after the API
+ * key (so an operator can use another auth scheme), so on a BYOK attempt any auth header among them
+ * would replace the caller's key with the operator's: those are dropped.
+ */
+export function extraHeadersFor(configured: Readonly<Record<string, string>>, byok: boolean): Record<string, string> {
+  if (!byok) return { ...configured };
+  return Object.fromEntries(Object.entries(configured).filter(([name]) => !AUTH_HEADERS.has(name.toLowerCase())));
+}
+
+function target(planned: PlannedAttempt): EndpointTarget {
   const { provider } = planned.endpoint;
-  return { providerId: provider.id, baseUrl: provider.baseUrl, apiKey: planned.byok?.apiKey ?? provider.apiKey, upstreamModel: planned.endpoint.upstreamModel, extraHeaders: { ...provider.headers } };
+  return {
+    providerId: provider.id,
+    baseUrl: provider.baseUrl,
+    apiKey: planned.byok?.apiKey ?? provider.apiKey,
+    upstreamModel: planned.endpoint.upstreamModel,
+    extraHeaders: extraHeadersFor(provider.headers, planned.byok !== null),
+  };
 }
 

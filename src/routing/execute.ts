@@ -10,10 +10,10 @@ import type { Dispatcher } from 'undici';
 import type { TollgateError } from '../core/errors.js';
 import type { NormalizedCompletion, ProviderAdapter, ProviderKind, StreamEvent } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
-import { circuitOpenError, exhaustedError, movesOn, rejectionError, type AttemptRecord } from './failure.js';
+import { circuitOpenError, exhaustedError, movesOn, rejectionError, shuttingDownError, type AttemptRecord } from './failure.js';
 import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
-import type { AbortReason } from './upstream-client.js';
+import { abortReasonOf, type AbortReason } from './upstream-client.js';
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -42,7 +42,23 @@ export interface ExecuteInput {
   signal: AbortSignal;
 }
 
-export type Outcome<T> = ({ ok: true; served: PlannedAttempt } & T & { attempts: AttemptRecord[] }) | { ok: false; error: TollgateError; attempts: AttemptRecord[] };
+export type Outcome<T> =
+  | ({ ok: true; served: PlannedAttempt } & T & { attempts: AttemptRecord[] })
+  | {
+      ok: false;
+      error: TollgateError;
+      attempts: AttemptRecord[];
+      /** A non-streamed answer cut (caller gone, shutdown) after the upstream produced part of it: to be charged. */
+      partial?: PartialCompletion;
+    };
+
+export interface PartialCompletion {
+  served: PlannedAttempt;
+  /** What was folded before the cut: the upstream's usage if it came, and the text so far. */
+  completion: NormalizedCompletion;
+  startedAt: number;
+  attemptStartedAt: number;
+}
 
 export interface CompletionOutcome {
   completion: NormalizedCompletion;
@@ -135,13 +151,20 @@ async function loop<T>(
     const result = await attempt(pick.planned);
     const ended = deps.now();
     const key = pick.planned.healthKey;
+    if ('local' in result) {
+      // Not the provider's doing (the request could not be built for it, or our own code threw): not
+      // retried elsewhere, and nothing recorded in the endpoint's health that other callers share.
+      health.release(key);
+      return { ok: false, error: result.local, attempts };
+    }
     attempts.push({
       providerId: pick.planned.endpoint.provider.id,
       providerName: pick.planned.endpoint.provider.name,
       model: pick.planned.model.id,
-      status: result.ok ? result.status : result.failure.status,
+      // A cut answer was being served: the provider answered.
+      status: result.ok ? result.status : (result.partial?.status ?? result.failure.status),
       latencyMs: ended - began,
-      failure: result.ok ? null : result.failure,
+      failure: result.ok || result.partial ? null : result.failure,
     });
     if (result.ok) {
       if (successOnCommit) health.recordSuccess(key, ended, ended - began, null);
@@ -149,7 +172,9 @@ async function loop<T>(
     }
     if (result.cancelled) {
       health.release(key);
-      return { ok: false, error: exhaustedError(attempts), attempts };
+      const error = abortReasonOf(input.signal) === 'shutdown' ? shuttingDownError() : exhaustedError(attempts);
+      if (!result.partial) return { ok: false, error, attempts };
+      return { ok: false, error, attempts, partial: { served: pick.planned, completion: result.partial.completion, startedAt, attemptStartedAt: began } };
     }
     const failure = result.failure;
     health.recordFailure(key, ended, failure.type, failure.retryAfterMs);
@@ -168,6 +193,7 @@ async function loop<T>(
       pick.notBefore = ended + backoff(policy, pick.tries, random);
     }
   }
+  if (abortReasonOf(input.signal) === 'shutdown') return { ok: false, error: shuttingDownError(), attempts };
   if (attempts.length === 0 && breakerBlocked) {
     return { ok: false, error: circuitOpenError(breakerBlocked, health.retryInMs(breakerBlocked.healthKey, deps.now())), attempts };
   }

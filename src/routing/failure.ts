@@ -17,6 +17,7 @@ export interface AttemptRecord {
   failure: UpstreamFailure | null;
 }
 
+/** The failure of a transport error (check `isTransportError` first: anything else is not the provider's doing). */
 export function failureFromThrown(error: unknown, signal: AbortSignal): UpstreamFailure {
   // A body read aborted by our own timer rejects with the AttemptAbort itself (undici passes the signal's reason).
   const reason = abortReasonOf(signal) ?? (error instanceof AttemptAbort ? error.reason : null);
@@ -35,6 +36,42 @@ export function failureFromThrown(error: unknown, signal: AbortSignal): Upstream
     retryAfterMs: null,
     raw: null,
   };
+}
+
+/** Socket and DNS error codes of a connection that failed or broke (Node's `net`, `dns`, `tls`). */
+const SOCKET_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EPROTO',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/**
+ * Whether a thrown error came from talking to the upstream — undici, the socket, DNS, TLS, or one of
+ * our own aborts — rather than from our own code (a bug, a body that cannot be serialised). Only the
+ * former says something about the endpoint; the latter must not be retried elsewhere nor open a
+ * breaker that other callers would then hit.
+ */
+export function isTransportError(error: unknown, signal: AbortSignal): boolean {
+  if (signal.aborted || error instanceof AttemptAbort) return true;
+  for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 3; depth++) {
+    const { code, name } = current as { code?: unknown; name?: unknown };
+    if (name === 'AbortError') return true;
+    if (typeof code === 'string' && (code.startsWith('UND_ERR') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || code.includes('CERT') || SOCKET_CODES.has(code))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** Failures another endpoint may not have. The caller's own faults and policy rejections do not move on. */
@@ -115,6 +152,11 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
       raw: ownCredentials ? null : (lastFailure?.raw ?? null),
     },
   });
+}
+
+/** The request was cut because the process is shutting down (grace period over). */
+export function shuttingDownError(): TollgateError {
+  return new TollgateError('server.shutting_down', 'The gateway is shutting down', { metadata: { error_type: 'server' } });
 }
 
 /** Nothing was attempted: every endpoint of the plan is behind an open circuit breaker. */

@@ -98,6 +98,16 @@ function replyWithError(error: FastifyError, request: FastifyRequest, reply: Fas
   return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
 }
 
+/** How long shutdown waits, once the server is closed, for route handlers still running (e.g. settling a cut stream). */
+const SHUTDOWN_HANDLER_WAIT_MS = 5_000;
+
+async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number): Promise<void> {
+  if (promises.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(promises), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+
 export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
@@ -213,6 +223,25 @@ export function buildApp(deps: AppDeps): Gateway {
     return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
   });
 
+  // Every route handler in flight, so shutdown can wait for the ones woken by the forced connection
+  // close (a hijacked stream's handler runs until its charge is queued) before draining the settler.
+  const inFlight = new Set<Promise<unknown>>();
+  app.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const result: unknown = handler.call(this, request, reply);
+      if (result instanceof Promise) {
+        const tracked = result.then(
+          () => undefined,
+          () => undefined,
+        );
+        inFlight.add(tracked);
+        void tracked.then(() => inFlight.delete(tracked));
+      }
+      return result;
+    };
+  });
+
   registerChatRoutes(routes, services);
   registerAccountRoutes(routes, services);
   registerKeyRoutes(routes, services);
@@ -234,6 +263,9 @@ export function buildApp(deps: AppDeps): Gateway {
       await closing;
     } finally {
       clearTimeout(deadline);
+      // Handlers woken by the forced close may not have queued their charge yet: wait for them
+      // (bounded), then drain, so every charge is committed before the caller closes the store.
+      await waitFor([...inFlight], SHUTDOWN_HANDLER_WAIT_MS);
       await settler.drain();
       gate.close();
     }

@@ -3,6 +3,7 @@
  * does not pay one durable commit per request; each caller still waits until its own charge is
  * committed before it reports the request done.
  */
+import { TollgateError } from '../core/errors.js';
 import type { SettleOutcome, Settlement, Store } from '../store/types.js';
 
 interface Pending {
@@ -14,7 +15,10 @@ interface Pending {
 export interface SettlerOptions {
   store: Store;
   maxBatch?: number;
-  /** Retries of a failed batch before its callers get the error (the store may be restarting). */
+  /**
+   * Retries of a failed batch (the store may be restarting). After them, a batch the store refused
+   * (not `store.unavailable`) is settled one charge at a time, so only a charge that fails alone fails.
+   */
   retries?: number;
   retryDelayMs?: number;
   onCommitted?: (settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]) => void;
@@ -58,20 +62,57 @@ export class Settler {
   }
 
   private async commit(batch: Pending[]): Promise<void> {
-    const settlements = batch.map((p) => p.settlement);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const outcomes = await this.options.store.settle(settlements);
-        this.options.onCommitted?.(settlements, outcomes);
-        batch.forEach((p, i) => p.resolve(outcomes[i]!));
-        return;
-      } catch (error) {
-        if (attempt >= this.retries) {
-          for (const p of batch) p.reject(error);
-          return;
-        }
-        await new Promise((r) => setTimeout(r, this.retryDelayMs * 2 ** attempt));
+    const error = await this.commitWithRetries(batch);
+    if (error === null) return;
+    if (batch.length === 1 || isStoreUnavailable(error)) {
+      for (const p of batch) p.reject(error);
+      return;
+    }
+    // The store answered but refused the batch: one bad charge (a value the database rejects) must not
+    // fail up to maxBatch unrelated callers. Settle each on its own, once, so only the bad one fails;
+    // if the store goes away meanwhile, the rest get that error without more tries.
+    let unavailable: unknown = null;
+    for (const pending of batch) {
+      if (unavailable !== null) {
+        pending.reject(unavailable);
+        continue;
       }
+      const alone = await this.tryCommit([pending]);
+      if (alone === null) continue;
+      pending.reject(alone);
+      if (isStoreUnavailable(alone)) unavailable = alone;
     }
   }
+
+  /** Commits the batch, retrying with backoff; the last error when every try failed, else null. */
+  private async commitWithRetries(batch: Pending[]): Promise<unknown> {
+    for (let attempt = 0; ; attempt++) {
+      const error = await this.tryCommit(batch);
+      if (error === null) return null;
+      if (attempt >= this.retries) return error;
+      await new Promise((r) => setTimeout(r, this.retryDelayMs * 2 ** attempt));
+    }
+  }
+
+  /** One store.settle of the batch; resolves its callers when it committed. The error, or null. */
+  private async tryCommit(batch: Pending[]): Promise<unknown> {
+    const settlements = batch.map((p) => p.settlement);
+    let outcomes: SettleOutcome[];
+    try {
+      outcomes = await this.options.store.settle(settlements);
+    } catch (error) {
+      return error ?? new Error('store.settle failed');
+    }
+    try {
+      this.options.onCommitted?.(settlements, outcomes);
+    } catch {
+      // A metrics hook; the charges are committed whatever it does.
+    }
+    batch.forEach((p, i) => p.resolve(outcomes[i]!));
+    return null;
+  }
+}
+
+function isStoreUnavailable(error: unknown): boolean {
+  return error instanceof TollgateError && error.code === 'store.unavailable';
 }

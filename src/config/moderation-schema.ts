@@ -1,9 +1,12 @@
 /**
  * The `moderation` section of the config file: off (default), a pattern list compiled at boot, or an
- * OpenAI-compatible `/moderations` endpoint. Invalid regular expressions, a mode without its settings
- * and unknown `applies_to` models are configuration errors, reported with every other problem at boot.
+ * OpenAI-compatible `/moderations` endpoint. Invalid regular expressions, patterns with nested
+ * quantifiers (ReDoS, see moderation/regex-safety.ts), a mode without its settings and unknown
+ * `applies_to` models are configuration errors, reported with every other problem at boot.
+ * Patterns see the first 100 000 characters of each text (`MODERATED_TEXT_MAX`).
  */
 import { z } from 'zod';
+import { nestedQuantifierProblem } from '../moderation/regex-safety.js';
 
 /** Flags a pattern may carry. `g` and `y` are refused: they make `RegExp.test` stateful. */
 const FLAGS = /^[imsuv]*$/;
@@ -23,7 +26,11 @@ export const moderationPatternSchema = z
       new RegExp(rule.pattern, rule.flags);
     } catch (error) {
       ctx.addIssue({ code: 'custom', path: ['pattern'], message: `invalid regular expression: ${error instanceof Error ? error.message : String(error)}` });
+      return;
     }
+    // Callers choose the text: a pattern that can backtrack exponentially would let one request hang the gateway.
+    const problem = nestedQuantifierProblem(rule.pattern, rule.flags);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['pattern'], message: `unsafe regular expression: ${problem}` });
   });
 
 const endpointSchema = z

@@ -1,7 +1,10 @@
 /**
  * StreamSink over a raw Node response: headers go out lazily (first event or first keep-alive), so
  * that failures before anything was written still get a real HTTP status. Writes respect
- * backpressure: a slow reader slows the upstream read, nothing is buffered without bound.
+ * backpressure: a slow reader slows the upstream read, nothing is buffered without bound. A caller
+ * that stops reading altogether must not pin the upstream forever: when the socket has not drained
+ * within `drainTimeoutMs`, the response is destroyed, so the relay sees the caller gone (it aborts
+ * the upstream and charges what was produced).
  */
 import type { ServerResponse } from 'node:http';
 import type { TollgateError } from '../core/errors.js';
@@ -11,15 +14,28 @@ import type { StreamSink } from '../pipeline/stream-relay.js';
 import { SSE_DONE, SSE_PROCESSING_COMMENT, formatSseData } from '../streaming/sse-writer.js';
 import { renderError } from './error-table.js';
 
+export interface SseSinkOptions {
+  /** How long a write may wait for the socket to drain before the caller counts as gone; default 60 s. */
+  drainTimeoutMs?: number;
+}
+
+export const DEFAULT_DRAIN_TIMEOUT_MS = 60_000;
+
 export class SseSink implements StreamSink {
   private headersSent = false;
   private lastWriteAt = 0;
+  private readonly drainTimeoutMs: number;
+  /** The pending wait for 'drain', shared by every write made meanwhile (one timer, one listener pair). */
+  private drained: Promise<void> | null = null;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly headers: Record<string, string>,
     private readonly now: () => number,
-  ) {}
+    options: SseSinkOptions = {},
+  ) {
+    this.drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  }
 
   get started(): boolean {
     return this.headersSent;
@@ -46,23 +62,34 @@ export class SseSink implements StreamSink {
     if (this.closed) return;
     this.open();
     this.lastWriteAt = this.now();
-    if (!this.res.write(text)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.res.off('drain', done);
-          this.res.off('close', done);
-          resolve();
-        };
-        this.res.on('drain', done);
-        this.res.on('close', done);
-      });
-    }
+    if (!this.res.write(text)) await this.waitForDrain();
+  }
+
+  private waitForDrain(): Promise<void> {
+    this.drained ??= new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        this.drained = null;
+        resolve();
+      };
+      // The caller stopped reading: drop the connection, so the relay sees it gone.
+      const timer = setTimeout(() => {
+        if (!this.res.destroyed) this.res.destroy();
+        done();
+      }, this.drainTimeoutMs);
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+    return this.drained;
   }
 
   keepAlive(intervalMs: number): () => void {
     this.lastWriteAt = this.now();
     const timer = setInterval(() => {
-      if (this.closed) return;
+      // A write waiting for 'drain' is not idleness: no comments pile up behind it.
+      if (this.closed || this.drained) return;
       if (this.now() - this.lastWriteAt >= intervalMs - 5) void this.send(SSE_PROCESSING_COMMENT);
     }, Math.max(50, Math.floor(intervalMs / 2)));
     timer.unref();

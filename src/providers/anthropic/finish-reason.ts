@@ -1,7 +1,10 @@
 /**
  * Anthropic `stop_reason` → OpenRouter's normalized finish reason; the raw value is kept as
- * `native_finish_reason`. Values we do not know pass through unchanged, as for OpenAI.
+ * `native_finish_reason`. Values we do not know pass through when they are short plain tokens, else
+ * become `error`, as for OpenAI (`safeFinishReason`).
  */
+import { safeFinishReason } from '../openai/finish-reason.js';
+
 const FINISH_REASONS: Readonly<Record<string, string>> = {
   end_turn: 'stop',
   stop_sequence: 'stop',
@@ -14,5 +17,5 @@ const FINISH_REASONS: Readonly<Record<string, string>> = {
 
 export function normalizeAnthropicStopReason(raw: string | null): string | null {
   if (raw === null) return null;
-  return FINISH_REASONS[raw] ?? raw;
+  return (Object.hasOwn(FINISH_REASONS, raw) ? FINISH_REASONS[raw] : undefined) ?? safeFinishReason(raw);
 }

@@ -16,12 +16,13 @@ import type { Catalog } from '../routing/catalog.js';
 import { executeCompletion, executeStream, type ExecuteDeps } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
+import type { NormalizedCompletion } from '../providers/types.js';
 import type { KeyRecord } from '../store/types.js';
 import type { ByokCredential, ByokCredentials } from '../routing/byok-credentials.js';
 import type { FreeModelPolicy, FreeSlot } from '../limits/free-model-policy.js';
 import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
 import { renderCompletion, type ResponseIdentity } from './completion-shapes.js';
-import { buildCharge, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
+import { buildCharge, generatedTextOf, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
 import { moderateRequest, type ModerationStep } from './moderation-step.js';
 
@@ -177,6 +178,33 @@ export interface JsonResponse {
 
 export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<JsonResponse> {
   const admitted = await admit(deps, ctx);
+  /** Commits the charge of a (possibly cut) non-streamed answer. */
+  const charge = (answer: { served: PlannedAttempt; completion: NormalizedCompletion; startedAt: number }, attempts: readonly AttemptRecord[], end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null }) => {
+    const endedAt = deps.now();
+    return settle(
+      deps,
+      {
+        generationId: ctx.generationId,
+        accountId: ctx.key.accountId,
+        keyHash: ctx.key.hash,
+        createdAt: answer.startedAt,
+        served: answer.served,
+        usage: answer.completion.usage,
+        promptEstimate: admitted.promptEstimate,
+        completionText: generatedTextOf(answer.completion),
+        streamed: false,
+        ...end,
+        latencyMs: endedAt - answer.startedAt,
+        generationTimeMs: endedAt - answer.startedAt,
+        upstreamId: answer.completion.upstreamId,
+        app: ctx.app,
+        externalUser: admitted.request.user ?? null,
+        attempts,
+        moderationLatencyMs: admitted.moderationLatencyMs,
+      },
+      admitted.hold,
+    );
+  };
   try {
     const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
     recordAttempts(deps, outcome.attempts);
@@ -185,63 +213,20 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
       if (outcome.error.cause !== undefined) {
         deps.log[outcome.error.code === 'internal' ? 'error' : 'warn']({ generation_id: ctx.generationId, err: outcome.error }, 'an attempt failed on a local error');
       }
-      const { partial } = outcome;
-      if (partial) {
+      if (outcome.partial) {
         // Cut mid-answer (the caller left, or shutdown's grace ended): the upstream produced tokens, so
         // it is charged as a cut stream is (stream-relay): its usage if it came, else an estimate of the
         // text so far. A caller who left is written nothing; shutdown answers 503 after the charge.
         const shutdown = outcome.error.code === 'server.shutting_down';
-        const cutAt = deps.now();
-        await settle(deps, {
-          generationId: ctx.generationId,
-          accountId: ctx.key.accountId,
-          keyHash: ctx.key.hash,
-          createdAt: partial.startedAt,
-          served: partial.served,
-          usage: partial.completion.usage,
-          promptEstimate: admitted.promptEstimate,
-          completionText: partial.completion.choices.map((c) => c.message.content ?? '').join(''),
-          streamed: false,
-          cancelled: !shutdown,
-          finishReason: shutdown ? 'error' : null,
-          nativeFinishReason: null,
-          latencyMs: cutAt - partial.startedAt,
-          generationTimeMs: cutAt - partial.startedAt,
-          upstreamId: partial.completion.upstreamId,
-          app: ctx.app,
-          externalUser: admitted.request.user ?? null,
-          attempts: outcome.attempts,
-          moderationLatencyMs: admitted.moderationLatencyMs,
-        }, admitted.hold);
+        await charge(outcome.partial, outcome.attempts, { cancelled: !shutdown, finishReason: shutdown ? 'error' : null, nativeFinishReason: null });
       }
       throw outcome.error;
     }
-    const finishedAt = deps.now();
     const first = outcome.completion.choices[0];
-    const charge = await settle(deps, {
-      generationId: ctx.generationId,
-      accountId: ctx.key.accountId,
-      keyHash: ctx.key.hash,
-      createdAt: outcome.startedAt,
-      served: outcome.served,
-      usage: outcome.completion.usage,
-      promptEstimate: admitted.promptEstimate,
-      completionText: outcome.completion.choices.map((c) => c.message.content ?? '').join(''),
-      streamed: false,
-      cancelled: false,
-      finishReason: first?.finish_reason ?? null,
-      nativeFinishReason: first?.native_finish_reason ?? null,
-      latencyMs: finishedAt - outcome.startedAt,
-      generationTimeMs: finishedAt - outcome.startedAt,
-      upstreamId: outcome.completion.upstreamId,
-      app: ctx.app,
-      externalUser: admitted.request.user ?? null,
-      attempts: outcome.attempts,
-      moderationLatencyMs: admitted.moderationLatencyMs,
-    }, admitted.hold);
-    deps.metrics.timeToFirstToken.observe({ model: charge.record.model, provider: charge.record.providerName ?? 'unknown' }, (finishedAt - outcome.startedAt) / 1000);
+    const charged = await charge(outcome, outcome.attempts, { cancelled: false, finishReason: first?.finish_reason ?? null, nativeFinishReason: first?.native_finish_reason ?? null });
+    deps.metrics.timeToFirstToken.observe({ model: charged.record.model, provider: charged.record.providerName ?? 'unknown' }, (deps.now() - outcome.startedAt) / 1000);
     const identity = identityOf(ctx, outcome.served, outcome.startedAt);
-    return { status: 200, body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charge) };
+    return { status: 200, body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charged) };
   } finally {
     deps.gate.release(admitted.hold);
   }

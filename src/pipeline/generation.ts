@@ -3,7 +3,7 @@
  * the serving endpoint's prices, and the generation record that `GET /generation` renders.
  */
 import { computeCost, type CostBreakdown, type Units } from '../core/money.js';
-import type { NormalizedUsage } from '../providers/types.js';
+import type { NormalizedCompletion, NormalizedUsage } from '../providers/types.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import type { GenerationRecord } from '../store/types.js';
@@ -123,4 +123,21 @@ export function buildCharge(input: ChargeInput): Charge {
 /** Half-up rounding of list cost × basis points / 10 000, in integer units. */
 export function byokFee(listCost: Units, basisPoints: number): Units {
   return (listCost * BigInt(basisPoints) + 5_000n) / 10_000n;
+}
+
+/** Everything the upstream generated in a message or delta — text, reasoning, refusal, tool calls — for a token estimate. */
+export function generatedText(part: Record<string, unknown>): string {
+  let text = '';
+  for (const field of ['content', 'reasoning', 'refusal'] as const) if (typeof part[field] === 'string') text += part[field];
+  if (Array.isArray(part.tool_calls)) {
+    for (const call of part.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
+      if (typeof call.function?.name === 'string') text += call.function.name;
+      if (typeof call.function?.arguments === 'string') text += call.function.arguments;
+    }
+  }
+  return text;
+}
+
+export function generatedTextOf(completion: NormalizedCompletion): string {
+  return completion.choices.map((choice) => generatedText(choice.message)).join('');
 }

@@ -17,7 +17,7 @@ import type { AttemptRecord } from '../routing/failure.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-completion.js';
 import { identityOf, settle } from './chat-completion.js';
 import { renderChunk, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
-import type { EarlierSegment } from './generation.js';
+import { generatedText, type EarlierSegment } from './generation.js';
 
 export interface StreamSink {
   /** True once response headers went out (after that, errors are in-band). */
@@ -212,19 +212,6 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
   }
   if (result.cancelled || result.failure) segment.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
-}
-
-/** The text of a delta that the upstream generated (and bills), whatever its kind. */
-function generatedText(delta: Record<string, unknown>): string {
-  let text = '';
-  for (const field of ['content', 'reasoning', 'refusal'] as const) if (typeof delta[field] === 'string') text += delta[field];
-  if (Array.isArray(delta.tool_calls)) {
-    for (const call of delta.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
-      if (typeof call.function?.name === 'string') text += call.function.name;
-      if (typeof call.function?.arguments === 'string') text += call.function.arguments;
-    }
-  }
-  return text;
 }
 
 function withoutRole(choice: ChunkChoice): ChunkChoice {

@@ -1,6 +1,6 @@
 /**
  * The gateway under test, in the orchestrator's process and through the production composition root
- * (`startGateway`): embedded SQLite in a temp dir, silent logger, one model on the simulator. The
+ * (`startGateway`): embedded SQLite in a temp dir, silent logger, models on the simulator. The
  * account and key are made through the same pipeline functions the admin API calls.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,12 +14,14 @@ import { addCredits, createAccount } from '../pipeline/accounts.js';
 import { createKey } from '../pipeline/key-management.js';
 import { openSqliteDriver } from '../store/sqlite-driver.js';
 
-/** Gateway model id → upstream model name, which is a mock script (see providers/mock/script.ts). */
+/** Gateway model id → provider and upstream model name, which is a mock script (see providers/mock/script.ts). */
 export const BENCH_MODELS = {
   /** No latency, no pacing: the whole answer (40 tokens; streamed, 44 SSE events) in one write, so the gateway's own cost shows. */
-  'bench/instant': 'mock@tps=0',
+  'bench/instant': { provider: 'sim', upstream: 'mock@tps=0' },
+  /** The same through a provider with `stream_upstream: false`: a non-streamed request stays one JSON request upstream. */
+  'bench/instant-plain': { provider: 'sim-plain', upstream: 'mock@tps=0' },
   /** 20 tokens at 100 tokens/s: shows that chunks are relayed as they come, not buffered. */
-  'bench/paced': 'mock@tps=100,tokens=20',
+  'bench/paced': { provider: 'sim', upstream: 'mock@tps=100,tokens=20' },
 } as const;
 export type BenchModel = keyof typeof BENCH_MODELS;
 const PRICING = { prompt: '0.000001', completion: '0.000002' };
@@ -63,8 +65,11 @@ export async function startBenchGateway(providerUrl: string): Promise<BenchGatew
   writeFileSync(
     configPath,
     stringify({
-      providers: [{ id: 'sim', name: 'Simulator', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key' }],
-      models: Object.entries(BENCH_MODELS).map(([id, upstream]) => ({ id, name: id, context_length: 8192, endpoints: [{ provider: 'sim', model: upstream, pricing: PRICING }] })),
+      providers: [
+        { id: 'sim', name: 'Simulator', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key' },
+        { id: 'sim-plain', name: 'Simulator (plain)', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key', stream_upstream: false },
+      ],
+      models: Object.entries(BENCH_MODELS).map(([id, { provider, upstream }]) => ({ id, name: id, context_length: 8192, endpoints: [{ provider, model: upstream, pricing: PRICING }] })),
       // Every request comes from 127.0.0.1: the per-IP edge guard stays on (its cost is part of the
       // path) with a bucket far above what the load generator can send.
       limits: { edge: { burst: 1_000_000, per_second: 1_000_000 } },

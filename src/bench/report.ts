@@ -2,7 +2,9 @@
 import type { CommitCount } from './bench-gateway.js';
 import type { LoadResult, ProbeResult } from './measure.js';
 
-export type Target = 'direct' | 'gateway';
+/** The gateway through a provider with `stream_upstream: false` (non-streamed requests stay JSON upstream). */
+export const PLAIN_UPSTREAM = 'gateway, plain upstream';
+export type Target = 'direct' | 'gateway' | typeof PLAIN_UPSTREAM;
 
 export interface LoadRow {
   scenario: string;
@@ -48,12 +50,14 @@ export function overheadLines(rows: readonly LoadRow[]): string[] {
   const lines: string[] = [];
   for (const scenario of new Set(rows.map((r) => r.scenario))) {
     const direct = rows.find((r) => r.scenario === scenario && r.target === 'direct')?.result;
-    const gateway = rows.find((r) => r.scenario === scenario && r.target === 'gateway')?.result;
-    if (!direct || !gateway) continue;
-    lines.push(
-      `Gateway overhead, ${scenario}: p50 ${signed(gateway.p50Ms - direct.p50Ms)} ms, p99 ${signed(gateway.p99Ms - direct.p99Ms)} ms; ` +
-        `throughput ${((100 * gateway.requestsPerSec) / direct.requestsPerSec).toFixed(1)} % of direct`,
-    );
+    if (!direct) continue;
+    for (const row of rows.filter((r) => r.scenario === scenario && r.target !== 'direct')) {
+      const gateway = row.result;
+      lines.push(
+        `Gateway overhead, ${scenario}${row.target === 'gateway' ? '' : ` (${row.target})`}: p50 ${signed(gateway.p50Ms - direct.p50Ms)} ms, ` +
+          `p99 ${signed(gateway.p99Ms - direct.p99Ms)} ms; throughput ${((100 * gateway.requestsPerSec) / direct.requestsPerSec).toFixed(1)} % of direct`,
+      );
+    }
   }
   return lines;
 }
@@ -66,9 +70,9 @@ export function cpuTable(rows: readonly LoadRow[]): string {
     rows.map((row) => [
       row.scenario,
       row.target,
-      row.target === 'gateway' ? perRequest(row.gatewayCpuMicros, row.result) : '–',
-      row.target === 'gateway' ? `${(100 * row.gatewayEventLoop).toFixed(0)} %` : '–',
-      row.target === 'gateway' && row.commits.transactions > 0 ? (row.commits.charges / row.commits.transactions).toFixed(1) : '–',
+      row.target !== 'direct' ? perRequest(row.gatewayCpuMicros, row.result) : '–',
+      row.target !== 'direct' ? `${(100 * row.gatewayEventLoop).toFixed(0)} %` : '–',
+      row.target !== 'direct' && row.commits.transactions > 0 ? (row.commits.charges / row.commits.transactions).toFixed(1) : '–',
       perRequest(row.providerCpuMicros, row.result),
       perRequest(row.result.loadCpuMicros, row.result),
       row.otherCpuMicros === null ? 'n/a' : (row.otherCpuMicros / (row.result.durationSec * 1e6)).toFixed(2),

@@ -20,7 +20,7 @@ import { cpuNow, startHelper, type CpuTime, type HelperProcess } from './child-p
 import type { LoadJob, LoadResult, ProbeJob, ProbeResult } from './measure.js';
 import { machineBusyMicros } from './machine-cpu.js';
 import { createProfiler, type Profiler } from './profile.js';
-import { cpuTable, loadTable, overheadLines, probeTable, type LoadRow, type ProbeRow, type Target } from './report.js';
+import { cpuTable, loadTable, overheadLines, PLAIN_UPSTREAM, probeTable, type LoadRow, type ProbeRow, type Target } from './report.js';
 
 const DURATION = positiveNumber('BENCH_DURATION', 10);
 const CONNECTIONS = positiveNumber('BENCH_CONNECTIONS', 50);
@@ -43,10 +43,11 @@ interface Targets {
 function targetsFor(providerUrl: string, gateway: BenchGateway): Targets {
   return {
     request(target, model, stream) {
-      // The direct request is what the gateway itself sends upstream (it always asks for stream usage).
+      // Direct is what a caller would send the provider; a streamed one asks for usage, as the gateway does upstream.
+      // (A non-streamed request through the gateway goes upstream as a stream unless the provider has `stream_upstream: false`.)
       const body =
         target === 'direct'
-          ? { model: BENCH_MODELS[model], messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }
+          ? { model: BENCH_MODELS[model].upstream, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }
           : { model, messages: PROMPT, ...(stream ? { stream: true } : {}) };
       return {
         url: target === 'direct' ? `${providerUrl}/chat/completions` : `${gateway.url}/api/v1/chat/completions`,
@@ -89,11 +90,12 @@ function check(bench: Bench, what: string, r: LoadResult): void {
 }
 
 async function measureLoad(bench: Bench, scenario: string, target: Target, stream: boolean): Promise<LoadRow> {
-  const job = (durationSec: number): LoadJob => ({ ...bench.targets.request(target, 'bench/instant', stream), connections: CONNECTIONS, durationSec });
+  const model: BenchModel = target === PLAIN_UPSTREAM ? 'bench/instant-plain' : 'bench/instant';
+  const job = (durationSec: number): LoadJob => ({ ...bench.targets.request(target, model, stream), connections: CONNECTIONS, durationSec });
   const warm = await bench.load.call<LoadResult>('load', job(WARMUP));
   check(bench, `${scenario} ${target} (warm-up)`, warm);
 
-  const profiling = PROFILER !== null && target === 'gateway';
+  const profiling = PROFILER !== null && target !== 'direct';
   if (profiling) await PROFILER.start();
   const commitsBefore = await bench.gateway.commits();
   const providerBefore = await bench.provider.call<CpuTime>('cpu');
@@ -107,14 +109,20 @@ async function measureLoad(bench: Bench, scenario: string, target: Target, strea
   const providerCpu = (await bench.provider.call<CpuTime>('cpu')).micros - providerBefore.micros;
   const otherCpu = machineBefore === null || machineAfter === null ? null : Math.max(0, machineAfter - machineBefore - gatewayCpu - providerCpu - result.loadCpuMicros);
   const commitsAfter = await bench.gateway.commits();
-  if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`${scenario}-${target}`)}`);
+  if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`${scenario}-${model}`)}`);
   check(bench, `${scenario} ${target}`, result);
 
-  if (target === 'gateway') {
+  if (target !== 'direct') {
     bench.gatewayOk += warm.ok2xx + result.ok2xx;
     bench.gatewayCutOff += 2 * CONNECTIONS;
   }
-  return { scenario, target, result, gatewayCpuMicros: gatewayCpu, providerCpuMicros: providerCpu, gatewayEventLoop: loop.utilization,
+  return {
+    scenario,
+    target,
+    result,
+    gatewayCpuMicros: gatewayCpu,
+    providerCpuMicros: providerCpu,
+    gatewayEventLoop: loop.utilization,
     otherCpuMicros: otherCpu,
     commits: { transactions: commitsAfter.transactions - commitsBefore.transactions, charges: commitsAfter.charges - commitsBefore.charges },
   };
@@ -125,7 +133,7 @@ async function measureProbe(bench: Bench, scenario: string, target: Target, mode
   const job: ProbeJob = { ...bench.targets.request(target, model, true), count, warmup };
   const result = await bench.load.call<ProbeResult>('probe', job);
   for (const failure of result.failures.slice(0, 3)) bench.failures.push(`${scenario} ${target} probe: ${failure}`);
-  if (target === 'gateway') bench.gatewayOk += count - result.failures.length;
+  if (target !== 'direct') bench.gatewayOk += count - result.failures.length;
   return { scenario, target, result };
 }
 
@@ -168,10 +176,14 @@ async function main(): Promise<number> {
 
     const loadBefore = loadavg()[0]!;
     if (loadBefore > 0.5) console.error(`bench: WARNING the machine is not idle (load average ${loadBefore.toFixed(2)}): other processes will skew the numbers`);
-    console.error(`bench: ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s warm-up; 4 runs + TTFB probes...`);
+    console.error(`bench: ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s warm-up; 5 runs + TTFB probes...`);
     const rows: LoadRow[] = [];
-    for (const [scenario, stream] of [['non-streaming', false], ['streaming', true]] as const) {
-      for (const target of ['direct', 'gateway'] as const) {
+    const runs: [string, Target[], boolean][] = [
+      ['non-streaming', ['direct', 'gateway', PLAIN_UPSTREAM], false],
+      ['streaming', ['direct', 'gateway'], true],
+    ];
+    for (const [scenario, targets, stream] of runs) {
+      for (const target of targets) {
         rows.push(await measureLoad(bench, scenario, target, stream));
         console.error(`bench: ${scenario} ${target} done`);
       }
@@ -190,7 +202,8 @@ async function main(): Promise<number> {
       `Node ${process.version}, ${availableParallelism()} cores. Simulated provider, gateway (embedded SQLite, synchronous=FULL) and load generator ` +
         `(autocannon, ${CONNECTIONS} keep-alive connections, closed loop) each in their own process on loopback. ` +
         `${DURATION} s per run after ${WARMUP} s of warm-up. 1-minute load average before/after: ${loadBefore.toFixed(2)}/${loadAfter.toFixed(2)} ` +
-        `(the bench itself adds ~2-3). Request: 1 short user message, answer of 40 tokens; streamed as role + 40 content + finish + usage chunks + [DONE], which the provider sends in one write.\n`,
+        `(the bench itself adds ~2-3). Request: 1 short user message, answer of 40 tokens; streamed as role + 40 content + finish + usage chunks + [DONE], which the provider sends in one write. ` +
+        `"gateway" asks the provider for a stream even for a non-streamed request (the default \`stream_upstream: true\`); "${PLAIN_UPSTREAM}" is a provider configured to send it as one JSON request.\n`,
     );
     console.log(loadTable(rows));
     console.log('');

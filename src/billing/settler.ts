@@ -33,7 +33,8 @@ export class Settler {
 
   constructor(private readonly options: SettlerOptions) {
     this.maxBatch = options.maxBatch ?? 512;
-    this.retries = options.retries ?? 3;
+    // 200 ms doubling five times rides out ~6 s of store unavailability (a PostgreSQL restart or failover).
+    this.retries = options.retries ?? 5;
     this.retryDelayMs = options.retryDelayMs ?? 200;
   }
 

@@ -3,6 +3,7 @@
  * not listening yet (tests drive it with inject() or listen on port 0). Opening pools and stores is
  * main.ts's job; buildApp only wires what it is given.
  */
+import { setMaxListeners } from 'node:events';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -125,6 +126,8 @@ export function buildApp(deps: AppDeps): Gateway {
   });
 
   const shutdownController = new AbortController();
+  // Every in-flight chat request listens for shutdown (removed when it ends): no listener cap.
+  setMaxListeners(0, shutdownController.signal);
   let shuttingDown = false;
 
   const breaker = config.routing.breaker;

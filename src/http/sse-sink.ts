@@ -55,7 +55,6 @@ export class SseSink implements StreamSink {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    this.res.flushHeaders();
   }
 
   private async send(text: string): Promise<void> {

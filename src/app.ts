@@ -39,6 +39,7 @@ import { createModerator } from './moderation/create-moderator.js';
 import { adapterFor } from './providers/registry.js';
 import { ByokCredentials } from './routing/byok-credentials.js';
 import type { Catalog } from './routing/catalog.js';
+import type { AdaptiveFirstToken } from './routing/first-token-limit.js';
 import { HealthRegistry } from './routing/health.js';
 import { AttemptAbort } from './routing/upstream-client.js';
 import type { Store } from './store/types.js';
@@ -109,6 +110,10 @@ async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number)
   clearTimeout(timer);
 }
 
+function adaptiveFirstTokenPolicy(config: Config['routing']['adaptive_first_token']): AdaptiveFirstToken | null {
+  return config.enabled ? { multiplier: config.multiplier, minSamples: config.min_samples, maxMs: config.max_ms } : null;
+}
+
 export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
@@ -168,6 +173,7 @@ export function buildApp(deps: AppDeps): Gateway {
         triesPerEndpoint: config.routing.tries_per_endpoint,
         retryBackoffMs: config.routing.retry_backoff_ms,
         maxRetryWaitMs: config.routing.max_retry_wait_ms,
+        adaptiveFirstToken: adaptiveFirstTokenPolicy(config.routing.adaptive_first_token),
       },
     },
     freeModels: new FreeModelPolicy({

@@ -23,12 +23,26 @@ const timeoutsSchema = z
   .object({
     /** Connect + response headers. */
     connect_ms: z.number().int().positive().default(10_000),
-    /** From response headers to the first content token. */
-    first_token_ms: z.number().int().positive().default(30_000),
+    /**
+     * From response headers to the first content token. 10 s gives up on a silent ordinary chat
+     * endpoint while a fallback can still answer quickly; slow (reasoning) models set more per model,
+     * and the measured time to first token raises it (routing.adaptive_first_token).
+     */
+    first_token_ms: z.number().int().positive().default(10_000),
     /** Longest silence between stream events once streaming (and between body bytes otherwise). */
-    idle_ms: z.number().int().positive().default(60_000),
+    idle_ms: z.number().int().positive().default(10_000),
     /** A non-streamed answer arrives whole: the budget for it, from sending the request. */
     response_ms: z.number().int().positive().default(300_000),
+  })
+  .strict();
+
+/** The same budgets set per model or per endpoint: only what is given overrides the provider's. */
+const timeoutOverridesSchema = z
+  .object({
+    connect_ms: z.number().int().positive().optional(),
+    first_token_ms: z.number().int().positive().optional(),
+    idle_ms: z.number().int().positive().optional(),
+    response_ms: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -69,8 +83,10 @@ const endpointSchema = z
     max_completion_tokens: z.number().int().positive().nullable().default(null),
     quantization: z.string().nullable().default(null),
     supported_parameters: z.array(z.string()).optional(),
-    /** The endpoint continues a trailing assistant message (prefill); default: true for `anthropic` providers. */
-    supports_prefill: z.boolean().optional(),
+    /** The endpoint continues a trailing assistant message (prefill). Only declared endpoints are ever sent one. */
+    supports_prefill: z.boolean().default(false),
+    /** Timeouts of this endpoint; override the model's and the provider's. */
+    timeouts: timeoutOverridesSchema.optional(),
   })
   .strict();
 
@@ -99,6 +115,8 @@ const modelSchema = z
     tokenizer: z.string().nullable().default(null),
     instruct_type: z.string().nullable().default(null),
     supported_parameters: z.array(z.string()).default(DEFAULT_SUPPORTED_PARAMETERS),
+    /** Timeouts of this model's endpoints (e.g. a long first_token_ms for a reasoning model); override the providers'. */
+    timeouts: timeoutOverridesSchema.optional(),
     endpoints: z.array(endpointSchema).min(1),
   })
   .strict();
@@ -166,8 +184,23 @@ export const fileConfigSchema = z
         retry_backoff_ms: z.number().int().nonnegative().default(250),
         /** An upstream Retry-After longer than this is not waited for: the next endpoint is tried, or the caller told. */
         max_retry_wait_ms: z.number().int().nonnegative().default(3_000),
-        /** Stretch: when a stream dies after content was sent, continue the same answer on another endpoint that supports prefill. */
-        mid_stream_continuation: z.boolean().default(false),
+        /** When a stream dies after content was sent, continue the same answer on another endpoint that declares `supports_prefill`. */
+        mid_stream_continuation: z.boolean().default(true),
+        /**
+         * Once an endpoint's time to first token has been measured (min_samples successes in the last
+         * 30 min), its first-token limit is multiplier × that p99, never below the configured
+         * first_token_ms and never above max_ms: a model that is slow by nature is not cut off, a
+         * silent one is still given up on after the configured time.
+         */
+        adaptive_first_token: z
+          .object({
+            enabled: z.boolean().default(true),
+            multiplier: z.number().min(1).max(100).default(3),
+            min_samples: z.number().int().positive().default(20),
+            max_ms: z.number().int().positive().default(120_000),
+          })
+          .strict()
+          .prefault({}),
         breaker: z
           .object({
             failure_threshold: z.number().int().positive().default(3),

@@ -8,6 +8,7 @@ import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
 import { failureFromThrown, isTransportError } from './failure.js';
+import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, readUpstreamEvents } from './stream-reader.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
@@ -140,13 +141,13 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
 }
 
 async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
-  const { provider } = planned.endpoint;
+  const { provider, timeouts } = planned.endpoint;
   const adapter = deps.adapterFor(provider.kind);
   const request = buildUpstream(adapter, planned, body, false);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
   try {
-    scope.arm(provider.timeouts.response_ms, 'connect_timeout');
+    scope.arm(timeouts.response_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
     const text = await readBounded(response.body, 32 * 1024 * 1024);
     scope.disarm();
@@ -169,14 +170,14 @@ export interface OpenedStream {
 }
 
 export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
-  const { provider } = planned.endpoint;
+  const { provider, timeouts } = planned.endpoint;
   const adapter = deps.adapterFor(provider.kind);
   const request = buildUpstream(adapter, planned, body, true);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
   let committed = false;
   try {
-    scope.arm(provider.timeouts.connect_ms, 'connect_timeout');
+    scope.arm(timeouts.connect_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
     if (response.status < 200 || response.status >= 300) {
       const text = await readBounded(response.body);
@@ -184,7 +185,7 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
     }
     if (isJson(response.headers)) {
       // The upstream ignored `stream: true` and answered whole: serve it as a (one-chunk) stream.
-      scope.arm(provider.timeouts.idle_ms, 'idle_timeout');
+      scope.arm(timeouts.idle_ms, 'idle_timeout');
       const completion = parseCompletion(adapter, await readBounded(response.body, 32 * 1024 * 1024));
       scope.disarm();
       if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
@@ -194,10 +195,10 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
       return { ok: true, status: response.status, value: { held: [first!], events: fromArray(rest), firstContentAt: deps.now(), abort: () => undefined } };
     }
     // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
-    let firstTokenDeadline: number | null = deps.now() + provider.timeouts.first_token_ms;
+    let firstTokenDeadline: number | null = deps.now() + firstTokenLimitMs(planned, deps.health, deps.policy.adaptiveFirstToken ?? null, deps.now());
     const armIdle = () => {
       if (firstTokenDeadline !== null) return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
-      return scope.arm(provider.timeouts.idle_ms, 'idle_timeout');
+      return scope.arm(timeouts.idle_ms, 'idle_timeout');
     };
     const events = readUpstreamEvents({ body: response.body, adapter, armIdle });
     const held: StreamEvent[] = [];

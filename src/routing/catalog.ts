@@ -15,8 +15,10 @@ export interface CatalogProvider {
   headers: Readonly<Record<string, string>>;
   privacyPolicyUrl: string | null;
   streamUpstream: boolean;
-  timeouts: Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
+  timeouts: AttemptTimeouts;
 }
+
+export type AttemptTimeouts = Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
 
 export interface CatalogEndpoint {
   provider: CatalogProvider;
@@ -30,6 +32,8 @@ export interface CatalogEndpoint {
   supportedParameters: readonly string[];
   /** Continues a trailing assistant message (used for mid-stream continuation). */
   supportsPrefill: boolean;
+  /** The provider's timeouts with the model's and then the endpoint's overrides applied. */
+  timeouts: AttemptTimeouts;
 }
 
 export interface CatalogModel {
@@ -87,7 +91,8 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       maxCompletionTokens: endpoint.max_completion_tokens,
       quantization: endpoint.quantization,
       supportedParameters: endpoint.supported_parameters ?? config.supported_parameters,
-      supportsPrefill: endpoint.supports_prefill ?? provider.kind === 'anthropic',
+      supportsPrefill: endpoint.supports_prefill,
+      timeouts: Object.freeze({ ...provider.timeouts, ...config.timeouts, ...endpoint.timeouts }),
     };
   });
   const isFree = config.id.endsWith(':free');

@@ -44,8 +44,12 @@ function percentiles(values: number[]): Percentiles | null {
   return { p50: percentile(sorted, 50), p75: percentile(sorted, 75), p90: percentile(sorted, 90), p99: percentile(sorted, 99) };
 }
 
+/** How long a computed time-to-first-token p99 is reused before the samples are sorted again. */
+const FIRST_TOKEN_CACHE_MS = 5_000;
+
 export class EndpointStats {
   private readonly buckets: (Bucket | undefined)[] = new Array(BUCKETS);
+  private firstToken: { at: number; value: { p99: number; samples: number } | null } | null = null;
 
   private bucket(now: number): Bucket {
     const minute = Math.floor(now / MINUTE);
@@ -98,6 +102,18 @@ export class EndpointStats {
       failed += b.failed;
     }
     return ok + failed === 0 ? null : (ok / (ok + failed)) * 100;
+  }
+
+  /**
+   * p99 of the time to first token over the last 30 minutes and how many samples it rests on; null
+   * without samples. Asked on every attempt, so it is recomputed at most every few seconds.
+   */
+  firstTokenLatency(now: number): { p99: number; samples: number } | null {
+    if (this.firstToken && now - this.firstToken.at < FIRST_TOKEN_CACHE_MS && now >= this.firstToken.at) return this.firstToken.value;
+    const samples = this.recent(now, 30).flatMap((b) => b.latencies.filter((v) => v !== undefined));
+    const value = samples.length === 0 ? null : { p99: percentiles(samples)!.p99, samples: samples.length };
+    this.firstToken = { at: now, value };
+    return value;
   }
 
   snapshot(now: number): EndpointStatsSnapshot {

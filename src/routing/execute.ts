@@ -1,16 +1,24 @@
 /**
  * The execute loop: try the plan's endpoints until one answers, within bounds — a number of attempts,
  * tries per endpoint, and a time budget. Failover happens only while nothing of the answer has
- * reached the caller (for streams: until the first content event). A failed endpoint is retried
- * after a jittered backoff, and after its `Retry-After` when that fits the budget; other endpoints
- * are tried first meanwhile. Endpoints whose circuit breaker is open are skipped. Every attempt is
- * reported to the health registry, which orders the next requests' plans.
+ * reached the caller (for streams: until the first content event).
+ *
+ * The model the caller asked for comes first: a transient failure of it (a 5xx, a reset, a 429 whose
+ * Retry-After fits `max_retry_wait_ms`) is retried on that model — its other providers first, then the
+ * failed endpoint after a jittered backoff or the hint — before any fallback model in `models` is
+ * used. A model is left for the next one only when it is really unavailable: every endpoint of it
+ * tried as often as allowed, behind an open breaker, rate-limited for longer than we wait, or its
+ * retry beyond the time budget; `context_length_exceeded` skips the model at once. Retries never use
+ * the attempts that the fallback models still need for one try each. No endpoint sees
+ * more than two attempts of one request within HAMMER_WINDOW_MS. Every attempt is reported to the
+ * health registry, which orders the next requests' plans.
  */
 import type { Dispatcher } from 'undici';
 import type { TollgateError } from '../core/errors.js';
 import type { NormalizedCompletion, ProviderAdapter, ProviderKind, StreamEvent } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
 import { circuitOpenError, exhaustedError, movesOn, rejectionError, shuttingDownError, type AttemptRecord } from './failure.js';
+import type { AdaptiveFirstToken } from './first-token-limit.js';
 import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
@@ -21,7 +29,12 @@ export interface RetryPolicy {
   triesPerEndpoint: number;
   retryBackoffMs: number;
   maxRetryWaitMs: number;
+  /** Raise an endpoint's first-token limit to a multiple of its measured p99 (null: the configured limits only). */
+  adaptiveFirstToken?: AdaptiveFirstToken | null;
 }
+
+/** No endpoint gets a third attempt of one request within this long of the one before the last. */
+export const HAMMER_WINDOW_MS = 1_500;
 
 export interface ExecuteDeps {
   dispatcherFor(providerId: string): Dispatcher;
@@ -82,8 +95,12 @@ export interface StreamOutcome {
 interface Entry {
   planned: PlannedAttempt;
   tries: number;
+  /** When each try was sent. */
+  sentAt: number[];
   notBefore: number;
   exhausted: boolean;
+  /** Its last try timed out: retried only when nothing else is left (another wait for a silent endpoint is the slowest choice). */
+  timedOut: boolean;
 }
 
 function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -98,9 +115,49 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Full jitter: uniform in [0, base·2^(tries−1)], so retries of many requests do not synchronise. */
+/**
+ * Equal jitter: uniform in [½, 1] × base·2^(tries−1), so retries of many requests do not synchronise
+ * and none comes back at once.
+ */
 function backoff(policy: RetryPolicy, tries: number, random: () => number): number {
-  return Math.round(random() * policy.retryBackoffMs * 2 ** Math.max(0, tries - 1));
+  return Math.round((0.5 + random() / 2) * policy.retryBackoffMs * 2 ** Math.max(0, tries - 1));
+}
+
+/** The earliest a failed entry may be tried again: after its backoff, and never a third time within the hammer window. */
+function retryAt(entry: Entry, backoffMs: number, ended: number): number {
+  const beforeLast = entry.sentAt.length >= 2 ? entry.sentAt[entry.sentAt.length - 2]! : -Infinity;
+  return Math.max(ended + backoffMs, beforeLast + HAMMER_WINDOW_MS);
+}
+
+type Choice = { pick: Entry } | { waitUntil: number } | { blocked: PlannedAttempt | null };
+
+/**
+ * The next entry to try, model by model in plan order: the first model with an entry ready to go
+ * (fewest tries first, so its other providers come before a retry of a failed one); a model whose
+ * entries are only waiting for a backoff or a Retry-After that fits the budget is waited for rather
+ * than passed over; a model whose remaining entries are all behind an open breaker is passed over.
+ */
+function choose(open: readonly Entry[], health: HealthRegistry, now: number, deadline: number, attemptsLeft: number): Choice {
+  let blocked: PlannedAttempt | null = null;
+  const models = [...new Set(open.map((e) => e.planned.model.id))];
+  for (const [index, model] of models.entries()) {
+    // A retry never takes the last attempts a fallback model needs for its first try.
+    const untriedLater = models.slice(index + 1).filter((m) => open.every((e) => e.planned.model.id !== m || e.tries === 0)).length;
+    const retries = attemptsLeft - 1 >= untriedLater;
+    const lastResort = index === models.length - 1 && open.every((e) => e.planned.model.id !== model || e.tries > 0);
+    const group = open.filter((e) => e.planned.model.id === model && (e.tries === 0 || (retries && (!e.timedOut || lastResort))));
+    for (const entry of [...group].sort((a, b) => a.tries - b.tries)) {
+      if (entry.notBefore > now) continue;
+      if (health.tryAcquire(entry.planned.healthKey, now)) return { pick: entry };
+      blocked ??= entry.planned;
+    }
+    const waiting = group.filter((e) => e.notBefore > now).map((e) => e.notBefore);
+    if (waiting.length > 0) {
+      const next = Math.min(...waiting);
+      if (next <= deadline) return { waitUntil: next };
+    }
+  }
+  return { blocked };
 }
 
 async function loop<T>(
@@ -116,7 +173,7 @@ async function loop<T>(
   const startedAt = deps.now();
   const deadline = startedAt + policy.budgetMs;
   const attempts: AttemptRecord[] = [];
-  const entries: Entry[] = input.plan.map((planned) => ({ planned, tries: 0, notBefore: 0, exhausted: false }));
+  const entries: Entry[] = input.plan.map((planned) => ({ planned, tries: 0, sentAt: [], notBefore: 0, exhausted: false, timedOut: false }));
   const skippedModels = new Set<string>();
   let breakerBlocked: PlannedAttempt | null = null;
 
@@ -125,29 +182,20 @@ async function loop<T>(
     if (open.length === 0) break;
     const now = deps.now();
     if (attempts.length > 0 && now > deadline) break; // the budget bounds new attempts, not only waits
-    let pick: Entry | null = null;
-    // Fewest tries first (plan order among equals): a failed endpoint is retried only after every
-    // other candidate had its turn, however short its jittered backoff was.
-    for (const entry of [...open].sort((a, b) => a.tries - b.tries)) {
-      if (entry.notBefore > now) continue;
-      if (health.tryAcquire(entry.planned.healthKey, now)) {
-        pick = entry;
-        break;
-      }
-      breakerBlocked ??= entry.planned;
-    }
-    if (!pick) {
-      // Nothing ready: wait for the earliest retry if it fits the budget, else stop.
-      const waiting = open.filter((e) => e.notBefore > now);
-      if (waiting.length === 0) break; // every candidate is behind an open breaker
-      const next = Math.min(...waiting.map((e) => e.notBefore));
-      if (next > deadline) break;
-      await sleep(next - now, input.signal);
+    const choice = choose(open, health, now, deadline, policy.maxAttempts - attempts.length);
+    if ('waitUntil' in choice) {
+      await sleep(choice.waitUntil - now, input.signal);
       continue;
     }
+    if ('blocked' in choice) {
+      breakerBlocked ??= choice.blocked;
+      break; // nothing is ready, and no wait fits the budget (or every candidate is behind an open breaker)
+    }
+    const pick = choice.pick;
 
     pick.tries++;
     const began = deps.now();
+    pick.sentAt.push(began);
     const result = await attempt(pick.planned);
     const ended = deps.now();
     const key = pick.planned.healthKey;
@@ -178,6 +226,7 @@ async function loop<T>(
     }
     const failure = result.failure;
     health.recordFailure(key, ended, failure.type, failure.retryAfterMs);
+    pick.timedOut = failure.type === 'timeout';
     if (failure.type === 'context_length_exceeded') {
       // Every provider of this model has the same window; a fallback model may not.
       skippedModels.add(pick.planned.model.id);
@@ -188,9 +237,9 @@ async function loop<T>(
     if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
       // Honour the hint: come back only after it, and only if waiting that long is acceptable.
       if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline) pick.exhausted = true;
-      else pick.notBefore = ended + failure.retryAfterMs;
+      else pick.notBefore = retryAt(pick, failure.retryAfterMs, ended);
     } else {
-      pick.notBefore = ended + backoff(policy, pick.tries, random);
+      pick.notBefore = retryAt(pick, backoff(policy, pick.tries, random), ended);
     }
   }
   if (abortReasonOf(input.signal) === 'shutdown') return { ok: false, error: shuttingDownError(), attempts };

@@ -94,6 +94,11 @@ export class HealthRegistry {
     }
   }
 
+  /** Measured time to first token (p99 over 30 min) and its sample count; null when never measured. */
+  firstTokenLatency(key: string, now: number): { p99: number; samples: number } | null {
+    return this.endpoints.get(key)?.stats.firstTokenLatency(now) ?? null;
+  }
+
   snapshot(key: string, now: number): EndpointStatsSnapshot | null {
     return this.endpoints.get(key)?.stats.snapshot(now) ?? null;
   }

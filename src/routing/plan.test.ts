@@ -12,6 +12,7 @@ const endpoint = (p: string, prompt: string, completion: string, supported?: str
   pricing: { prompt, completion, request: '0' },
   max_completion_tokens: null,
   quantization: null,
+  supports_prefill: false,
   ...(supported ? { supported_parameters: supported } : {}),
 });
 const model = (id: string, endpoints: ReturnType<typeof endpoint>[]) => ({

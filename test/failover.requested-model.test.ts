@@ -13,7 +13,7 @@ import { executeCompletion, HAMMER_WINDOW_MS, type ExecuteDeps } from '../src/ro
 import { HealthRegistry } from '../src/routing/health.js';
 import { planAttempts } from '../src/routing/plan.js';
 import { createUpstreamAgent } from '../src/routing/upstream-client.js';
-import { chat, chatStream, getJson, startTestGateway, testCatalog, type TestGateway } from './helpers/gateway.js';
+import { chat, chatStream, getJson, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const MESSAGES = [{ role: 'user', content: 'Prefer what I asked for.' }];

@@ -132,15 +132,31 @@ const freeModelLimitsSchema = z
   })
   .strict();
 
-/** Per-client-IP token bucket in front of every `/api/v1` route (before authentication). */
+/**
+ * Edge protection before authentication: overload shedding by client address (on by default: no
+ * address is capped while the gateway has capacity), and an optional static per-address token bucket.
+ */
 const edgeSchema = z
   .object({
-    /** Requests one client address may send at once; 0 disables the guard. */
-    burst: z.number().int().nonnegative().default(200),
-    /** Sustained requests per second per client address. */
+    /** Static per-address bucket: requests one client address may send at once; 0 (default) = no static cap. */
+    burst: z.number().int().nonnegative().default(0),
+    /** Static per-address bucket: sustained requests per second per client address. */
     per_second: z.number().positive().default(100),
     /** Client addresses tracked at once (least recently seen dropped beyond it). */
     max_clients: z.number().int().positive().default(100_000),
+    /** Under overload, refuse the addresses sending far more than their share first (see limits/load-shedder.ts). */
+    overload: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** p99 event-loop delay over a 250 ms window beyond which the process counts as overloaded. */
+        max_event_loop_delay_ms: z.number().positive().default(200),
+        /** Requests in flight beyond which the process counts as overloaded; default derived from the heap limit. */
+        max_in_flight: z.number().int().positive().nullable().default(null),
+        /** Share of V8's heap limit in use beyond which the process counts as overloaded. */
+        max_heap_ratio: z.number().gt(0).max(1).default(0.85),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 

@@ -69,15 +69,29 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
 /** Operations endpoints a prober or scraper polls: never throttled. */
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** The per-IP guard on every route but the operations endpoints (unmatched paths too), before any auth work. */
+/**
+ * The edge guard on every route but the operations endpoints (unmatched paths too), before any auth
+ * work; it also counts the requests in flight for the overload monitor.
+ */
 export function registerEdgeGuard(app: FastifyInstance, guard: EdgeGuard, onRefused: () => void = () => undefined): void {
   if (!guard.enabled) return;
+  const monitor = guard.monitor;
+  if (monitor) {
+    app.addHook('onReady', async () => monitor.start());
+    app.addHook('onClose', async () => monitor.stop());
+  }
   app.addHook('onRequest', async (request, reply) => {
     // Decide by the route the router matched, not the raw URL: `/%61pi/v1/...` decodes to `/api/v1/...`.
     if (EXEMPT.has(request.routeOptions.url ?? '')) return;
     // `request.ip` is the socket's address, or X-Forwarded-For's client when `server.trust_proxy` is set.
     const refusal: TollgateError | null = guard.check(request.ip);
-    if (!refusal) return;
+    if (!refusal) {
+      if (monitor) {
+        monitor.inFlight++;
+        reply.raw.once('close', () => monitor.inFlight--);
+      }
+      return;
+    }
     onRefused();
     const rendered = renderError(refusal);
     // Answering here ends the request: no route, no body parsing, no authentication.

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { EdgeGuard } from './edge-guard.js';
 
+const NO_OVERLOAD = { enabled: false, max_event_loop_delay_ms: 200, max_in_flight: null, max_heap_ratio: 0.85 };
+
 describe('EdgeGuard', () => {
   it('lets a burst through per address, then refuses with the 429 record until tokens refill', () => {
     const clock = { t: 1_000_000 };
-    const guard = new EdgeGuard({ burst: 3, per_second: 2, max_clients: 10 }, () => clock.t);
+    const guard = new EdgeGuard({ burst: 3, per_second: 2, max_clients: 10, overload: NO_OVERLOAD }, () => clock.t);
     for (let i = 0; i < 3; i++) expect(guard.check('10.0.0.1')).toBeNull();
     const refusal = guard.check('10.0.0.1');
     expect(refusal?.code).toBe('limits.rate_limited');
@@ -19,9 +21,17 @@ describe('EdgeGuard', () => {
     expect(guard.check('10.0.0.1')).toBeNull();
   });
 
-  it('burst 0 turns it off', () => {
-    const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10 }, () => 0);
+  it('burst 0 and overload shedding off turn it off', () => {
+    const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10, overload: NO_OVERLOAD }, () => 0);
     expect(guard.enabled).toBe(false);
     for (let i = 0; i < 1000; i++) expect(guard.check('10.0.0.1')).toBeNull();
+  });
+});
+
+describe('EdgeGuard defaults', () => {
+  it('caps no address while the process is not overloaded', () => {
+    const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10, overload: { ...NO_OVERLOAD, enabled: true } }, () => 0);
+    expect(guard.enabled).toBe(true);
+    for (let i = 0; i < 10_000; i++) expect(guard.check('10.0.0.1')).toBeNull();
   });
 });

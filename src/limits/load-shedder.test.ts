@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { LoadShedder } from './load-shedder.js';
+import { derivedMaxInFlight, pressureOf } from './overload-signals.js';
+
+describe('LoadShedder', () => {
+  it('sheds nobody while there is no pressure, however much one address sends', () => {
+    const shedder = new LoadShedder(100);
+    for (let t = 0; t < 5_000; t++) expect(shedder.admit('10.0.0.9', t, 'none').shed).toBe(false);
+  });
+
+  it('never sheds a lone client under pressure: it is the whole load, not more than its share', () => {
+    const shedder = new LoadShedder(100);
+    for (let t = 0; t < 5_000; t++) expect(shedder.admit('10.0.0.1', t, 'overloaded').shed).toBe(false);
+  });
+
+  it('under pressure sheds the flooding address first and keeps serving the others', () => {
+    const shedder = new LoadShedder(100);
+    let floodShed = 0;
+    let normalShed = 0;
+    for (let t = 0; t < 10_000; t++) {
+      // The flood sends 10 requests per ms; two normal clients one every 100 ms.
+      for (let i = 0; i < 10; i++) if (shedder.admit('10.0.0.66', t, 'overloaded').shed) floodShed++;
+      if (t % 100 === 0 && shedder.admit('10.0.0.1', t, 'overloaded').shed) normalShed++;
+      if (t % 100 === 50 && shedder.admit('10.0.0.2', t, 'overloaded').shed) normalShed++;
+    }
+    expect(normalShed).toBe(0);
+    expect(floodShed).toBeGreaterThan(90_000);
+  });
+
+  it('sheds nobody among equals: a load spread evenly is no flood', () => {
+    const shedder = new LoadShedder(100);
+    for (let t = 0; t < 3_000; t++) for (let c = 0; c < 5; c++) expect(shedder.admit(`10.0.0.${c}`, t, 'overloaded').shed).toBe(false);
+  });
+
+  it('forgets addresses gone quiet, so the mean is over the active ones, and holds at most max addresses', () => {
+    const shedder = new LoadShedder(3);
+    for (let c = 0; c < 10; c++) shedder.admit(`10.0.1.${c}`, 0, 'none');
+    expect(shedder.activeClients).toBe(3);
+    shedder.admit('10.0.0.1', 60_000, 'none');
+    expect(shedder.activeClients).toBe(1);
+  });
+});
+
+describe('overload signals', () => {
+  const thresholds = { maxEventLoopDelayMs: 200, maxInFlight: 1000, maxHeapRatio: 0.85 };
+  it('any signal past its threshold is pressure', () => {
+    expect(pressureOf({ eventLoopDelayMs: 10, inFlight: 10, heapRatio: 0.2 }, thresholds)).toBe('none');
+    expect(pressureOf({ eventLoopDelayMs: 250, inFlight: 10, heapRatio: 0.2 }, thresholds)).toBe('overloaded');
+    expect(pressureOf({ eventLoopDelayMs: 10, inFlight: 1001, heapRatio: 0.2 }, thresholds)).toBe('overloaded');
+    expect(pressureOf({ eventLoopDelayMs: 10, inFlight: 10, heapRatio: 0.9 }, thresholds)).toBe('overloaded');
+  });
+
+  it('derives the in-flight threshold from the heap limit (64 KiB a request), never below 1000', () => {
+    expect(derivedMaxInFlight(4 * 1024 ** 3)).toBe(65_536);
+    expect(derivedMaxInFlight(1024 ** 2)).toBe(1_000);
+  });
+});

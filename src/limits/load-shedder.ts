@@ -1,0 +1,98 @@
+/**
+ * Overload shedding by client address (design.md step 1, "DDoS protection"): no address is capped
+ * while the gateway has capacity. Under pressure — the event loop lagging, too many requests in
+ * flight, the heap nearly full (see overload-signals.ts) — requests from addresses that send far
+ * more than their share are refused first, so a flood from one address cannot starve the others,
+ * and a single busy client that is the whole load is never throttled by this rule.
+ *
+ * Each address has a decayed request count (half-life HALF_LIFE_MS): every request adds 1, and all
+ * counts decay by the same factor, so the total of all counts is kept exactly by one number decaying
+ * the same way. An address is "heavy" when its count exceeds SHARE_FACTOR × the mean count of the
+ * addresses active recently (and the mean by more than MIN_EXCESS). Shed requests count too: what matters is what an address offers.
+ */
+
+const HALF_LIFE_MS = 1_000;
+/** An address is active while its last request is this recent. */
+const ACTIVE_MS = 5 * HALF_LIFE_MS;
+/** Shed under pressure when an address sends more than this multiple of the mean active address… */
+export const SHARE_FACTOR = 1.5;
+/** …and more than this many (decayed) requests above it: the order of requests within one burst of equals is no flood. */
+const MIN_EXCESS = 20;
+const SWEEP_EVERY_MS = 1_000;
+
+export type Pressure = 'none' | 'overloaded';
+
+interface Client {
+  weight: number;
+  at: number;
+}
+
+function decay(value: number, elapsedMs: number): number {
+  return elapsedMs <= 0 ? value : value * 2 ** (-elapsedMs / HALF_LIFE_MS);
+}
+
+export interface ShedDecision {
+  shed: boolean;
+  /** The address's recent rate and the mean's, in requests per second (for the 429's headers and logs). */
+  ratePerSecond: number;
+  fairPerSecond: number;
+}
+
+export class LoadShedder {
+  private readonly clients = new Map<string, Client>();
+  private total = 0;
+  private totalAt = 0;
+  private lastSweep = 0;
+
+  constructor(private readonly maxClients: number) {}
+
+  /** Counts a request from `ip` and says whether to shed it under `pressure`. */
+  admit(ip: string, now: number, pressure: Pressure): ShedDecision {
+    this.total = decay(this.total, now - this.totalAt) + 1;
+    this.totalAt = Math.max(now, this.totalAt);
+    let client = this.clients.get(ip);
+    if (client) {
+      client.weight = decay(client.weight, now - client.at) + 1;
+      client.at = Math.max(now, client.at);
+      // Most recently seen last, so the oldest is dropped first at the cap.
+      this.clients.delete(ip);
+    } else {
+      client = { weight: 1, at: now };
+      if (this.clients.size >= this.maxClients) this.dropOldest();
+    }
+    this.clients.set(ip, client);
+    if (now - this.lastSweep >= SWEEP_EVERY_MS) this.sweep(now);
+
+    // Per second: a count decaying with half-life h is about rate × h / ln 2.
+    const toRate = Math.LN2 / (HALF_LIFE_MS / 1000);
+    const fair = this.total / Math.max(1, this.clients.size);
+    const heavy = client.weight > SHARE_FACTOR * fair && client.weight - fair > MIN_EXCESS;
+    return { shed: pressure !== 'none' && heavy, ratePerSecond: client.weight * toRate, fairPerSecond: fair * toRate };
+  }
+
+  get activeClients(): number {
+    return this.clients.size;
+  }
+
+  private dropOldest(): void {
+    const oldest = this.clients.keys().next();
+    if (!oldest.done) this.forget(oldest.value);
+  }
+
+  private forget(ip: string): void {
+    const client = this.clients.get(ip);
+    if (!client) return;
+    this.clients.delete(ip);
+    // Its share leaves the total, so the mean is over the addresses still active.
+    this.total = Math.max(0, this.total - decay(client.weight, this.totalAt - client.at));
+  }
+
+  /** Forgets addresses gone quiet (oldest first: the map is in order of last request). */
+  private sweep(now: number): void {
+    this.lastSweep = now;
+    for (const [ip, client] of this.clients) {
+      if (now - client.at < ACTIVE_MS) break;
+      this.forget(ip);
+    }
+  }
+}

@@ -70,6 +70,8 @@ export interface Gateway {
   services: Services;
   /** Stop accepting, let in-flight requests finish for up to `graceMs`, abort the rest, commit every charge. */
   shutdown(graceMs: number): Promise<void>;
+  /** The registered routes and their declared authentication. */
+  routes: RouteTable;
 }
 
 function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
@@ -283,5 +285,5 @@ export function buildApp(deps: AppDeps): Gateway {
     }
   }
 
-  return { app, services, shutdown };
+  return { app, services, shutdown, routes };
 }

@@ -5,7 +5,6 @@
  */
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';

@@ -19,6 +19,9 @@ import type { Config } from './config/schema.js';
 import { renderError } from './http/error-table.js';
 import { registerCors } from './http/cors.js';
 import { RouteTable } from './http/route-table.js';
+import { principalResolvers, registerResponseHeaders, routeGuard } from './http/route-auth.js';
+import { registerJsonBody } from './http/json-body.js';
+import { trustProxyOption } from './http/client-address.js';
 import { registerAccountRoutes } from './http/routes/account.js';
 import { registerAdminRoutes } from './http/routes/admin.js';
 import { registerCatalogRoutes } from './http/routes/catalog.js';
@@ -68,6 +71,8 @@ export interface Gateway {
   services: Services;
   /** Stop accepting, let in-flight requests finish for up to `graceMs`, abort the rest, commit every charge. */
   shutdown(graceMs: number): Promise<void>;
+  /** The registered routes and their declared authentication. */
+  routes: RouteTable;
 }
 
 function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
@@ -120,8 +125,9 @@ export function buildApp(deps: AppDeps): Gateway {
   const metrics = deps.metrics ?? new Metrics();
   const app = Fastify({
     loggerInstance: deps.logger ?? pino({ level: 'silent' }),
-    bodyLimit: config.server.body_limit_bytes,
-    trustProxy: config.server.trust_proxy,
+    // Routes declare their own limit (route-table.ts); the chat route takes server.body_limit_bytes.
+    bodyLimit: config.server.small_body_limit_bytes,
+    trustProxy: trustProxyOption(config.server.trust_proxy),
     return503OnClosing: true,
     // Header, body and keep-alive deadlines of the edge guard (see http/edge.ts); never the response's.
     ...timeoutOptions(config.server),
@@ -129,6 +135,9 @@ export function buildApp(deps: AppDeps): Gateway {
     // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
     frameworkErrors: replyWithError,
   });
+
+  // Slow clients hold sockets: beyond this many, new connections are closed at once.
+  app.server.maxConnections = config.server.max_connections;
 
   const shutdownController = new AbortController();
   // Every in-flight chat request listens for shutdown (removed when it ends): no listener cap.
@@ -221,7 +230,9 @@ export function buildApp(deps: AppDeps): Gateway {
   app.setErrorHandler(replyWithError);
 
   registerCors(app);
-  const routes = new RouteTable(app);
+  registerJsonBody(app, { maxDepth: config.server.json_max_depth, maxElements: config.server.json_max_elements });
+  registerResponseHeaders(app);
+  const routes = new RouteTable(app, routeGuard(app, principalResolvers(services)), config.server.small_body_limit_bytes);
   app.setNotFoundHandler((request, reply) => {
     const allowed = routes.allowedMethods(request.url);
     const error =
@@ -280,5 +291,5 @@ export function buildApp(deps: AppDeps): Gateway {
     }
   }
 
-  return { app, services, shutdown };
+  return { app, services, shutdown, routes };
 }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { Agent } from 'undici';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
+import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
 import { LocalChangeBus, type ChangeBus } from './core/change-bus.js';
 import { systemClock } from './core/clock.js';
@@ -108,6 +109,8 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
   );
   const url = await gateway.app.listen({ port: config.port, host: config.host });
+  const metricsListener = config.server.metrics ? await startMetricsListener(gateway.services.metrics, config.server.metrics, config.metricsToken) : null;
+  if (metricsListener) logger.info({ url: `${metricsListener.url}/metrics` }, 'metrics on their own listener');
   const demoAccount = config.demo ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
 
   return {
@@ -117,6 +120,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     demoKey: demoAccount?.key ?? null,
     async stop() {
       await gateway.shutdown(config.server.shutdown_grace_ms);
+      await metricsListener?.close();
       await Promise.all([...agents.values(), fallbackAgent].map((a) => a.close()));
       await bus.close();
       await rateLimiter.close();

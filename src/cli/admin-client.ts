@@ -13,16 +13,18 @@ export class AdminApiError extends Error {
 export class AdminClient {
   constructor(
     private readonly baseUrl: string,
-    private readonly token: string | undefined,
+    /** Resolved at the first call (it may prompt): see admin-token-source.ts. */
+    private readonly token: () => Promise<string | undefined>,
   ) {}
 
   async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
-    if (!this.token) throw new AdminApiError(0, 'an admin token is required: pass --admin-token or set TOLLGATE_ADMIN_TOKEN');
+    const token = await this.token();
+    if (!token) throw new AdminApiError(0, 'an admin token is required: set TOLLGATE_ADMIN_TOKEN (or run the command in a terminal to be prompted)');
     let response;
     try {
       response = await request(`${this.baseUrl.replace(/\/+$/, '')}/api/v1/admin${path}`, {
         method,
-        headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {

@@ -1,6 +1,7 @@
 /** `tollgate accounts|credits|keys ...`: admin API calls with human or `--json` output. */
 import { parseArgs } from 'node:util';
 import { AdminClient } from './admin-client.js';
+import { adminTokenSource } from './admin-token-source.js';
 
 interface Output {
   json: boolean;
@@ -19,7 +20,7 @@ function output(json: boolean): Output {
 
 function client(values: { url?: string | undefined; 'admin-token'?: string | undefined }, env: NodeJS.ProcessEnv): AdminClient {
   const url = values.url ?? env.TOLLGATE_URL ?? `http://127.0.0.1:${env.PORT ?? '8080'}`;
-  return new AdminClient(url, values['admin-token'] ?? env.TOLLGATE_ADMIN_TOKEN);
+  return new AdminClient(url, adminTokenSource(values['admin-token'], env));
 }
 
 function need(value: string | undefined, flag: string): string {

@@ -14,8 +14,9 @@ const HELP = `tollgate — an OpenRouter-compatible LLM gateway
   tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
   tollgate keys create|list|disable|enable|delete ...
 
-Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http://127.0.0.1:$PORT),
---admin-token (or TOLLGATE_ADMIN_TOKEN); --json prints the API's JSON.`;
+Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http://127.0.0.1:$PORT);
+the admin token comes from TOLLGATE_ADMIN_TOKEN, or a prompt when it is unset (a command-line flag
+would show it to every user of the machine); --json prints the API's JSON.`;
 
 async function serve(): Promise<void> {
   const env = process.env;

@@ -31,13 +31,24 @@ function isMasterKey(text: string): boolean {
   }
 }
 
+/**
+ * A bearer secret from the environment (admin and metrics tokens). Surrounding whitespace (a trailing
+ * newline from a secrets file) is dropped; what remains must be 16+ characters with no whitespace
+ * inside, since `Authorization: Bearer <token>` cannot carry a space and a blank token guards nothing.
+ */
+const bearerSecret = z
+  .string()
+  .transform((text) => text.trim())
+  .refine((text) => text.length >= 16 && !/\s/.test(text), 'must be at least 16 characters without whitespace (blank or padded tokens are refused)');
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   TOLLGATE_DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
-  TOLLGATE_ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TOLLGATE_ADMIN_TOKEN: bearerSecret.optional(),
+  TOLLGATE_METRICS_TOKEN: bearerSecret.optional(),
   TOLLGATE_MASTER_KEY: z.string().refine(isMasterKey, MASTER_KEY_HINT).optional(),
   TOLLGATE_MASTER_KEY_PREVIOUS: z
     .string()
@@ -114,6 +125,7 @@ export function loadConfig(env: Env = process.env, readFile: (path: string) => s
     databaseUrl: e.DATABASE_URL ?? null,
     redisUrl: e.REDIS_URL ?? null,
     adminToken: e.TOLLGATE_ADMIN_TOKEN ?? null,
+    metricsToken: e.TOLLGATE_METRICS_TOKEN ?? null,
     masterKey: e.TOLLGATE_MASTER_KEY ?? null,
     previousMasterKeys: (e.TOLLGATE_MASTER_KEY_PREVIOUS ?? '')
       .split(',')

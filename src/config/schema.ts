@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
 import { moderationSchema } from './moderation-schema.js';
+import { serverSchema } from './server-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
 const priceString = z
@@ -173,21 +174,7 @@ export const fileConfigSchema = z
       })
       .strict()
       .prefault({}),
-    server: z
-      .object({
-        body_limit_bytes: z.number().int().positive().default(4 * 1024 * 1024),
-        keep_alive_interval_ms: z.number().int().positive().default(15_000),
-        shutdown_grace_ms: z.number().int().nonnegative().default(30_000),
-        trust_proxy: z.boolean().default(false),
-        /** Request line and headers must arrive within this (slow-loris). */
-        headers_timeout_ms: z.number().int().positive().default(15_000),
-        /** Headers and body must have arrived this long after the request's first byte; responses are not limited by it. */
-        body_timeout_ms: z.number().int().positive().default(30_000),
-        /** An idle kept-alive client connection is closed after this. */
-        keep_alive_timeout_ms: z.number().int().positive().default(72_000),
-      })
-      .strict()
-      .prefault({}),
+    server: serverSchema.prefault({}),
     routing: z
       .object({
         /** Upstream attempts per request, over all endpoints and retries. */
@@ -264,6 +251,8 @@ export interface Config extends FileConfig {
   databaseUrl: string | null;
   redisUrl: string | null;
   adminToken: string | null;
+  /** Bearer token `/metrics` requires (TOLLGATE_METRICS_TOKEN); open when null. */
+  metricsToken: string | null;
   /** AES-256-GCM master key for BYOK provider keys (TOLLGATE_MASTER_KEY); BYOK is disabled without it. */
   masterKey: string | null;
   /** Earlier master keys, still accepted for decryption after a rotation. */

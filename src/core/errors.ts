@@ -6,6 +6,7 @@ export const ERROR_CODES = [
   'request.invalid_json',
   'request.invalid_body',
   'request.body_too_large',
+  'request.unsupported_encoding',
   'route.not_found',
   'route.method_not_allowed',
   'auth.missing_key',

@@ -1,9 +1,17 @@
 /**
  * CORS for browser callers. Credentials are bearer keys, never cookies, so any origin may call the
- * API (as OpenRouter allows); preflights are answered before authentication.
+ * API (as OpenRouter allows); preflights are answered before authentication. The operator's admin
+ * API is not for browsers: its routes send no CORS headers and its preflights are refused.
  */
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `false`: @fastify/cors adds nothing to this route's answers. */
+    cors?: false;
+  }
+}
 
 /** Registered before the routes, so its hooks apply to all of them. */
 export function registerCors(app: FastifyInstance): void {
@@ -15,4 +23,7 @@ export function registerCors(app: FastifyInstance): void {
     maxAge: 86_400,
     strictPreflight: false,
   });
+  // More specific than the plugin's `OPTIONS *`: a preflight for the admin API gets no CORS answer
+  // (the not-found handler's 404/405), so a browser never sends the real request.
+  app.route({ method: 'OPTIONS', url: '/api/v1/admin/*', config: { cors: false }, handler: (_request, reply) => reply.callNotFound() });
 }

@@ -8,6 +8,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   'request.invalid_json': 400,
   'request.invalid_body': 400,
   'request.body_too_large': 413,
+  'request.unsupported_encoding': 415,
   'route.not_found': 404,
   'route.method_not_allowed': 405,
   'auth.missing_key': 401,

@@ -1,25 +1,60 @@
 /**
  * Our routes, registered through one function so the not-found handler can tell "no such path"
- * (404) from "path exists, wrong method" (405 with Allow).
+ * (404) from "path exists, wrong method" (405 with Allow), and so every route states who may call it
+ * (`auth`, see route-auth.ts) and how large a body it takes. Admin routes send no CORS headers.
  */
-import type { FastifyInstance, RouteHandlerMethod, RouteOptions } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify';
+import type { RouteAuth } from './route-auth.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
 
+export interface RouteDeclaration extends Pick<RouteOptions, 'bodyLimit'> {
+  /** Who may call it; checked from the headers before the body is read. Every route should say (`none` for public ones). */
+  auth?: RouteAuth;
+  /** Hooks that run before authentication (e.g. assigning an id that even a 401 carries). */
+  onRequest?: onRequestHookHandler;
+  /** `Cache-Control: no-store` on a public route that answers with a secret. */
+  noStore?: boolean;
+}
+
 export class RouteTable {
-  private readonly patterns: { method: Method; regex: RegExp }[] = [];
+  private readonly patterns: { method: Method; url: string; regex: RegExp; auth: RouteAuth | undefined }[] = [];
 
-  constructor(private readonly app: FastifyInstance) {}
+  constructor(
+    private readonly app: FastifyInstance,
+    /** Resolves `auth` (and the announced body length) from the headers; see route-auth.ts. */
+    private readonly guard: onRequestHookHandler,
+    /** The body limit of routes that declare none (the chat route declares its own, larger one). */
+    private readonly defaultBodyLimit: number,
+  ) {}
 
-  add(method: Method, url: string, handler: RouteHandlerMethod, options: Pick<RouteOptions, 'bodyLimit' | 'onRequest'> = {}): void {
+  add(method: Method, url: string, handler: RouteHandlerMethod, declaration: RouteDeclaration = {}): void {
     // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.
     const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
-    this.patterns.push({ method, regex });
-    this.app.route({ method, url, handler, ...options });
+    this.patterns.push({ method, url, regex, auth: declaration.auth });
+    const onRequest = declaration.onRequest ? [declaration.onRequest, this.guard] : [this.guard];
+    this.app.route({
+      method,
+      url,
+      handler,
+      onRequest,
+      bodyLimit: declaration.bodyLimit ?? this.defaultBodyLimit,
+      config: {
+        ...(declaration.auth ? { auth: declaration.auth } : {}),
+        ...(declaration.noStore ? { noStore: true } : {}),
+        // The operator's API is not for browsers: no CORS headers (preflights: see registerCors).
+        ...(declaration.auth === 'admin' ? { cors: false } : {}),
+      },
+    });
   }
 
   allowedMethods(path: string): Method[] {
     const clean = path.split('?')[0] ?? path;
     return [...new Set(this.patterns.filter((p) => p.regex.test(clean)).map((p) => p.method))];
+  }
+
+  /** Every route and its declared authentication (a test checks that none is left undeclared). */
+  declarations(): { method: Method; url: string; auth: RouteAuth | undefined }[] {
+    return this.patterns.map(({ method, url, auth }) => ({ method, url, auth }));
   }
 }

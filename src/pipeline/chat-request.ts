@@ -1,16 +1,36 @@
 /**
  * The wire schema of `POST /chat/completions` (api.md §2.1). Known fields are type-checked; unknown
- * fields pass through to the upstream untouched.
+ * top-level fields are not refused here. Messages are checked per role (chat-messages.ts), and
+ * every list is bounded before its elements are checked, so a failed validation reports a few
+ * problems, never one per element of a huge array.
  */
 import { z } from 'zod';
+import { findMessagesProblem, type ChatMessage } from './chat-messages.js';
+import { formatInputPath } from './input-path.js';
 
-const contentPart = z.looseObject({ type: z.string() });
-const message = z.looseObject({
-  role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-  content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
-  name: z.string().optional(),
-  tool_calls: z.array(z.looseObject({})).optional(),
-  tool_call_id: z.string().optional(),
+const messages = z.custom<ChatMessage[]>().superRefine((value, ctx) => {
+  const problem = findMessagesProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: [...problem.path] });
+});
+
+/** A list of at most `max` items: the length is checked first, the items only when it fits. */
+function boundedArray<T extends z.ZodType>(item: T, max: number) {
+  return z.array(z.unknown()).max(max, `must have at most ${max} items`).pipe(z.array(item));
+}
+
+/** Token id → bias in [-100, 100], at most 300 entries (OpenAI's bounds), checked up to the first bad entry. */
+const logitBias = z.custom<Record<string, number>>().superRefine((value, ctx) => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    ctx.addIssue({ code: 'custom', message: 'must be an object of token ids to numbers' });
+    return;
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > 300) {
+    ctx.addIssue({ code: 'custom', message: 'must have at most 300 entries' });
+    return;
+  }
+  const bad = entries.find(([, bias]) => typeof bias !== 'number' || !(bias >= -100 && bias <= 100));
+  if (bad) ctx.addIssue({ code: 'custom', message: 'must be a number from -100 to 100', path: [bad[0]] });
 });
 
 // USD per million tokens; more than 9 decimals is below a femto-dollar per token: numbers are rounded
@@ -25,9 +45,9 @@ const priceLimit = z.union([
 ]);
 
 const providerPreferences = z.looseObject({
-  order: z.array(z.string()).optional(),
-  only: z.array(z.string()).optional(),
-  ignore: z.array(z.string()).optional(),
+  order: boundedArray(z.string(), 100).optional(),
+  only: boundedArray(z.string(), 100).optional(),
+  ignore: boundedArray(z.string(), 100).optional(),
   allow_fallbacks: z.boolean().optional(),
   sort: z.union([z.enum(['price', 'throughput', 'latency']), z.looseObject({ by: z.enum(['price', 'throughput', 'latency']) })]).optional(),
   max_price: z.looseObject({ prompt: priceLimit.optional(), completion: priceLimit.optional() }).optional(),
@@ -38,8 +58,8 @@ const providerPreferences = z.looseObject({
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1, 'model must be a non-empty string'),
-  messages: z.array(message).min(1, 'messages must be a non-empty array'),
-  models: z.array(z.string().min(1)).max(10).optional(),
+  messages,
+  models: boundedArray(z.string().min(1), 10).optional(),
   provider: providerPreferences.optional(),
   stream: z.boolean().optional(),
   // At least 1: some providers read 0 as "use your default", which would escape the credit hold's estimate.
@@ -53,11 +73,11 @@ export const chatRequestSchema = z.looseObject({
   repetition_penalty: z.number().nullable().optional(),
   seed: z.number().int().nullable().optional(),
   n: z.number().int().min(1).max(1, 'n > 1 is not supported').nullable().optional(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
-  tools: z.array(z.looseObject({ type: z.string() })).optional(),
+  stop: z.union([z.string(), boundedArray(z.string(), 4)]).nullable().optional(),
+  tools: boundedArray(z.looseObject({ type: z.string() }), 128).optional(),
   tool_choice: z.union([z.string(), z.looseObject({})]).optional(),
   response_format: z.looseObject({ type: z.string() }).optional(),
-  logit_bias: z.record(z.string(), z.number()).nullable().optional(),
+  logit_bias: logitBias.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.number().int().nullable().optional(),
   user: z.string().optional(),
@@ -70,10 +90,10 @@ export const chatRequestSchema = z.looseObject({
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
 
-/** One precise sentence for the first problems of a failed parse: "messages.0.role: Invalid option...". */
+/** One precise sentence for the first problems of a failed parse: "messages[3].content[0].text: must be a string". */
 export function describeIssues(error: z.ZodError): string {
   return error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length ? issue.path.join('.') : 'body'}: ${issue.message}`)
+    .slice(0, 3)
+    .map((issue) => `${formatInputPath(issue.path)}: ${issue.message}`)
     .join('; ');
 }

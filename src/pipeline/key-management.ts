@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
+import { parseUtcDateTime } from '../core/utc-date-time.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
@@ -34,9 +35,11 @@ const limitSchema = z
     }
   }, 'limit has more than 9 decimal places');
 
-const isoDate = z
-  .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), 'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z');
+/** api.md §3.2: `expires_at` is ISO-8601 UTC; a calendar-valid date-time ending in Z, nothing else. */
+const isoDate = z.string().superRefine((text, ctx) => {
+  const parsed = parseUtcDateTime(text);
+  if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `expires_at ${parsed.reason}` });
+});
 
 const slugList = z.array(z.string().min(1)).max(1000);
 
@@ -91,7 +94,8 @@ export async function createKey(deps: KeyServiceDeps, accountId: string, input: 
   const account = await deps.store.getAccount(accountId);
   if (!account) throw new TollgateError('resource.not_found', `Account ${accountId} not found`);
   const now = deps.now();
-  const expiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
+  const parsedExpiry = input.expires_at ? parseUtcDateTime(input.expires_at) : null;
+  const expiresAt = parsedExpiry?.ok ? parsedExpiry.epochMs : null;
   if (expiresAt !== null && expiresAt <= now) throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
   const allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
   const allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;

@@ -3,8 +3,8 @@
  * only while we wait on the upstream — never while the caller is slow to take the next event, so a
  * slow client is backpressure, not a provider stall.
  */
-import { SseParser } from '../streaming/sse-parser.js';
-import type { ProviderAdapter, StreamEvent } from '../providers/types.js';
+import { SseLimitError, SseParser } from '../streaming/sse-parser.js';
+import type { ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
 
 export interface StreamReaderOptions {
   body: AsyncIterable<Uint8Array>;
@@ -36,11 +36,23 @@ export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGe
       } finally {
         disarm();
       }
-      const events = next.done ? parser.end() : parser.push(next.value);
+      let events;
+      try {
+        events = next.done ? parser.end() : parser.push(next.value);
+      } catch (error) {
+        if (!(error instanceof SseLimitError)) throw error;
+        // An invalid response like any other: fails over before the first byte, in-band error after.
+        yield { kind: 'error', failure: oversized(error) };
+        return;
+      }
       for (const event of events) yield decoder.parseStreamEvent(event.data, event.event);
       if (next.done) return;
     }
   }
+}
+
+function oversized(error: SseLimitError): UpstreamFailure {
+  return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${error.message}`, providerCode: null, retryAfterMs: null, raw: null };
 }
 
 const DRAIN_LIMIT_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseEvent } from './sse-parser.js';
+import { SseLimitError, SseParser, type SseEvent } from './sse-parser.js';
 
 const encoder = new TextEncoder();
 
@@ -161,5 +161,22 @@ describe('SseParser', () => {
     const events = parseAll([big]);
     expect(events).toHaveLength(100_000);
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('refuses a line longer than its bound, whether it arrives whole or in pieces, instead of buffering it', () => {
+    const whole = new SseParser({ maxLineLength: 100 });
+    expect(() => whole.push(`data: ${'x'.repeat(200)}\n\n`)).toThrow(SseLimitError);
+    const pieces = new SseParser({ maxLineLength: 100 });
+    pieces.push('data: ');
+    for (let i = 0; i < 9; i++) pieces.push('x'.repeat(10));
+    expect(() => pieces.push('x'.repeat(10))).toThrow(SseLimitError);
+    // Up to the bound is fine, and the count starts again with each line.
+    const fits = new SseParser({ maxLineLength: 100 });
+    for (let i = 0; i < 5; i++) expect(fits.push(`data: ${'y'.repeat(90)}\n\n`)).toHaveLength(1);
+  });
+
+  it('refuses an event whose data lines together exceed the bound', () => {
+    const parser = new SseParser({ maxLineLength: 100 });
+    expect(() => parser.push(`${'data: 0123456789\n'.repeat(20)}\n`)).toThrow(SseLimitError);
   });
 });

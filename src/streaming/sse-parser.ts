@@ -19,6 +19,22 @@ export interface SseParserOptions {
    * discards it; lenient consumers may want it to notice a truncated final chunk.
    */
   dispatchIncompleteAtEnd?: boolean;
+  /**
+   * Longest line, and longest event (its data lines together), in characters. Beyond it `push`
+   * throws SseLimitError: a peer that never ends a line cannot make the parser buffer without bound.
+   */
+  maxLineLength?: number;
+}
+
+/** 8 Mi characters: far above any real chunk (a large tool call, an image as base64), far below the heap. */
+export const DEFAULT_MAX_SSE_LINE = 8 * 1024 * 1024;
+
+/** The stream broke the parser's size bound: it is not a valid event stream for us. */
+export class SseLimitError extends Error {
+  constructor(limit: number) {
+    super(`event stream line or event longer than ${limit} characters`);
+    this.name = 'SseLimitError';
+  }
 }
 
 const LF = 10;
@@ -27,8 +43,12 @@ export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
   private readonly onComment: ((text: string) => void) | undefined;
   private readonly dispatchIncompleteAtEnd: boolean;
-  /** Pieces of the current, not yet terminated line. */
+  private readonly maxLineLength: number;
+  /** Pieces of the current, not yet terminated line, and their total length. */
   private linePieces: string[] = [];
+  private pendingLength = 0;
+  /** Characters of the current event's data lines. */
+  private dataLength = 0;
   /** The previous chunk ended with CR: a LF opening the next chunk belongs to that same line break. */
   private skipLeadingLf = false;
   private atStreamStart = true;
@@ -42,6 +62,7 @@ export class SseParser {
   constructor(options: SseParserOptions = {}) {
     this.onComment = options.onComment;
     this.dispatchIncompleteAtEnd = options.dispatchIncompleteAtEnd ?? false;
+    this.maxLineLength = options.maxLineLength ?? DEFAULT_MAX_SSE_LINE;
   }
 
   /** Feed the next piece of the stream. Feed either bytes or strings for one stream, not both. */
@@ -57,10 +78,12 @@ export class SseParser {
     if (this.linePieces.length > 0) {
       const line = this.linePieces.join('');
       this.linePieces = [];
+      this.pendingLength = 0;
       this.processLine(line);
     }
     if (this.dispatchIncompleteAtEnd) this.dispatch();
     this.dataLines = [];
+    this.dataLength = 0;
     this.eventType = '';
     return this.takeEvents();
   }
@@ -91,11 +114,13 @@ export class SseParser {
     while (nextLf !== -1 || nextCr !== -1) {
       const isCr = nextCr !== -1 && (nextLf === -1 || nextCr < nextLf);
       const end = isCr ? nextCr : nextLf;
+      if (this.pendingLength + (end - start) > this.maxLineLength) throw new SseLimitError(this.maxLineLength);
       let line = text.slice(start, end);
       if (this.linePieces.length > 0) {
         this.linePieces.push(line);
         line = this.linePieces.join('');
         this.linePieces = [];
+        this.pendingLength = 0;
       }
       this.processLine(line);
       start = end + 1;
@@ -109,7 +134,11 @@ export class SseParser {
       if (nextLf !== -1 && nextLf < start) nextLf = text.indexOf('\n', start);
       if (nextCr !== -1 && nextCr < start) nextCr = text.indexOf('\r', start);
     }
-    if (start < text.length) this.linePieces.push(start === 0 ? text : text.slice(start));
+    if (start < text.length) {
+      this.pendingLength += text.length - start;
+      if (this.pendingLength > this.maxLineLength) throw new SseLimitError(this.maxLineLength);
+      this.linePieces.push(start === 0 ? text : text.slice(start));
+    }
   }
 
   private processLine(line: string): void {
@@ -126,6 +155,8 @@ export class SseParser {
     const value = colon === -1 ? '' : stripOneSpace(line, colon + 1);
     switch (field) {
       case 'data':
+        this.dataLength += value.length + 1;
+        if (this.dataLength > this.maxLineLength) throw new SseLimitError(this.maxLineLength);
         this.dataLines.push(value);
         break;
       case 'event':
@@ -151,6 +182,7 @@ export class SseParser {
       });
     }
     this.dataLines = [];
+    this.dataLength = 0;
     this.eventType = '';
   }
 }

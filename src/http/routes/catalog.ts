@@ -72,6 +72,9 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
   };
 }
 
+/** The catalog is public (api.md §4). */
+const PUBLIC = { auth: 'none' } as const;
+
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
@@ -81,7 +84,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
     const all = [...services.catalog.models.values()];
     const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
     return { data, links: { next: null }, total_count: all.length };
-  });
+  }, PUBLIC);
 
   routes.add('GET', '/api/v1/models/:author/:slug/endpoints', async (request) => {
     const { author, slug } = request.params as { author: string; slug: string };
@@ -99,9 +102,9 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
         endpoints: model.endpoints.map((e) => renderEndpoint(model, e, services.health.snapshot(HealthRegistry.keyOf(model.id, e.provider.id), services.now()))),
       },
     };
-  });
+  }, PUBLIC);
 
   routes.add('GET', '/api/v1/providers', async () => ({
     data: [...services.catalog.providers.values()].map((p) => ({ name: p.name, slug: p.id, privacy_policy_url: p.privacyPolicyUrl, terms_of_service_url: null, status_page_url: null })),
-  }));
+  }), PUBLIC);
 }

@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../../core/errors.js';
 import { newGenerationId } from '../../core/ids.js';
 import { completeChat, streamChat } from '../../pipeline/chat-completion.js';
-import { authenticate } from '../authenticate.js';
 import { renderError } from '../error-table.js';
 import { appAttribution } from '../request-context.js';
+import { requestKey } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 import { SseSink } from '../sse-sink.js';
@@ -39,7 +39,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
 
   routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
     const generationId = generationIds.get(request)!;
-    const key = await authenticate(services, request, reply, 'inference');
+    const key = requestKey(request);
     request.log = reply.log = request.log.child({ generation_id: generationId });
     const body = request.body as { stream?: unknown } | null;
     const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
@@ -85,5 +85,5 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
       services.metrics.completions.inc(labels(renderError(error).status, (body as { model?: unknown } | null)?.model, ''));
       throw error;
     }
-  }, { onRequest: assignGenerationId });
+  }, { auth: 'inference', bodyLimit: services.config.server.body_limit_bytes, onRequest: assignGenerationId });
 }

@@ -1,9 +1,13 @@
-/** /healthz (process up), /readyz (store and, when configured, Redis reachable), /metrics (Prometheus). */
+/**
+ * /healthz (process up), /readyz (store and, when configured, Redis reachable), /metrics
+ * (Prometheus; behind TOLLGATE_METRICS_TOKEN when it is set, and absent here when `server.metrics`
+ * gives it a listener of its own, see metrics-listener.ts).
+ */
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
 export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
-  routes.add('GET', '/healthz', async () => ({ status: 'ok' }));
+  routes.add('GET', '/healthz', async () => ({ status: 'ok' }), { auth: 'none' });
 
   routes.add('GET', '/readyz', async (_request, reply) => {
     if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
@@ -22,10 +26,11 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       return { status: 'ready', store: services.store.dialect, redis: 'ok' };
     }
     return { status: 'ready', store: services.store.dialect };
-  });
+  }, { auth: 'none' });
 
+  if (services.config.server.metrics !== null) return;
   routes.add('GET', '/metrics', async (_request, reply) => {
     const text = await services.metrics.registry.metrics();
     return reply.type(services.metrics.registry.contentType).send(text);
-  });
+  }, { auth: 'metrics' });
 }

@@ -1,0 +1,63 @@
+/**
+ * How a JSON request body is read (after the route's authentication, see route-auth.ts):
+ * - a `Content-Encoding` other than `identity` → 415 (Tollgate does not decompress request bodies,
+ *   so no decompression bomb and no body whose real size escapes the limit);
+ * - the bytes are scanned for nesting depth and value count while they arrive: over a limit → 400,
+ *   the connection closed, the rest never read;
+ * - the complete body must be valid UTF-8 (→ 400; JSON is UTF-8 and a replacement character would
+ *   silently change what the caller sent), then Fastify's own parser (prototype-poisoning checks).
+ */
+import { isUtf8 } from 'node:buffer';
+import { Transform } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError } from '../core/errors.js';
+import { JsonShapeScanner, type JsonShapeLimits } from './json-shape-scanner.js';
+
+function carriesBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
+}
+
+function isJson(request: FastifyRequest): boolean {
+  const type = request.headers['content-type'];
+  return typeof type === 'string' && /^\s*application\/json\s*(;|$)/i.test(type);
+}
+
+function refuse(reply: FastifyReply, error: TollgateError): TollgateError {
+  // The rest of the body is still on the wire: close the connection rather than read it.
+  reply.header('connection', 'close');
+  return error;
+}
+
+export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits): void {
+  app.addHook('preParsing', async (request, reply, payload) => {
+    if (!carriesBody(request)) return payload;
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      throw refuse(reply, new TollgateError('request.unsupported_encoding', 'Content-Encoding is not supported: send the request body uncompressed (identity)'));
+    }
+    if (!isJson(request)) return payload;
+    const scanner = new JsonShapeScanner(limits);
+    const scanned = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        const problem = scanner.feed(chunk);
+        if (problem === null) callback(null, chunk);
+        else callback(refuse(reply, new TollgateError('request.invalid_json', problem)));
+      },
+    });
+    // Not `pipeline`: refusing must not destroy the request (its socket carries our answer).
+    payload.on('error', (error) => scanned.destroy(error));
+    return payload.pipe(scanned);
+  });
+
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(new TollgateError('request.invalid_json', 'Request body is not valid UTF-8'), undefined);
+      return;
+    }
+    parseJson(request, bytes.toString('utf8'), done);
+  });
+}

@@ -38,6 +38,8 @@ export interface ExecuteDeps {
 export interface ExecuteInput {
   plan: readonly PlannedAttempt[];
   body: Record<string, unknown>;
+  /** The body of one attempt (its endpoint's parameters and completion budget); `body` when absent. */
+  bodyFor?(planned: PlannedAttempt): Record<string, unknown>;
   /** Aborts every attempt: the caller went away, or the process is shutting down. */
   signal: AbortSignal;
 }
@@ -200,14 +202,18 @@ async function loop<T>(
   return { ok: false, error: exhaustedError(attempts), attempts };
 }
 
+function bodyOf(input: ExecuteInput, planned: PlannedAttempt): Record<string, unknown> {
+  return input.bodyFor ? input.bodyFor(planned) : input.body;
+}
+
 export async function executeCompletion(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<CompletionOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, input.body, input.signal), true);
+  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal), true);
   if (!outcome.ok) return outcome;
   return { ok: true, served: outcome.served, completion: outcome.value, startedAt: outcome.startedAt, attemptStartedAt: outcome.attemptStartedAt, attempts: outcome.attempts };
 }
 
 export async function executeStream(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<StreamOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, input.body, input.signal), false);
+  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, bodyOf(input, planned), input.signal), false);
   if (!outcome.ok) return outcome;
   const { held, events, firstContentAt, abort } = outcome.value;
   return {

@@ -5,6 +5,7 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure, UpstreamRequest } from '../providers/types.js';
+import { byokHeaders } from './byok-headers.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
 import { failureFromThrown, isTransportError } from './failure.js';
@@ -83,7 +84,8 @@ function internalFailure(error: unknown): LocalFailure {
 /** Builds (and serialises) the upstream request outside the network part: a failure here is the request's, not the provider's. */
 function buildUpstream(adapter: ProviderAdapter, planned: PlannedAttempt, body: Record<string, unknown>, stream: boolean): UpstreamRequest | LocalFailure {
   try {
-    return adapter.buildRequest(target(planned), body, stream);
+    const request = adapter.buildRequest(target(planned), body, stream);
+    return planned.byok ? { ...request, headers: byokHeaders(request.headers, adapter.kind) } : request;
   } catch (error) {
     return { ok: false, local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', { cause: error }) };
   }
@@ -270,19 +272,6 @@ function invalidResponse(reason: string): UpstreamFailure {
   return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
 }
 
-/** Headers that carry a provider credential, in any provider's scheme (compared lower-case). */
-const AUTH_HEADERS = new Set(['authorization', 'api-key', 'x-api-key', 'x-goog-api-key']);
-
-/**
- * The provider's configured extra headers for one attempt. The adapters apply them after the API
- * key (so an operator can use another auth scheme), so on a BYOK attempt any auth header among them
- * would replace the caller's key with the operator's: those are dropped.
- */
-export function extraHeadersFor(configured: Readonly<Record<string, string>>, byok: boolean): Record<string, string> {
-  if (!byok) return { ...configured };
-  return Object.fromEntries(Object.entries(configured).filter(([name]) => !AUTH_HEADERS.has(name.toLowerCase())));
-}
-
 function target(planned: PlannedAttempt): EndpointTarget {
   const { provider } = planned.endpoint;
   return {
@@ -290,7 +279,8 @@ function target(planned: PlannedAttempt): EndpointTarget {
     baseUrl: provider.baseUrl,
     apiKey: planned.byok?.apiKey ?? provider.apiKey,
     upstreamModel: planned.endpoint.upstreamModel,
-    extraHeaders: extraHeadersFor(provider.headers, planned.byok !== null),
+    // The operator's extra headers go with the operator's key only (byok-headers.ts).
+    extraHeaders: planned.byok ? {} : { ...provider.headers },
   };
 }
 

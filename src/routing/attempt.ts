@@ -6,6 +6,7 @@
 import { TollgateError } from '../core/errors.js';
 import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure, UpstreamRequest } from '../providers/types.js';
 import { byokHeaders } from './byok-headers.js';
+import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
 import { failureFromThrown, isTransportError } from './failure.js';
@@ -143,7 +144,7 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
 
 async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
+  const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, false);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
@@ -172,7 +173,7 @@ export interface OpenedStream {
 
 export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
   const { provider } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
+  const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, true);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
@@ -239,6 +240,11 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
       scope.close();
     }
   }
+}
+
+/** Every upstream text of this attempt is scrubbed of the configured keys, the request's BYOK keys and this attempt's own key. */
+function scrubberFor(deps: ExecuteDeps, planned: PlannedAttempt): SecretScrubber {
+  return (deps.secrets ?? new SecretScrubber()).with([planned.endpoint.provider.apiKey, planned.byok?.apiKey]);
 }
 
 function parseCompletion(adapter: ProviderAdapter, text: string): NormalizedCompletion | { kind: 'malformed'; reason: string } {

@@ -44,6 +44,7 @@ import { ByokCredentials } from './routing/byok-credentials.js';
 import type { Catalog } from './routing/catalog.js';
 import type { AdaptiveFirstToken } from './routing/first-token-limit.js';
 import { HealthRegistry } from './routing/health.js';
+import { SecretScrubber } from './routing/secret-scrubber.js';
 import { AttemptAbort } from './routing/upstream-client.js';
 import type { Store } from './store/types.js';
 
@@ -172,6 +173,8 @@ export function buildApp(deps: AppDeps): Gateway {
     // The moderation endpoint (mode `openai`) gets the pool the composition root gives the pseudo-provider `@moderation`.
     moderation: moderationStep(config.moderation, createModerator(config.moderation, () => deps.dispatcherFor('@moderation')), app.log, (outcome) => metrics.moderation.inc({ outcome })),
     execute: {
+      // Every upstream text is scrubbed of every configured provider key before a caller or a log sees it.
+      secrets: new SecretScrubber([...catalog.providers.values()].map((p) => p.apiKey)),
       dispatcherFor: deps.dispatcherFor,
       adapterFor,
       now,

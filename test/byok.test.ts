@@ -8,6 +8,9 @@ import { chat, getJson, startTestGateway, type TestGateway } from './helpers/gat
 import { startRecordingUpstream, type RecordingUpstream } from './helpers/recording-upstream.js';
 import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
 import { request } from 'undici';
+import { stringify } from 'yaml';
+import { parseMasterKey, SecretBox } from '../src/auth/secret-box.js';
+import { loadConfig } from '../src/config/load-config.js';
 
 const SHARED_KEY = 'shared-provider-key-000';
 const OWN_KEY = 'sk-own-provider-key-1234567890';
@@ -27,8 +30,10 @@ async function call(gw: TestGateway, method: string, path: string, key: string, 
 }
 
 function withRecorder(upstream: RecordingUpstream) {
-  return (file: { providers: unknown[]; models: unknown[] }) => {
-    file.providers.push({ id: 'rec', name: 'Recorder', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY });
+  return (file: { providers: Record<string, unknown>[]; models: unknown[] }) => {
+    // BYOK is opt-in per provider (issue 8, finding 3): `mock` and `rec` accept own keys, `mock-b` does not.
+    for (const provider of file.providers) if (provider.id === 'mock') provider.byok = true;
+    file.providers.push({ id: 'rec', name: 'Recorder', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY, byok: true, headers: { 'OpenAI-Organization': 'org-operator-000' } });
     file.models.push({
       id: 'test/rec',
       name: 'Recorded',
@@ -100,6 +105,8 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     const answer = await chat(gw, inference.key, { model: 'test/rec', messages: [{ role: 'user', content: 'hi' }] });
     expect(answer.status).toBe(200);
     expect(upstream.seenKeys).toEqual([OWN_KEY]);
+    // Only the allowlisted headers travel with the own key: never the operator's organisation header.
+    expect(upstream.seen.at(-1)!.headers['openai-organization']).toBeUndefined();
     expect(answer.json.usage.is_byok).toBe(true);
     expect(units(answer.json.usage.cost)).toBe(FEE_UNITS);
     expect(units(answer.json.usage.cost_details.upstream_inference_cost)).toBe(LIST_COST_UNITS);
@@ -155,6 +162,84 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     await chat(gw, inference.key, { model: 'test/rec', messages: [{ role: 'user', content: 'hi' }] });
     expect(upstream.seenKeys).toEqual([SHARED_KEY]);
     await call(gw, 'DELETE', `/byok/${scoped.json.data.id}`, manager);
+  });
+});
+
+describe('BYOK only where it means something (issue 8, finding 3)', () => {
+  const master = randomBytes(32).toString('hex');
+  let upstream: RecordingUpstream;
+  let gw: TestGateway;
+  let manager: string;
+  let inference: string;
+  let accountId: string;
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream();
+    gw = await startTestGateway({
+      target: STORE_TARGETS[0]!,
+      configure: ((file: { providers: Record<string, unknown>[]; models: unknown[] }) => {
+        withRecorder(upstream)(file);
+        // A keyless local server (vLLM, Ollama) and a keyed provider the operator did not opt in.
+        file.providers.push({ id: 'local', name: 'Local', kind: 'openai', base_url: upstream.url }, { id: 'keyed', name: 'Keyed', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY });
+        file.models.push({ id: 'test/keyed', name: 'Keyed', context_length: 8192, endpoints: [{ provider: 'keyed', model: 'keyed-model', pricing: { prompt: '0.000001', completion: '0.000002' } }] });
+      }) as never,
+      env: { TOLLGATE_MASTER_KEY: master },
+    });
+    accountId = await gw.createAccount(5);
+    manager = (await gw.createKey(accountId, { management: true })).key;
+    inference = (await gw.createKey(accountId)).key;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  it('refuses POST /byok for providers without byok: true, naming the reason', async () => {
+    for (const provider of ['local', 'keyed', 'mock-b']) {
+      const refused = await call(gw, 'POST', '/byok', manager, { provider, key: 'junk-own-key-123456' });
+      expect(refused.status, provider).toBe(400);
+      expect(refused.json.error.message).toContain(`"${provider}" does not accept BYOK keys`);
+    }
+    expect((await call(gw, 'GET', '/byok', manager)).json.total_count).toBe(0);
+  });
+
+  it('never routes with, and refuses to PATCH, a stored entry of a provider that is no longer BYOK-enabled', async () => {
+    // An entry written while `keyed` was BYOK-enabled (the operator has since turned it off).
+    const id = 'byok_legacy0000000000000000000000';
+    const box = new SecretBox(parseMasterKey(master));
+    await gw.store.byok.insert({
+      id,
+      accountId,
+      provider: 'keyed',
+      name: null,
+      label: 'jun...3456',
+      ciphertext: box.encrypt('junk-own-key-123456', id),
+      disabled: false,
+      isFallback: false,
+      isRequired: true,
+      sortOrder: 0,
+      allowedModels: null,
+      allowedKeyHashes: null,
+      createdAt: Date.now(),
+      updatedAt: null,
+    });
+    upstream.seenKeys.length = 0;
+    const answer = await chat(gw, inference, { model: 'test/keyed', messages: [{ role: 'user', content: 'hi' }] });
+    expect(answer.status, answer.text).toBe(200);
+    expect(upstream.seenKeys).toEqual([SHARED_KEY]);
+    expect(answer.json.usage.is_byok).toBe(false);
+    const patched = await call(gw, 'PATCH', `/byok/${id}`, manager, { is_required: false });
+    expect(patched.status).toBe(400);
+    expect(patched.json.error.message).toContain('"keyed" does not accept BYOK keys');
+    expect((await call(gw, 'DELETE', `/byok/${id}`, manager)).json).toEqual({ deleted: true });
+  });
+
+  it('refuses at boot byok: true on a provider without an operator api_key, and on the demo provider', () => {
+    const config = (providers: unknown[]) => () => stringify({ providers, models: [] });
+    expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, config([{ id: 'local', name: 'Local', kind: 'openai', base_url: 'http://127.0.0.1:1/v1', byok: true }]))).toThrow(
+      /providers\.0\.byok: byok: true needs the operator's own api_key/,
+    );
+    expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, config([{ id: 'demo', name: 'Demo', kind: 'demo', api_key: 'x', byok: true }]))).toThrow(/the demo provider checks no key/);
   });
 });
 

@@ -62,6 +62,13 @@ describe('Anthropic and Gemini providers through the gateway', () => {
         model('google/gemini-fake', ['gemini', 'gemini-fake']),
         model('google/gemini-busy', ['gemini', 'gemini-fake-429'], ['anthropic', 'claude-fake']),
         model('google/gemini-bad-request', ['gemini', 'gemini-fake-400'], ['anthropic', 'claude-fake']),
+        {
+          ...model('test/budgeted', ['gemini', 'gemini-fake-429'], ['anthropic', 'claude-fake']),
+          endpoints: [
+            { provider: 'gemini', model: 'gemini-fake-429', pricing: PRICES, max_completion_tokens: 300 },
+            { provider: 'anthropic', model: 'claude-fake', pricing: PRICES, max_completion_tokens: 500 },
+          ],
+        },
       ],
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
@@ -224,5 +231,12 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       expect(r.json.error.metadata).toMatchObject({ error_type: 'bad_request', provider_code: 'INVALID_ARGUMENT', provider_name: 'Google' });
       expect(anthropic.requests.length).toBe(before);
     });
+  });
+
+  it('sends each endpoint its own completion budget in its API: maxOutputTokens to Gemini, max_tokens to Anthropic (issue 8, finding 2)', async () => {
+    const r = await chat(gw, key, { model: 'test/budgeted', messages: MESSAGES });
+    expect(r.status, r.text).toBe(200);
+    expect(gemini.requests.at(-1)?.body.generationConfig).toEqual({ maxOutputTokens: 300 });
+    expect(anthropic.requests.at(-1)?.body.max_tokens).toBe(500);
   });
 });

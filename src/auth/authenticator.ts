@@ -4,7 +4,7 @@
  * invalidates whenever a key changes.
  */
 import { TollgateError } from '../core/errors.js';
-import type { ChangeBus } from '../core/change-bus.js';
+import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import type { KeyRecord, Store } from '../store/types.js';
 import { hashKey, isWellFormedKey } from './key-format.js';
@@ -29,7 +29,10 @@ export class Authenticator {
     this.now = options.now;
     this.cache = new TtlCache(options.ttlMs, options.maxEntries ?? 100_000, options.now);
     options.bus.subscribe((topic, id) => {
-      if (topic === 'key') this.cache.invalidate(id);
+      if (topic === 'key') {
+        if (id === ALL_IDS) this.cache.clear();
+        else this.cache.invalidate(id);
+      }
     });
   }
 

@@ -23,6 +23,22 @@ describe('SecretBox', () => {
     expect(() => box.decrypt(parts.join('.'), 'byok_1')).toThrow();
   });
 
+  it('refuses a truncated tag or a wrong-length IV (regression: GCM accepted 4-byte tags)', () => {
+    const box = new SecretBox(k1);
+    const sealed = box.encrypt('secret', 'byok_1');
+    const parts = sealed.split('.');
+    const tag = Buffer.from(parts[3]!, 'base64url');
+    expect(tag.length).toBe(16);
+    // A 4-byte prefix of the real tag: Node's default GCM decipher verifies only that prefix.
+    const truncated = [...parts];
+    truncated[3] = tag.subarray(0, 4).toString('base64url');
+    expect(() => box.decrypt(truncated.join('.'), 'byok_1')).toThrow(/tag must be 16 bytes/);
+    const shortIv = [...parts];
+    shortIv[2] = Buffer.from(parts[2]!, 'base64url').subarray(0, 8).toString('base64url');
+    expect(() => box.decrypt(shortIv.join('.'), 'byok_1')).toThrow(/IV must be 12 bytes/);
+    expect(box.decrypt(sealed, 'byok_1')).toBe('secret');
+  });
+
   it('decrypts entries of a previous master key after rotation, and says they are stale', () => {
     const old = new SecretBox(k1);
     const sealed = old.encrypt('secret', 'id');

@@ -7,6 +7,10 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
+/** GCM's standard sizes; anything else in a stored ciphertext is corruption or forgery. */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
 interface MasterKey {
   id: string;
   key: Buffer;
@@ -41,8 +45,8 @@ export class SecretBox {
   }
 
   encrypt(plaintext: string, boundTo: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(boundTo));
     const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return ['v1', this.current.id, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
@@ -53,9 +57,15 @@ export class SecretBox {
     if (version !== 'v1' || !keyId || !iv || !tag || data === undefined) throw new Error('unrecognised ciphertext');
     const master = this.byId.get(keyId);
     if (!master) throw new Error(`ciphertext was written under master key ${keyId}, which is not configured`);
-    const decipher = createDecipheriv('aes-256-gcm', master.key, Buffer.from(iv, 'base64url'));
+    const ivBytes = Buffer.from(iv, 'base64url');
+    const tagBytes = Buffer.from(tag, 'base64url');
+    // Node accepts GCM tags down to 4 bytes unless told the length: a truncated tag would make forgery
+    // 2^96 times easier. Both lengths are fixed by how we encrypt.
+    if (ivBytes.length !== IV_BYTES) throw new Error(`ciphertext IV must be ${IV_BYTES} bytes`);
+    if (tagBytes.length !== TAG_BYTES) throw new Error(`ciphertext tag must be ${TAG_BYTES} bytes`);
+    const decipher = createDecipheriv('aes-256-gcm', master.key, ivBytes, { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(boundTo));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    decipher.setAuthTag(tagBytes);
     return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
   }
 

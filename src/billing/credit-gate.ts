@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { TollgateError, isTollgateError } from '../core/errors.js';
-import type { ChangeBus } from '../core/change-bus.js';
+import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import { unitsToUsd, type Units } from '../core/money.js';
 import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
@@ -79,8 +79,9 @@ export class CreditGate {
     this.holds = options.holds ?? new MemoryHoldStore();
     this.holdTtlMs = options.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
     options.bus.subscribe((topic, id) => {
-      if (topic === 'account') this.accounts.invalidate(id);
-      if (topic === 'key') this.keys.invalidate(id);
+      const cache = topic === 'account' ? this.accounts : topic === 'key' ? this.keys : null;
+      if (cache && id === ALL_IDS) cache.clear();
+      else cache?.invalidate(id);
     });
     this.renewTimer = setInterval(() => this.renew(), Math.max(50, Math.floor(this.holdTtlMs / 3)));
     this.renewTimer.unref();

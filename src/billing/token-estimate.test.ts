@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { AUDIO_PART_TOKENS, IMAGE_PART_TOKENS, OTHER_PART_TOKENS } from './media-token-estimate.js';
 import { estimateCompletionTokens, estimatePromptTokens } from './token-estimate.js';
 
 describe('token estimates', () => {
@@ -13,5 +14,21 @@ describe('token estimates', () => {
     expect(estimateCompletionTokens(run)).toBeGreaterThan(1000);
     expect(estimatePromptTokens([{ role: 'user', content: 'b'.repeat(4_000_000) }])).toBeGreaterThan(1_000_000);
     // Before slicing, 30 KB of one letter took ~0.6 s and 4 MB hours: the test's timeout is the guard.
+  });
+
+  it('counts images, audio and files at a fixed generous count per part, never as zero (regression: holds ignored them)', () => {
+    const text = estimatePromptTokens([{ role: 'user', content: [{ type: 'text', text: 'what is this?' }] }]);
+    const media = estimatePromptTokens([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what is this?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+          { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,AAAA' } },
+        ],
+      },
+    ]);
+    expect(media - text).toBe(IMAGE_PART_TOKENS + AUDIO_PART_TOKENS + OTHER_PART_TOKENS);
   });
 });

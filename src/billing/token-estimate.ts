@@ -4,6 +4,7 @@
  * says when its counts are estimates.
  */
 import { countTokens } from 'gpt-tokenizer';
+import { mediaTokens } from './media-token-estimate.js';
 
 const PER_MESSAGE_OVERHEAD = 4;
 // Caller text may contain special-token strings ("<|endoftext|>"): count them as text, never throw.
@@ -35,7 +36,8 @@ function textOf(content: unknown): string {
 export function estimatePromptTokens(messages: readonly Record<string, unknown>[], tools?: unknown): number {
   let total = PER_REQUEST_OVERHEAD;
   for (const message of messages) {
-    total += PER_MESSAGE_OVERHEAD + count(textOf(message.content));
+    // Images, audio and files at a fixed generous count each: invisible to the tokenizer, never free.
+    total += PER_MESSAGE_OVERHEAD + count(textOf(message.content)) + mediaTokens(message.content);
     if (message.tool_calls) total += count(JSON.stringify(message.tool_calls));
   }
   if (tools) total += count(JSON.stringify(tools));

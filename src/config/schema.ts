@@ -59,11 +59,19 @@ export const providerSchema = z
     /** Serve non-streamed requests from an upstream stream (timeouts bound them; mid-answer failures fail over). Off for providers that cannot stream. */
     stream_upstream: z.boolean().default(true),
     timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
+    /** Account holders may register their own key for this provider (BYOK). Off (absent) unless the operator opts in. */
+    byok: z.boolean().optional(),
   })
   .strict()
   .superRefine((provider, ctx) => {
     if (provider.kind !== 'demo' && !provider.base_url) {
       ctx.addIssue({ code: 'custom', message: `base_url is required for kind "${provider.kind}"`, path: ['base_url'] });
+    }
+    // A provider that checks no key (a local server, the demo) would take any junk "own key" and bill only the BYOK fee.
+    if (provider.byok && provider.kind === 'demo') {
+      ctx.addIssue({ code: 'custom', message: 'byok: the demo provider checks no key, so BYOK cannot be enabled for it', path: ['byok'] });
+    } else if (provider.byok && !provider.api_key) {
+      ctx.addIssue({ code: 'custom', message: 'byok: true needs the operator\'s own api_key (a provider that checks no key cannot tell an own key from junk)', path: ['byok'] });
     }
   });
 

@@ -4,6 +4,12 @@
  * deployment uses the in-process bus; a scaled-out one plugs a shared implementation in (`store/`).
  */
 export const CHANGE_TOPICS = ['key', 'account', 'byok'] as const;
+/**
+ * The id that means "any id of this topic may have changed": delivered for every topic when a shared
+ * bus (re)connects, since whatever was published while it was not listening is lost. Subscribers
+ * forget everything they cache for the topic.
+ */
+export const ALL_IDS = '*';
 export type ChangeTopic = (typeof CHANGE_TOPICS)[number];
 export type ChangeHandler = (topic: ChangeTopic, id: string) => void;
 

@@ -42,6 +42,18 @@ function requireBox(deps: ByokDeps): SecretBox {
   return deps.box;
 }
 
+/**
+ * BYOK only where it means something: the operator opted the provider in (config `byok: true`, which
+ * boot refuses without an operator `api_key` or on the demo provider). A provider that checks no key
+ * would accept any junk "own key" and the request would be billed only the BYOK fee.
+ */
+function requireByokProvider(deps: ByokDeps, providerId: string): void {
+  const provider = deps.catalog.providers.get(providerId);
+  if (provider?.byok) return;
+  const why = !provider ? 'is no longer configured' : 'does not accept BYOK keys on this gateway (the operator has not enabled byok for it)';
+  throw new TollgateError('request.invalid_body', `Invalid request: provider: "${providerId}" ${why}`, { metadata: { provider: providerId } });
+}
+
 function maskProviderKey(key: string): string {
   return key.length <= 8 ? '****' : `${key.slice(0, 3)}...${key.slice(-4)}`;
 }
@@ -57,6 +69,7 @@ export async function createByok(deps: ByokDeps, accountId: string, input: z.out
   if (!deps.catalog.providers.has(input.provider)) {
     throw new TollgateError('request.invalid_body', `Invalid request: provider: unknown provider "${input.provider}"; see GET /providers`);
   }
+  requireByokProvider(deps, input.provider);
   checkModels(deps, input.allowed_models);
   const id = `byok_${randomUUID().replaceAll('-', '')}`;
   const record: ByokRecord = {
@@ -88,6 +101,7 @@ export async function ownedByok(deps: ByokDeps, accountId: string, id: string): 
 
 export async function updateByok(deps: ByokDeps, accountId: string, id: string, input: z.output<typeof updateByokSchema>): Promise<ByokRecord> {
   const existing = await ownedByok(deps, accountId, id);
+  requireByokProvider(deps, existing.provider);
   checkModels(deps, input.allowed_models);
   const patch: ByokPatch = {};
   if (input.key !== undefined) {

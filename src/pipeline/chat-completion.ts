@@ -5,7 +5,7 @@
  * The stream variant writes through a StreamSink so this file never sees the web framework.
  */
 import { TollgateError } from '../core/errors.js';
-import { unitsToUsd, type Units } from '../core/money.js';
+import { unitsToUsd } from '../core/money.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { CreditGate, Hold } from '../billing/credit-gate.js';
@@ -25,6 +25,8 @@ import { renderCompletion, type ResponseIdentity } from './completion-shapes.js'
 import { buildCharge, generatedTextOf, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
 import { moderateRequest, type ModerationStep } from './moderation-step.js';
+import { refuseCostlyFeatures } from './upstream-parameters.js';
+import { prepareUpstream } from './upstream-request.js';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -65,8 +67,12 @@ export interface Admitted {
   moderationLatencyMs: number | null;
   /** The free-model rate-limit unit this request took (null: paid model, or the limit store failed open). */
   freeSlot: FreeSlot | null;
-  /** The request as sent upstream (legacy fields stripped by the adapter). */
+  /** The request as validated (continuations start from it). */
   upstreamBody: Record<string, unknown>;
+  /** What one attempt sends: the allowlisted fields and its endpoint's completion budget (upstream-request.ts). */
+  bodyFor(planned: PlannedAttempt): Record<string, unknown>;
+  /** The completion budget of an attempt's endpoint, as held. */
+  budgetFor(planned: PlannedAttempt): number;
 }
 
 export function validate(body: unknown): ChatRequest {
@@ -103,30 +109,16 @@ export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, reques
   return planAttempts(deps.catalog, { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok }, key, deps.execute.health, deps.now());
 }
 
-/** The most this request can cost on any endpoint of its plan: held while it is in flight. */
-function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[], promptTokens: number): Units {
-  let most = 0n;
-  for (const { endpoint } of attempts) {
-    const available = Math.max(0, endpoint.contextLength - promptTokens);
-    const cap = Math.min(endpoint.maxCompletionTokens ?? available, available);
-    const requested = request.max_completion_tokens ?? request.max_tokens;
-    // The most the endpoint can produce for this prompt; without a requested limit, at most 4096 unless the endpoint caps lower.
-    const completion = requested ? Math.min(requested, cap) : Math.min(endpoint.maxCompletionTokens ?? 4096, cap);
-    const femto = endpoint.prices.prompt * BigInt(promptTokens) + endpoint.prices.completion * BigInt(completion) + endpoint.prices.request;
-    const units = (femto + 999_999n) / 1_000_000n;
-    if (units > most) most = units;
-  }
-  return most;
-}
-
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
   const request = validate(ctx.body);
   const attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
+  refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const promptEstimate = estimatePromptTokens(request.messages, request.tools);
   const isPaid = attempts.some((a) => !a.model.isFree);
-  const hold = await deps.gate.admit(ctx.key, isPaid, holdEstimate(request, attempts, promptEstimate));
+  const upstream = prepareUpstream(request, attempts, promptEstimate);
+  const hold = await deps.gate.admit(ctx.key, isPaid, upstream.hold);
   // Rate limits come after the credit checks, so a 402 does not use up a free-model slot.
   let freeSlot: FreeSlot | null = null;
   // Any free model in the plan takes a slot (a failing paid model with a `:free` fallback must not bypass the cap).
@@ -138,7 +130,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
       throw error;
     }
   }
-  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown> };
+  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown>, bodyFor: upstream.bodyFor, budgetFor: upstream.budgetFor };
 }
 
 /**
@@ -206,7 +198,7 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
     );
   };
   try {
-    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
+    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);
@@ -236,7 +228,7 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
   const admitted = await admit(deps, ctx);
   const stopKeepAlive = sink.keepAlive(deps.keepAliveMs);
   try {
-    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, signal: ctx.signal });
+    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);

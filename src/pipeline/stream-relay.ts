@@ -18,6 +18,7 @@ import type { Admitted, ChatContext, ChatDeps } from './chat-completion.js';
 import { identityOf, settle } from './chat-completion.js';
 import { renderChunk, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
 import { generatedText, type EarlierSegment } from './generation.js';
+import { withCompletionLimit } from './upstream-parameters.js';
 
 export interface StreamSink {
   /** True once response headers went out (after that, errors are in-band). */
@@ -236,7 +237,10 @@ async function continueElsewhere(
   const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
   if (plan.length === 0 || ctx.signal.aborted) return null;
   const messages = [...admitted.request.messages, { role: 'assistant', content: answerSoFar }];
-  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, signal: ctx.signal });
+  const written = estimateCompletionTokens(answerSoFar);
+  // The continuation may write only what is left of the budget the hold was computed from.
+  const bodyFor = (p: PlannedAttempt) => withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
+  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, bodyFor, signal: ctx.signal });
   if (!outcome.ok) return null;
   return {
     attempts: outcome.attempts,

@@ -3,7 +3,8 @@ import { Agent } from 'undici';
 import { TollgateError } from '../core/errors.js';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import type { ProviderAdapter, UpstreamRequest } from '../providers/types.js';
-import { attemptCompletion, attemptStream, extraHeadersFor } from './attempt.js';
+import { attemptCompletion, attemptStream } from './attempt.js';
+import { byokHeaders } from './byok-headers.js';
 import type { ByokCredential } from './byok-credentials.js';
 import type { CatalogEndpoint, CatalogModel, CatalogProvider } from './catalog.js';
 import type { ExecuteDeps } from './execute.js';
@@ -18,13 +19,12 @@ const OPERATOR_HEADERS = {
   'x-team': 'research',
 };
 
-describe('extraHeadersFor', () => {
-  it('keeps every configured header on shared capacity', () => {
-    expect(extraHeadersFor(OPERATOR_HEADERS, false)).toEqual(OPERATOR_HEADERS);
-  });
-
-  it('drops auth headers (any case) on a BYOK attempt and keeps the others', () => {
-    expect(extraHeadersFor(OPERATOR_HEADERS, true)).toEqual({ 'x-team': 'research' });
+describe('byokHeaders', () => {
+  it('keeps only each API\'s allowlist: content type, accept, its own auth header, its version header', () => {
+    const sent = { 'Content-Type': 'application/json', accept: 'text/event-stream', authorization: 'Bearer own', 'x-api-key': 'own', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'x', 'x-goog-api-key': 'own', 'OpenAI-Organization': 'org-operator', 'x-team': 'research' };
+    expect(byokHeaders(sent, 'openai')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', authorization: 'Bearer own' });
+    expect(byokHeaders(sent, 'anthropic')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', 'x-api-key': 'own', 'anthropic-version': '2023-06-01' });
+    expect(byokHeaders(sent, 'gemini')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', 'x-goog-api-key': 'own' });
   });
 });
 
@@ -38,6 +38,7 @@ const provider: CatalogProvider = {
   privacyPolicyUrl: null,
   streamUpstream: true,
   timeouts: { connect_ms: 1000, first_token_ms: 1000, idle_ms: 1000, response_ms: 1000 },
+  byok: true,
 };
 const endpoint = { provider, upstreamModel: 'gpt' } as unknown as CatalogEndpoint;
 const model = { id: 'x/m' } as unknown as CatalogModel;
@@ -68,7 +69,7 @@ function depsWith(adapter: ProviderAdapter): ExecuteDeps {
 }
 
 describe('an attempt on a BYOK key', () => {
-  it("sends the caller's key and none of the operator's auth headers", async () => {
+  it("sends the caller's key and none of the operator's headers (regression: only four auth names were dropped)", async () => {
     const { adapter, built } = capturing();
     const planned: PlannedAttempt = { model, endpoint, healthKey: 'x/m|azure|byok:byok-1', byok: ownKey };
     await attemptStream(depsWith(adapter), planned, { messages: [] }, new AbortController().signal);
@@ -77,7 +78,8 @@ describe('an attempt on a BYOK key', () => {
     expect(headers['api-key']).toBeUndefined();
     expect(headers['x-api-key']).toBeUndefined();
     expect(headers['x-goog-api-key']).toBeUndefined();
-    expect(headers['x-team']).toBe('research');
+    expect(headers['x-team']).toBeUndefined();
+    expect(Object.keys(headers).sort()).toEqual(['accept', 'authorization', 'content-type']);
     expect(JSON.stringify(built[0]!.headers)).not.toContain('operator');
   });
 

@@ -5,6 +5,8 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure, UpstreamRequest } from '../providers/types.js';
+import { byokHeaders } from './byok-headers.js';
+import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute.js';
 import { failureFromThrown, isTransportError } from './failure.js';
@@ -84,7 +86,8 @@ function internalFailure(error: unknown): LocalFailure {
 /** Builds (and serialises) the upstream request outside the network part: a failure here is the request's, not the provider's. */
 function buildUpstream(adapter: ProviderAdapter, planned: PlannedAttempt, body: Record<string, unknown>, stream: boolean): UpstreamRequest | LocalFailure {
   try {
-    return adapter.buildRequest(target(planned), body, stream);
+    const request = adapter.buildRequest(target(planned), body, stream);
+    return planned.byok ? { ...request, headers: byokHeaders(request.headers, adapter.kind) } : request;
   } catch (error) {
     return { ok: false, local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', { cause: error }) };
   }
@@ -142,7 +145,7 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
 
 async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider, timeouts } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
+  const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, false);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
@@ -171,7 +174,7 @@ export interface OpenedStream {
 
 export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
   const { provider, timeouts } = planned.endpoint;
-  const adapter = deps.adapterFor(provider.kind);
+  const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, true);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
@@ -240,6 +243,11 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
   }
 }
 
+/** Every upstream text of this attempt is scrubbed of the configured keys, the request's BYOK keys and this attempt's own key. */
+function scrubberFor(deps: ExecuteDeps, planned: PlannedAttempt): SecretScrubber {
+  return (deps.secrets ?? new SecretScrubber()).with([planned.endpoint.provider.apiKey, planned.byok?.apiKey]);
+}
+
 function parseCompletion(adapter: ProviderAdapter, text: string): NormalizedCompletion | { kind: 'malformed'; reason: string } {
   let json: unknown;
   try {
@@ -271,19 +279,6 @@ function invalidResponse(reason: string): UpstreamFailure {
   return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
 }
 
-/** Headers that carry a provider credential, in any provider's scheme (compared lower-case). */
-const AUTH_HEADERS = new Set(['authorization', 'api-key', 'x-api-key', 'x-goog-api-key']);
-
-/**
- * The provider's configured extra headers for one attempt. The adapters apply them after the API
- * key (so an operator can use another auth scheme), so on a BYOK attempt any auth header among them
- * would replace the caller's key with the operator's: those are dropped.
- */
-export function extraHeadersFor(configured: Readonly<Record<string, string>>, byok: boolean): Record<string, string> {
-  if (!byok) return { ...configured };
-  return Object.fromEntries(Object.entries(configured).filter(([name]) => !AUTH_HEADERS.has(name.toLowerCase())));
-}
-
 function target(planned: PlannedAttempt): EndpointTarget {
   const { provider } = planned.endpoint;
   return {
@@ -291,7 +286,8 @@ function target(planned: PlannedAttempt): EndpointTarget {
     baseUrl: provider.baseUrl,
     apiKey: planned.byok?.apiKey ?? provider.apiKey,
     upstreamModel: planned.endpoint.upstreamModel,
-    extraHeaders: extraHeadersFor(provider.headers, planned.byok !== null),
+    // The operator's extra headers go with the operator's key only (byok-headers.ts).
+    extraHeaders: planned.byok ? {} : { ...provider.headers },
   };
 }
 

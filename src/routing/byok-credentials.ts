@@ -3,7 +3,7 @@
  * and forgotten when the change bus says the account's BYOK entries changed.
  */
 import type { SecretBox } from '../auth/secret-box.js';
-import type { ChangeBus } from '../core/change-bus.js';
+import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import type { Logger } from '../observability/logger.js';
 import type { ByokRecord, Store } from '../store/types.js';
@@ -32,7 +32,10 @@ export class ByokCredentials {
   ) {
     this.cache = new TtlCache(ttlMs, 50_000, now);
     bus.subscribe((topic, id) => {
-      if (topic === 'byok') this.cache.invalidate(id);
+      if (topic === 'byok') {
+        if (id === ALL_IDS) this.cache.clear();
+        else this.cache.invalidate(id);
+      }
     });
   }
 

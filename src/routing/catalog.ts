@@ -16,6 +16,8 @@ export interface CatalogProvider {
   privacyPolicyUrl: string | null;
   streamUpstream: boolean;
   timeouts: AttemptTimeouts;
+  /** Account holders' own keys are accepted and used (config `byok: true`, validated to have an operator key); absent = no. */
+  byok?: boolean;
 }
 
 export type AttemptTimeouts = Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
@@ -71,6 +73,7 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
     privacyPolicyUrl: config.privacy_policy_url,
     streamUpstream: config.stream_upstream,
     timeouts: config.timeouts,
+    byok: config.byok === true && config.kind !== 'demo' && !!config.api_key,
   };
 }
 

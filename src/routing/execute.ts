@@ -21,6 +21,7 @@ import { circuitOpenError, exhaustedError, movesOn, rejectionError, shuttingDown
 import type { AdaptiveFirstToken } from './first-token-limit.js';
 import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
+import { SecretScrubber } from './secret-scrubber.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
 
 export interface RetryPolicy {
@@ -46,11 +47,15 @@ export interface ExecuteDeps {
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   /** [0, 1): jitter source. */
   random?(): number;
+  /** Scrubs upstream texts of the configured provider keys (and, per request, its BYOK keys). */
+  secrets?: SecretScrubber;
 }
 
 export interface ExecuteInput {
   plan: readonly PlannedAttempt[];
   body: Record<string, unknown>;
+  /** The body of one attempt (its endpoint's parameters and completion budget); `body` when absent. */
+  bodyFor?(planned: PlannedAttempt): Record<string, unknown>;
   /** Aborts every attempt: the caller went away, or the process is shutting down. */
   signal: AbortSignal;
 }
@@ -249,14 +254,26 @@ async function loop<T>(
   return { ok: false, error: exhaustedError(attempts), attempts };
 }
 
-export async function executeCompletion(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<CompletionOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, input.body, input.signal), true);
+/** The deps of one request: its BYOK keys join the secrets scrubbed from every upstream text. */
+function scoped(deps: ExecuteDeps, input: ExecuteInput): ExecuteDeps {
+  const own = input.plan.map((p) => p.byok?.apiKey);
+  return own.some((k) => k !== undefined) ? { ...deps, secrets: (deps.secrets ?? new SecretScrubber()).with(own) } : deps;
+}
+
+function bodyOf(input: ExecuteInput, planned: PlannedAttempt): Record<string, unknown> {
+  return input.bodyFor ? input.bodyFor(planned) : input.body;
+}
+
+export async function executeCompletion(unscoped: ExecuteDeps, input: ExecuteInput): Promise<Outcome<CompletionOutcome>> {
+  const deps = scoped(unscoped, input);
+  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal), true);
   if (!outcome.ok) return outcome;
   return { ok: true, served: outcome.served, completion: outcome.value, startedAt: outcome.startedAt, attemptStartedAt: outcome.attemptStartedAt, attempts: outcome.attempts };
 }
 
-export async function executeStream(deps: ExecuteDeps, input: ExecuteInput): Promise<Outcome<StreamOutcome>> {
-  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, input.body, input.signal), false);
+export async function executeStream(unscoped: ExecuteDeps, input: ExecuteInput): Promise<Outcome<StreamOutcome>> {
+  const deps = scoped(unscoped, input);
+  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, bodyOf(input, planned), input.signal), false);
   if (!outcome.ok) return outcome;
   const { held, events, firstContentAt, abort } = outcome.value;
   return {

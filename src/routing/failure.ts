@@ -143,13 +143,15 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   // An upstream 401/403 is about the operator's provider key: its text may echo part of that key, and
   // it is none of the caller's business — say only that the provider refused the gateway's credentials.
   const ownCredentials = lastFailure?.type === 'auth';
+  // A 5xx body is the provider's internals (proxy pages, stack traces): its message is enough.
+  const serverSide = lastFailure !== undefined && (lastFailure.type === 'server' || (lastFailure.status ?? 0) >= 500);
   const message = !lastFailure ? 'No provider could serve the request' : ownCredentials ? 'The provider refused the gateway\'s credentials' : `Provider returned error: ${lastFailure.message}`;
   return new TollgateError('upstream.unavailable', message, {
     metadata: {
       error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',
       provider_name: last?.providerName ?? null,
       provider_code: lastFailure?.providerCode ?? null,
-      raw: ownCredentials ? null : (lastFailure?.raw ?? null),
+      raw: ownCredentials || serverSide ? null : (lastFailure?.raw ?? null),
     },
   });
 }

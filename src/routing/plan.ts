@@ -137,8 +137,9 @@ function order(model: CatalogModel, endpoints: CatalogEndpoint[], prefs: Provide
 /** One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then fallback own keys. */
 function withByok(model: CatalogModel, endpoint: CatalogEndpoint, byok: readonly ByokCredential[]): PlannedAttempt[] {
   const shared: PlannedAttempt = { model, endpoint, healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id), byok: null };
+  // Stored entries of a provider that is not (or no longer) BYOK-enabled are never used.
   const own = byok
-    .filter((c) => c.provider === endpoint.provider.id && (!c.allowedModels || c.allowedModels.has(model.id)))
+    .filter((c) => endpoint.provider.byok === true && c.provider === endpoint.provider.id && (!c.allowedModels || c.allowedModels.has(model.id)))
     .sort((a, b) => a.sortOrder - b.sortOrder);
   if (own.length === 0) return [shared];
   const attempt = (c: ByokCredential): PlannedAttempt => ({ model, endpoint, healthKey: `${shared.healthKey}|byok:${c.id}`, byok: c });

@@ -96,6 +96,8 @@ export interface TestGatewayOptions {
   /** Wraps the store the gateway sees (e.g. to make it fail), not the one `gw.store` returns. */
   wrapStore?: (store: Store) => Store;
   logger?: AppDeps['logger'];
+  /** The change bus (default: in-process); the caller closes it. */
+  bus?: AppDeps['bus'];
 }
 
 export interface TestGateway {
@@ -127,7 +129,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     config,
     store: options.wrapStore ? options.wrapStore(store) : store,
     catalog: buildCatalog(config),
-    bus: new LocalChangeBus(),
+    bus: options.bus ?? new LocalChangeBus(),
     clock: options.clock ?? systemClock,
     dispatcherFor: () => agent,
     ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),

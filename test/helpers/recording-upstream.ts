@@ -2,18 +2,21 @@
  * A minimal OpenAI-compatible upstream that records the Authorization header of every request and
  * answers 401 to keys listed as rejected — to see which provider key a request was sent with.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordingUpstream {
   url: string;
   seenKeys: string[];
+  /** Every request's headers and parsed body, in order. */
+  seen: { headers: IncomingHttpHeaders; body: Record<string, unknown> }[];
   rejectKeys: Set<string>;
   close(): Promise<void>;
 }
 
 export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   const seenKeys: string[] = [];
+  const seen: RecordingUpstream['seen'] = [];
   const rejectKeys = new Set<string>();
   const server = createServer((req, res) => {
     let body = '';
@@ -21,6 +24,7 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
     req.on('end', () => {
       const key = (req.headers.authorization ?? '').replace(/^Bearer /, '');
       seenKeys.push(key);
+      seen.push({ headers: req.headers, body: JSON.parse(body || '{}') as Record<string, unknown> });
       if (rejectKeys.has(key)) {
         res.writeHead(401, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
@@ -45,6 +49,7 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     seenKeys,
+    seen,
     rejectKeys,
     close: () =>
       new Promise((resolve) => {

@@ -1,0 +1,117 @@
+/**
+ * Which top-level request fields reach a provider (README "What is forwarded upstream"). An
+ * allowlist: the OpenAI Chat Completions / OpenRouter parameters api.md §2.1 documents and the
+ * adapters read, plus the extra names the operator lists in an endpoint's `supported_parameters`.
+ * Fields that switch on provider features billed above the catalog price, or that keep data in the
+ * operator's provider account, are refused unless every endpoint of the plan lists them (the
+ * operator's statement that the endpoint's prices cover them). Anything else is dropped silently.
+ */
+import { TollgateError } from '../core/errors.js';
+import type { CatalogEndpoint } from '../routing/catalog.js';
+import type { PlannedAttempt } from '../routing/plan.js';
+
+/** Forwarded to every endpoint (each adapter translates what its API has and drops the rest). */
+export const FORWARDED_PARAMETERS: ReadonlySet<string> = new Set([
+  'messages',
+  'max_tokens',
+  'max_completion_tokens',
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'top_a',
+  'frequency_penalty',
+  'presence_penalty',
+  'repetition_penalty',
+  'seed',
+  'n',
+  'stop',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'user',
+]);
+
+/**
+ * Never forwarded, even when an operator lists them: OpenRouter's routing fields are ours to read
+ * (legacy ones are ignored), and `model`, `stream` and `stream_options` are set by the adapters.
+ */
+export const NEVER_FORWARDED: ReadonlySet<string> = new Set(['model', 'models', 'provider', 'stream', 'stream_options', 'usage', 'transforms', 'route', 'plugins']);
+
+interface CostlyFeature {
+  /** Whether this value switches the feature on (`store: false`, `service_tier: "auto"` do not). */
+  active(value: unknown): boolean;
+  why: string;
+}
+
+/** Per field, decided one by one (README lists them). */
+export const COSTLY_FEATURES: Readonly<Record<string, CostlyFeature>> = {
+  service_tier: {
+    active: (value) => value !== undefined && value !== null && value !== 'auto' && value !== 'default',
+    why: 'tiers other than "auto" and "default" are billed above the catalog price',
+  },
+  store: { active: (value) => value === true, why: "it stores the conversation in the operator's provider account" },
+  web_search_options: { active: (value) => value !== undefined && value !== null, why: 'web search is billed per request above the catalog price' },
+  modalities: {
+    active: (value) => Array.isArray(value) && value.some((m) => m !== 'text'),
+    why: 'output modalities other than text are billed above the catalog price',
+  },
+  audio: { active: (value) => value !== undefined && value !== null, why: 'audio output is billed above the catalog price' },
+  prediction: {
+    active: (value) => value !== undefined && value !== null,
+    why: 'rejected prediction tokens are billed as completion tokens beyond the answer the hold accounts for',
+  },
+};
+
+function lists(endpoint: CatalogEndpoint, name: string): boolean {
+  return endpoint.supportedParameters.includes(name);
+}
+
+/** 400 naming the first field that switches on a costly feature some endpoint of the plan has not enabled. */
+export function refuseCostlyFeatures(request: Readonly<Record<string, unknown>>, plan: readonly PlannedAttempt[]): void {
+  for (const [name, feature] of Object.entries(COSTLY_FEATURES)) {
+    if (!feature.active(request[name])) continue;
+    const without = plan.find((p) => !lists(p.endpoint, name));
+    if (!without) continue;
+    throw new TollgateError('request.invalid_body', `Invalid request: ${name}: not accepted by this gateway for ${without.model.id} (${feature.why})`, {
+      metadata: { field: name },
+    });
+  }
+}
+
+const LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
+
+/**
+ * The body one attempt sends: the allowlisted fields, the endpoint's listed extras, and the completion
+ * budget the hold was computed from as its limit (the caller's own limit when lower). A caller who
+ * named no limit gets `max_tokens`, or `max_completion_tokens` on an endpoint that lists only that.
+ */
+export function upstreamBodyFor(request: Readonly<Record<string, unknown>>, endpoint: CatalogEndpoint, budget: number): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(request)) {
+    if (value === undefined || NEVER_FORWARDED.has(name)) continue;
+    if (FORWARDED_PARAMETERS.has(name) || lists(endpoint, name)) body[name] = value;
+  }
+  return withCompletionLimit(body, endpoint, budget);
+}
+
+/** Caps every completion-limit field the body carries at `budget`, or adds the endpoint's preferred one. */
+export function withCompletionLimit(body: Record<string, unknown>, endpoint: CatalogEndpoint, budget: number): Record<string, unknown> {
+  let limited = false;
+  for (const field of LIMIT_FIELDS) {
+    const value = body[field];
+    if (typeof value === 'number') {
+      body[field] = Math.min(value, budget);
+      limited = true;
+    } else delete body[field];
+  }
+  if (!limited) {
+    const field = lists(endpoint, 'max_completion_tokens') && !lists(endpoint, 'max_tokens') ? 'max_completion_tokens' : 'max_tokens';
+    body[field] = budget;
+  }
+  return body;
+}

@@ -1,0 +1,87 @@
+/**
+ * Upstream texts (error messages, error bodies relayed as `metadata.raw`, in-stream error chunks, and
+ * what reaches the logs) can echo the credentials they were sent: an upstream that prints its
+ * `Authorization` header leaked the operator's provider key to callers. Every upstream text is
+ * scrubbed here before anything else sees it: configured provider keys and the request's BYOK keys
+ * by value, and anything shaped like a bearer token or an `sk-…` / Google API key by pattern.
+ */
+import type { ProviderAdapter, StreamDecoder, StreamEvent, UpstreamFailure } from '../providers/types.js';
+
+export const REDACTED = '[redacted]';
+/** Shorter configured "keys" (`EMPTY`, `none` for keyless local servers) are not secrets, and removing them would mangle text. */
+const MIN_SECRET_LENGTH = 8;
+const MAX_DEPTH = 12;
+const SHAPED: readonly [RegExp, string][] = [
+  [/\bBearer\s+[^\s"',;]+/gi, `Bearer ${REDACTED}`],
+  [/\bsk-[A-Za-z0-9_*.-]{6,}/g, REDACTED],
+  [/\bAIza[0-9A-Za-z_-]{20,}/g, REDACTED],
+];
+
+export class SecretScrubber {
+  private readonly literals: readonly string[];
+
+  constructor(secrets: Iterable<string | null | undefined> = []) {
+    const unique = new Set<string>();
+    for (const secret of secrets) if (typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH) unique.add(secret);
+    // Longest first, so a key that contains another is removed whole.
+    this.literals = [...unique].sort((a, b) => b.length - a.length);
+  }
+
+  /** This scrubber plus more secrets (a request's BYOK keys). */
+  with(more: Iterable<string | null | undefined>): SecretScrubber {
+    return new SecretScrubber([...this.literals, ...more]);
+  }
+
+  text(text: string): string {
+    let out = text;
+    for (const secret of this.literals) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    for (const [pattern, replacement] of SHAPED) out = out.replace(pattern, replacement);
+    return out;
+  }
+
+  /** A parsed upstream body: every string (keys included) scrubbed; nesting beyond a sane depth dropped. */
+  value(value: unknown, depth = 0): unknown {
+    if (typeof value === 'string') return this.text(value);
+    if (value === null || typeof value !== 'object') return value;
+    if (depth >= MAX_DEPTH) return REDACTED;
+    if (Array.isArray(value)) return value.map((item: unknown) => this.value(item, depth + 1));
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, item]) => [this.text(key), this.value(item, depth + 1)]));
+  }
+
+  failure(failure: UpstreamFailure): UpstreamFailure {
+    return {
+      ...failure,
+      message: this.text(failure.message),
+      providerCode: typeof failure.providerCode === 'string' ? this.text(failure.providerCode) : failure.providerCode,
+      raw: this.value(failure.raw),
+    };
+  }
+
+  event(event: StreamEvent): StreamEvent {
+    if (event.kind === 'error') return { kind: 'error', failure: this.failure(event.failure) };
+    if (event.kind === 'malformed') return { kind: 'malformed', reason: this.text(event.reason) };
+    return event;
+  }
+}
+
+/** The adapter, with every failure, in-stream error and malformed-event reason it produces scrubbed. */
+export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: SecretScrubber): ProviderAdapter {
+  const wrapped: ProviderAdapter = {
+    kind: adapter.kind,
+    buildRequest: (target, body, stream) => adapter.buildRequest(target, body, stream),
+    parseResponse: (json) => {
+      const parsed = adapter.parseResponse(json);
+      return 'kind' in parsed ? { kind: 'malformed', reason: scrubber.text(parsed.reason) } : parsed;
+    },
+    parseStreamEvent: (data, event) => scrubber.event(adapter.parseStreamEvent(data, event)),
+    classifyError: (status, headers, bodyText) => scrubber.failure(adapter.classifyError(status, headers, bodyText)),
+  };
+  const open = adapter.openStream?.bind(adapter);
+  if (open) {
+    wrapped.openStream = (): StreamDecoder => {
+      const decoder = open();
+      return { parseStreamEvent: (data, event) => scrubber.event(decoder.parseStreamEvent(data, event)) };
+    };
+  }
+  return wrapped;
+}

@@ -25,6 +25,16 @@ export class PgChangeBus implements ChangeBus {
     return bus;
   }
 
+  /** Like `connect`, but never fails: a database down at boot is retried in the background (caches fall back on their TTLs). */
+  static connectInBackground(url: string, log: Pick<Logger, 'warn'>): PgChangeBus {
+    const bus = new PgChangeBus(url, log);
+    bus.open().catch((error: unknown) => {
+      log.warn({ err: error }, 'change bus cannot connect yet; retrying');
+      bus.scheduleReconnect();
+    });
+    return bus;
+  }
+
   private async open(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url });
     client.on('notification', (message) => {

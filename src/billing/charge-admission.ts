@@ -103,7 +103,7 @@ export class ChargeAdmission {
     if (options.registry) {
       const registers = [options.registry];
       const journal = options.journal;
-      const self = this;
+      const freeBytes = () => this.freeBytes;
       new Gauge({ name: 'tollgate_charge_journal_depth', help: 'Live entries in the charge journal (charges not yet in the store, stream checkpoints)', registers, collect() { this.set(journal?.depth ?? 0); } });
       new Gauge({ name: 'tollgate_charge_journal_backlog', help: 'Journaled charges waiting for the store', registers, collect() { this.set(options.settler.backlogSize); } });
       new Gauge({
@@ -116,7 +116,7 @@ export class ChargeAdmission {
         },
       });
       new Gauge({ name: 'tollgate_charge_journal_writable', help: '1 while the charge journal accepts writes', registers, collect() { this.set(journal === null || journal.writable ? 1 : 0); } });
-      new Gauge({ name: 'tollgate_data_dir_free_bytes', help: 'Free bytes in TOLLGATE_DATA_DIR (journal and embedded store headroom)', registers, collect() { if (self.freeBytes !== null) this.set(self.freeBytes); } });
+      new Gauge({ name: 'tollgate_data_dir_free_bytes', help: 'Free bytes in TOLLGATE_DATA_DIR (journal and embedded store headroom)', registers, collect() { const free = freeBytes(); if (free !== null) this.set(free); } });
       new Gauge({ name: 'tollgate_store_outage', help: '1 while the store is unavailable to this process', registers, collect() { this.set(options.health.inOutage ? 1 : 0); } });
       this.graceAdmissions = new Counter({ name: 'tollgate_grace_admissions_total', help: 'Paid requests admitted under billing.on_store_error: grace', registers });
       this.refusals = new Counter({ name: 'tollgate_charge_admission_refusals_total', help: 'Paid requests refused because a charge could not be made durable, by reason', labelNames: ['reason'], registers });
@@ -159,8 +159,11 @@ export class ChargeAdmission {
       if (this.freeBytes !== null && this.freeBytes < policy.minFreeBytes) reasons.push('disk_low');
     }
     if (health.inOutage) {
-      if (policy.onStoreError === 'closed') reasons.push('store_unavailable');
-      else if (this.options.now() - health.since! > policy.maxDurationMs) reasons.push('grace_expired');
+      // closed: refused while charges cannot be committed; while only reads fail, the gate's own
+      // reads decide (and their success ends the outage at once).
+      if (policy.onStoreError === 'closed') {
+        if (health.writesFailing) reasons.push('store_unavailable');
+      } else if (this.options.now() - health.since! > policy.maxDurationMs) reasons.push('grace_expired');
     }
     return reasons;
   }
@@ -191,7 +194,12 @@ export class ChargeAdmission {
 
   /** A store call outside admission failed (e.g. the readiness ping). */
   storeFailed(error: unknown): void {
-    this.options.health.failed(error);
+    this.options.health.failed(error, 'read');
+  }
+
+  /** A store call outside admission succeeded (the readiness ping). */
+  storeAnswered(): void {
+    this.options.health.recovered('read');
   }
 
   /** The credit gate's admission, under the failure policy above. */
@@ -203,7 +211,7 @@ export class ChargeAdmission {
         this.refusals?.inc({ reason: blocker });
         throw refused(blocker);
       }
-      if (health.inOutage) return this.admitUnderGrace(key, isPaid, estimate);
+      if (health.inOutage && policy.onStoreError === 'grace') return this.admitUnderGrace(key, isPaid, estimate);
     }
     try {
       return await gate.admit(key, isPaid, estimate);
@@ -272,9 +280,9 @@ export class ChargeAdmission {
         try {
           await store.ping();
           await store.settle([]);
-          health.recovered();
+          health.recovered('write');
         } catch (error) {
-          health.failed(error);
+          health.failed(error, 'write');
         }
       }
     } finally {

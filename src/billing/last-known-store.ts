@@ -32,20 +32,22 @@ export function lastKnownStore(store: Store, health: StoreHealth): { store: Stor
   const getAccount = async (id: string): Promise<AccountRecord | null> => {
     try {
       const account = await store.getAccount(id);
+      health.recovered('read');
       if (account) remember(accounts, id, account);
       return account;
     } catch (error) {
-      health.failed(error);
+      health.failed(error, 'read');
       throw error;
     }
   };
   const getKeyUsage = async (hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>> => {
     try {
       const result = await store.getKeyUsage(hashes, periods);
+      health.recovered('read');
       for (const [hash, usage] of result) remember(usages, hash, { periods, usage });
       return result;
     } catch (error) {
-      health.failed(error);
+      health.failed(error, 'read');
       throw error;
     }
   };

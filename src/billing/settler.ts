@@ -184,7 +184,7 @@ export class Settler {
       for (const pending of batch) await this.commitAloneJournaled(pending);
       return;
     }
-    if (waited) this.options.health?.failed(waited.error);
+    if (waited) this.options.health?.failed(waited.error, 'write');
     if (!(await journaled)) {
       // Neither the store nor the journal holds these charges: the old way, retries then an error.
       const late = waited ? null : await storing;
@@ -203,7 +203,7 @@ export class Settler {
       void storing.then((late) => {
         for (const entry of entries) entry.inFlight = false;
         if (late.ok) this.appliedFromBacklog(settlements, late.outcomes);
-        else this.options.health?.failed(late.error);
+        else this.options.health?.failed(late.error, 'write');
         this.kickBacklog(0);
       });
     } else this.kickBacklog(this.backlogDelay);
@@ -217,7 +217,7 @@ export class Settler {
       pending.resolve(attempt.outcomes[0]!);
       this.journal!.markDone([id]);
     } else if (isStoreUnavailable(attempt.error)) {
-      this.options.health?.failed(attempt.error);
+      this.options.health?.failed(attempt.error, 'write');
       this.defer(pending, false);
       this.kickBacklog(this.backlogDelay);
     } else {
@@ -256,7 +256,7 @@ export class Settler {
   }
 
   private committed(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
-    this.options.health?.recovered();
+    this.options.health?.recovered('write');
     try {
       this.options.onCommitted?.(settlements, outcomes);
     } catch {
@@ -321,7 +321,7 @@ export class Settler {
         continue;
       }
       if (isStoreUnavailable(attempt.error)) {
-        this.options.health?.failed(attempt.error);
+        this.options.health?.failed(attempt.error, 'write');
         this.backlogDelay = Math.min(maxDelay, this.backlogDelay * 2);
         return;
       }
@@ -330,7 +330,7 @@ export class Settler {
         const alone = await this.storeAttempt([settlement]);
         if (alone.ok) this.appliedFromBacklog([settlement], alone.outcomes);
         else if (isStoreUnavailable(alone.error)) {
-          this.options.health?.failed(alone.error);
+          this.options.health?.failed(alone.error, 'write');
           return;
         } else this.giveUp(settlement, alone.error);
       }
@@ -377,7 +377,7 @@ export class Settler {
     const settlements = batch.map((p) => p.settlement);
     const attempt = await this.storeAttempt(settlements);
     if (!attempt.ok) {
-      this.options.health?.failed(attempt.error);
+      this.options.health?.failed(attempt.error, 'write');
       return attempt.error;
     }
     this.committed(settlements, attempt.outcomes);

@@ -13,6 +13,7 @@ import { startMockProvider, type MockProvider } from '../../src/providers/mock-s
 import { buildCatalog } from '../../src/routing/catalog.js';
 import { createUpstreamAgent } from '../../src/routing/upstream-client.js';
 import type { Store } from '../../src/store/types.js';
+import { ChargeJournal } from '../../src/billing/charge-journal.js';
 import type { StoreDatabase, StoreTarget } from './store-targets.js';
 import { stringify } from 'yaml';
 
@@ -96,6 +97,8 @@ export interface TestGatewayOptions {
   /** Wraps the store the gateway sees (e.g. to make it fail), not the one `gw.store` returns. */
   wrapStore?: (store: Store) => Store;
   logger?: AppDeps['logger'];
+  /** Open a charge journal in this directory (as `tollgate serve` does in TOLLGATE_DATA_DIR/journal); closed by `close()`. */
+  journalDir?: string;
 }
 
 export interface TestGateway {
@@ -123,6 +126,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const store = database.openStore();
   await store.migrate();
   const agent = createUpstreamAgent();
+  const journal = options.journalDir ? (await ChargeJournal.open(options.journalDir, { now: () => (options.clock ?? systemClock).now() })).journal : null;
   const gateway = buildApp({
     config,
     store: options.wrapStore ? options.wrapStore(store) : store,
@@ -133,6 +137,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
     ...(options.holds ? { holds: options.holds } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(journal ? { journal, dataDir: options.journalDir! } : {}),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 
@@ -170,6 +175,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     },
     async close() {
       await gateway.shutdown(2000);
+      await journal?.close();
       await agent.close();
       await provider.close();
       // A borrowed database belongs to whoever created it.

@@ -10,6 +10,7 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
     let storeOk = true;
     try {
       await services.store.ping();
+      services.admission?.storeAnswered();
     } catch (error) {
       storeOk = false;
       services.admission?.storeFailed(error);

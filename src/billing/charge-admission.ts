@@ -274,7 +274,8 @@ export class ChargeAdmission {
     try {
       await this.measureDisk();
       const { journal, health, settler, store } = this.options;
-      if (journal && !journal.writable) await journal.probe().catch(() => undefined);
+      // A tiny synced write each tick: a full or read-only disk is noticed before a charge needs it.
+      if (journal) await journal.probe().catch(() => undefined);
       if (health.inOutage && settler.backlogSize === 0) {
         // Nothing left to charge that would prove the store is back: a read and an empty write transaction do.
         try {

@@ -56,6 +56,7 @@ interface Waiter {
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 4 * 1024 * 1024;
+const PROBE_BLOCK = Buffer.alloc(16 * 1024);
 
 function fsyncDirectory(path: string): void {
   try {
@@ -80,6 +81,8 @@ export class ChargeJournal {
   /** False after a write or sync failed, until one succeeds again (readiness, admission). */
   private lastWriteOk = true;
   private lastError: unknown = null;
+  private probeOk = true;
+  private probeTurn = 0;
   /** fdatasync calls so far (group commit: one per batch of concurrent appends). */
   syncs = 0;
 
@@ -123,6 +126,7 @@ export class ChargeJournal {
       // Only now that their entries are durable in our file may the orphans' files go.
       for (const orphan of adopted) {
         await unlink(orphan.journalPath).catch(() => undefined);
+        for (const turn of [0, 1]) await unlink(`${orphan.journalPath}.probe-${turn}`).catch(() => undefined);
         orphan.release();
       }
       return { journal, report };
@@ -142,9 +146,9 @@ export class ChargeJournal {
     return this.entries.size;
   }
 
-  /** Whether the last write reached the disk. */
+  /** Whether the last write, and the last probe, reached the disk. */
   get writable(): boolean {
-    return this.lastWriteOk;
+    return this.lastWriteOk && this.probeOk;
   }
 
   get error(): unknown {
@@ -198,9 +202,33 @@ export class ChargeJournal {
     this.write([{ t: 'done', ids: known }], false).catch(() => undefined);
   }
 
-  /** Writes and syncs a no-op (an empty done marker): proves the disk still takes writes. */
+  /**
+   * Proves the disk still takes writes: a synced no-op record in the journal, and 16 KiB of freshly
+   * allocated blocks in a side file (a tiny append can fit in a block the file already has, so it
+   * would not notice a full disk).
+   */
   async probe(): Promise<void> {
     await this.write([{ t: 'done', ids: [] }], true);
+    // Two side files in turn: the new one is written while the old one still holds its blocks, so
+    // the probe needs truly free space, then the old one goes.
+    const next = `${this.lock.journalPath}.probe-${this.probeTurn}`;
+    const previous = `${this.lock.journalPath}.probe-${1 - this.probeTurn}`;
+    try {
+      const handle = await open(next, 'w');
+      try {
+        await handle.write(PROBE_BLOCK, 0, PROBE_BLOCK.length, 0);
+        await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+      await unlink(previous).catch(() => undefined);
+      this.probeTurn = 1 - this.probeTurn;
+      this.probeOk = true;
+    } catch (error) {
+      this.probeOk = false;
+      this.lastError = error;
+      throw error;
+    }
   }
 
   /** Waits for queued writes, then closes the file and releases the slot (its entries stay for the next start). */

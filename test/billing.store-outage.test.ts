@@ -7,6 +7,7 @@
  *   - a full journal refuses paid requests before anything is forwarded.
  */
 import { rm } from 'node:fs/promises';
+import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedBody, fixedCostModel, X_UNITS, X_USD } from './helpers/holds.js';
@@ -15,6 +16,7 @@ import { sqliteTarget } from './helpers/store-targets.js';
 
 const SLOW = fixedCostModel('test/fixed-slow', 'mock@latency=1500');
 const FIXED = fixedCostModel('test/fixed', 'mock-chat');
+const PACED = fixedCostModel('test/paced-long', 'mock@tps=40,tokens=80');
 
 let gw: TestGateway | null = null;
 let dir: string | null = null;
@@ -30,7 +32,7 @@ async function start(broken: Breakable, billing: Record<string, unknown> = {}): 
   dir = await journalDir();
   gw = await startTestGateway({
     target: sqliteTarget,
-    extraModels: [SLOW, FIXED],
+    extraModels: [SLOW, FIXED, PACED],
     wrapStore: broken.wrap,
     journalDir: dir,
     configure: (file) => Object.assign(file, { billing: { ...billing, journal: { min_free_bytes: 0, ...((billing.journal as object) ?? {}) } } }),
@@ -43,6 +45,33 @@ function costOf(result: { json?: any; events?: any[] }): number {
   const usage = result.events!.find((e) => e.usage)?.usage;
   return Math.round(usage.cost * 1e9);
 }
+
+describe('stream checkpoints', { timeout: 60_000 }, () => {
+  it('a stream that ends normally is charged once: its final charge supersedes the checkpoints written while it ran', async () => {
+    const g = await start(breakableStore(), { journal: { checkpoint_ms: 50, min_free_bytes: 0 } });
+    const accountId = await g.createAccount(1);
+    const { key, hash } = await g.createKey(accountId);
+    const response = await request(`${g.api}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...fixedBody(PACED.id, 0), max_tokens: 80, stream: true }),
+    });
+    let raw = '';
+    let sawCheckpoint = false;
+    for await (const chunk of response.body) {
+      raw += chunk.toString();
+      if (!sawCheckpoint && raw.includes('data: {') && !raw.includes('[DONE]')) sawCheckpoint = ((await metric(g.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1;
+    }
+    expect(sawCheckpoint).toBe(true); // a checkpoint was live in the journal mid-stream
+    expect(raw).toContain('[DONE]');
+    const cost = Math.round(JSON.parse(raw.split('\n').filter((l) => l.includes('"usage"')).at(-1)!.slice(6)).usage.cost * 1e9);
+    // The entry goes once the journal's own sync of the final charge is done (just after the answer).
+    await until(async () => (await metric(g.url, 'tollgate_charge_journal_depth')) === 0, 10_000, 'entry done');
+    const totals = await moneyTotals(g.database.openDriver(), accountId, hash);
+    expect(totals).toEqual({ generations: BigInt(cost), generationCount: 1, keyUsage: BigInt(cost), accountUsage: BigInt(cost) });
+    expect(cost).toBe(80 * 100_000);
+  });
+});
 
 describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
   it('answers produced during the outage are journaled, applied when the store returns, totals exact; closed mode refuses paid requests meanwhile', async () => {

@@ -105,19 +105,23 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   });
   // What was delivered so far, journaled now and then: charged if this process dies before the end.
   const checkpoints = startCheckpoints(deps, (live: SegmentResult) => chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()));
-  let result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
-
-  while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
-    const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
-    if (!next) break;
-    reportHealth(deps, segment, result.fault, true, deps.now(), null);
-    deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
-    earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
-    attempts.push(...next.attempts);
-    segment = next.segment;
+  let result: SegmentResult;
+  try {
     result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
+    while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
+      const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
+      if (!next) break;
+      reportHealth(deps, segment, result.fault, true, deps.now(), null);
+      deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
+      earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
+      attempts.push(...next.attempts);
+      segment = next.segment;
+      result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
+    }
+  } finally {
+    // Before the final charge: no checkpoint may follow it (it would not undo it, but it is noise).
+    await checkpoints.stop();
   }
-  await checkpoints.stop();
 
   let failure = result.failure;
   const cancelled = result.cancelled;

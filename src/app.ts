@@ -12,6 +12,11 @@ import { parseMasterKey, SecretBox } from './auth/secret-box.js';
 import { CreditGate } from './billing/credit-gate.js';
 import type { HoldStore } from './billing/hold-store.js';
 import { Settler } from './billing/settler.js';
+import { ChargeAdmission, gateWithAdmission } from './billing/charge-admission.js';
+import type { ChargeJournal } from './billing/charge-journal.js';
+import { lastKnownStore } from './billing/last-known-store.js';
+import { StoreHealth } from './billing/store-health.js';
+import { usdToUnits } from './core/money.js';
 import type { ChangeBus } from './core/change-bus.js';
 import type { Clock } from './core/clock.js';
 import { TollgateError } from './core/errors.js';
@@ -65,6 +70,12 @@ export interface AppDeps {
   rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
   /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
   holds?: HoldStore;
+  /** The charge journal (main.ts opens it in TOLLGATE_DATA_DIR and closes it); without one a charge needs the store. */
+  journal?: ChargeJournal | null;
+  /** Where free space is watched (the journal's and the embedded store's directory). */
+  dataDir?: string | null;
+  /** Apply the journal's leftover charges at once (default); false while the store is not migrated yet (then call `recoverCharges`). */
+  recoverCharges?: boolean;
 }
 
 export interface Gateway {
@@ -74,6 +85,8 @@ export interface Gateway {
   shutdown(graceMs: number): Promise<void>;
   /** The registered routes and their declared authentication. */
   routes: RouteTable;
+  /** Starts applying the charges an earlier process left in the journal; their number. */
+  recoverCharges(): number;
 }
 
 function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
@@ -147,8 +160,10 @@ export function buildApp(deps: AppDeps): Gateway {
 
   const breaker = config.routing.breaker;
   const health = new HealthRegistry({ failureThreshold: breaker.failure_threshold, openMs: breaker.open_ms, maxOpenMs: breaker.max_open_ms, probeTimeoutMs: 60_000 });
+  const storeHealth = new StoreHealth(now);
+  const remembered = lastKnownStore(store, storeHealth);
   const gate = new CreditGate({
-    store,
+    store: remembered.store,
     bus,
     now,
     ttlMs: config.cache.balance_ttl_ms,
@@ -160,12 +175,38 @@ export function buildApp(deps: AppDeps): Gateway {
     store,
     // Committed charges reach admission through the hold store (gate.settle), not by editing snapshots.
     onCommitted: (settlements) => metrics.settleBatch.observe(settlements.length),
+    journal: deps.journal ?? null,
+    health: storeHealth,
+    log: app.log,
   });
+  const admission = new ChargeAdmission({
+    gate,
+    settler,
+    journal: deps.journal ?? null,
+    health: storeHealth,
+    lastKnown: remembered.lastKnown,
+    store,
+    policy: {
+      onStoreError: config.billing.on_store_error,
+      maxExposure: usdToUnits(config.billing.grace.max_exposure_usd),
+      maxDurationMs: config.billing.grace.max_duration_ms,
+      maxJournalEntries: config.billing.journal.max_entries,
+      minFreeBytes: config.billing.journal.min_free_bytes,
+    },
+    dataDir: deps.dataDir ?? null,
+    now,
+    log: app.log,
+    registry: metrics.registry,
+  });
+  // Charges an earlier process left in the journal go to the store first; /readyz waits for them.
+  if (deps.recoverCharges !== false) settler.recover();
+  void admission.start();
   const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
   const chat: ChatDeps = {
     catalog,
-    gate,
+    gate: gateWithAdmission(gate, admission),
     settler,
+    ...(deps.journal ? { checkpointMs: config.billing.journal.checkpoint_ms } : {}),
     metrics,
     log: app.log,
     now,
@@ -215,6 +256,7 @@ export function buildApp(deps: AppDeps): Gateway {
     now,
     shutdownSignal: shutdownController.signal,
     health,
+    admission,
   };
 
   app.addHook('onRequest', async (request, reply) => {
@@ -290,9 +332,11 @@ export function buildApp(deps: AppDeps): Gateway {
       // (bounded), then drain, so every charge is committed before the caller closes the store.
       await waitFor([...inFlight], SHUTDOWN_HANDLER_WAIT_MS);
       await settler.drain();
+      settler.stop();
+      admission.close();
       gate.close();
     }
   }
 
-  return { app, services, shutdown, routes };
+  return { app, services, shutdown, routes, recoverCharges: () => settler.recover() };
 }

@@ -10,6 +10,7 @@ import type { Agent } from 'undici';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
+import { openChargeJournal, startMigrations } from './boot-durability.js';
 import { LocalChangeBus, type ChangeBus } from './core/change-bus.js';
 import { systemClock } from './core/clock.js';
 import { loadConfig } from './config/load-config.js';
@@ -82,8 +83,10 @@ export async function startGateway(env: Record<string, string | undefined>, logg
   }
   const catalog = buildCatalog(config, { demoBaseUrl: demo?.url ?? null });
   const store = openStore(config);
-  await store.migrate();
-  const bus: ChangeBus = config.databaseUrl ? await PgChangeBus.connect(config.databaseUrl, logger) : new LocalChangeBus();
+  // A database down at boot is not fatal: the gateway starts not ready and migrates when it answers.
+  const migrations = await startMigrations(store, logger);
+  const journal = await openChargeJournal(config, logger);
+  const bus: ChangeBus = config.databaseUrl ? PgChangeBus.connectInBackground(config.databaseUrl, logger) : new LocalChangeBus();
 
   const agents = new Map<string, Agent>();
   for (const provider of catalog.providers.values()) agents.set(provider.id, createUpstreamAgent());
@@ -101,7 +104,11 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     dispatcherFor: (id) => agents.get(id) ?? fallbackAgent,
     rateLimiter,
     ...(holds ? { holds } : {}),
+    journal,
+    dataDir: config.dataDir,
+    recoverCharges: migrations.done,
   });
+  migrations.whenDone(gateway);
   const freeLimits = gateway.services.freeModels;
   // design.md: the fail policy of free-model limits is a deliberate operator choice, logged at boot.
   logger.info(
@@ -111,7 +118,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
   const url = await gateway.app.listen({ port: config.port, host: config.host });
   const metricsListener = config.server.metrics ? await startMetricsListener(gateway.services.metrics, config.server.metrics, config.metricsToken) : null;
   if (metricsListener) logger.info({ url: `${metricsListener.url}/metrics` }, 'metrics on their own listener');
-  const demoAccount = config.demo ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
+  const demoAccount = config.demo && migrations.done ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
 
   return {
     gateway,
@@ -125,6 +132,8 @@ export async function startGateway(env: Record<string, string | undefined>, logg
       await bus.close();
       await rateLimiter.close();
       await holds?.close();
+      migrations.stop();
+      await journal.close();
       await store.close();
       await demo?.close();
     },

@@ -38,8 +38,8 @@ export interface Hold extends HoldRef {
   amount: Units;
   /** The key's limit counts BYOK usage too (`include_byok_in_limit`). */
   countsByok: boolean;
-  /** `done` once settled or released (both are idempotent). */
-  state: 'held' | 'done';
+  /** `done` once settled or released (both are idempotent); `deferred` while its journaled charge waits for the store. */
+  state: 'held' | 'done' | 'deferred';
 }
 
 export interface CreditGateOptions {
@@ -149,6 +149,25 @@ export class CreditGate {
     } catch (error) {
       this.options.onHoldError?.(error, 'settle');
     }
+  }
+
+  /**
+   * The request's charge is durable in the charge journal but not in the store yet: the hold stays
+   * (and is renewed) so admissions keep counting it, and becomes the charge once the store has it.
+   */
+  settleLater(hold: Hold, committed: Promise<GenerationRecord | null>): void {
+    if (hold.state !== 'held') return;
+    hold.state = 'deferred';
+    void committed.then(
+      (charge) => {
+        hold.state = 'held';
+        return this.settle(hold, charge);
+      },
+      () => {
+        hold.state = 'held';
+        this.release(hold);
+      },
+    );
   }
 
   /** Drops the hold of a request that charged nothing. Fire and forget: a late release only over-holds. */

@@ -1,28 +1,65 @@
 /**
  * Group commit. Charges are queued and written by one flusher, many per transaction, so throughput
  * does not pay one durable commit per request; each caller still waits until its own charge is
- * committed before it reports the request done.
+ * durable before it reports the request done.
+ *
+ * With a charge journal (every `tollgate serve`), "durable" means: committed in the store, or — when
+ * the store does not answer — fsync'd in the journal. A batch is written to both at once; when the
+ * store commits, the caller gets the outcome and the journal entries are marked done. When the store
+ * is unavailable (or slower than `storeWaitMs`), the journaled charges count as done for the caller
+ * (`deferred` says when the store has them) and the backlog applies them, idempotently on the
+ * generation id, as soon as the store answers — and at boot for what an earlier process left.
+ * Without a journal (unit tests of buildApp), a batch is retried for a few seconds and then fails.
  */
-import { TollgateError } from '../core/errors.js';
+import type { Logger } from '../observability/logger.js';
 import type { SettleOutcome, Settlement, Store } from '../store/types.js';
+import type { ChargeJournal } from './charge-journal.js';
+import { isStoreUnavailable, type StoreHealth } from './store-health.js';
+
+export interface SettlerOutcome extends SettleOutcome {
+  /**
+   * Set when the charge is durable in the journal but not yet in the store: resolves once the store
+   * committed it (`applied` as usual) — or gave it up (`applied: false`, logged). Never rejects.
+   */
+  deferred?: Promise<SettleOutcome>;
+}
 
 interface Pending {
   settlement: Settlement;
-  resolve: (outcome: SettleOutcome) => void;
+  resolve: (outcome: SettlerOutcome) => void;
   reject: (error: unknown) => void;
+}
+
+interface BacklogEntry {
+  settlement: Settlement;
+  /** Resolves the caller's `deferred` (absent for charges recovered at boot). */
+  done?: (outcome: SettleOutcome) => void;
+  /** A store attempt that timed out may still commit: the backlog leaves the entry alone until it ends. */
+  inFlight: boolean;
 }
 
 export interface SettlerOptions {
   store: Store;
   maxBatch?: number;
   /**
-   * Retries of a failed batch (the store may be restarting). After them, a batch the store refused
-   * (not `store.unavailable`) is settled one charge at a time, so only a charge that fails alone fails.
+   * Without a journal: retries of a failed batch (the store may be restarting). After them, a batch
+   * the store refused (not `store.unavailable`) is settled one charge at a time, so only a charge
+   * that fails alone fails.
    */
   retries?: number;
   retryDelayMs?: number;
   onCommitted?: (settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]) => void;
+  journal?: ChargeJournal | null;
+  health?: StoreHealth;
+  log?: Pick<Logger, 'warn' | 'error' | 'info'>;
+  /** With a journal: how long a caller waits for the store before its journaled charge counts as done. Default 3000. */
+  storeWaitMs?: number;
+  /** Backlog retry delay bounds (doubling). Defaults 200 ms and 5 s. */
+  backlogDelayMs?: number;
+  backlogMaxDelayMs?: number;
 }
+
+type StoreAttempt = { ok: true; outcomes: SettleOutcome[] } | { ok: false; error: unknown };
 
 export class Settler {
   private queue: Pending[] = [];
@@ -30,15 +67,47 @@ export class Settler {
   private readonly maxBatch: number;
   private readonly retries: number;
   private readonly retryDelayMs: number;
+  private readonly journal: ChargeJournal | null;
+  private readonly backlog = new Map<string, BacklogEntry>();
+  private applying: Promise<void> | null = null;
+  private applyTimer: NodeJS.Timeout | null = null;
+  private backlogDelay: number;
+  /** Ids recovered at boot that are not applied yet: the gateway is not ready until they are. */
+  private readonly bootIds = new Set<string>();
+  private stopped = false;
 
   constructor(private readonly options: SettlerOptions) {
     this.maxBatch = options.maxBatch ?? 512;
     // 200 ms doubling five times rides out ~6 s of store unavailability (a PostgreSQL restart or failover).
     this.retries = options.retries ?? 5;
     this.retryDelayMs = options.retryDelayMs ?? 200;
+    this.journal = options.journal ?? null;
+    this.backlogDelay = options.backlogDelayMs ?? 200;
   }
 
-  settle(settlement: Settlement): Promise<SettleOutcome> {
+  /** Queues the charges the journal holds from before this start (a crash, a store outage) and starts applying them. */
+  recover(): number {
+    if (!this.journal) return 0;
+    for (const entry of this.journal.charges()) {
+      if (this.backlog.has(entry.id)) continue;
+      this.backlog.set(entry.id, { settlement: entry.settlement, inFlight: false });
+      this.bootIds.add(entry.id);
+    }
+    this.kickBacklog(0);
+    return this.bootIds.size;
+  }
+
+  /** True while charges recovered at boot are not all in the store yet. */
+  get replaying(): boolean {
+    return this.bootIds.size > 0;
+  }
+
+  /** Journaled charges waiting for the store. */
+  get backlogSize(): number {
+    return this.backlog.size;
+  }
+
+  settle(settlement: Settlement): Promise<SettlerOutcome> {
     return new Promise((resolve, reject) => {
       this.queue.push({ settlement, resolve, reject });
       // Wait one macrotask so that charges finishing in the same I/O phase share a commit.
@@ -46,21 +115,229 @@ export class Settler {
     });
   }
 
-  /** Resolves when every queued charge has been committed (or failed). */
+  /** A running stream's usage so far, journaled so a process killed mid-stream still charges it. Never throws. */
+  async checkpoint(settlement: Settlement): Promise<void> {
+    if (!this.journal) return;
+    try {
+      await this.journal.appendCheckpoint(settlement);
+    } catch (error) {
+      this.options.log?.warn({ err: error, generation_id: settlement.generation.id }, 'could not journal a stream checkpoint');
+    }
+  }
+
+  /** Resolves when every queued charge is durable (committed, journaled or failed); one more pass over the backlog. */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
+    if (this.backlog.size > 0 && !this.applying) {
+      if (this.applyTimer) clearTimeout(this.applyTimer);
+      this.applyTimer = null;
+      this.applying = this.applyBacklog().finally(() => (this.applying = null));
+    }
+    while (this.applying) await this.applying;
+  }
+
+  /** Stops retrying the backlog (shutdown); what is left stays in the journal for the next start. */
+  stop(): void {
+    this.stopped = true;
+    if (this.applyTimer) clearTimeout(this.applyTimer);
+    this.applyTimer = null;
   }
 
   private async flush(): Promise<void> {
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
-        await this.commit(batch);
+        await (this.journal ? this.commitJournaled(batch) : this.commit(batch));
       }
     } finally {
       this.flushing = null;
     }
   }
+
+  // --- with a journal ---------------------------------------------------------------------------
+
+  private async commitJournaled(batch: Pending[]): Promise<void> {
+    const journal = this.journal!;
+    const settlements = batch.map((p) => p.settlement);
+    const journaled = journal.appendCharges(settlements).then(
+      () => true,
+      (error: unknown) => {
+        this.options.log?.error({ err: error }, 'could not write charges to the charge journal');
+        return false;
+      },
+    );
+    const storing = this.storeAttempt(settlements);
+    const waited = await this.withinWait(storing);
+
+    if (waited && waited.ok) {
+      this.committed(settlements, waited.outcomes);
+      batch.forEach((p, i) => p.resolve(waited.outcomes[i]!));
+      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
+      return;
+    }
+    if (waited && !isStoreUnavailable(waited.error)) {
+      // The store answered and refused the batch: settle each alone so only the bad charge fails.
+      if (!(await journaled)) {
+        await this.commit(batch);
+        return;
+      }
+      for (const pending of batch) await this.commitAloneJournaled(pending);
+      return;
+    }
+    if (waited) this.options.health?.failed(waited.error, 'write');
+    if (!(await journaled)) {
+      // Neither the store nor the journal holds these charges: the old way, retries then an error.
+      const late = waited ? null : await storing;
+      if (late && late.ok) {
+        this.committed(settlements, late.outcomes);
+        batch.forEach((p, i) => p.resolve(late.outcomes[i]!));
+        return;
+      }
+      await this.commit(batch);
+      return;
+    }
+    // Durable in the journal: done for the caller; the store gets them later.
+    const entries = batch.map((p) => this.defer(p, !waited));
+    if (!waited) {
+      // Timed out: that attempt may still commit. Until it ends, the backlog leaves these alone.
+      void storing.then((late) => {
+        for (const entry of entries) entry.inFlight = false;
+        if (late.ok) this.appliedFromBacklog(settlements, late.outcomes);
+        else this.options.health?.failed(late.error, 'write');
+        this.kickBacklog(0);
+      });
+    } else this.kickBacklog(this.backlogDelay);
+  }
+
+  private async commitAloneJournaled(pending: Pending): Promise<void> {
+    const id = pending.settlement.generation.id;
+    const attempt = await this.storeAttempt([pending.settlement]);
+    if (attempt.ok) {
+      this.committed([pending.settlement], attempt.outcomes);
+      pending.resolve(attempt.outcomes[0]!);
+      this.journal!.markDone([id]);
+    } else if (isStoreUnavailable(attempt.error)) {
+      this.options.health?.failed(attempt.error, 'write');
+      this.defer(pending, false);
+      this.kickBacklog(this.backlogDelay);
+    } else {
+      this.giveUp(pending.settlement, attempt.error);
+      pending.reject(attempt.error);
+    }
+  }
+
+  private defer(pending: Pending, inFlight: boolean): BacklogEntry {
+    const id = pending.settlement.generation.id;
+    let done!: (outcome: SettleOutcome) => void;
+    const deferred = new Promise<SettleOutcome>((resolve) => (done = resolve));
+    const entry: BacklogEntry = { settlement: pending.settlement, done, inFlight };
+    this.backlog.set(id, entry);
+    pending.resolve({ id, applied: false, deferred });
+    return entry;
+  }
+
+  private async withinWait(storing: Promise<StoreAttempt>): Promise<StoreAttempt | null> {
+    const waitMs = this.options.storeWaitMs ?? 3000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
+    try {
+      return await Promise.race([storing, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async storeAttempt(settlements: readonly Settlement[]): Promise<StoreAttempt> {
+    try {
+      return { ok: true, outcomes: await this.options.store.settle(settlements) };
+    } catch (error) {
+      return { ok: false, error: error ?? new Error('store.settle failed') };
+    }
+  }
+
+  private committed(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
+    this.options.health?.recovered('write');
+    try {
+      this.options.onCommitted?.(settlements, outcomes);
+    } catch {
+      // A metrics hook; the charges are committed whatever it does.
+    }
+  }
+
+  /** Charges of the backlog committed: callers' `deferred` resolve, journal entries go. */
+  private appliedFromBacklog(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
+    this.committed(settlements, outcomes);
+    const ids: string[] = [];
+    settlements.forEach((settlement, i) => {
+      const id = settlement.generation.id;
+      const entry = this.backlog.get(id);
+      this.backlog.delete(id);
+      this.bootIds.delete(id);
+      entry?.done?.(outcomes[i]!);
+      ids.push(id);
+    });
+    this.journal?.markDone(ids);
+  }
+
+  /** A charge the store refuses on its own (not an outage): logged in full and dropped, so it cannot block the rest. */
+  private giveUp(settlement: Settlement, error: unknown): void {
+    const id = settlement.generation.id;
+    this.options.log?.error(
+      { err: error, generation_id: id, account_id: settlement.generation.accountId, total_cost_units: settlement.generation.totalCost.toString() },
+      'the store refused a journaled charge; it is dropped from the journal',
+    );
+    const entry = this.backlog.get(id);
+    this.backlog.delete(id);
+    this.bootIds.delete(id);
+    entry?.done?.({ id, applied: false });
+    this.journal?.markDone([id]);
+  }
+
+  private kickBacklog(delayMs: number): void {
+    if (this.stopped || this.applying || this.applyTimer || this.backlog.size === 0) return;
+    this.applyTimer = setTimeout(() => {
+      this.applyTimer = null;
+      this.applying = this.applyBacklog().finally(() => {
+        this.applying = null;
+        this.kickBacklog(this.backlogDelay);
+      });
+    }, delayMs);
+    this.applyTimer.unref();
+  }
+
+  /** One pass: applies the backlog in batches until it is empty or the store fails. */
+  private async applyBacklog(): Promise<void> {
+    const maxDelay = this.options.backlogMaxDelayMs ?? 5000;
+    for (;;) {
+      const ready = [...this.backlog.values()].filter((e) => !e.inFlight).slice(0, this.maxBatch);
+      if (ready.length === 0) {
+        this.backlogDelay = this.options.backlogDelayMs ?? 200;
+        return;
+      }
+      const settlements = ready.map((e) => e.settlement);
+      const attempt = await this.storeAttempt(settlements);
+      if (attempt.ok) {
+        this.appliedFromBacklog(settlements, attempt.outcomes);
+        continue;
+      }
+      if (isStoreUnavailable(attempt.error)) {
+        this.options.health?.failed(attempt.error, 'write');
+        this.backlogDelay = Math.min(maxDelay, this.backlogDelay * 2);
+        return;
+      }
+      // Refused: find the bad charge(s) one at a time; the rest go through.
+      for (const settlement of settlements) {
+        const alone = await this.storeAttempt([settlement]);
+        if (alone.ok) this.appliedFromBacklog([settlement], alone.outcomes);
+        else if (isStoreUnavailable(alone.error)) {
+          this.options.health?.failed(alone.error, 'write');
+          return;
+        } else this.giveUp(settlement, alone.error);
+      }
+    }
+  }
+
+  // --- without a journal ------------------------------------------------------------------------
 
   private async commit(batch: Pending[]): Promise<void> {
     const error = await this.commitWithRetries(batch);
@@ -98,22 +375,13 @@ export class Settler {
   /** One store.settle of the batch; resolves its callers when it committed. The error, or null. */
   private async tryCommit(batch: Pending[]): Promise<unknown> {
     const settlements = batch.map((p) => p.settlement);
-    let outcomes: SettleOutcome[];
-    try {
-      outcomes = await this.options.store.settle(settlements);
-    } catch (error) {
-      return error ?? new Error('store.settle failed');
+    const attempt = await this.storeAttempt(settlements);
+    if (!attempt.ok) {
+      this.options.health?.failed(attempt.error, 'write');
+      return attempt.error;
     }
-    try {
-      this.options.onCommitted?.(settlements, outcomes);
-    } catch {
-      // A metrics hook; the charges are committed whatever it does.
-    }
-    batch.forEach((p, i) => p.resolve(outcomes[i]!));
+    this.committed(settlements, attempt.outcomes);
+    batch.forEach((p, i) => p.resolve(attempt.outcomes[i]!));
     return null;
   }
-}
-
-function isStoreUnavailable(error: unknown): boolean {
-  return error instanceof TollgateError && error.code === 'store.unavailable';
 }

@@ -232,6 +232,28 @@ export const fileConfigSchema = z
          * while the request runs), so a process killed mid-request frees its holds within this time.
          */
         hold_ttl_ms: z.number().int().min(300).default(120_000),
+        /** Paid requests while the store is unreachable: refused (503) or served within `grace`. */
+        on_store_error: z.enum(['closed', 'grace']).default('closed'),
+        /** Under `grace`: per account and per process, at most this much spent unvouched per outage, for at most this long. */
+        grace: z
+          .object({
+            max_exposure_usd: z.number().nonnegative().default(1),
+            max_duration_ms: z.number().int().positive().default(300_000),
+          })
+          .strict()
+          .prefault({}),
+        /** The local charge journal (TOLLGATE_DATA_DIR/journal). */
+        journal: z
+          .object({
+            /** Live entries at which paid requests are refused (503) until the store catches up. */
+            max_entries: z.number().int().positive().default(100_000),
+            /** A running stream's usage is journaled this often, so a killed process still charges it. */
+            checkpoint_ms: z.number().int().positive().default(5_000),
+            /** Free space in TOLLGATE_DATA_DIR below which paid requests are refused (the journal and SQLite need it). */
+            min_free_bytes: z.number().int().nonnegative().default(64 * 1024 * 1024),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

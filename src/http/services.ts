@@ -1,6 +1,7 @@
 /** What routes may use: the composed domain services (built once in `app.ts`). */
 import type { Authenticator } from '../auth/authenticator.js';
 import type { CreditGate } from '../billing/credit-gate.js';
+import type { ChargeAdmission } from '../billing/charge-admission.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -27,4 +28,6 @@ export interface Services {
   shutdownSignal: AbortSignal;
   /** Measured endpoint health (circuit breakers, uptime, latency, throughput). */
   health: HealthRegistry;
+  /** Paid admission under store and journal failures; its status feeds /readyz. */
+  admission?: ChargeAdmission;
 }

@@ -47,6 +47,8 @@ export interface ChatDeps {
   byokFeeBasisPoints: number;
   /** Continue a stream that broke after content was sent on another endpoint supporting prefill (off by default). */
   continuation: boolean;
+  /** A running stream's usage is journaled this often (ms); no checkpoints when absent. */
+  checkpointMs?: number;
 }
 
 export interface ChatContext {
@@ -151,7 +153,9 @@ export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBa
   const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
-  if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
+  // A charge durable only in the journal keeps its hold until the store has it.
+  if (hold && committed.deferred) deps.gate.settleLater(hold, committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)));
+  else if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
   const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
   deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);
   deps.metrics.tokens.inc({ ...labels, kind: 'completion' }, charge.completionTokens);

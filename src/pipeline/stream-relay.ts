@@ -17,7 +17,8 @@ import type { AttemptRecord } from '../routing/failure.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-completion.js';
 import { identityOf, settle } from './chat-completion.js';
 import { renderChunk, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
-import { generatedText, type EarlierSegment } from './generation.js';
+import { generatedText, type ChargeInput, type EarlierSegment } from './generation.js';
+import { startCheckpoints } from './stream-checkpoints.js';
 import { withCompletionLimit } from './upstream-parameters.js';
 
 export interface StreamSink {
@@ -72,6 +73,8 @@ interface Progress {
 }
 
 const MAX_MALFORMED = 3;
+/** A checkpoint is charged only if the process dies: the generation then records a cut answer. */
+const CUT_BY_PROCESS_DEATH = new TollgateError('internal', 'The gateway process stopped mid-stream');
 
 export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Admitted, outcome: Served, sink: StreamSink): Promise<void> {
   const identity = identityOf(ctx, outcome.served, outcome.startedAt);
@@ -79,48 +82,52 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   const attempts = [...outcome.attempts];
   const earlier: EarlierSegment[] = [];
   let segment: Segment = { ...outcome, promptEstimate: admitted.promptEstimate, continuing: false };
-  let result = await pump(deps, ctx, segment, progress, sink, identity);
-
-  while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
-    const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
-    if (!next) break;
-    reportHealth(deps, segment, result.fault, true, deps.now(), null);
-    deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
-    earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
-    attempts.push(...next.attempts);
-    segment = next.segment;
-    result = await pump(deps, ctx, segment, progress, sink, identity);
+  const chargeInput = (result: SegmentResult, failure: TollgateError | null, cancelled: boolean, finishedAt: number): Omit<ChargeInput, 'byokFeeBasisPoints'> => ({
+    generationId: ctx.generationId,
+    accountId: ctx.key.accountId,
+    keyHash: ctx.key.hash,
+    createdAt: outcome.startedAt,
+    served: segment.served,
+    usage: result.usage,
+    promptEstimate: segment.promptEstimate,
+    completionText: result.generated,
+    earlier: [...earlier],
+    streamed: true,
+    cancelled,
+    finishReason: failure ? 'error' : cancelled ? null : progress.finishReason,
+    nativeFinishReason: failure ? null : progress.nativeFinishReason,
+    latencyMs: outcome.firstContentAt - outcome.startedAt,
+    generationTimeMs: finishedAt - outcome.startedAt,
+    upstreamId: result.upstreamId,
+    app: ctx.app,
+    externalUser: admitted.request.user ?? null,
+    attempts,
+    moderationLatencyMs: admitted.moderationLatencyMs,
+  });
+  // What was delivered so far, journaled now and then: charged if this process dies before the end.
+  const checkpoints = startCheckpoints(deps, (live: SegmentResult) => chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()));
+  let result: SegmentResult;
+  try {
+    result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
+    while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
+      const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
+      if (!next) break;
+      reportHealth(deps, segment, result.fault, true, deps.now(), null);
+      deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
+      earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
+      attempts.push(...next.attempts);
+      segment = next.segment;
+      result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
+    }
+  } finally {
+    // Before the final charge: no checkpoint may follow it (it would not undo it, but it is noise).
+    await checkpoints.stop();
   }
 
   let failure = result.failure;
   const cancelled = result.cancelled;
   const finishedAt = deps.now();
-  const charge = await settle(
-    deps,
-    {
-      generationId: ctx.generationId,
-      accountId: ctx.key.accountId,
-      keyHash: ctx.key.hash,
-      createdAt: outcome.startedAt,
-      served: segment.served,
-      usage: result.usage,
-      promptEstimate: segment.promptEstimate,
-      completionText: result.generated,
-      earlier,
-      streamed: true,
-      cancelled,
-      finishReason: failure ? 'error' : cancelled ? null : progress.finishReason,
-      nativeFinishReason: failure ? null : progress.nativeFinishReason,
-      latencyMs: outcome.firstContentAt - outcome.startedAt,
-      generationTimeMs: finishedAt - outcome.startedAt,
-      upstreamId: result.upstreamId,
-      app: ctx.app,
-      externalUser: admitted.request.user ?? null,
-      attempts,
-      moderationLatencyMs: admitted.moderationLatencyMs,
-    },
-    admitted.hold,
-  ).catch((error: unknown) => {
+  const charge = await settle(deps, chargeInput(result, failure, cancelled, finishedAt), admitted.hold).catch((error: unknown) => {
     deps.log.error({ generation_id: ctx.generationId, err: error }, 'could not record the charge of a streamed generation');
     failure = new TollgateError('store.unavailable', 'The usage of this generation could not be recorded; the answer is incomplete', { metadata: { error_type: 'server' } });
     return null;
@@ -138,8 +145,9 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
 }
 
 /** Forwards one segment's events until it ends, and says how it ended. */
-async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress: Progress, sink: StreamSink, identity: ResponseIdentity): Promise<SegmentResult> {
+async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress: Progress, sink: StreamSink, identity: ResponseIdentity, observe?: (live: SegmentResult) => void): Promise<SegmentResult> {
   const result: SegmentResult = { usage: null, content: '', generated: '', upstreamId: null, fault: null, failure: null, cancelled: false };
+  observe?.(result);
   let finished = false;
   let malformed = 0;
   let sawDone = false;

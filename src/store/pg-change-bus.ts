@@ -48,6 +48,16 @@ export class PgChangeBus implements ChangeBus {
     return this.connects;
   }
 
+  /** Like `connect`, but never fails: a database down at boot is retried in the background (caches fall back on their TTLs). */
+  static connectInBackground(url: string, log: Pick<Logger, 'warn'>, options: PgChangeBusOptions = {}): PgChangeBus {
+    const bus = new PgChangeBus(url, log, options.reconnectDelayMs ?? 1000);
+    bus.open().catch((error: unknown) => {
+      log.warn({ err: error }, 'change bus cannot connect yet; retrying');
+      bus.scheduleReconnect();
+    });
+    return bus;
+  }
+
   private async open(): Promise<void> {
     // keepAlive: a connection dropped without a FIN (NAT, failover) is noticed instead of hanging forever.
     const client = new pg.Client({ connectionString: this.url, keepAlive: true });

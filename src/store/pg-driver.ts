@@ -120,9 +120,18 @@ export class PgDriver implements SqlDriver {
     } catch (error) {
       throw translateError(error);
     }
+    // A checked-out client has no pool listener: a server restart or a dropped connection between two
+    // statements would be an unhandled 'error' event and kill the process. Ours spans the whole
+    // checkout and is removed only as the client goes back to the pool (which re-adds its own).
+    let lost: unknown = null;
+    const onError = (error: unknown) => {
+      lost ??= error;
+    };
+    client.on('error', onError);
     let open = true;
     const live = (): pg.PoolClient => {
       if (!open) throw new Error('transaction already finished');
+      if (lost !== null) throw translateError(lost);
       return client;
     };
     const tx: SqlExecutor = {
@@ -146,7 +155,9 @@ export class PgDriver implements SqlDriver {
       }
       throw error;
     } finally {
-      client.release(broken instanceof Error ? broken : undefined);
+      if (lost !== null && broken === undefined) broken = lost;
+      client.removeListener('error', onError);
+      client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection lost'));
     }
   }
 

@@ -13,6 +13,7 @@ import { startMockProvider, type MockProvider } from '../../src/providers/mock-s
 import { buildCatalog } from '../../src/routing/catalog.js';
 import { createUpstreamAgent } from '../../src/routing/upstream-client.js';
 import type { Store } from '../../src/store/types.js';
+import { ChargeJournal } from '../../src/billing/charge-journal.js';
 import type { StoreDatabase, StoreTarget } from './store-targets.js';
 import { stringify } from 'yaml';
 
@@ -98,6 +99,8 @@ export interface TestGatewayOptions {
   logger?: AppDeps['logger'];
   /** The change bus (default: in-process); the caller closes it. */
   bus?: AppDeps['bus'];
+  /** Open a charge journal in this directory (as `tollgate serve` does in TOLLGATE_DATA_DIR/journal); closed by `close()`. */
+  journalDir?: string;
 }
 
 export interface TestGateway {
@@ -125,6 +128,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const store = database.openStore();
   await store.migrate();
   const agent = createUpstreamAgent();
+  const journal = options.journalDir ? (await ChargeJournal.open(options.journalDir, { now: () => (options.clock ?? systemClock).now() })).journal : null;
   const gateway = buildApp({
     config,
     store: options.wrapStore ? options.wrapStore(store) : store,
@@ -135,6 +139,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
     ...(options.holds ? { holds: options.holds } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(journal ? { journal, dataDir: options.journalDir! } : {}),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 
@@ -172,6 +177,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     },
     async close() {
       await gateway.shutdown(2000);
+      await journal?.close();
       await agent.close();
       await provider.close();
       // A borrowed database belongs to whoever created it.

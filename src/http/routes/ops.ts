@@ -11,11 +11,22 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
 
   routes.add('GET', '/readyz', async (_request, reply) => {
     if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
+    let storeOk = true;
     try {
       await services.store.ping();
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
+      services.admission?.storeAnswered();
+    } catch (error) {
+      storeOk = false;
+      services.admission?.storeFailed(error);
     }
+    // Charge admission (README "The charge journal and store outages"): 503 while paid requests are
+    // refused or the boot replay is pending; 200 `degraded` while they are served under grace.
+    const admission = services.admission?.status();
+    if (admission && admission.state !== 'ok') {
+      const body = { status: admission.state, store: services.store.dialect, reasons: admission.reasons, journal: admission.journal };
+      return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
+    }
+    if (!storeOk) return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
     // Redis (REDIS_URL) holds the shared rate-limit counters: a process that cannot reach it is not ready.
     if (services.freeModels.store === 'redis') {
       try {

@@ -1,0 +1,45 @@
+/**
+ * Stream checkpoints: every `checkpointMs` while a stream runs, the charge of what it delivered so
+ * far is written to the charge journal as a provisional entry with the stream's generation id. If
+ * the process is killed (SIGKILL, OOM) the next start charges the last checkpoint; if the stream
+ * ends normally its final charge supersedes the checkpoints (same id, so never counted twice).
+ */
+import { usagePeriods } from '../billing/usage-window.js';
+import type { ChatDeps } from './chat-completion.js';
+import { buildCharge, type ChargeInput } from './generation.js';
+
+export interface Checkpoints<T> {
+  /** The segment now being relayed (its `generated` text grows as chunks are forwarded). */
+  observe(live: T): void;
+  /** No more checkpoints; resolves when the last one written has reached the journal. */
+  stop(): Promise<void>;
+}
+
+export function startCheckpoints<T extends { generated: string }>(deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>, inputOf: (live: T) => Omit<ChargeInput, 'byokFeeBasisPoints'>): Checkpoints<T> {
+  let live: T | null = null;
+  let lastLength = -1;
+  let written: Promise<void> = Promise.resolve();
+  const interval = deps.checkpointMs;
+  const timer =
+    interval === undefined
+      ? null
+      : setInterval(() => {
+          // Nothing delivered yet, or nothing new since the last checkpoint: nothing to write.
+          if (live === null || live.generated.length === 0 || live.generated.length === lastLength) return;
+          lastLength = live.generated.length;
+          const input = inputOf(live);
+          const record = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints }).record;
+          written = written.then(() => deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }));
+        }, interval);
+  timer?.unref();
+  return {
+    observe(next) {
+      live = next;
+      lastLength = -1;
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      await written;
+    },
+  };
+}

@@ -135,6 +135,6 @@ export function createLogger(level: string): PinoLogger {
     level,
     base: { service: 'tollgate' },
     // Belt and braces: a key or token must never reach the logs, even if a future change logs headers.
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.api_key', '*.apiKey'], censor: '[redacted]' },
+    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'headers.cookie', '*.api_key', '*.apiKey', '*.password'], censor: '[redacted]' },
   });
 }

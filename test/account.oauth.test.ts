@@ -123,6 +123,16 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', (target) => {
     for (const r of results.filter((r) => r.status !== 200)) expectError(r, 403, 'Invalid code or code_verifier');
   });
 
+  it('apps get integer ids: one per origin, stable, distinct under concurrent first sight', async () => {
+    const origins = Array.from({ length: 6 }, (_, i) => `https://concurrent-${i}.example`);
+    const created = await Promise.all([...origins, ...origins].map((origin) => owner.oAuth.createAuthCode({ requestBody: { callbackUrl: `${origin}/cb` } })));
+    const ids = created.map((c) => c.data.appId);
+    for (let i = 0; i < origins.length; i++) expect(ids[i + origins.length]).toBe(ids[i]);
+    expect(new Set(ids.slice(0, origins.length)).size).toBe(origins.length);
+    const again = await owner.oAuth.createAuthCode({ requestBody: { callbackUrl: `${origins[0]}/elsewhere?x=1` } });
+    expect(again.data.appId).toBe(ids[0]);
+  });
+
   it('codes expire after 10 minutes: 403 "Authorization code expired"', async () => {
     const { codeChallenge, codeVerifier } = await app.oAuth.createSHA256CodeChallenge();
     const fresh = await owner.oAuth.createAuthCode({ requestBody: { callbackUrl: CALLBACK, codeChallenge, codeChallengeMethod: 'S256' } });

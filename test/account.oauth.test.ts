@@ -110,6 +110,13 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', (target) => {
     expect(await refusal(app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id, codeVerifier: verifier, codeChallengeMethod: 'S256' } }))).toMatchObject({ status: 400 });
     const key = (await app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id } })).key;
     expect((await call(gw, 'GET', '/key', { key })).status).toBe(200);
+    // Without key_label, the app's title header names it (the SDK's `appTitle` option).
+    const titled = new OpenRouter({ serverURL: gw.api, apiKey: inferenceKey, appTitle: '  Titled App ', retryConfig: NO_RETRIES });
+    const code = (await titled.oAuth.createAuthCode({ requestBody: { callbackUrl: 'https://titled.example/cb' } })).data.id;
+    const titledKey = (await app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code } })).key;
+    const titledInfo = await call(gw, 'GET', '/keys', { key: managementKey });
+    expect(titledInfo.json.data.find((k: { app: { origin: string } | null }) => k.app?.origin === 'https://titled.example').app.name).toBe('Titled App');
+    expect((await call(gw, 'GET', '/key', { key: titledKey })).status).toBe(200);
     // A management key may ask for codes too.
     const byManager = new OpenRouter({ serverURL: gw.api, apiKey: managementKey, retryConfig: NO_RETRIES });
     expect(Number.isInteger((await byManager.oAuth.createAuthCode({ requestBody: { callbackUrl: CALLBACK } })).data.appId)).toBe(true);

@@ -86,8 +86,18 @@ function invalid(message: string): TollgateError {
   return new TollgateError('request.invalid_body', message);
 }
 
-/** Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the problem. */
-export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number): Authorization {
+/** An app title from a header, made safe to store and show: no control characters, at most 100 characters; null if nothing is left. */
+export function cleanAppTitle(raw: string | null): string | null {
+  // eslint-disable-next-line no-control-regex
+  const text = raw?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 100) ?? '';
+  return text === '' ? null : text;
+}
+
+/**
+ * Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the
+ * problem. The app's name: `key_label`, else the title the app sent (`X-OpenRouter-Title`, …), else its origin.
+ */
+export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number, appTitle: string | null = null): Authorization {
   const callback = checkCallbackUrl(input.callback_url);
   if (!callback.ok) throw invalid(callback.message);
   const challenge = input.code_challenge ?? null;
@@ -99,7 +109,7 @@ export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id
   return {
     callbackUrl: callback.url,
     origin,
-    appName: input.key_label ?? origin,
+    appName: input.key_label ?? appTitle ?? origin,
     keyLabel: input.key_label ?? null,
     challenge,
     // RFC 7636 §4.3: a challenge without a method is `plain`.

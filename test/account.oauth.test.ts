@@ -212,6 +212,13 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', (target) => {
       expect(redirect.searchParams.has('code')).toBe(false);
       expectError(await asBrowser(gw, session, 'POST', '/oauth/authorize', { json: { callback_url: 'javascript:alert(1)', decision: 'approve' } }), 400, /must use https/);
       expectError(await asBrowser(gw, session, 'GET', `/oauth/authorize?callback_url=${encodeURIComponent('http://evil.example/')}`), 400, /must use https/);
+      // The page may pass absent query parameters through as empty strings or nulls.
+      const blank = await asBrowser(gw, session, 'GET', `/oauth/authorize?callback_url=${encodeURIComponent(CALLBACK)}&code_challenge=&code_challenge_method=&key_label=&limit=&state=abc`);
+      expect(blank.status, blank.text).toBe(200);
+      expect(blank.json.data).toMatchObject({ code_challenge_method: null, key_label: null, limit: null });
+      const blankPost = await asBrowser(gw, session, 'POST', '/oauth/authorize', { json: { callback_url: CALLBACK, code_challenge: '', code_challenge_method: null, key_label: '', limit: null, expires_at: null, decision: 'approve' } });
+      expect(blankPost.status, blankPost.text).toBe(200);
+      expect(new URL(blankPost.json.data.redirect_url).searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expectError(await asBrowser(gw, session, 'GET', '/oauth/authorize'), 400);
       expectError(await call(gw, 'GET', `/oauth/authorize?callback_url=${encodeURIComponent(CALLBACK)}`), 401);
     });

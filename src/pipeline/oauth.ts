@@ -53,13 +53,24 @@ const authorizationFields = {
 
 export const createCodeSchema = z.strictObject({ ...authorizationFields, workspace_id: z.string().max(200).optional() });
 
-/** The approval page's preview: the same fields as query parameters (strings). */
-export const previewQuerySchema = z.object({
-  ...authorizationFields,
-  limit: z.coerce.number().pipe(limitSchema).optional(),
-});
+/** The page passes the query through: an empty or null optional field means "not given". */
+function blankIsAbsent<S extends z.ZodType>(schema: S) {
+  return z.preprocess((value) => (value === '' || value === null ? undefined : value), schema);
+}
 
-export const approveSchema = z.strictObject({ ...authorizationFields, decision: z.enum(['approve', 'deny']) });
+const pageFields = {
+  callback_url: authorizationFields.callback_url,
+  code_challenge: blankIsAbsent(authorizationFields.code_challenge),
+  code_challenge_method: blankIsAbsent(authorizationFields.code_challenge_method),
+  key_label: blankIsAbsent(authorizationFields.key_label),
+  usage_limit_type: blankIsAbsent(authorizationFields.usage_limit_type),
+  expires_at: blankIsAbsent(authorizationFields.expires_at),
+};
+
+/** The approval page's preview: the same fields as query parameters (strings; unknown ones such as `state` ignored). */
+export const previewQuerySchema = z.object({ ...pageFields, limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()) });
+
+export const approveSchema = z.strictObject({ ...pageFields, limit: blankIsAbsent(authorizationFields.limit), decision: z.enum(['approve', 'deny']) });
 
 export const exchangeSchema = z.strictObject({
   code: z.string().min(1, 'code is required').max(512),

@@ -145,7 +145,8 @@ describe.each(STORE_TARGETS)('sessions ($name)', (target) => {
 
   it('sign-up is closed by default: 403, nothing created', async () => {
     const email = uniqueEmail('signup');
-    expectError(await call(gw, 'POST', '/signup', { json: { email, password: 'long enough password' } }), 403);
+    expectError(await call(gw, 'POST', '/signup', { json: { email, password: 'long enough password' } }), 403, /Sign-up is closed/);
+    expectError(await call(gw, 'POST', '/signup', { json: { email: 'not an e-mail' } }), 403, /Sign-up is closed/);
     expectError(await call(gw, 'POST', '/session', { json: { email, password: 'long enough password' } }), 401, INVALID);
   });
 

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActiveSession } from '../../auth/sessions.js';
-import { changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
+import { assertSignUpOpen, changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
 import { TollgateError } from '../../core/errors.js';
 import type { AccountRecord } from '../../store/types.js';
 import { checkOrigin, requireSession } from '../account-auth.js';
@@ -58,6 +58,7 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
 
   routes.add('POST', '/api/v1/signup', async (request, reply) => {
     checkOrigin(request);
+    assertSignUpOpen(deps); // closed answers 403 whatever the body
     const input = parseBody(signUpSchema, request.body);
     return signedIn(request, reply, 201, await signUp(deps, input));
   });

@@ -53,8 +53,12 @@ describe.each(STORE_TARGETS)('sessions ($name)', (target) => {
     const result = await asBrowser(gw, session, 'GET', '/session');
     expect(result.status).toBe(200);
     expect(result.json.data).toMatchObject({ account: { id: holder.id, email: holder.email }, csrf_token: session.csrf });
-    expectError(await call(gw, 'GET', '/session'), 401);
-    expectError(await call(gw, 'GET', '/session', { headers: { cookie: 'tg_session=' + 'A'.repeat(43) } }), 401);
+    const signedOut = await call(gw, 'GET', '/session');
+    expectError(signedOut, 401);
+    expect(signedOut.headers['set-cookie']).toBeUndefined();
+    const forged = await call(gw, 'GET', '/session', { headers: { cookie: 'tg_session=' + 'A'.repeat(43) } });
+    expectError(forged, 401);
+    expect(String(forged.headers['set-cookie'])).toMatch(/^tg_session=; Max-Age=0;/); // the browser drops a dead cookie
     expectError(await call(gw, 'GET', '/session', { headers: { cookie: 'tg_session=not-a-token' } }), 401);
   });
 

@@ -11,7 +11,8 @@ import { STORE_TARGETS } from './helpers/store-targets.js';
 
 const INVALID = 'Invalid e-mail or password';
 
-describe.each(STORE_TARGETS)('sessions ($name)', (target) => {
+// Sign-ins run scrypt: generous time on a loaded machine.
+describe.each(STORE_TARGETS)('sessions ($name)', { timeout: 120_000 }, (target) => {
   let gw: TestGateway;
   let holder: { id: string; email: string; password: string };
 
@@ -188,7 +189,7 @@ describe.each(STORE_TARGETS)('sessions ($name)', (target) => {
   });
 });
 
-describe('session cookie behind a proxy, and open sign-up', () => {
+describe('session cookie behind a proxy, and open sign-up', { timeout: 120_000 }, () => {
   let open: TestGateway;
   let proxied: TestGateway;
 

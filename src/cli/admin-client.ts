@@ -17,7 +17,7 @@ export class AdminClient {
     private readonly token: () => Promise<string | undefined>,
   ) {}
 
-  async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  async call(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     const token = await this.token();
     if (!token) throw new AdminApiError(0, 'an admin token is required: set TOLLGATE_ADMIN_TOKEN (or run the command in a terminal to be prompted)');
     let response;

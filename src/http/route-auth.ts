@@ -12,7 +12,10 @@ import { adminGuard } from '../auth/admin-token.js';
 import { keyLogId } from '../auth/key-format.js';
 import { TollgateError } from '../core/errors.js';
 import type { KeyRecord } from '../store/types.js';
+import type { ActiveSession } from '../auth/sessions.js';
+import { requireSession } from './account-auth.js';
 import { singleAuthorization } from './credentials.js';
+import { readSessionCookie } from './session-cookie.js';
 import type { Services } from './services.js';
 
 /**
@@ -20,12 +23,20 @@ import type { Services } from './services.js';
  * - `management`: a management key;
  * - `any-key`: either kind of key of the account;
  * - `admin`: the operator's TOLLGATE_ADMIN_TOKEN;
+ * - `account`: the account holder — a management key, or the dashboard's session cookie (with the
+ *   CSRF defence on state-changing methods);
+ * - `account-any`: like `account`, but any key of the account;
+ * - `session`: the dashboard's session cookie only (CSRF-checked likewise);
  * - `metrics`: TOLLGATE_METRICS_TOKEN when it is set, else open;
  * - `none`: public.
  */
-export type RouteAuth = 'inference' | 'management' | 'any-key' | 'admin' | 'metrics' | 'none';
+export type RouteAuth = 'inference' | 'management' | 'any-key' | 'account' | 'account-any' | 'session' | 'admin' | 'metrics' | 'none';
 
-export type Principal = { kind: 'key'; key: KeyRecord } | { kind: 'operator' } | { kind: 'anonymous' };
+export type Principal =
+  | { kind: 'key'; key: KeyRecord }
+  | { kind: 'session'; accountId: string; active: ActiveSession; token: string }
+  | { kind: 'operator' }
+  | { kind: 'anonymous' };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -48,10 +59,22 @@ export function principalResolvers(services: Services): Record<Exclude<RouteAuth
     kind: 'key',
     key: await services.auth.authenticate(authorization, kind),
   });
+  const session: PrincipalResolver = async (request) => {
+    const { active, token } = await requireSession(services, request);
+    return { kind: 'session', accountId: active.session.accountId, active, token };
+  };
+  // A bearer key when the request carries one (or no session cookie: then the key's 401), else the session.
+  const account =
+    (kind: 'management' | 'any'): PrincipalResolver =>
+    (request, authorization) =>
+      authorization !== undefined || readSessionCookie(request) === undefined ? key(kind)(request, authorization) : session(request, authorization);
   return {
     inference: key('inference'),
     management: key('management'),
     'any-key': key('any'),
+    account: account('management'),
+    'account-any': account('any'),
+    session,
     admin: async (_request, authorization) => {
       admin(authorization);
       return { kind: 'operator' };
@@ -98,6 +121,21 @@ export function requestKey(request: FastifyRequest): KeyRecord {
   // Only reachable through a route declared without key authentication: a bug, not the caller's fault.
   if (principal?.kind !== 'key') throw new Error(`route ${request.routeOptions.url ?? '?'} reads a key it did not declare`);
   return principal.key;
+}
+
+/** The account holder the route's `account`/`account-any`/`session` declaration authenticated. */
+export function requestAccount(request: FastifyRequest): { accountId: string; via: 'session' | 'management_key'; sessionId?: string } {
+  const principal = request.principal;
+  if (principal?.kind === 'key') return { accountId: principal.key.accountId, via: 'management_key' };
+  if (principal?.kind === 'session') return { accountId: principal.accountId, via: 'session', sessionId: principal.active.session.id };
+  throw new Error(`route ${request.routeOptions.url ?? '?'} reads an account it did not declare`);
+}
+
+/** The session the route's `session` (or `account`, when signed in) declaration authenticated. */
+export function requestSession(request: FastifyRequest): { active: ActiveSession; token: string } {
+  const principal = request.principal;
+  if (principal?.kind !== 'session') throw new Error(`route ${request.routeOptions.url ?? '?'} reads a session it did not declare`);
+  return { active: principal.active, token: principal.token };
 }
 
 /** Private answers are never stored by a cache; no JSON answer is content-sniffed. */

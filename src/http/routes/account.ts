@@ -1,9 +1,9 @@
-/** GET /key, GET /credits, GET /generation — the caller's own account (inference or management key). */
+/** GET /key, GET /credits, GET /generation — the caller's own account (inference or management key; /credits also the dashboard's session). */
 import { TollgateError } from '../../core/errors.js';
 import { unitsToUsd } from '../../core/money.js';
 import { renderKeyInfo, usageOf } from '../../pipeline/key-management.js';
 import { renderGeneration } from '../../pipeline/generation-view.js';
-import { requestKey } from '../route-auth.js';
+import { requestAccount, requestKey } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -17,11 +17,12 @@ export function registerAccountRoutes(routes: RouteTable, services: Services): v
   }, { auth: 'any-key' });
 
   routes.add('GET', '/api/v1/credits', async (request) => {
-    const key = requestKey(request);
+    // Any key of the account, or the dashboard's session.
+    const key = requestAccount(request);
     const account = await services.store.getAccount(key.accountId);
     if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     return { data: { total_credits: unitsToUsd(account.totalCredits), total_usage: unitsToUsd(account.totalUsage) } };
-  }, { auth: 'any-key' });
+  }, { auth: 'account-any' });
 
   routes.add('GET', '/api/v1/generation', async (request) => {
     const key = requestKey(request);

@@ -4,11 +4,13 @@ import { addCredits, addCreditsSchema, createAccount, createAccountSchema, getAc
 import { adminCreateKeySchema, createKey, deleteKey, markCompromised, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
 import { TollgateError } from '../../core/errors.js';
 import { pageOffset } from '../page-offset.js';
+import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
 const compromisedSchema = z.strictObject({ reason: z.string().max(500).optional() });
+const setPasswordSchema = z.strictObject({ password: passwordSchema });
 
 const listKeysQuery = z.object({
   offset: pageOffset,
@@ -22,6 +24,15 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
   routes.add('POST', '/api/v1/admin/accounts', async (request, reply) => {
     const account = await createAccount(deps, parseBody(createAccountSchema, request.body));
     return reply.code(201).send({ data: renderAccount(account) });
+  }, admin);
+
+  routes.add('PUT', '/api/v1/admin/accounts/:id/password', async (request) => {
+    const id = (request.params as { id: string }).id;
+    const { password } = parseBody(setPasswordSchema, request.body);
+    await setAccountPassword(services.store.accountAuth, id, password);
+    // A password set by the operator (say, after a lost one) ends every session the old one opened.
+    const revoked = await services.accountAuth.sessions.revokeAll(id);
+    return { data: { updated: true, sessions_revoked: revoked } };
   }, admin);
 
   routes.add('GET', '/api/v1/admin/accounts/:id', async (request) => {

@@ -1,8 +1,10 @@
-/** Key management with a management key (api.md §3.2). */
+/** Key management with a management key (api.md §3.2) or the dashboard's session. */
 import { z } from 'zod';
-import { createKey, createKeySchema, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import { TollgateError } from '../../core/errors.js';
+import { adminCreateKeySchema, createKey, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import type { KeyRecord, KeyUsage } from '../../store/types.js';
 import { parseBody } from '../parse-body.js';
-import { requestKey } from '../route-auth.js';
+import { requestAccount } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 import { pageOffset } from '../page-offset.js';
@@ -15,41 +17,49 @@ const listQuery = z.object({
 });
 
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
-  const management = { auth: 'management' } as const;
+  const account = { auth: 'account' } as const;
+  /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null). */
+  const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
+    const apps = keys.length === 0 ? new Map() : await services.store.accountAuth.appsOfKeys(keys.map((k) => k.hash));
+    return keys.map((k) => ({ ...renderApiKey(k, usage.get(k.hash)), app: apps.get(k.hash) ?? null }));
+  };
 
   routes.add('GET', '/api/v1/keys', async (request) => {
-    const me = requestKey(request);
+    const me = requestAccount(request);
     const query = parseBody(listQuery, request.query);
     const keys = await services.store.listKeys(me.accountId, { offset: query.offset, limit: PAGE, includeDisabled: query.include_disabled === 'true' });
     const usage = await usageOf(services.keys, keys);
-    return { data: keys.map((k) => renderApiKey(k, usage.get(k.hash))) };
-  }, management);
+    return { data: await render(keys, usage) };
+  }, account);
 
   routes.add('POST', '/api/v1/keys', async (request, reply) => {
-    const me = requestKey(request);
-    const input = parseBody(createKeySchema, request.body);
-    const created = await createKey(services.keys, me.accountId, input, { management: false });
-    return reply.code(201).send({ data: renderApiKey(created.key), key: created.plaintext });
-  }, management);
+    const me = requestAccount(request);
+    const { management, ...input } = parseBody(adminCreateKeySchema, request.body);
+    // Only the holder (signed in) may mint management keys; a management key cannot mint its peers.
+    if (management && me.via !== 'session') throw new TollgateError('request.invalid_body', 'management: only a signed-in account holder can create management keys');
+    const created = await createKey(services.keys, me.accountId, input, { management: management ?? false });
+    const [data] = await render([created.key], new Map());
+    return reply.code(201).send({ data, key: created.plaintext });
+  }, account);
 
   routes.add('GET', '/api/v1/keys/:hash', async (request) => {
-    const me = requestKey(request);
+    const me = requestAccount(request);
     const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
     const usage = await usageOf(services.keys, [key]);
-    return { data: renderApiKey(key, usage.get(key.hash)) };
-  }, management);
+    return { data: (await render([key], usage))[0] };
+  }, account);
 
   routes.add('PATCH', '/api/v1/keys/:hash', async (request) => {
-    const me = requestKey(request);
+    const me = requestAccount(request);
     const input = parseBody(updateKeySchema, request.body);
     const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
     const usage = await usageOf(services.keys, [key]);
-    return { data: renderApiKey(key, usage.get(key.hash)) };
-  }, management);
+    return { data: (await render([key], usage))[0] };
+  }, account);
 
   routes.add('DELETE', '/api/v1/keys/:hash', async (request) => {
-    const me = requestKey(request);
+    const me = requestAccount(request);
     await deleteKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
     return { deleted: true };
-  }, management);
+  }, account);
 }

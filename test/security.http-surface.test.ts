@@ -169,7 +169,7 @@ describe('upstream SSE line limit', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
-        file.providers.push({ id: 'endless-line', name: 'Endless line', kind: 'openai', base_url: url, timeouts: { connect_ms: 2000, first_token_ms: 10_000, idle_ms: 10_000 } });
+        file.providers.push({ id: 'endless-line', name: 'Endless line', kind: 'openai', base_url: url, timeouts: { connect_ms: 2000, first_token_ms: 120_000, idle_ms: 120_000 } });
         file.models.push({
           id: 'test/long-line',
           name: 'long line',
@@ -188,6 +188,7 @@ describe('upstream SSE line limit', () => {
     await new Promise((resolve) => upstream.close(resolve));
   });
 
+  // The first-token and idle timeouts are far beyond the test's timeout: only the line limit can end the attempt in time.
   it('an over-long line is an invalid response that fails over to the next endpoint', async () => {
     const key = (await gw.createKey(await gw.createAccount(1))).key;
     const answer = await chat(gw, key, { model: 'test/long-line', messages: HELLO });
@@ -195,5 +196,5 @@ describe('upstream SSE line limit', () => {
     expect(answer.json.provider).toBe('Mock B');
     const generation = await call(gw, 'GET', `/generation?id=${answer.json.id}`, { key });
     expect(generation.json.data.provider_responses.map((r: { provider_name: string }) => r.provider_name)).toEqual(['Endless line', 'Mock B']);
-  });
+  }, 30_000);
 });

@@ -32,14 +32,28 @@ export class JsonShapeScanner {
   feed(chunk: Uint8Array): string | null {
     const { maxDepth, maxElements } = this.limits;
     let { depth, elements, inString, escaped } = this;
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
+    let i = 0;
+    while (i < chunk.length) {
       if (inString) {
-        if (escaped) escaped = false;
-        else if (byte === BACKSLASH) escaped = true;
-        else if (byte === QUOTE) inString = false;
+        // Strings are most of a large body: jump from quote to quote (memchr) instead of walking bytes.
+        if (escaped) {
+          escaped = false;
+          i += 1;
+          continue;
+        }
+        const quote = chunk.indexOf(QUOTE, i);
+        if (quote === -1) {
+          escaped = trailingBackslashes(chunk, chunk.length, i) % 2 === 1;
+          i = chunk.length;
+          break;
+        }
+        // A quote after an odd run of backslashes is escaped (the run starts unescaped at or after i).
+        if (trailingBackslashes(chunk, quote, i) % 2 === 0) inString = false;
+        i = quote + 1;
         continue;
       }
+      const byte = chunk[i]!;
+      i += 1;
       if (byte === QUOTE) inString = true;
       else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
         if (++depth > maxDepth) return `JSON body nests deeper than ${maxDepth} levels`;
@@ -53,4 +67,11 @@ export class JsonShapeScanner {
     this.escaped = escaped;
     return null;
   }
+}
+
+/** How many backslashes directly precede `end`, not looking before `start`. */
+function trailingBackslashes(chunk: Uint8Array, end: number, start: number): number {
+  let count = 0;
+  for (let j = end - 1; j >= start && chunk[j] === BACKSLASH; j--) count += 1;
+  return count;
 }

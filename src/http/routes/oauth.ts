@@ -17,7 +17,7 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
     const input = parseBody(exchangeSchema, request.body);
     const { key, accountId } = await exchangeCode(deps, input);
     return reply.header('cache-control', 'no-store').send({ key, user_id: accountId });
-  }, { auth: 'none' });
+  }, { auth: 'none', noStore: true });
 
   routes.add('POST', '/api/v1/auth/keys/code', async (request, reply) => {
     // Any key of the account (inference or management), or the dashboard's session.

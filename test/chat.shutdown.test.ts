@@ -12,8 +12,9 @@ import { sqliteTarget } from './helpers/store-targets.js';
 const FIREHOSE = {
   id: 'test/firehose',
   name: 'firehose',
-  context_length: 8192,
-  endpoints: [{ provider: 'mock', model: 'mock@tokens=400000', pricing: { prompt: '0.000001', completion: '0.000002' } }],
+  context_length: 1_000_000,
+  // The completion budget (sent upstream as max_tokens) must allow the whole firehose.
+  endpoints: [{ provider: 'mock', model: 'mock@tokens=400000', pricing: { prompt: '0.000001', completion: '0.000002' }, max_completion_tokens: 400_000 }],
 };
 
 /** Sends a streaming request, reads the response head (for the generation id), then stops reading. */

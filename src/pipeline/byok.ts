@@ -50,7 +50,11 @@ function requireBox(deps: ByokDeps): SecretBox {
 function requireByokProvider(deps: ByokDeps, providerId: string): void {
   const provider = deps.catalog.providers.get(providerId);
   if (provider?.byok) return;
-  const why = !provider ? 'is no longer configured' : 'does not accept BYOK keys on this gateway (the operator has not enabled byok for it)';
+  const why = !provider
+    ? 'is no longer configured'
+    : provider.apiKey === null
+      ? 'does not accept BYOK keys: it checks no key, so an own key could not be told from junk'
+      : 'does not accept BYOK keys on this gateway (the operator has not enabled byok for it)';
   throw new TollgateError('request.invalid_body', `Invalid request: provider: "${providerId}" ${why}`, { metadata: { provider: providerId } });
 }
 

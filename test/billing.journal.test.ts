@@ -7,14 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChargeJournal } from '../src/billing/charge-journal.js';
-import type { Settlement } from '../src/store/types.js';
+import { journalSettlement } from './helpers/journal.js';
 
-export function journalSettlement(id: string, cost: bigint): Settlement {
-  return {
-    generation: { id, accountId: 'acct', keyHash: 'k'.repeat(64), createdAt: 1, model: 'm', providerName: 'p', totalCost: cost, upstreamPromptCost: cost, upstreamCompletionCost: 0n, isByok: false, streamed: false, cancelled: false, finishReason: 'stop', nativeFinishReason: 'stop', tokensPrompt: 1, tokensCompletion: 2, tokensReasoning: null, tokensCached: null, usageEstimated: false, latencyMs: 1, generationTimeMs: 1, upstreamId: null, appTitle: null, httpReferer: null, userAgent: null, externalUser: null, providerResponses: [] },
-    periods: { day: 'd:2026-11-23', week: 'w:2026-11-23', month: 'm:2026-11' },
-  };
-}
 
 let dir: string;
 const open = (options: { compactMinBytes?: number } = {}) => ChargeJournal.open(dir, { now: Date.now, ...options });

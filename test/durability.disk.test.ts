@@ -93,7 +93,7 @@ describe('embedded store on a disk that fills up', { timeout: 120_000 }, () => {
         billing: { journal: { min_free_bytes: MIN_FREE } },
       }),
     );
-    gateway = await startServe({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: mountPoint, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' });
+    gateway = await startServe({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: mountPoint, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' }, 90_000);
     const url = gateway.url;
     expect(gateway.stdout()).toMatch(/"free_bytes":\d+.*data directory headroom/);
     expect(await metric(url, 'tollgate_data_dir_free_bytes')).toBeGreaterThan(MIN_FREE);

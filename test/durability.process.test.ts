@@ -75,7 +75,7 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     );
     const dataDir = join(dir, 'data');
     const env = { TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' };
-    first = await startServe(env);
+    first = await startServe(env, 90_000);
     const account = await adminCall(first.url, 'POST', '/accounts', { email: `kill-${randomBytes(3).toString('hex')}@example.test` });
     const accountId = account.data.id as string;
     await adminCall(first.url, 'POST', `/accounts/${accountId}/credits`, { amount: 10, kind: 'grant' });
@@ -116,7 +116,7 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     expect(integrityCheck(dbPath)).toBe('ok');
 
     // The next start needs no manual step: it replays the journal before it reports ready.
-    second = await startServe(env);
+    second = await startServe(env, 90_000);
     await until(async () => (await readyz(second!.url)).status === 200, 30_000, 'ready after replay');
     expect(second.stdout()).toMatch(/"checkpoints_charged":1/);
     const generation = await request(`${second.url}/api/v1/generation?id=${encodeURIComponent(generationId)}`, { headers: { authorization: `Bearer ${key}` } });

@@ -136,7 +136,7 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
       }),
     );
     // PostgreSQL is not running yet.
-    gateway = await startServe({ TOLLGATE_CONFIG: configPath, DATABASE_URL: pgServer.url, TOLLGATE_DATA_DIR: join(dir, 'data'), TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' });
+    gateway = await startServe({ TOLLGATE_CONFIG: configPath, DATABASE_URL: pgServer.url, TOLLGATE_DATA_DIR: join(dir, 'data'), TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' }, 90_000);
     const url = gateway.url;
     const notReady = await readyz(url);
     expect(notReady.status).toBe(503);
@@ -161,7 +161,13 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
     await until(() => answers.filter((a) => a.status === 200).length >= 20, 60_000, 'load running');
     await pgServer.stop();
     const stoppedAt = answers.length;
-    await new Promise((resolve) => setTimeout(resolve, 4000));
+    // Answers given while it is down were charged to the journal only: watch its backlog meanwhile.
+    let journaledMax = 0;
+    const outageEnds = Date.now() + 4000;
+    while (Date.now() < outageEnds) {
+      journaledMax = Math.max(journaledMax, (await metric(url, 'tollgate_charge_journal_backlog')) ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const duringOutage = answers.slice(stoppedAt);
     await pgServer.start();
     await until(async () => (await readyz(url)).status === 200, 60_000, 'ready after PostgreSQL restarted');
@@ -186,7 +192,7 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
       const k = await client.query("SELECT usage::text AS usage FROM key_usage WHERE key_hash = $1 AND period = 'all'", [keyHash]);
       const a = await client.query('SELECT total_usage::text AS usage FROM accounts WHERE id = $1', [accountId]);
       const figures = { answers200: ok.length, generations: g.rows[0].n, generationCost: g.rows[0].total, keyUsage: k.rows[0].usage, accountUsage: a.rows[0].usage };
-      console.log('PostgreSQL stopped 4 s under load:', JSON.stringify({ ...figures, refusedDuringOutage: duringOutage.filter((x) => x.status === 503).length }));
+      console.log('PostgreSQL stopped 4 s under load:', JSON.stringify({ ...figures, journaledMax, refusedDuringOutage: duringOutage.filter((x) => x.status === 503).length }));
       expect(figures.generations).toBe(ok.length);
       expect([figures.generationCost, figures.keyUsage, figures.accountUsage]).toEqual([String(answered), String(answered), String(answered)]);
     } finally {

@@ -175,8 +175,9 @@ export class ChargeJournal {
   async appendCharges(settlements: readonly Settlement[]): Promise<void> {
     const at = this.options.now();
     const records = settlements.map((s) => ({ t: 'charge', s, at }) as const);
-    await this.write(records, true);
-    for (const record of records) this.track(this.entryOf(record));
+    const buffers = records.map(encodeRecord); // once: written, and sized for compaction
+    await this.writeEncoded(buffers, true);
+    records.forEach((record, i) => this.track({ id: record.s.generation.id, kind: 'charge', settlement: record.s, at, bytes: buffers[i]!.length }));
   }
 
   /** A running stream's usage so far (superseded by the next checkpoint or its final charge). */
@@ -252,13 +253,16 @@ export class ChargeJournal {
   }
 
   private write(records: readonly JournalRecord[], durable: boolean): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('the charge journal is closed'));
-    let buffer: Buffer;
     try {
-      buffer = Buffer.concat(records.map(encodeRecord));
+      return this.writeEncoded(records.map(encodeRecord), durable);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  private writeEncoded(buffers: readonly Buffer[], durable: boolean): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the charge journal is closed'));
+    const buffer = buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers);
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ buffer, durable, resolve, reject });
       this.writing ??= this.drain();

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { TollgateError } from '../../src/core/errors.js';
 import type { SqlDriver } from '../../src/store/sql-driver.js';
-import type { Store } from '../../src/store/types.js';
+import type { Settlement, Store } from '../../src/store/types.js';
 
 export interface Breakable {
   /** `all`: every call fails as an unreachable database would; `writes`: only charges (a full or read-only disk). */
@@ -73,4 +73,12 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** A charge of `cost` units with generation id `id`. */
+export function journalSettlement(id: string, cost: bigint): Settlement {
+  return {
+    generation: { id, accountId: 'acct', keyHash: 'k'.repeat(64), createdAt: 1, model: 'm', providerName: 'p', totalCost: cost, upstreamPromptCost: cost, upstreamCompletionCost: 0n, isByok: false, streamed: false, cancelled: false, finishReason: 'stop', nativeFinishReason: 'stop', tokensPrompt: 1, tokensCompletion: 2, tokensReasoning: null, tokensCached: null, usageEstimated: false, latencyMs: 1, generationTimeMs: 1, upstreamId: null, appTitle: null, httpReferer: null, userAgent: null, externalUser: null, providerResponses: [] },
+    periods: { day: 'd:2026-11-23', week: 'w:2026-11-23', month: 'm:2026-11' },
+  };
 }

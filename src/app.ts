@@ -28,11 +28,13 @@ import { principalResolvers, registerResponseHeaders, routeGuard } from './http/
 import { registerJsonBody } from './http/json-body.js';
 import { trustProxyOption } from './http/client-address.js';
 import { registerAccountRoutes } from './http/routes/account.js';
+import { registerActivityRoutes } from './http/routes/activity.js';
 import { registerAdminRoutes } from './http/routes/admin.js';
 import { registerCatalogRoutes } from './http/routes/catalog.js';
 import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
+import { registerRankingsRoutes } from './http/routes/rankings.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
 import { registerSessionRoutes } from './http/routes/session.js';
 import { registerOAuthRoutes } from './http/routes/oauth.js';
@@ -334,6 +336,8 @@ export function buildApp(deps: AppDeps): Gateway {
   registerChatRoutes(routes, services);
   registerAccountRoutes(routes, services);
   registerKeyRoutes(routes, services);
+  registerActivityRoutes(routes, services);
+  registerRankingsRoutes(routes, services);
   registerCatalogRoutes(routes, services);
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });

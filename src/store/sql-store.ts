@@ -9,6 +9,9 @@ import { settleBatch } from './settle-batch.js';
 import { SqlByokStore } from './sql-byok-store.js';
 import { SqlAccountAuthStore } from './sql-account-auth-store.js';
 import type { AccountAuthStore } from './account-auth-store.js';
+
+import { SqlUsageStore } from './sql-usage-store.js';
+import type { UsageStore } from './usage-types.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
 import type {
   AccountRecord,
@@ -44,10 +47,14 @@ export class SqlStore implements Store {
   readonly byok: ByokStore;
   readonly accountAuth: AccountAuthStore;
 
+  readonly usage: UsageStore;
+
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.byok = new SqlByokStore(driver);
     this.accountAuth = new SqlAccountAuthStore(driver);
+
+    this.usage = new SqlUsageStore(driver);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

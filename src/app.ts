@@ -26,6 +26,19 @@ import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
+import { registerNotificationRoutes } from './http/routes/notifications.js';
+import { registerOutboxAdminRoutes } from './http/routes/outbox-admin.js';
+import { registerSecretScanningRoutes } from './http/routes/secret-scanning.js';
+import { registerMailMetrics } from './mail/mail-metrics.js';
+import { MailOutbox } from './mail/mail-outbox.js';
+import { OutboxSender } from './mail/outbox-sender.js';
+import { smtpTransport, type MailTransport } from './mail/smtp-transport.js';
+import { ExpirySweep } from './notifications/expiry-sweep.js';
+import { UsageAlerts } from './notifications/usage-alerts.js';
+import { notifyKeysInRequest, type ExposedKeyDeps } from './pipeline/exposed-keys.js';
+import { keyLeakStep } from './pipeline/key-leak-step.js';
+import { PublicKeyRing } from './secret-scanning/public-key-ring.js';
+import { usdToUnits } from './core/money.js';
 import type { Services } from './http/services.js';
 import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
@@ -60,6 +73,8 @@ export interface AppDeps {
   rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
   /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
   holds?: HoldStore;
+  /** How mail leaves (tests may pass their own); default: SMTP from TOLLGATE_SMTP_URL, or none (mail stays in the outbox). */
+  mailTransport?: MailTransport | null;
 }
 
 export interface Gateway {
@@ -67,6 +82,8 @@ export interface Gateway {
   services: Services;
   /** Stop accepting, let in-flight requests finish for up to `graceMs`, abort the rest, commit every charge. */
   shutdown(graceMs: number): Promise<void>;
+  /** Starts the background jobs (the outbox sender when mail is configured, the key-expiry sweep); shutdown stops them. */
+  startBackground(): void;
 }
 
 function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
@@ -141,10 +158,18 @@ export function buildApp(deps: AppDeps): Gateway {
     holdTtlMs: config.billing.hold_ttl_ms,
     onHoldError: (error, operation) => app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
   });
+  const mailMetrics = registerMailMetrics(metrics.registry, store.outbox, now);
+  const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from);
+  const exposed: ExposedKeyDeps = { store, bus, mail, now };
+  const usageAlerts = new UsageAlerts({ store, mail, now, log: app.log, defaultThreshold: usdToUnits(config.notifications.low_balance_threshold), delayMs: config.notifications.check_delay_ms });
   const settler = new Settler({
     store,
     // Committed charges reach admission through the hold store (gate.settle), not by editing snapshots.
-    onCommitted: (settlements) => metrics.settleBatch.observe(settlements.length),
+    // Balance and key-limit notices are checked later, off the charge's path.
+    onCommitted: (settlements, outcomes) => {
+      metrics.settleBatch.observe(settlements.length);
+      usageAlerts.noteCharges(settlements, outcomes);
+    },
   });
   const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
   const chat: ChatDeps = {
@@ -182,6 +207,7 @@ export function buildApp(deps: AppDeps): Gateway {
     byok: new ByokCredentials(store, secretBox, bus, now, app.log),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
     continuation: config.routing.mid_stream_continuation,
+    keyLeaks: keyLeakStep(config.secret_scanning.in_requests, (keys, action) => void notifyKeysInRequest(exposed, keys, action, app.log)),
   };
   const services: Services = {
     config,
@@ -197,6 +223,7 @@ export function buildApp(deps: AppDeps): Gateway {
     now,
     shutdownSignal: shutdownController.signal,
     health,
+    mail,
   };
 
   app.addHook('onRequest', async (request, reply) => {
@@ -252,6 +279,40 @@ export function buildApp(deps: AppDeps): Gateway {
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });
   registerOpsRoutes(routes, services, () => shuttingDown);
+  registerNotificationRoutes(routes, services);
+  registerOutboxAdminRoutes(routes, services);
+  registerSecretScanningRoutes(app, routes, {
+    exposed,
+    keys: new PublicKeyRing(config.secret_scanning, now, app.log),
+    maxBodyBytes: config.secret_scanning.max_body_bytes,
+    maxTokens: config.secret_scanning.max_tokens,
+  });
+
+  const transport = deps.mailTransport !== undefined ? deps.mailTransport : config.smtpUrl ? smtpTransport(config.smtpUrl, config.mail.from, config.mail.send_timeout_ms) : null;
+  const sender = transport
+    ? new OutboxSender({
+        store: store.outbox,
+        transport,
+        metrics: mailMetrics,
+        log: app.log,
+        now,
+        pollMs: config.mail.poll_interval_ms,
+        retryBaseMs: config.mail.retry_base_ms,
+        retryMaxMs: config.mail.retry_max_ms,
+        maxAttempts: config.mail.max_attempts,
+        // Longer than any one send (three phases bounded by the send timeout), so a live sender keeps its message.
+        leaseMs: Math.max(60_000, 4 * config.mail.send_timeout_ms),
+      })
+    : null;
+  if (sender) mail.onQueued(() => sender.wake());
+  const expirySweep = new ExpirySweep({ store, mail, now, log: app.log, days: config.notifications.key_expiry_days, intervalMs: config.notifications.sweep_interval_ms });
+  let backgroundStarted = false;
+  function startBackground(): void {
+    if (backgroundStarted || shuttingDown) return;
+    backgroundStarted = true;
+    sender?.start();
+    expirySweep.start();
+  }
 
   async function shutdown(graceMs: number): Promise<void> {
     if (shuttingDown) return;
@@ -271,8 +332,12 @@ export function buildApp(deps: AppDeps): Gateway {
       await waitFor([...inFlight], SHUTDOWN_HANDLER_WAIT_MS);
       await settler.drain();
       gate.close();
+      // The last charges' notices are queued before the sender stops (what it cannot send waits in the outbox).
+      await usageAlerts.close();
+      await expirySweep.stop();
+      await sender?.stop();
     }
   }
 
-  return { app, services, shutdown };
+  return { app, services, shutdown, startBackground };
 }

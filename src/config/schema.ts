@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
 import { moderationSchema } from './moderation-schema.js';
+import { mailSchema, notificationsSchema, secretScanningSchema } from './mail-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
 const priceString = z
@@ -193,6 +194,12 @@ export const fileConfigSchema = z
       .prefault({}),
     /** Input moderation before forwarding (off by default); see moderation-schema.ts. */
     moderation: moderationSchema.prefault({}),
+    /** Outgoing mail (SMTP from TOLLGATE_SMTP_URL); see mail-schema.ts. */
+    mail: mailSchema.prefault({}),
+    /** Exposed keys: the code host's report endpoint and keys found in chat requests. */
+    secret_scanning: secretScanningSchema.prefault({}),
+    /** Account holders' e-mail notifications (low balance, key limits, key expiry). */
+    notifications: notificationsSchema.prefault({}),
     cache: z
       .object({
         key_ttl_ms: z.number().int().positive().default(30_000),
@@ -219,6 +226,8 @@ export interface Config extends FileConfig {
   masterKey: string | null;
   /** Earlier master keys, still accepted for decryption after a rotation. */
   previousMasterKeys: string[];
+  /** `smtp://user:pass@host:587` or `smtps://…` (TOLLGATE_SMTP_URL); null: mail is recorded in the outbox, not sent. */
+  smtpUrl: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** True when no config file was given: built-in demo provider and catalog, first-start demo account. */
   demo: boolean;

@@ -7,9 +7,15 @@ import type { FastifyInstance, RouteHandlerMethod, RouteOptions } from 'fastify'
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
 
 export class RouteTable {
-  private readonly patterns: { method: Method; regex: RegExp }[] = [];
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly patterns: { method: Method; regex: RegExp }[] = [],
+  ) {}
 
-  constructor(private readonly app: FastifyInstance) {}
+  /** The same table, registering on `instance` (an encapsulated plugin, e.g. with its own body parsing). */
+  on(instance: FastifyInstance): RouteTable {
+    return new RouteTable(instance, this.patterns);
+  }
 
   add(method: Method, url: string, handler: RouteHandlerMethod, options: Pick<RouteOptions, 'bodyLimit' | 'onRequest'> = {}): void {
     // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.

@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ChatDeps } from '../pipeline/chat-completion.js';
 import type { KeyServiceDeps } from '../pipeline/key-management.js';
+import type { MailOutbox } from '../mail/mail-outbox.js';
 import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/health.js';
@@ -27,4 +28,6 @@ export interface Services {
   shutdownSignal: AbortSignal;
   /** Measured endpoint health (circuit breakers, uptime, latency, throughput). */
   health: HealthRegistry;
+  /** Outgoing mail: compose and queue in the outbox. */
+  mail: MailOutbox;
 }

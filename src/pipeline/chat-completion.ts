@@ -25,6 +25,7 @@ import { renderCompletion, type ResponseIdentity } from './completion-shapes.js'
 import { buildCharge, generatedTextOf, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
 import { moderateRequest, type ModerationStep } from './moderation-step.js';
+import { scrubKeysFromRequest, type KeyLeakStep } from './key-leak-step.js';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -45,6 +46,8 @@ export interface ChatDeps {
   byokFeeBasisPoints: number;
   /** Continue a stream that broke after content was sent on another endpoint supporting prefill (off by default). */
   continuation: boolean;
+  /** Tollgate keys pasted into messages: redacted or refused (config secret_scanning.in_requests); null: off. */
+  keyLeaks?: KeyLeakStep | null;
 }
 
 export interface ChatContext {
@@ -120,7 +123,7 @@ function holdEstimate(request: ChatRequest, attempts: readonly PlannedAttempt[],
 }
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
-  const request = validate(ctx.body);
+  const request = scrubKeysFromRequest(deps.keyLeaks, validate(ctx.body));
   const attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);

@@ -7,6 +7,7 @@
  */
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
+import type { NotificationStore, OutboxMessage, OutboxStore } from './mail-types.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
 export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];
@@ -172,9 +173,21 @@ export interface ByokStore {
   delete(id: string, deletedAt: number): Promise<boolean>;
 }
 
+/** What `markKeyCompromised` did: `newly` is false when the key had already been reported. */
+export interface CompromisedKey {
+  key: KeyRecord;
+  newly: boolean;
+  /** Messages queued in the same transaction. */
+  queued: number;
+}
+
 export interface Store {
   /** BYOK provider keys. */
   readonly byok: ByokStore;
+  /** Outgoing mail (migration 5). */
+  readonly outbox: OutboxStore;
+  /** Account holders' notification settings. */
+  readonly notifications: NotificationStore;
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations; safe when several processes start together. */
   migrate(): Promise<void>;
@@ -203,6 +216,13 @@ export interface Store {
   updateKey(hash: string, patch: KeyPatch, updatedAt: number): Promise<KeyRecord | null>;
   /** Soft delete: the hash can never authenticate again. Returns false when it did not exist. */
   deleteKey(hash: string, deletedAt: number): Promise<boolean>;
+
+  /**
+   * Disables the key as compromised (never re-enabled) and, in the same transaction, queues the
+   * messages `notify` composes for its holder — only the first time: a key already reported is
+   * returned unchanged with `newly: false`. Null for an unknown or deleted key.
+   */
+  markKeyCompromised(hash: string, at: number, notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[]): Promise<CompromisedKey | null>;
 
   getKeyUsage(hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>>;
 

@@ -1,0 +1,37 @@
+/** GET /api/v1/admin/outbox — mail not delivered yet (waiting for a retry, or given up), oldest first. */
+import { adminGuard } from '../../auth/admin-token.js';
+import { TollgateError } from '../../core/errors.js';
+import type { OutboxEntry } from '../../store/mail-types.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+
+const PAGE = 100;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function renderEntry(entry: OutboxEntry) {
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    to: entry.recipient,
+    subject: entry.subject,
+    message_id: entry.messageId,
+    created_at: iso(entry.createdAt),
+    attempts: entry.attempts,
+    status: entry.failedAt === null ? 'pending' : 'failed',
+    next_attempt_at: entry.failedAt === null ? iso(entry.nextAttemptAt) : null,
+    failed_at: iso(entry.failedAt),
+    last_error: entry.lastError,
+  };
+}
+
+export function registerOutboxAdminRoutes(routes: RouteTable, services: Services): void {
+  const guard = adminGuard(services.config.adminToken);
+  routes.add('GET', '/api/v1/admin/outbox', async (request) => {
+    guard(request.headers.authorization);
+    const offset = Number((request.query as { offset?: string }).offset ?? 0);
+    if (!Number.isInteger(offset) || offset < 0) throw new TollgateError('request.invalid_body', 'offset must be a non-negative integer');
+    const entries = await services.store.outbox.listUndelivered(PAGE, offset);
+    return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
+  });
+}

@@ -13,6 +13,7 @@ const HELP = `tollgate — an OpenRouter-compatible LLM gateway
   tollgate accounts create --email E  | accounts get ID
   tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
   tollgate keys create|list|disable|enable|delete ...
+  tollgate keys scan [PATH…]          find Tollgate keys in files, folders or stdin (offline; exit 1 when found)
 
 Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http://127.0.0.1:$PORT),
 --admin-token (or TOLLGATE_ADMIN_TOKEN); --json prints the API's JSON.`;

@@ -3,11 +3,17 @@
  * its holder receives exactly one message (named by label, never the key) on a real SMTP server on
  * loopback; an unsigned or badly signed report changes nothing.
  */
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { ROOT } from './helpers/process.js';
 import { startInbox, type Inbox } from './helpers/smtp-inbox.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
@@ -170,5 +176,31 @@ describe('secret-scanning reports and exposed-key mail', () => {
     expect(outbox.status).toBe(200);
     expect(outbox.json).toEqual({ data: [], sending: true });
     expectError(await call(gw, 'GET', '/admin/outbox'), 401);
+  });
+
+  it("the README's signing script produces reports the gateway accepts", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-sign-'));
+    try {
+      const script = join(ROOT, 'scripts', 'sign-secret-scanning-report.mjs');
+      execFileSync(process.execPath, [script, 'keygen', dir]);
+      const publicPem = readFileSync(join(dir, 'scanning-public.pem'), 'utf8');
+      const other = await startTestGateway({
+        target: sqliteTarget,
+        configure: (file) => void ((file as Record<string, unknown>).secret_scanning = { public_keys: [{ key_identifier: 'test-key', key: publicPem }] }),
+      });
+      try {
+        const account = await other.createAccount(1);
+        const key = await other.createKey(account);
+        // Asynchronously: the gateway answering it runs in this process.
+        const { stdout: printed } = await promisify(execFile)(process.execPath, [script, 'send', '--key', join(dir, 'scanning-private.pem'), '--url', other.url, key.key], { encoding: 'utf8' });
+        expect(printed).toContain('HTTP 200');
+        expect(JSON.parse(printed.split('\n')[1]!)).toEqual([{ token_raw: key.key, token_type: 'tollgate_api_key', label: 'true_positive' }]);
+        expectError(await chat(other, key.key, { model: 'test/chat', messages: HELLO }), 401);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

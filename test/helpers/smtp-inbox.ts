@@ -51,6 +51,9 @@ export async function startInbox(options: { port?: number; delayMs?: number } = 
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
+    // Plain AUTH on loopback without TLS: any user and password is accepted (tests of SMTP URLs with credentials).
+    allowInsecureAuth: true,
+    onAuth: (auth, _session, callback) => callback(null, { user: auth.username }),
     disabledCommands: ['STARTTLS'],
     logger: false,
     onData(stream, session, callback) {

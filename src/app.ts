@@ -39,6 +39,11 @@ import { notifyKeysInRequest, type ExposedKeyDeps } from './pipeline/exposed-key
 import { keyLeakStep } from './pipeline/key-leak-step.js';
 import { PublicKeyRing } from './secret-scanning/public-key-ring.js';
 import { usdToUnits } from './core/money.js';
+import { registerSessionRoutes } from './http/routes/session.js';
+import { registerOAuthRoutes } from './http/routes/oauth.js';
+import { registerAccountHolderRoutes } from './http/routes/account-holder.js';
+import { SessionService } from './auth/sessions.js';
+import { SignInGuard } from './auth/sign-in-guard.js';
 import type { Services } from './http/services.js';
 import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
@@ -126,6 +131,12 @@ async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number)
   clearTimeout(timer);
 }
 
+function sessionPolicy(config: Config) {
+  const hours = 3_600_000;
+  const { absolute_hours, idle_hours, renew_every_minutes } = config.accounts.session;
+  return { absoluteMs: absolute_hours * hours, idleMs: idle_hours * hours, renewEveryMs: renew_every_minutes * 60_000 };
+}
+
 export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
@@ -172,6 +183,8 @@ export function buildApp(deps: AppDeps): Gateway {
     },
   });
   const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
+  // One limiter for free-model counters and sign-in attempts (in-process, or Redis for a fleet).
+  const limiter = deps.rateLimiter?.limiter ?? new MemoryRateLimiter();
   const chat: ChatDeps = {
     catalog,
     gate,
@@ -196,7 +209,7 @@ export function buildApp(deps: AppDeps): Gateway {
       },
     },
     freeModels: new FreeModelPolicy({
-      limiter: deps.rateLimiter?.limiter ?? new MemoryRateLimiter(),
+      limiter,
       store: deps.rateLimiter?.store ?? 'memory',
       ...(deps.rateLimiter?.ping ? { ping: deps.rateLimiter.ping } : {}),
       limits: config.limits.free_models,
@@ -219,6 +232,17 @@ export function buildApp(deps: AppDeps): Gateway {
     gate,
     chat,
     keys: { store, bus, now, catalog },
+    accountAuth: {
+      store,
+      now,
+      signup: config.accounts.signup,
+      sessions: new SessionService(store.accountAuth, sessionPolicy(config), now),
+      guard: new SignInGuard(
+        limiter,
+        { perAccount: config.accounts.sign_in_limits.per_account, perAddress: config.accounts.sign_in_limits.per_address, windowMs: config.accounts.sign_in_limits.window_minutes * 60_000 },
+        now,
+      ),
+    },
     freeModels: chat.freeModels,
     now,
     shutdownSignal: shutdownController.signal,
@@ -313,6 +337,9 @@ export function buildApp(deps: AppDeps): Gateway {
     sender?.start();
     expirySweep.start();
   }
+  registerSessionRoutes(routes, services);
+  registerOAuthRoutes(routes, services);
+  registerAccountHolderRoutes(routes, services);
 
   async function shutdown(graceMs: number): Promise<void> {
     if (shuttingDown) return;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
 import { moderationSchema } from './moderation-schema.js';
 import { mailSchema, notificationsSchema, secretScanningSchema } from './mail-schema.js';
+import { accountsSchema } from './accounts-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
 const priceString = z
@@ -200,6 +201,8 @@ export const fileConfigSchema = z
     secret_scanning: secretScanningSchema.prefault({}),
     /** Account holders' e-mail notifications (low balance, key limits, key expiry). */
     notifications: notificationsSchema.prefault({}),
+    /** Account holders: sign-up policy, sessions, sign-in limits (see accounts-schema.ts). */
+    accounts: accountsSchema.prefault({}),
     cache: z
       .object({
         key_ttl_ms: z.number().int().positive().default(30_000),

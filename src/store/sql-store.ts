@@ -11,6 +11,8 @@ import type { NotificationStore, OutboxMessage, OutboxStore } from './mail-types
 import { insertOutboxRows } from './outbox-rows.js';
 import { SqlNotificationStore } from './sql-notification-store.js';
 import { SqlOutboxStore } from './sql-outbox-store.js';
+import { SqlAccountAuthStore } from './sql-account-auth-store.js';
+import type { AccountAuthStore } from './account-auth-store.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
 import type {
   AccountRecord,
@@ -47,12 +49,14 @@ export class SqlStore implements Store {
   readonly byok: ByokStore;
   readonly outbox: OutboxStore;
   readonly notifications: NotificationStore;
+  readonly accountAuth: AccountAuthStore;
 
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.byok = new SqlByokStore(driver);
     this.outbox = new SqlOutboxStore(driver);
     this.notifications = new SqlNotificationStore(driver);
+    this.accountAuth = new SqlAccountAuthStore(driver);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

@@ -8,6 +8,7 @@
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
 import type { NotificationStore, OutboxMessage, OutboxStore } from './mail-types.js';
+import type { AccountAuthStore } from './account-auth-store.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
 export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];
@@ -188,6 +189,8 @@ export interface Store {
   readonly outbox: OutboxStore;
   /** Account holders' notification settings. */
   readonly notifications: NotificationStore;
+  /** Passwords, sessions, OAuth codes and grants (account holders). */
+  readonly accountAuth: AccountAuthStore;
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations; safe when several processes start together. */
   migrate(): Promise<void>;

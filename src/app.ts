@@ -28,6 +28,7 @@ import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
 import { registerNotificationRoutes } from './http/routes/notifications.js';
 import { registerOutboxAdminRoutes } from './http/routes/outbox-admin.js';
+import { registerPasswordResetRoutes } from './http/routes/password-reset.js';
 import { registerSecretScanningRoutes } from './http/routes/secret-scanning.js';
 import { registerMailMetrics } from './mail/mail-metrics.js';
 import { MailOutbox } from './mail/mail-outbox.js';
@@ -305,6 +306,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerOpsRoutes(routes, services, () => shuttingDown);
   registerNotificationRoutes(routes, services);
   registerOutboxAdminRoutes(routes, services);
+  registerPasswordResetRoutes(routes, { store, mail, now, log: app.log, publicUrl: config.mail.public_url });
   registerSecretScanningRoutes(app, routes, {
     exposed,
     keys: new PublicKeyRing(config.secret_scanning, now, app.log),

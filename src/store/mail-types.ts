@@ -96,3 +96,26 @@ export interface NotificationStore {
 
 /** Inserting outbox rows inside a transaction another store opened (the state change that causes the mail). */
 export type OutboxWriter = (executor: SqlExecutor, messages: readonly OutboxMessage[]) => Promise<number>;
+
+/** A one-time password-reset token; only its SHA-256 hash is stored. */
+export interface PasswordResetToken {
+  tokenHash: string;
+  accountId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface PasswordResetStore {
+  /**
+   * Stores the token and queues its message in one transaction — unless a message with the same
+   * dedupe key exists already (one reset mail per account per window): then nothing is stored and
+   * false is returned.
+   */
+  create(token: PasswordResetToken, message: OutboxMessage): Promise<boolean>;
+  /**
+   * Uses the token (once, before its expiry): sets the password hash, ends every session of the
+   * account and voids its other reset tokens, in one transaction. The account id, or null when the
+   * token is unknown, used or expired (nothing changes then).
+   */
+  redeem(tokenHash: string, now: number, passwordHash: string): Promise<string | null>;
+}

@@ -191,6 +191,15 @@ CREATE TABLE notification_settings (
   key_expiry_enabled INTEGER NOT NULL DEFAULT 1,
   updated_at BIGINT NOT NULL
 );
+
+CREATE TABLE password_reset_tokens (
+  token_hash TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  used_at BIGINT
+);
+CREATE INDEX password_reset_tokens_account ON password_reset_tokens (account_id);
 `,
   },
 ];

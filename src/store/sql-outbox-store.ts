@@ -34,7 +34,9 @@ export class SqlOutboxStore implements OutboxStore {
 
   async markSent(id: string, owner: string, at: number): Promise<boolean> {
     const result = await this.driver.run(
-      'UPDATE mail_outbox SET sent_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL WHERE id = ? AND lease_owner = ? AND sent_at IS NULL',
+      // A reset message carries a live token: once delivered, its bodies are not kept.
+      "UPDATE mail_outbox SET sent_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL, text_body = CASE WHEN kind = 'password_reset' THEN '' ELSE text_body END, " +
+        "html_body = CASE WHEN kind = 'password_reset' THEN '' ELSE html_body END WHERE id = ? AND lease_owner = ? AND sent_at IS NULL",
       [at, id, owner],
     );
     return result.changes > 0;

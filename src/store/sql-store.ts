@@ -7,10 +7,11 @@ import { KEY_COLUMNS, keyFromRow, keyPatchAssignments, keyToParams } from './key
 import { asBigInt, asNumber, asString } from './row-values.js';
 import { settleBatch } from './settle-batch.js';
 import { SqlByokStore } from './sql-byok-store.js';
-import type { NotificationStore, OutboxMessage, OutboxStore } from './mail-types.js';
+import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import { insertOutboxRows } from './outbox-rows.js';
 import { SqlNotificationStore } from './sql-notification-store.js';
 import { SqlOutboxStore } from './sql-outbox-store.js';
+import { SqlPasswordResetStore } from './sql-password-reset-store.js';
 import { SqlAccountAuthStore } from './sql-account-auth-store.js';
 import type { AccountAuthStore } from './account-auth-store.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
@@ -49,6 +50,7 @@ export class SqlStore implements Store {
   readonly byok: ByokStore;
   readonly outbox: OutboxStore;
   readonly notifications: NotificationStore;
+  readonly passwordResets: PasswordResetStore;
   readonly accountAuth: AccountAuthStore;
 
   constructor(driver: SqlDriver) {
@@ -56,6 +58,7 @@ export class SqlStore implements Store {
     this.byok = new SqlByokStore(driver);
     this.outbox = new SqlOutboxStore(driver);
     this.notifications = new SqlNotificationStore(driver);
+    this.passwordResets = new SqlPasswordResetStore(driver);
     this.accountAuth = new SqlAccountAuthStore(driver);
   }
 

@@ -7,7 +7,7 @@
  */
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
-import type { NotificationStore, OutboxMessage, OutboxStore } from './mail-types.js';
+import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import type { AccountAuthStore } from './account-auth-store.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
@@ -189,6 +189,8 @@ export interface Store {
   readonly outbox: OutboxStore;
   /** Account holders' notification settings. */
   readonly notifications: NotificationStore;
+  /** One-time password-reset tokens (stored hashed). */
+  readonly passwordResets: PasswordResetStore;
   /** Passwords, sessions, OAuth codes and grants (account holders). */
   readonly accountAuth: AccountAuthStore;
   readonly dialect: 'sqlite' | 'postgres';

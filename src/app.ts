@@ -36,6 +36,19 @@ import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerRankingsRoutes } from './http/routes/rankings.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
+import { registerNotificationRoutes } from './http/routes/notifications.js';
+import { registerOutboxAdminRoutes } from './http/routes/outbox-admin.js';
+import { registerPasswordResetRoutes } from './http/routes/password-reset.js';
+import { registerSecretScanningRoutes } from './http/routes/secret-scanning.js';
+import { registerMailMetrics } from './mail/mail-metrics.js';
+import { MailOutbox } from './mail/mail-outbox.js';
+import { OutboxSender } from './mail/outbox-sender.js';
+import { smtpTransport, type MailTransport } from './mail/smtp-transport.js';
+import { ExpirySweep } from './notifications/expiry-sweep.js';
+import { UsageAlerts } from './notifications/usage-alerts.js';
+import { notifyKeysInRequest, type ExposedKeyDeps } from './pipeline/exposed-keys.js';
+import { keyLeakStep } from './pipeline/key-leak-step.js';
+import { PublicKeyRing } from './secret-scanning/public-key-ring.js';
 import { registerSessionRoutes } from './http/routes/session.js';
 import { registerOAuthRoutes } from './http/routes/oauth.js';
 import { registerAccountHolderRoutes } from './http/routes/account-holder.js';
@@ -83,6 +96,8 @@ export interface AppDeps {
   dataDir?: string | null;
   /** Apply the journal's leftover charges at once (default); false while the store is not migrated yet (then call `recoverCharges`). */
   recoverCharges?: boolean;
+  /** How mail leaves (tests may pass their own); default: SMTP from TOLLGATE_SMTP_URL, or none (mail stays in the outbox). */
+  mailTransport?: MailTransport | null;
 }
 
 export interface Gateway {
@@ -94,6 +109,8 @@ export interface Gateway {
   routes: RouteTable;
   /** Starts applying the charges an earlier process left in the journal; their number. */
   recoverCharges(): number;
+  /** Starts the background jobs (the outbox sender when mail is configured, the key-expiry sweep); shutdown stops them. */
+  startBackground(): void;
 }
 
 function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
@@ -184,10 +201,18 @@ export function buildApp(deps: AppDeps): Gateway {
     holdTtlMs: config.billing.hold_ttl_ms,
     onHoldError: (error, operation) => app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
   });
+  const mailMetrics = registerMailMetrics(metrics.registry, store.outbox, now);
+  const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from);
+  const exposed: ExposedKeyDeps = { store, bus, mail, now };
+  const usageAlerts = new UsageAlerts({ store, mail, now, log: app.log, defaultThreshold: usdToUnits(config.notifications.low_balance_threshold), delayMs: config.notifications.check_delay_ms });
   const settler = new Settler({
     store,
     // Committed charges reach admission through the hold store (gate.settle), not by editing snapshots.
-    onCommitted: (settlements) => metrics.settleBatch.observe(settlements.length),
+    // Balance and key-limit notices are checked later, off the charge's path.
+    onCommitted: (settlements, outcomes) => {
+      metrics.settleBatch.observe(settlements.length);
+      usageAlerts.noteCharges(settlements, outcomes);
+    },
     journal: deps.journal ?? null,
     health: storeHealth,
     log: app.log,
@@ -256,6 +281,7 @@ export function buildApp(deps: AppDeps): Gateway {
     byok: new ByokCredentials(store, secretBox, bus, now, app.log),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
     continuation: config.routing.mid_stream_continuation,
+    keyLeaks: keyLeakStep(config.secret_scanning.in_requests, (keys, action) => void notifyKeysInRequest(exposed, keys, action, app.log)),
   };
   const services: Services = {
     config,
@@ -283,6 +309,7 @@ export function buildApp(deps: AppDeps): Gateway {
     shutdownSignal: shutdownController.signal,
     health,
     admission,
+    mail,
   };
 
   app.addHook('onRequest', async (request, reply) => {
@@ -342,6 +369,41 @@ export function buildApp(deps: AppDeps): Gateway {
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });
   registerOpsRoutes(routes, services, () => shuttingDown);
+  registerNotificationRoutes(routes, services);
+  registerOutboxAdminRoutes(routes, services);
+  registerPasswordResetRoutes(routes, { store, mail, now, log: app.log, publicUrl: config.mail.public_url });
+  registerSecretScanningRoutes(app, routes, {
+    exposed,
+    keys: new PublicKeyRing(config.secret_scanning, now, app.log),
+    maxBodyBytes: config.secret_scanning.max_body_bytes,
+    maxTokens: config.secret_scanning.max_tokens,
+  });
+
+  const transport = deps.mailTransport !== undefined ? deps.mailTransport : config.smtpUrl ? smtpTransport(config.smtpUrl, config.mail.from, config.mail.send_timeout_ms) : null;
+  const sender = transport
+    ? new OutboxSender({
+        store: store.outbox,
+        transport,
+        metrics: mailMetrics,
+        log: app.log,
+        now,
+        pollMs: config.mail.poll_interval_ms,
+        retryBaseMs: config.mail.retry_base_ms,
+        retryMaxMs: config.mail.retry_max_ms,
+        maxAttempts: config.mail.max_attempts,
+        // Longer than any one send (three phases bounded by the send timeout), so a live sender keeps its message.
+        leaseMs: Math.max(60_000, 4 * config.mail.send_timeout_ms),
+      })
+    : null;
+  if (sender) mail.onQueued(() => sender.wake());
+  const expirySweep = new ExpirySweep({ store, mail, now, log: app.log, days: config.notifications.key_expiry_days, intervalMs: config.notifications.sweep_interval_ms });
+  let backgroundStarted = false;
+  function startBackground(): void {
+    if (backgroundStarted || shuttingDown) return;
+    backgroundStarted = true;
+    sender?.start();
+    expirySweep.start();
+  }
   registerSessionRoutes(routes, services);
   registerOAuthRoutes(routes, services);
   registerAccountHolderRoutes(routes, services);
@@ -366,8 +428,12 @@ export function buildApp(deps: AppDeps): Gateway {
       settler.stop();
       admission.close();
       gate.close();
+      // The last charges' notices are queued before the sender stops (what it cannot send waits in the outbox).
+      await usageAlerts.close();
+      await expirySweep.stop();
+      await sender?.stop();
     }
   }
 
-  return { app, services, shutdown, routes, recoverCharges: () => settler.recover() };
+  return { app, services, shutdown, routes, recoverCharges: () => settler.recover(), startBackground };
 }

@@ -117,9 +117,13 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     { free_model_limits: freeLimits.describe(), edge: config.limits.edge },
     `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
   );
+  // design.md: mail leaves through the outbox; say at boot whether it is actually sent.
+  if (config.smtpUrl) logger.info({ smtp: smtpEndpoint(config.smtpUrl), from: config.mail.from }, 'mail: sending the outbox through SMTP');
+  else logger.warn('mail is NOT being sent: TOLLGATE_SMTP_URL is not set; messages are recorded in the outbox (GET /api/v1/admin/outbox) and go out once it is set');
   const url = await gateway.app.listen({ port: config.port, host: config.host });
   const metricsListener = config.server.metrics ? await startMetricsListener(gateway.services.metrics, config.server.metrics, config.metricsToken) : null;
   if (metricsListener) logger.info({ url: `${metricsListener.url}/metrics` }, 'metrics on their own listener');
+  gateway.startBackground();
   const demoAccount = config.demo && migrations.done ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
 
   return {
@@ -141,6 +145,16 @@ export async function startGateway(env: Record<string, string | undefined>, logg
       await demo?.close();
     },
   };
+}
+
+/** `smtp://host:port` of an SMTP URL, without its credentials (for logs). */
+function smtpEndpoint(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return '(unparsable URL)';
+  }
 }
 
 export function createLogger(level: string): PinoLogger {

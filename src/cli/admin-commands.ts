@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { AdminClient } from './admin-client.js';
 import { adminTokenSource } from './admin-token-source.js';
+import { runKeyScan } from './key-scan.js';
 
 interface Output {
   json: boolean;
@@ -98,6 +99,11 @@ export async function runCredits(args: string[], env: NodeJS.ProcessEnv): Promis
 
 export async function runKeys(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const [sub, ...rest] = args;
+  if (sub === 'scan') {
+    // Offline: no gateway, no token. Exit 1 when a key was found (pre-commit hooks).
+    process.exitCode = await runKeyScan(rest, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    return;
+  }
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -148,6 +154,6 @@ export async function runKeys(args: string[], env: NodeJS.ProcessEnv): Promise<v
       return;
     }
     default:
-      throw new UsageError('usage: tollgate keys create --account ID --name N [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at ISO] [--management]\n       tollgate keys list --account ID\n       tollgate keys disable|enable|delete HASH');
+      throw new UsageError('usage: tollgate keys create --account ID --name N [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at ISO] [--management]\n       tollgate keys list --account ID\n       tollgate keys disable|enable|delete HASH\n       tollgate keys scan [PATH…]   (files, folders, or stdin; exit 1 when a key is found)');
   }
 }

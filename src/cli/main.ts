@@ -14,6 +14,7 @@ const HELP = `tollgate — an OpenRouter-compatible LLM gateway
   tollgate accounts set-password --account ID --password-stdin
   tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
   tollgate keys create|list|disable|enable|delete ...
+  tollgate keys scan [PATH…]          find Tollgate keys in files, folders or stdin (offline; exit 1 when found)
 
 Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http://127.0.0.1:$PORT);
 the admin token comes from TOLLGATE_ADMIN_TOKEN, or a prompt when it is unset (a command-line flag

@@ -54,6 +54,7 @@ const envSchema = z.object({
     .string()
     .refine((list) => list.split(',').every((k) => k.trim() === '' || isMasterKey(k)), MASTER_KEY_HINT)
     .optional(),
+  TOLLGATE_SMTP_URL: z.string().regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL').optional(),
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
 });
@@ -131,6 +132,7 @@ export function loadConfig(env: Env = process.env, readFile: (path: string) => s
       .split(',')
       .map((k) => k.trim())
       .filter((k) => k !== ''),
+    smtpUrl: e.TOLLGATE_SMTP_URL ?? null,
     logLevel: e.TOLLGATE_LOG_LEVEL ?? e.LOG_LEVEL ?? 'info',
     demo: configPath === null,
     configPath,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
 import { moderationSchema } from './moderation-schema.js';
 import { serverSchema } from './server-schema.js';
+import { mailSchema, notificationsSchema, secretScanningSchema } from './mail-schema.js';
 import { accountsSchema } from './accounts-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
@@ -269,6 +270,12 @@ export const fileConfigSchema = z
       .prefault({}),
     /** Input moderation before forwarding (off by default); see moderation-schema.ts. */
     moderation: moderationSchema.prefault({}),
+    /** Outgoing mail (SMTP from TOLLGATE_SMTP_URL); see mail-schema.ts. */
+    mail: mailSchema.prefault({}),
+    /** Exposed keys: the code host's report endpoint and keys found in chat requests. */
+    secret_scanning: secretScanningSchema.prefault({}),
+    /** Account holders' e-mail notifications (low balance, key limits, key expiry). */
+    notifications: notificationsSchema.prefault({}),
     /** Account holders: sign-up policy, sessions, sign-in limits (see accounts-schema.ts). */
     accounts: accountsSchema.prefault({}),
     cache: z
@@ -299,6 +306,8 @@ export interface Config extends FileConfig {
   masterKey: string | null;
   /** Earlier master keys, still accepted for decryption after a rotation. */
   previousMasterKeys: string[];
+  /** `smtp://user:pass@host:587` or `smtps://…` (TOLLGATE_SMTP_URL); null: mail is recorded in the outbox, not sent. */
+  smtpUrl: string | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** True when no config file was given: built-in demo provider and catalog, first-start demo account. */
   demo: boolean;

@@ -28,6 +28,8 @@ export const ERROR_CODES = [
   'moderation.flagged',
   'moderation.unavailable',
   'feature.disabled',
+  'secret_scanning.invalid_signature',
+  'request.contains_key',
   'limits.rate_limited',
   'routing.no_endpoint',
   'upstream.request_rejected',

@@ -30,6 +30,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   'moderation.flagged': 403,
   'moderation.unavailable': 503,
   'feature.disabled': 403,
+  'secret_scanning.invalid_signature': 401,
+  'request.contains_key': 400,
   'limits.rate_limited': 429,
   'routing.no_endpoint': 503,
   'upstream.request_rejected': 400,

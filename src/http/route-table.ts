@@ -18,15 +18,19 @@ export interface RouteDeclaration extends Pick<RouteOptions, 'bodyLimit'> {
 }
 
 export class RouteTable {
-  private readonly patterns: { method: Method; url: string; regex: RegExp; auth: RouteAuth | undefined }[] = [];
-
   constructor(
     private readonly app: FastifyInstance,
     /** Resolves `auth` (and the announced body length) from the headers; see route-auth.ts. */
     private readonly guard: onRequestHookHandler,
     /** The body limit of routes that declare none (the chat route declares its own, larger one). */
     private readonly defaultBodyLimit: number,
+    private readonly patterns: { method: Method; url: string; regex: RegExp; auth: RouteAuth | undefined }[] = [],
   ) {}
+
+  /** The same table, registering on `instance` (an encapsulated plugin, e.g. with its own body parsing). */
+  on(instance: FastifyInstance): RouteTable {
+    return new RouteTable(instance, this.guard, this.defaultBodyLimit, this.patterns);
+  }
 
   add(method: Method, url: string, handler: RouteHandlerMethod, declaration: RouteDeclaration = {}): void {
     // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.

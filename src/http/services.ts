@@ -7,6 +7,7 @@ import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ChatDeps } from '../pipeline/chat-completion.js';
 import type { KeyServiceDeps } from '../pipeline/key-management.js';
+import type { MailOutbox } from '../mail/mail-outbox.js';
 import type { SignInDeps } from '../pipeline/sign-in.js';
 import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Catalog } from '../routing/catalog.js';
@@ -33,4 +34,6 @@ export interface Services {
   health: HealthRegistry;
   /** Paid admission under store and journal failures; its status feeds /readyz. */
   admission?: ChargeAdmission;
+  /** Outgoing mail: compose and queue in the outbox. */
+  mail: MailOutbox;
 }

@@ -27,6 +27,7 @@ import { relayStream, type StreamSink } from './stream-relay.js';
 import { moderateRequest, type ModerationStep } from './moderation-step.js';
 import { refuseCostlyFeatures } from './upstream-parameters.js';
 import { prepareUpstream } from './upstream-request.js';
+import { scrubKeysFromRequest, type KeyLeakStep } from './key-leak-step.js';
 
 export interface ChatDeps {
   catalog: Catalog;
@@ -49,6 +50,8 @@ export interface ChatDeps {
   continuation: boolean;
   /** A running stream's usage is journaled this often (ms); no checkpoints when absent. */
   checkpointMs?: number;
+  /** Tollgate keys pasted into messages: redacted or refused (config secret_scanning.in_requests); null: off. */
+  keyLeaks?: KeyLeakStep | null;
 }
 
 export interface ChatContext {
@@ -112,7 +115,7 @@ export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, reques
 }
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
-  const request = validate(ctx.body);
+  const request = scrubKeysFromRequest(deps.keyLeaks, validate(ctx.body));
   const attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.

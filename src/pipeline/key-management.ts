@@ -156,14 +156,6 @@ export async function deleteKey(deps: KeyServiceDeps, accountId: string, hash: s
   await deps.bus.publish('key', hash);
 }
 
-export async function markCompromised(deps: KeyServiceDeps, hash: string): Promise<KeyRecord> {
-  const now = deps.now();
-  const updated = await deps.store.updateKey(hash, { disabled: true, compromisedAt: now }, now);
-  if (!updated) throw new TollgateError('resource.not_found', 'Key not found');
-  await deps.bus.publish('key', hash);
-  return updated;
-}
-
 export async function usageOf(deps: KeyServiceDeps, keys: readonly KeyRecord[]): Promise<Map<string, KeyUsage>> {
   if (keys.length === 0) return new Map();
   return deps.store.getKeyUsage(

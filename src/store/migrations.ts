@@ -248,4 +248,48 @@ CREATE TABLE usage_model_daily (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'mail_outbox_and_notifications',
+    sql: `
+CREATE TABLE mail_outbox (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  dedupe_key TEXT UNIQUE,
+  account_id TEXT,
+  recipient TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  text_body TEXT NOT NULL,
+  html_body TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at BIGINT NOT NULL,
+  lease_owner TEXT,
+  lease_until BIGINT,
+  sent_at BIGINT,
+  failed_at BIGINT,
+  last_error TEXT
+);
+CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE sent_at IS NULL AND failed_at IS NULL;
+
+CREATE TABLE notification_settings (
+  account_id TEXT PRIMARY KEY,
+  low_balance_enabled INTEGER NOT NULL DEFAULT 1,
+  low_balance_threshold BIGINT,
+  key_limit_enabled INTEGER NOT NULL DEFAULT 1,
+  key_expiry_enabled INTEGER NOT NULL DEFAULT 1,
+  updated_at BIGINT NOT NULL
+);
+
+CREATE TABLE password_reset_tokens (
+  token_hash TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  used_at BIGINT
+);
+CREATE INDEX password_reset_tokens_account ON password_reset_tokens (account_id);
+`,
+  },
 ];

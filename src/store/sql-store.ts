@@ -7,6 +7,11 @@ import { KEY_COLUMNS, keyFromRow, keyPatchAssignments, keyToParams } from './key
 import { asBigInt, asNumber, asString } from './row-values.js';
 import { settleBatch } from './settle-batch.js';
 import { SqlByokStore } from './sql-byok-store.js';
+import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
+import { insertOutboxRows } from './outbox-rows.js';
+import { SqlNotificationStore } from './sql-notification-store.js';
+import { SqlOutboxStore } from './sql-outbox-store.js';
+import { SqlPasswordResetStore } from './sql-password-reset-store.js';
 import { SqlAccountAuthStore } from './sql-account-auth-store.js';
 import type { AccountAuthStore } from './account-auth-store.js';
 
@@ -16,6 +21,7 @@ import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver
 import type {
   AccountRecord,
   ByokStore,
+  CompromisedKey,
   CreditEntry,
   GenerationRecord,
   KeyPatch,
@@ -45,6 +51,9 @@ async function findAccount(executor: SqlExecutor, id: string): Promise<AccountRe
 export class SqlStore implements Store {
   readonly #driver: SqlDriver;
   readonly byok: ByokStore;
+  readonly outbox: OutboxStore;
+  readonly notifications: NotificationStore;
+  readonly passwordResets: PasswordResetStore;
   readonly accountAuth: AccountAuthStore;
 
   readonly usage: UsageStore;
@@ -52,6 +61,9 @@ export class SqlStore implements Store {
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.byok = new SqlByokStore(driver);
+    this.outbox = new SqlOutboxStore(driver);
+    this.notifications = new SqlNotificationStore(driver);
+    this.passwordResets = new SqlPasswordResetStore(driver);
     this.accountAuth = new SqlAccountAuthStore(driver);
 
     this.usage = new SqlUsageStore(driver);
@@ -152,6 +164,25 @@ export class SqlStore implements Store {
   async deleteKey(hash: string, deletedAt: number): Promise<boolean> {
     const result = await this.#driver.run('UPDATE api_keys SET deleted_at = ? WHERE hash = ? AND deleted_at IS NULL', [deletedAt, hash]);
     return result.changes > 0;
+  }
+
+  markKeyCompromised(hash: string, at: number, notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[]): Promise<CompromisedKey | null> {
+    return this.#driver.transaction(async (tx) => {
+      // compromised_at IS NULL: only the first report changes anything (and mails the holder).
+      const [row] = await tx.all(
+        'UPDATE api_keys SET disabled = 1, compromised_at = ?, updated_at = ? WHERE hash = ? AND deleted_at IS NULL AND compromised_at IS NULL ' +
+          `RETURNING ${KEY_COLUMNS}`,
+        [at, at, hash],
+      );
+      if (!row) {
+        const [existing] = await tx.all(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND deleted_at IS NULL`, [hash]);
+        return existing ? { key: keyFromRow(existing), newly: false, queued: 0 } : null;
+      }
+      const key = keyFromRow(row);
+      const account = await findAccount(tx, key.accountId);
+      const queued = account ? await insertOutboxRows(tx, notify(key, account)) : 0;
+      return { key, newly: true, queued };
+    });
   }
 
   async getKeyUsage(hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>> {

@@ -7,6 +7,7 @@
  */
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
+import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import type { AccountAuthStore } from './account-auth-store.js';
 
 import type { UsageStore } from './usage-types.js';
@@ -175,9 +176,23 @@ export interface ByokStore {
   delete(id: string, deletedAt: number): Promise<boolean>;
 }
 
+/** What `markKeyCompromised` did: `newly` is false when the key had already been reported. */
+export interface CompromisedKey {
+  key: KeyRecord;
+  newly: boolean;
+  /** Messages queued in the same transaction. */
+  queued: number;
+}
+
 export interface Store {
   /** BYOK provider keys. */
   readonly byok: ByokStore;
+  /** Outgoing mail (migration 5). */
+  readonly outbox: OutboxStore;
+  /** Account holders' notification settings. */
+  readonly notifications: NotificationStore;
+  /** One-time password-reset tokens (stored hashed). */
+  readonly passwordResets: PasswordResetStore;
   /** Passwords, sessions, OAuth codes and grants (account holders). */
   readonly accountAuth: AccountAuthStore;
 
@@ -211,6 +226,13 @@ export interface Store {
   updateKey(hash: string, patch: KeyPatch, updatedAt: number): Promise<KeyRecord | null>;
   /** Soft delete: the hash can never authenticate again. Returns false when it did not exist. */
   deleteKey(hash: string, deletedAt: number): Promise<boolean>;
+
+  /**
+   * Disables the key as compromised (never re-enabled) and, in the same transaction, queues the
+   * messages `notify` composes for its holder — only the first time: a key already reported is
+   * returned unchanged with `newly: false`. Null for an unknown or deleted key.
+   */
+  markKeyCompromised(hash: string, at: number, notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[]): Promise<CompromisedKey | null>;
 
   getKeyUsage(hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>>;
 

@@ -1,7 +1,8 @@
 /** The operator's admin API (api.md §6), behind TOLLGATE_ADMIN_TOKEN (declared per route: `auth: 'admin'`). */
 import { z } from 'zod';
 import { addCredits, addCreditsSchema, createAccount, createAccountSchema, getAccount, renderAccount } from '../../pipeline/accounts.js';
-import { adminCreateKeySchema, createKey, deleteKey, markCompromised, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import { adminCreateKeySchema, createKey, deleteKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import { disableExposedKey } from '../../pipeline/exposed-keys.js';
 import { TollgateError } from '../../core/errors.js';
 import { pageOffset } from '../page-offset.js';
 import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
@@ -62,9 +63,12 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
 
   routes.add('POST', '/api/v1/admin/keys/:hash/compromised', async (request) => {
     const { reason } = parseBody(compromisedSchema, request.body);
-    const key = await markCompromised(services.keys, (request.params as { hash: string }).hash);
-    request.log.warn({ key: key.hash.slice(0, 12), account: key.accountId, reason: reason ?? null }, 'key disabled as compromised');
-    return { data: renderApiKey(key) };
+    const hash = (request.params as { hash: string }).hash;
+    // Disabled and the holder mailed in one transaction; a second report changes nothing and mails no one.
+    const result = /^[0-9a-f]{64}$/.test(hash) ? await disableExposedKey({ store: services.store, bus: services.bus, mail: services.mail, now: services.now }, hash, { url: null, source: null, reason: reason ?? null }) : null;
+    if (!result) throw new TollgateError('resource.not_found', 'Key not found');
+    request.log.warn({ key: result.key.hash.slice(0, 12), account: result.key.accountId, reason: reason ?? null, first_report: result.newly }, 'key disabled as compromised');
+    return { data: renderApiKey(result.key) };
   }, admin);
 
   routes.add('PATCH', '/api/v1/admin/keys/:hash', async (request) => {

@@ -1,0 +1,35 @@
+/** GET /api/v1/admin/outbox — mail not delivered yet (waiting for a retry, or given up), oldest first. */
+import type { OutboxEntry } from '../../store/mail-types.js';
+import { z } from 'zod';
+import { pageOffset } from '../page-offset.js';
+import { parseBody } from '../parse-body.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+
+const PAGE = 100;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function renderEntry(entry: OutboxEntry) {
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    to: entry.recipient,
+    subject: entry.subject,
+    message_id: entry.messageId,
+    created_at: iso(entry.createdAt),
+    attempts: entry.attempts,
+    status: entry.failedAt === null ? 'pending' : 'failed',
+    next_attempt_at: entry.failedAt === null ? iso(entry.nextAttemptAt) : null,
+    failed_at: iso(entry.failedAt),
+    last_error: entry.lastError,
+  };
+}
+
+export function registerOutboxAdminRoutes(routes: RouteTable, services: Services): void {
+  routes.add('GET', '/api/v1/admin/outbox', async (request) => {
+    const { offset } = parseBody(z.object({ offset: pageOffset }), request.query);
+    const entries = await services.store.outbox.listUndelivered(PAGE, offset);
+    return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
+  }, { auth: 'admin' });
+}

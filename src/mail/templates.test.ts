@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { escapeHtml } from './html-escape.js';
+import { keyCompromisedMail, keyLimitMail } from './templates.js';
+
+describe('mail templates', () => {
+  const key = { name: '<b>"prod" & co\'s</b>', label: 'sk-tg-v1-abc...xyz' };
+
+  it('escapes every value in HTML and keeps text as is', () => {
+    const mail = keyCompromisedMail({ key, url: 'https://example.com/a?x=1&y="2"', source: '<img src=x>', reason: null });
+    expect(mail.html).not.toContain('<b>');
+    expect(mail.html).not.toContain('<img');
+    expect(mail.html).toContain(escapeHtml(key.name));
+    expect(mail.html).toContain('href="https://example.com/a?x=1&amp;y=&quot;2&quot;"');
+    expect(mail.text).toContain(key.name);
+    expect(mail.subject).toContain(key.label);
+  });
+
+  it('links only http(s) URLs', () => {
+    const mail = keyCompromisedMail({ key, url: 'javascript:alert(1)', source: null, reason: null });
+    expect(mail.html).not.toContain('href="javascript');
+    expect(mail.html).toContain('javascript:alert(1)');
+  });
+
+  it('names the level and window of a key limit', () => {
+    expect(keyLimitMail({ key, percent: 80, limitUsd: '5.00', usedUsd: '4.00', window: 'monthly' }).subject).toBe('Your Tollgate API key sk-tg-v1-abc...xyz has used 80 % of its monthly limit');
+  });
+});

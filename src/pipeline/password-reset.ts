@@ -1,0 +1,71 @@
+/**
+ * Password reset by e-mail. Asking always gets the same answer (202, same body) whether or not the
+ * address has an account, and the work happens after the answer, so neither text nor timing tells.
+ * The token is 32 random bytes, stored only as its SHA-256, valid 30 minutes and once; using it sets
+ * the new password, ends every session of the account and voids its other reset links. At most one
+ * reset message per account per 5 minutes (the outbox's dedupe key), so the form cannot flood a mailbox.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { hashPassword } from '../auth/password.js';
+import { TollgateError } from '../core/errors.js';
+import type { MailOutbox } from '../mail/mail-outbox.js';
+import { passwordResetMail } from '../mail/templates.js';
+import type { Logger } from '../observability/logger.js';
+import type { Store } from '../store/types.js';
+import { passwordSchema } from './sign-in.js';
+
+export const RESET_TOKEN_TTL_MS = 30 * 60_000;
+const RESET_MAIL_WINDOW_MS = 5 * 60_000;
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export interface PasswordResetDeps {
+  store: Store;
+  mail: MailOutbox;
+  now(): number;
+  log: Logger;
+  /** `mail.public_url`: the dashboard the link opens; null: no reset mail can be sent. */
+  publicUrl: string | null;
+}
+
+export const resetRequestSchema = z.strictObject({ email: z.string().max(320) });
+export const resetConfirmSchema = z.strictObject({ token: z.string().max(200), new_password: passwordSchema });
+
+const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** Queues a reset message when the address has an account; never throws (the caller has answered already). */
+export async function requestPasswordReset(deps: PasswordResetDeps, email: string): Promise<void> {
+  const normalized = email.trim().toLowerCase();
+  try {
+    if (normalized === '') return;
+    const account = await deps.store.accountAuth.findAccountByEmail(normalized);
+    if (!account) return;
+    if (deps.publicUrl === null) {
+      deps.log.warn({ account: account.id }, 'password reset asked, but mail.public_url is not set: no link can be sent');
+      return;
+    }
+    const now = deps.now();
+    const token = randomBytes(32).toString('base64url');
+    const link = `${deps.publicUrl.replace(/\/+$/, '')}/reset-password?token=${token}`;
+    const message = deps.mail.compose(passwordResetMail({ link, minutes: RESET_TOKEN_TTL_MS / 60_000 }), {
+      kind: 'password_reset',
+      recipient: account.email,
+      accountId: account.id,
+      dedupeKey: `password_reset:${account.id}:${Math.floor(now / RESET_MAIL_WINDOW_MS)}`,
+    });
+    const created = await deps.store.passwordResets.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + RESET_TOKEN_TTL_MS }, message);
+    if (created) deps.mail.noteQueued([message], 1);
+    deps.log.info({ account: account.id, sent: created }, created ? 'password reset mail queued' : 'password reset asked again within 5 minutes: no new mail');
+  } catch (error) {
+    deps.log.error({ err: error }, 'password reset request failed');
+  }
+}
+
+export async function confirmPasswordReset(deps: PasswordResetDeps, input: z.output<typeof resetConfirmSchema>): Promise<void> {
+  const invalid = () => new TollgateError('request.invalid_body', 'This password reset link is invalid, was already used or has expired; ask for a new one');
+  if (!TOKEN_PATTERN.test(input.token)) throw invalid();
+  const passwordHash = await hashPassword(input.new_password);
+  const accountId = await deps.store.passwordResets.redeem(hashToken(input.token), deps.now(), passwordHash);
+  if (accountId === null) throw invalid();
+  deps.log.info({ account: accountId }, 'password reset: new password set, every session ended');
+}

@@ -1,0 +1,99 @@
+/**
+ * Password reset by e-mail, end to end at a real SMTP server on loopback: the same 202 for known and
+ * unknown addresses, one mail with a dashboard link, a token that works once and ends every session,
+ * expires after 30 minutes, and is not kept in the outbox once delivered.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, expectError } from './helpers/api.js';
+import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { createHolder, signIn, asBrowser } from './helpers/session.js';
+import { startInbox, type Inbox, type ReceivedMail } from './helpers/smtp-inbox.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const NEW_PASSWORD = 'a brand new passphrase';
+
+describe('password reset', { timeout: 60_000 }, () => {
+  let inbox: Inbox;
+  let gw: TestGateway;
+  let now = Date.now();
+
+  beforeAll(async () => {
+    inbox = await startInbox();
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      env: { TOLLGATE_SMTP_URL: inbox.url },
+      clock: { now: () => now },
+      configure: (file) => {
+        (file as Record<string, unknown>).mail = { from: 'Tollgate <noreply@tollgate.test>', public_url: 'https://dash.example.test/', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+      },
+    });
+    gw.gateway.startBackground();
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await inbox?.close();
+  });
+
+  async function mailTo(email: string, count: number): Promise<ReceivedMail[]> {
+    for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(email)).length < count; i++) await new Promise((r) => setTimeout(r, 50));
+    return inbox.messages.filter((m) => m.to.includes(email));
+  }
+
+  const tokenOf = (mail: ReceivedMail) => /https:\/\/dash\.example\.test\/reset-password\?token=([A-Za-z0-9_-]{43})/.exec(mail.decoded)![1]!;
+
+  it('answers the same for known and unknown addresses; the link works once, sets the password and ends every session', async () => {
+    const holder = await createHolder(gw);
+    const session = await signIn(gw, holder.email, holder.password);
+    const known = await call(gw, 'POST', '/password-reset', { json: { email: holder.email.toUpperCase() } });
+    const unknown = await call(gw, 'POST', '/password-reset', { json: { email: 'nobody@example.test' } });
+    expect(known.status).toBe(202);
+    expect(unknown.status).toBe(202);
+    expect(known.text).toBe(unknown.text);
+    expect(known.json).toEqual({ accepted: true });
+
+    const [mail] = await mailTo(holder.email, 1);
+    expect(mail!.subject).toBe('Reset your Tollgate password');
+    const token = tokenOf(mail!);
+    // Only the hash is stored; the delivered message's bodies are dropped from the outbox.
+    const driver = gw.database.openDriver();
+    const tokens = await driver.all('SELECT token_hash FROM password_reset_tokens');
+    expect(JSON.stringify(tokens)).not.toContain(token);
+    for (let i = 0; i < 100 && (await gw.admin('GET', '/outbox')).json.data.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const rows = await driver.all("SELECT text_body, html_body FROM mail_outbox WHERE kind = 'password_reset'");
+    expect(JSON.stringify(rows)).not.toContain(token);
+
+    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'short' } }), 400, /new_password/);
+    const done = await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: NEW_PASSWORD } });
+    expect(done.status, done.text).toBe(200);
+    expect(done.json).toEqual({ updated: true });
+    // The old session is over, the old password too; the new one signs in.
+    expectError(await asBrowser(gw, session, 'GET', '/session'), 401);
+    expectError(await call(gw, 'POST', '/session', { json: { email: holder.email, password: holder.password } }), 401);
+    await signIn(gw, holder.email, NEW_PASSWORD);
+    // Single use.
+    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'yet another passphrase' } }), 400, /invalid, was already used or has expired/);
+    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: 'x'.repeat(43), new_password: NEW_PASSWORD } }), 400);
+    // Nothing was sent to the unknown address.
+    expect(inbox.messages.some((m) => m.to.includes('nobody@example.test'))).toBe(false);
+  });
+
+  it('one mail per 5 minutes per account; a link expires after 30 minutes', async () => {
+    const holder = await createHolder(gw);
+    await call(gw, 'POST', '/password-reset', { json: { email: holder.email } });
+    const [first] = await mailTo(holder.email, 1);
+    expect((await call(gw, 'POST', '/password-reset', { json: { email: holder.email } })).status).toBe(202);
+    now += 5 * 60_000;
+    await call(gw, 'POST', '/password-reset', { json: { email: holder.email } });
+    const [, second] = await mailTo(holder.email, 2);
+    expect(inbox.messages.filter((m) => m.to.includes(holder.email))).toHaveLength(2);
+    now += 30 * 60_000 + 1;
+    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: tokenOf(second!), new_password: NEW_PASSWORD } }), 400);
+    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: tokenOf(first!), new_password: NEW_PASSWORD } }), 400);
+    await signIn(gw, holder.email, holder.password);
+  });
+
+  it('refuses a cross-origin page', async () => {
+    expectError(await call(gw, 'POST', '/password-reset', { json: { email: 'a@example.test' }, headers: { origin: 'https://evil.example' } }), 403);
+  });
+});

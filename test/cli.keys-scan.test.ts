@@ -1,0 +1,55 @@
+/** `tollgate keys scan` as a pre-commit hook would run it: real process, real files, stdin. */
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKey, maskKey } from '../src/auth/key-format.js';
+import { BIN, buildOnce, ROOT, runCli } from './helpers/process.js';
+
+describe('tollgate keys scan', () => {
+  let dir: string;
+  const key = generateKey();
+  const other = generateKey();
+  // Right shape, wrong checksum: dropped offline.
+  const lookAlike = `sk-tg-v1-${'ab'.repeat(32)}`;
+
+  beforeAll(async () => {
+    await buildOnce();
+    dir = await mkdtemp(join(tmpdir(), 'tollgate-scan-'));
+    await mkdir(join(dir, 'src', 'deep'), { recursive: true });
+    await mkdir(join(dir, 'node_modules', 'x'), { recursive: true });
+    await writeFile(join(dir, 'README.md'), `# app\nuse ${lookAlike} as an example\n`);
+    await writeFile(join(dir, 'src', 'deep', 'config.ts'), `export const a = 1;\n\nconst KEY = "${key}";\nconst B = '${other}'; // ${key}\n`);
+    await writeFile(join(dir, 'node_modules', 'x', 'index.js'), `"${key}"`);
+    await mkdir(join(dir, 'clean'));
+    await writeFile(join(dir, 'clean', 'a.txt'), `nothing here but sk-tg-v1- and ${lookAlike}\n`);
+  }, 200_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints file:line and the masked key for every key in folders (recursively) and files, and exits 1', async () => {
+    const result = await runCli(['keys', 'scan', dir], {});
+    expect(result.code, result.stderr).toBe(1);
+    const file = join(dir, 'src', 'deep', 'config.ts');
+    expect(result.stdout.trim().split('\n')).toEqual([`${file}:3: ${maskKey(key)}`, `${file}:4: ${maskKey(other)}`, `${file}:4: ${maskKey(key)}`]);
+    expect(result.stdout + result.stderr).not.toContain(key.slice(9));
+    expect(result.stderr).toMatch(/found 3 Tollgate keys/);
+  });
+
+  it('exits 0 when nothing is found (look-alikes with a bad checksum are ignored)', async () => {
+    const result = await runCli(['keys', 'scan', join(dir, 'clean'), join(dir, 'README.md')], {});
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toBe('');
+  });
+
+  it('reads standard input without paths', () => {
+    const found = spawnSync(process.execPath, [BIN, 'keys', 'scan'], { cwd: ROOT, input: `line one\nline two ${key}\n`, encoding: 'utf8' });
+    expect(found.status).toBe(1);
+    expect(found.stdout).toBe(`(stdin):2: ${maskKey(key)}\n`);
+    const clean = spawnSync(process.execPath, [BIN, 'keys', 'scan', '-'], { cwd: ROOT, input: 'nothing', encoding: 'utf8' });
+    expect(clean.status).toBe(0);
+  });
+});

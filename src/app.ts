@@ -26,6 +26,8 @@ import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
+import { registerWebRoutes } from './http/routes/web.js';
+import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
 import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
@@ -60,6 +62,8 @@ export interface AppDeps {
   rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
   /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
   holds?: HoldStore;
+  /** The dashboard's built files; default: read from `dist/web` at build time (pages answer 503 when absent). */
+  web?: WebBundle;
 }
 
 export interface Gateway {
@@ -252,6 +256,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });
   registerOpsRoutes(routes, services, () => shuttingDown);
+  registerWebRoutes(routes, deps.web ?? loadWebBundle(defaultWebDir()));
 
   async function shutdown(graceMs: number): Promise<void> {
     if (shuttingDown) return;

@@ -96,6 +96,8 @@ export interface TestGatewayOptions {
   /** Wraps the store the gateway sees (e.g. to make it fail), not the one `gw.store` returns. */
   wrapStore?: (store: Store) => Store;
   logger?: AppDeps['logger'];
+  /** The dashboard's files (default: whatever `dist/web` holds). */
+  web?: AppDeps['web'];
 }
 
 export interface TestGateway {
@@ -133,6 +135,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
     ...(options.holds ? { holds: options.holds } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.web ? { web: options.web } : {}),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 

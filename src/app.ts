@@ -26,6 +26,11 @@ import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
+import { registerSessionRoutes } from './http/routes/session.js';
+import { registerOAuthRoutes } from './http/routes/oauth.js';
+import { registerAccountHolderRoutes } from './http/routes/account-holder.js';
+import { SessionService } from './auth/sessions.js';
+import { SignInGuard } from './auth/sign-in-guard.js';
 import { registerWebRoutes } from './http/routes/web.js';
 import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
@@ -113,6 +118,12 @@ async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number)
   clearTimeout(timer);
 }
 
+function sessionPolicy(config: Config) {
+  const hours = 3_600_000;
+  const { absolute_hours, idle_hours, renew_every_minutes } = config.accounts.session;
+  return { absoluteMs: absolute_hours * hours, idleMs: idle_hours * hours, renewEveryMs: renew_every_minutes * 60_000 };
+}
+
 export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
@@ -151,6 +162,8 @@ export function buildApp(deps: AppDeps): Gateway {
     onCommitted: (settlements) => metrics.settleBatch.observe(settlements.length),
   });
   const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
+  // One limiter for free-model counters and sign-in attempts (in-process, or Redis for a fleet).
+  const limiter = deps.rateLimiter?.limiter ?? new MemoryRateLimiter();
   const chat: ChatDeps = {
     catalog,
     gate,
@@ -175,7 +188,7 @@ export function buildApp(deps: AppDeps): Gateway {
       },
     },
     freeModels: new FreeModelPolicy({
-      limiter: deps.rateLimiter?.limiter ?? new MemoryRateLimiter(),
+      limiter,
       store: deps.rateLimiter?.store ?? 'memory',
       ...(deps.rateLimiter?.ping ? { ping: deps.rateLimiter.ping } : {}),
       limits: config.limits.free_models,
@@ -197,6 +210,17 @@ export function buildApp(deps: AppDeps): Gateway {
     gate,
     chat,
     keys: { store, bus, now, catalog },
+    accountAuth: {
+      store,
+      now,
+      signup: config.accounts.signup,
+      sessions: new SessionService(store.accountAuth, sessionPolicy(config), now),
+      guard: new SignInGuard(
+        limiter,
+        { perAccount: config.accounts.sign_in_limits.per_account, perAddress: config.accounts.sign_in_limits.per_address, windowMs: config.accounts.sign_in_limits.window_minutes * 60_000 },
+        now,
+      ),
+    },
     freeModels: chat.freeModels,
     now,
     shutdownSignal: shutdownController.signal,
@@ -256,6 +280,9 @@ export function buildApp(deps: AppDeps): Gateway {
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });
   registerOpsRoutes(routes, services, () => shuttingDown);
+  registerSessionRoutes(routes, services);
+  registerOAuthRoutes(routes, services);
+  registerAccountHolderRoutes(routes, services);
   registerWebRoutes(routes, deps.web ?? loadWebBundle(defaultWebDir()));
 
   async function shutdown(graceMs: number): Promise<void> {

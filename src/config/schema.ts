@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
 import { moderationSchema } from './moderation-schema.js';
+import { accountsSchema } from './accounts-schema.js';
 
 const slug = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be a lowercase slug (a-z, 0-9, ., _, -)');
 const priceString = z
@@ -193,6 +194,8 @@ export const fileConfigSchema = z
       .prefault({}),
     /** Input moderation before forwarding (off by default); see moderation-schema.ts. */
     moderation: moderationSchema.prefault({}),
+    /** Account holders: sign-up policy, sessions, sign-in limits (see accounts-schema.ts). */
+    accounts: accountsSchema.prefault({}),
     cache: z
       .object({
         key_ttl_ms: z.number().int().positive().default(30_000),

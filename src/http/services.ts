@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ChatDeps } from '../pipeline/chat-completion.js';
 import type { KeyServiceDeps } from '../pipeline/key-management.js';
+import type { SignInDeps } from '../pipeline/sign-in.js';
 import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/health.js';
@@ -21,6 +22,8 @@ export interface Services {
   gate: CreditGate;
   chat: ChatDeps;
   keys: KeyServiceDeps;
+  /** Account holders: passwords, sessions, sign-in limits, sign-up policy. */
+  accountAuth: SignInDeps;
   freeModels: FreeModelPolicy;
   now(): number;
   /** Aborted when shutdown's grace period is over: in-flight upstream requests end. */

@@ -1,12 +1,13 @@
 /** Account use cases for the operator: create, read, add credits. */
-import { randomBytes, scryptSync } from 'node:crypto';
 import { z } from 'zod';
+import { hashPassword } from '../auth/password.js';
 import { TollgateError } from '../core/errors.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import { newAccountId, newEntryId } from '../core/ids.js';
 import { unitsToUsd, usdToUnits } from '../core/money.js';
 import type { AccountRecord, CreditKind, Store } from '../store/types.js';
 import { CREDIT_KINDS } from '../store/types.js';
+import { passwordSchema } from './sign-in.js';
 
 export interface AccountDeps {
   store: Store;
@@ -16,7 +17,7 @@ export interface AccountDeps {
 
 export const createAccountSchema = z.strictObject({
   email: z.string().trim().toLowerCase().pipe(z.email('email must be a valid e-mail address')),
-  password: z.string().min(8, 'password must be at least 8 characters').max(200).optional(),
+  password: passwordSchema.optional(),
 });
 
 export const addCreditsSchema = z.strictObject({
@@ -25,14 +26,8 @@ export const addCreditsSchema = z.strictObject({
   reference: z.string().min(1).max(200).optional(),
 });
 
-function hashPassword(password: string): string {
-  const salt = randomBytes(16);
-  const hash = scryptSync(password, salt, 32);
-  return `scrypt$${salt.toString('hex')}$${hash.toString('hex')}`;
-}
-
 export async function createAccount(deps: AccountDeps, input: z.output<typeof createAccountSchema>): Promise<AccountRecord> {
-  return deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: input.password ? hashPassword(input.password) : null, createdAt: deps.now() });
+  return deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: input.password ? await hashPassword(input.password) : null, createdAt: deps.now() });
 }
 
 export async function getAccount(deps: AccountDeps, id: string): Promise<AccountRecord> {

@@ -108,4 +108,54 @@ CREATE TABLE byok_keys (
 CREATE INDEX byok_keys_account ON byok_keys (account_id, created_at);
 `,
   },
+  {
+    version: 3,
+    name: 'sessions_and_oauth',
+    sql: `
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  token_hash TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  last_seen_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  revoked_at BIGINT
+);
+CREATE INDEX sessions_account ON sessions (account_id);
+
+CREATE TABLE oauth_apps (
+  id BIGINT PRIMARY KEY,
+  origin TEXT NOT NULL UNIQUE,
+  created_at BIGINT NOT NULL
+);
+
+CREATE TABLE oauth_codes (
+  code_hash TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  app_id BIGINT NOT NULL,
+  app_name TEXT NOT NULL,
+  callback_url TEXT,
+  code_challenge TEXT,
+  code_challenge_method TEXT CHECK (code_challenge_method IN ('S256', 'plain')),
+  key_label TEXT,
+  limit_amount BIGINT,
+  limit_reset TEXT CHECK (limit_reset IN ('daily', 'weekly', 'monthly')),
+  key_expires_at BIGINT,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  used_at BIGINT
+);
+CREATE INDEX oauth_codes_expires ON oauth_codes (expires_at);
+
+CREATE TABLE oauth_grants (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  app_id BIGINT NOT NULL,
+  app_name TEXT NOT NULL,
+  key_hash TEXT NOT NULL UNIQUE,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX oauth_grants_account ON oauth_grants (account_id, created_at);
+`,
+  },
 ];

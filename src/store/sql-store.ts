@@ -7,6 +7,8 @@ import { KEY_COLUMNS, keyFromRow, keyPatchAssignments, keyToParams } from './key
 import { asBigInt, asNumber, asString } from './row-values.js';
 import { settleBatch } from './settle-batch.js';
 import { SqlByokStore } from './sql-byok-store.js';
+import { SqlAccountAuthStore } from './sql-account-auth-store.js';
+import type { AccountAuthStore } from './account-auth-store.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
 import type {
   AccountRecord,
@@ -40,10 +42,12 @@ async function findAccount(executor: SqlExecutor, id: string): Promise<AccountRe
 export class SqlStore implements Store {
   readonly #driver: SqlDriver;
   readonly byok: ByokStore;
+  readonly accountAuth: AccountAuthStore;
 
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.byok = new SqlByokStore(driver);
+    this.accountAuth = new SqlAccountAuthStore(driver);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

@@ -7,6 +7,7 @@
  */
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
+import type { AccountAuthStore } from './account-auth-store.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
 export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];
@@ -175,6 +176,8 @@ export interface ByokStore {
 export interface Store {
   /** BYOK provider keys. */
   readonly byok: ByokStore;
+  /** Passwords, sessions, OAuth codes and grants (account holders). */
+  readonly accountAuth: AccountAuthStore;
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations; safe when several processes start together. */
   migrate(): Promise<void>;

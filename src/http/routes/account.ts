@@ -4,6 +4,7 @@ import { unitsToUsd } from '../../core/money.js';
 import { renderKeyInfo, usageOf } from '../../pipeline/key-management.js';
 import { renderGeneration } from '../../pipeline/generation-view.js';
 import { authenticate } from '../authenticate.js';
+import { authenticateAccount } from '../account-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -17,7 +18,8 @@ export function registerAccountRoutes(routes: RouteTable, services: Services): v
   });
 
   routes.add('GET', '/api/v1/credits', async (request, reply) => {
-    const key = await authenticate(services, request, reply, 'any');
+    // Any key of the account, or the dashboard's session.
+    const key = await authenticateAccount(services, request, reply, 'any');
     const account = await services.store.getAccount(key.accountId);
     if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     return { data: { total_credits: unitsToUsd(account.totalCredits), total_usage: unitsToUsd(account.totalUsage) } };

@@ -4,11 +4,13 @@ import { adminGuard } from '../../auth/admin-token.js';
 import { addCredits, addCreditsSchema, createAccount, createAccountSchema, getAccount, renderAccount } from '../../pipeline/accounts.js';
 import { adminCreateKeySchema, createKey, deleteKey, markCompromised, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
 import { TollgateError } from '../../core/errors.js';
+import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
 const compromisedSchema = z.strictObject({ reason: z.string().max(500).optional() });
+const setPasswordSchema = z.strictObject({ password: passwordSchema });
 
 export function registerAdminRoutes(routes: RouteTable, services: Services): void {
   const guard = adminGuard(services.config.adminToken);
@@ -18,6 +20,16 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     guard(request.headers.authorization);
     const account = await createAccount(deps, parseBody(createAccountSchema, request.body));
     return reply.code(201).send({ data: renderAccount(account) });
+  });
+
+  routes.add('PUT', '/api/v1/admin/accounts/:id/password', async (request) => {
+    guard(request.headers.authorization);
+    const id = (request.params as { id: string }).id;
+    const { password } = parseBody(setPasswordSchema, request.body);
+    await setAccountPassword(services.store.accountAuth, id, password);
+    // A password set by the operator (say, after a lost one) ends every session the old one opened.
+    const revoked = await services.accountAuth.sessions.revokeAll(id);
+    return { data: { updated: true, sessions_revoked: revoked } };
   });
 
   routes.add('GET', '/api/v1/admin/accounts/:id', async (request) => {

@@ -1,9 +1,11 @@
-/** Key management with a management key (api.md §3.2). */
+/** Key management with a management key (api.md §3.2) or the dashboard's session. */
 import { z } from 'zod';
-import { createKey, createKeySchema, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import { TollgateError } from '../../core/errors.js';
+import { adminCreateKeySchema, createKey, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import type { KeyRecord, KeyUsage } from '../../store/types.js';
 import { parseBody } from '../parse-body.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate } from '../authenticate.js';
+import { authenticateAccount } from '../account-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -15,28 +17,36 @@ const listQuery = z.object({
 });
 
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
-  const manager = (request: FastifyRequest, reply: FastifyReply) => authenticate(services, request, reply, 'management');
+  const manager = (request: FastifyRequest, reply: FastifyReply) => authenticateAccount(services, request, reply, 'management');
+  /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null). */
+  const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
+    const apps = keys.length === 0 ? new Map() : await services.store.accountAuth.appsOfKeys(keys.map((k) => k.hash));
+    return keys.map((k) => ({ ...renderApiKey(k, usage.get(k.hash)), app: apps.get(k.hash) ?? null }));
+  };
 
   routes.add('GET', '/api/v1/keys', async (request, reply) => {
     const me = await manager(request, reply);
     const query = parseBody(listQuery, request.query);
     const keys = await services.store.listKeys(me.accountId, { offset: query.offset, limit: PAGE, includeDisabled: query.include_disabled === 'true' });
     const usage = await usageOf(services.keys, keys);
-    return { data: keys.map((k) => renderApiKey(k, usage.get(k.hash))) };
+    return { data: await render(keys, usage) };
   });
 
   routes.add('POST', '/api/v1/keys', async (request, reply) => {
     const me = await manager(request, reply);
-    const input = parseBody(createKeySchema, request.body);
-    const created = await createKey(services.keys, me.accountId, input, { management: false });
-    return reply.code(201).send({ data: renderApiKey(created.key), key: created.plaintext });
+    const { management, ...input } = parseBody(adminCreateKeySchema, request.body);
+    // Only the holder (signed in) may mint management keys; a management key cannot mint its peers.
+    if (management && me.via !== 'session') throw new TollgateError('request.invalid_body', 'management: only a signed-in account holder can create management keys');
+    const created = await createKey(services.keys, me.accountId, input, { management: management ?? false });
+    const [data] = await render([created.key], new Map());
+    return reply.code(201).send({ data, key: created.plaintext });
   });
 
   routes.add('GET', '/api/v1/keys/:hash', async (request, reply) => {
     const me = await manager(request, reply);
     const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
     const usage = await usageOf(services.keys, [key]);
-    return { data: renderApiKey(key, usage.get(key.hash)) };
+    return { data: (await render([key], usage))[0] };
   });
 
   routes.add('PATCH', '/api/v1/keys/:hash', async (request, reply) => {
@@ -44,7 +54,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     const input = parseBody(updateKeySchema, request.body);
     const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
     const usage = await usageOf(services.keys, [key]);
-    return { data: renderApiKey(key, usage.get(key.hash)) };
+    return { data: (await render([key], usage))[0] };
   });
 
   routes.add('DELETE', '/api/v1/keys/:hash', async (request, reply) => {

@@ -1,0 +1,43 @@
+/**
+ * OAuth PKCE (api.md §3.6): the exchange (`POST /auth/keys`, no credentials: the code and verifier
+ * are the credentials), code creation by a key of the account (`POST /auth/keys/code`), and the two
+ * JSON endpoints behind the `/auth` approval page (session only).
+ */
+import { approveSchema, checkAuthorization, createCodeSchema, decide, exchangeCode, exchangeSchema, issueCode, previewQuerySchema, renderAuthorization } from '../../pipeline/oauth.js';
+import { authenticateAccount, requireSession } from '../account-auth.js';
+import { parseBody } from '../parse-body.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+
+export function registerOAuthRoutes(routes: RouteTable, services: Services): void {
+  const deps = { store: services.store, now: services.now };
+
+  routes.add('POST', '/api/v1/auth/keys', async (request, reply) => {
+    const input = parseBody(exchangeSchema, request.body);
+    const { key, accountId } = await exchangeCode(deps, input);
+    return reply.header('cache-control', 'no-store').send({ key, user_id: accountId });
+  });
+
+  routes.add('POST', '/api/v1/auth/keys/code', async (request, reply) => {
+    // Any key of the account (inference or management), or the dashboard's session.
+    const caller = await authenticateAccount(services, request, reply, 'any');
+    const { workspace_id: _workspace, ...fields } = parseBody(createCodeSchema, request.body);
+    const issued = await issueCode(deps, caller.accountId, checkAuthorization(fields, services.now()));
+    return reply.header('cache-control', 'no-store').send({ data: { id: issued.code, app_id: issued.appId, created_at: new Date(issued.createdAt).toISOString() } });
+  });
+
+  routes.add('GET', '/api/v1/oauth/authorize', async (request, reply) => {
+    await requireSession(services, request);
+    const query = parseBody(previewQuerySchema, request.query);
+    return reply.header('cache-control', 'no-store').send({ data: renderAuthorization(checkAuthorization(query, services.now())) });
+  });
+
+  routes.add('POST', '/api/v1/oauth/authorize', async (request, reply) => {
+    const { active } = await requireSession(services, request);
+    const { decision, ...fields } = parseBody(approveSchema, request.body);
+    const authorization = checkAuthorization(fields, services.now());
+    const redirectUrl = await decide(deps, active.session.accountId, authorization, decision);
+    request.log.info({ app: authorization.origin, decision }, 'OAuth authorization decided');
+    return reply.header('cache-control', 'no-store').send({ data: { redirect_url: redirectUrl } });
+  });
+}

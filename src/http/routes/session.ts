@@ -1,0 +1,69 @@
+/**
+ * The dashboard's sign-in (contract: /work/contract/dashboard-api.md, "Session authentication"):
+ * POST/GET/DELETE /session, sign out everywhere, sign-up when open, password change.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ActiveSession } from '../../auth/sessions.js';
+import { changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
+import { TollgateError } from '../../core/errors.js';
+import type { AccountRecord } from '../../store/types.js';
+import { checkOrigin, requireSession } from '../account-auth.js';
+import { parseBody } from '../parse-body.js';
+import type { RouteTable } from '../route-table.js';
+import type { Services } from '../services.js';
+import { clearSessionCookie, setSessionCookie } from '../session-cookie.js';
+
+function renderSession(account: Pick<AccountRecord, 'id' | 'email'>, active: ActiveSession) {
+  return { data: { account: { id: account.id, email: account.email }, csrf_token: active.csrfToken, expires_at: new Date(active.expiresAt).toISOString() } };
+}
+
+export function registerSessionRoutes(routes: RouteTable, services: Services): void {
+  const deps = services.accountAuth;
+
+  const signedIn = (request: FastifyRequest, reply: FastifyReply, status: number, result: { account: AccountRecord; token: string; active: ActiveSession }) => {
+    setSessionCookie(request, reply, result.token, result.active.session.expiresAt - result.active.session.createdAt);
+    // Neither the cookie nor the CSRF token may be cached by anything in between.
+    return reply.code(status).header('cache-control', 'no-store').send(renderSession(result.account, result.active));
+  };
+
+  routes.add('POST', '/api/v1/session', async (request, reply) => {
+    // No CSRF token exists before sign-in; the Origin check stops a foreign page from signing the browser in.
+    checkOrigin(request);
+    const input = parseBody(credentialsSchema, request.body);
+    return signedIn(request, reply, 200, await signIn(deps, input, request.ip));
+  });
+
+  routes.add('GET', '/api/v1/session', async (request, reply) => {
+    const { active } = await requireSession(services, request);
+    const account = await services.store.getAccount(active.session.accountId);
+    if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+    return reply.header('cache-control', 'no-store').send(renderSession(account, active));
+  });
+
+  routes.add('DELETE', '/api/v1/session', async (request, reply) => {
+    const { active } = await requireSession(services, request);
+    await deps.sessions.revoke(active.session.id);
+    clearSessionCookie(request, reply);
+    return { deleted: true };
+  });
+
+  routes.add('POST', '/api/v1/session/revoke-all', async (request, reply) => {
+    const { active } = await requireSession(services, request);
+    const revoked = await deps.sessions.revokeAll(active.session.accountId);
+    clearSessionCookie(request, reply);
+    return { revoked };
+  });
+
+  routes.add('POST', '/api/v1/signup', async (request, reply) => {
+    checkOrigin(request);
+    const input = parseBody(signUpSchema, request.body);
+    return signedIn(request, reply, 201, await signUp(deps, input));
+  });
+
+  routes.add('POST', '/api/v1/account/password', async (request) => {
+    const { active } = await requireSession(services, request);
+    const input = parseBody(changePasswordSchema, request.body);
+    await changePassword(deps, active.session.accountId, active.session.id, input, request.ip);
+    return { updated: true };
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * The session cookie `tg_session`: HttpOnly (scripts never see it), SameSite=Lax (not sent on
+ * cross-site subrequests and form posts), Path=/ (the dashboard and the API share it), Secure when the
+ * request came over HTTPS (Fastify's `request.protocol` believes `X-Forwarded-Proto` only with
+ * `server.trust_proxy`). No Max-Age beyond the session's own end.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export const SESSION_COOKIE = 'tg_session';
+
+/** The cookie's value from the Cookie header, or undefined (first occurrence wins, as browsers send the most specific first). */
+export function readSessionCookie(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function attributes(request: FastifyRequest): string {
+  return `Path=/; HttpOnly; SameSite=Lax${request.protocol === 'https' ? '; Secure' : ''}`;
+}
+
+/** `lifetimeMs`: the session's absolute lifetime from now (the browser forgets the cookie then; the server enforces it anyway). */
+export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string, lifetimeMs: number): void {
+  const maxAge = Math.max(0, Math.floor(lifetimeMs / 1000));
+  reply.header('set-cookie', `${SESSION_COOKIE}=${token}; Max-Age=${maxAge}; ${attributes(request)}`);
+}
+
+export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=; Max-Age=0; ${attributes(request)}`);
+}

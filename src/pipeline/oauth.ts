@@ -1,0 +1,210 @@
+/**
+ * OAuth PKCE (api.md §3.6): an account holder (approval page, or a key of the account through
+ * `POST /auth/keys/code`) asks for a code for an app named by its callback's origin; the app exchanges
+ * the code and its PKCE verifier for an inference key of the holder's account, carrying the app, an
+ * optional limit and an optional expiry. Codes are random, stored hashed, single-use (an atomic
+ * conditional update) and expire after 10 minutes.
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { appOriginOf, callbackWith, checkCallbackUrl } from '../auth/callback-url.js';
+import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
+import { CODE_TTL_MS, hashAuthorizationCode, newAuthorizationCode, PKCE_VALUE, verifierMatches } from '../auth/pkce.js';
+import { LIMIT_RESETS, type LimitReset } from '../billing/usage-window.js';
+import { TollgateError } from '../core/errors.js';
+import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
+import type { CodeChallengeMethod } from '../store/account-auth-store.js';
+import type { KeyRecord, Store } from '../store/types.js';
+
+export interface OAuthDeps {
+  store: Store;
+  now(): number;
+}
+
+const METHODS = ['S256', 'plain'] as const;
+
+const isoDateTime = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), 'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z');
+
+const limitSchema = z
+  .number()
+  .nonnegative('limit must be >= 0')
+  .max(1e9, 'limit is too large')
+  .refine((v) => {
+    try {
+      usdToUnits(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'limit has more than 9 decimal places');
+
+/** What an app asks for (the fields of `POST /auth/keys/code`, and of the `/auth` page's query). */
+const authorizationFields = {
+  callback_url: z.string().max(4096),
+  code_challenge: z.string().max(256).optional(),
+  code_challenge_method: z.enum(METHODS).optional(),
+  key_label: z.string().trim().min(1, 'key_label must not be empty').max(200).optional(),
+  limit: limitSchema.nullable().optional(),
+  usage_limit_type: z.enum(LIMIT_RESETS as [LimitReset, ...LimitReset[]]).nullable().optional(),
+  expires_at: isoDateTime.nullable().optional(),
+};
+
+export const createCodeSchema = z.strictObject({ ...authorizationFields, workspace_id: z.string().max(200).optional() });
+
+/** The approval page's preview: the same fields as query parameters (strings). */
+export const previewQuerySchema = z.object({
+  ...authorizationFields,
+  limit: z.coerce.number().pipe(limitSchema).optional(),
+});
+
+export const approveSchema = z.strictObject({ ...authorizationFields, decision: z.enum(['approve', 'deny']) });
+
+export const exchangeSchema = z.strictObject({
+  code: z.string().min(1, 'code is required').max(512),
+  code_verifier: z.string().max(512).optional(),
+  code_challenge_method: z.enum(METHODS).nullable().optional(),
+});
+
+export type AuthorizationInput = z.output<typeof createCodeSchema>;
+
+/** A checked authorization request. */
+export interface Authorization {
+  callbackUrl: URL;
+  origin: string;
+  appName: string;
+  keyLabel: string | null;
+  challenge: string | null;
+  method: CodeChallengeMethod | null;
+  limit: Units | null;
+  limitReset: LimitReset | null;
+  keyExpiresAt: number | null;
+}
+
+function invalid(message: string): TollgateError {
+  return new TollgateError('request.invalid_body', message);
+}
+
+/** Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the problem. */
+export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number): Authorization {
+  const callback = checkCallbackUrl(input.callback_url);
+  if (!callback.ok) throw invalid(callback.message);
+  const challenge = input.code_challenge ?? null;
+  if (challenge === null && input.code_challenge_method !== undefined) throw invalid('code_challenge_method was given without code_challenge');
+  if (challenge !== null && !PKCE_VALUE.test(challenge)) throw invalid('code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~');
+  const keyExpiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
+  if (keyExpiresAt !== null && keyExpiresAt <= now) throw invalid('expires_at must be in the future');
+  const origin = appOriginOf(callback.url);
+  return {
+    callbackUrl: callback.url,
+    origin,
+    appName: input.key_label ?? origin,
+    keyLabel: input.key_label ?? null,
+    challenge,
+    // RFC 7636 §4.3: a challenge without a method is `plain`.
+    method: challenge === null ? null : (input.code_challenge_method ?? 'plain'),
+    limit: input.limit === null || input.limit === undefined ? null : usdToUnits(input.limit),
+    limitReset: input.usage_limit_type ?? null,
+    keyExpiresAt,
+  };
+}
+
+/** What the approval page shows the holder before they decide. */
+export function renderAuthorization(authorization: Authorization) {
+  return {
+    app: { origin: authorization.origin, name: authorization.appName },
+    callback_url: authorization.callbackUrl.href,
+    key_label: authorization.keyLabel,
+    code_challenge_method: authorization.method,
+    limit: authorization.limit === null ? null : unitsToUsd(authorization.limit),
+    usage_limit_type: authorization.limitReset,
+    expires_at: authorization.keyExpiresAt === null ? null : new Date(authorization.keyExpiresAt).toISOString(),
+  };
+}
+
+export interface IssuedCode {
+  code: string;
+  appId: number;
+  createdAt: number;
+}
+
+export async function issueCode(deps: OAuthDeps, accountId: string, authorization: Authorization): Promise<IssuedCode> {
+  const now = deps.now();
+  const appId = await deps.store.accountAuth.ensureOAuthApp(authorization.origin, now);
+  const code = newAuthorizationCode();
+  await deps.store.accountAuth.insertOAuthCode({
+    codeHash: hashAuthorizationCode(code),
+    accountId,
+    appId,
+    appName: authorization.appName,
+    callbackUrl: authorization.callbackUrl.href,
+    codeChallenge: authorization.challenge,
+    codeChallengeMethod: authorization.method,
+    keyLabel: authorization.keyLabel,
+    limit: authorization.limit,
+    limitReset: authorization.limitReset,
+    keyExpiresAt: authorization.keyExpiresAt,
+    createdAt: now,
+    expiresAt: now + CODE_TTL_MS,
+    usedAt: null,
+  });
+  return { code, appId, createdAt: now };
+}
+
+/** The page's answer to a decision: where the browser goes next. */
+export async function decide(deps: OAuthDeps, accountId: string, authorization: Authorization, decision: 'approve' | 'deny'): Promise<string> {
+  if (decision === 'deny') return callbackWith(authorization.callbackUrl, { error: 'access_denied' });
+  const { code } = await issueCode(deps, accountId, authorization);
+  return callbackWith(authorization.callbackUrl, { code });
+}
+
+const INVALID_CODE = 'Invalid code or code_verifier';
+
+/** `POST /auth/keys`: the code and verifier → a new inference key of the holder's account (plaintext once). */
+export async function exchangeCode(deps: OAuthDeps, input: z.output<typeof exchangeSchema>): Promise<{ key: string; accountId: string }> {
+  const codeHash = hashAuthorizationCode(input.code);
+  const record = await deps.store.accountAuth.getOAuthCode(codeHash);
+  if (!record || record.usedAt !== null) throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+  if (record.expiresAt <= deps.now()) throw new TollgateError('oauth.code_expired', 'Authorization code expired');
+  const method = input.code_challenge_method ?? null;
+  if (method !== null && method !== record.codeChallengeMethod) {
+    throw invalid(`code_challenge_method ${method} does not match the authorization request (${record.codeChallengeMethod ?? 'no PKCE'})`);
+  }
+  if (record.codeChallenge !== null) {
+    if (!input.code_verifier || !verifierMatches(input.code_verifier, record.codeChallenge, record.codeChallengeMethod ?? 'plain')) {
+      throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+    }
+  }
+  const account = await deps.store.getAccount(record.accountId);
+  if (!account) throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+  const now = deps.now();
+  const plaintext = generateKey();
+  const key: KeyRecord = {
+    hash: hashKey(plaintext),
+    accountId: record.accountId,
+    name: record.keyLabel ?? record.appName,
+    label: maskKey(plaintext),
+    isManagement: false,
+    disabled: false,
+    limit: record.limit,
+    limitReset: record.limitReset,
+    includeByokInLimit: false,
+    expiresAt: record.keyExpiresAt,
+    createdAt: now,
+    updatedAt: null,
+    creatorUserId: record.accountId,
+    externalUser: null,
+    workspaceId: 'default',
+    allowedModels: null,
+    allowedProviders: null,
+    compromisedAt: null,
+  };
+  const redeemed = await deps.store.accountAuth.redeemOAuthCode(codeHash, now, key, `auth_${randomBytes(12).toString('hex')}`);
+  if (!redeemed) {
+    // Lost a race with another exchange of the same code, or it expired meanwhile.
+    if (record.expiresAt <= now) throw new TollgateError('oauth.code_expired', 'Authorization code expired');
+    throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+  }
+  return { key: plaintext, accountId: record.accountId };
+}

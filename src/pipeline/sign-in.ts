@@ -1,0 +1,85 @@
+/**
+ * The account holder's own authentication use cases: sign in, sign up (when open), change password.
+ * The same answer — text and, as far as we can make it, time — for an unknown e-mail and a wrong
+ * password, so the sign-in form does not reveal which e-mails have accounts.
+ */
+import { z } from 'zod';
+import { burnPasswordCheck, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from '../auth/password.js';
+import type { ActiveSession, SessionService } from '../auth/sessions.js';
+import type { SignInGuard } from '../auth/sign-in-guard.js';
+import { TollgateError } from '../core/errors.js';
+import { newAccountId } from '../core/ids.js';
+import type { AccountAuthStore } from '../store/account-auth-store.js';
+import type { AccountRecord, Store } from '../store/types.js';
+
+export interface SignInDeps {
+  store: Store;
+  sessions: SessionService;
+  guard: SignInGuard;
+  signup: 'closed' | 'open';
+  now(): number;
+}
+
+export const passwordSchema = z
+  .string()
+  .min(PASSWORD_MIN_LENGTH, `password must be at least ${PASSWORD_MIN_LENGTH} characters`)
+  .max(PASSWORD_MAX_LENGTH, `password must be at most ${PASSWORD_MAX_LENGTH} characters`);
+
+const emailSchema = z.string().trim().toLowerCase().max(320).pipe(z.email('email must be a valid e-mail address'));
+
+export const credentialsSchema = z.strictObject({
+  email: z.string().max(320),
+  // Not the policy here: a sign-in with a too-short password is simply wrong, with the usual answer.
+  password: z.string().max(PASSWORD_MAX_LENGTH * 4),
+});
+
+export const signUpSchema = z.strictObject({ email: emailSchema, password: passwordSchema });
+
+export const changePasswordSchema = z.strictObject({ current_password: z.string().max(PASSWORD_MAX_LENGTH * 4), new_password: passwordSchema });
+
+export interface SignedIn {
+  account: AccountRecord;
+  token: string;
+  active: ActiveSession;
+}
+
+const INVALID = 'Invalid e-mail or password';
+
+export async function signIn(deps: SignInDeps, input: z.output<typeof credentialsSchema>, clientAddress: string): Promise<SignedIn> {
+  const email = input.email.trim().toLowerCase();
+  const attempt = await deps.guard.begin(email, clientAddress);
+  const account = email === '' ? null : await deps.store.accountAuth.findAccountByEmail(email);
+  const ok = account?.passwordHash ? await verifyPassword(input.password, account.passwordHash) : await burnPasswordCheck(input.password);
+  if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
+  await attempt.succeeded();
+  if (account.passwordHash && needsRehash(account.passwordHash)) await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password));
+  const { token, active } = await deps.sessions.create(account.id);
+  return { account, token, active };
+}
+
+export async function signUp(deps: SignInDeps, input: z.output<typeof signUpSchema>): Promise<SignedIn> {
+  if (deps.signup !== 'open') throw new TollgateError('feature.disabled', 'Sign-up is closed on this gateway: ask its operator for an account');
+  const account = await deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: await hashPassword(input.password), createdAt: deps.now() });
+  const { token, active } = await deps.sessions.create(account.id);
+  return { account, token, active };
+}
+
+/** Checks the current password, sets the new one and ends every other session of the account. */
+export async function changePassword(deps: SignInDeps, accountId: string, sessionId: string | undefined, input: z.output<typeof changePasswordSchema>, clientAddress: string): Promise<void> {
+  const account = await deps.store.getAccount(accountId);
+  if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+  // The same brute-force budget as sign-in: a stolen session must not become a password oracle.
+  const attempt = await deps.guard.begin(account.email, clientAddress);
+  const ok = account.passwordHash ? await verifyPassword(input.current_password, account.passwordHash) : await burnPasswordCheck(input.current_password);
+  // 400, not 401: the session is fine, and a dashboard treats 401 as "signed out".
+  if (!ok) throw new TollgateError('request.invalid_body', 'current_password: the current password is not correct');
+  await attempt.succeeded();
+  await setAccountPassword(deps.store.accountAuth, accountId, input.new_password);
+  await deps.sessions.revokeAll(accountId, sessionId);
+}
+
+/** For the operator (admin API, CLI) and the holder: hashes and stores; `resource.not_found` for an unknown account. */
+export async function setAccountPassword(store: AccountAuthStore, accountId: string, password: string): Promise<void> {
+  const updated = await store.setPassword(accountId, await hashPassword(password));
+  if (!updated) throw new TollgateError('resource.not_found', `Account ${accountId.slice(0, 100)} not found`);
+}

@@ -1,0 +1,92 @@
+/**
+ * Storage of the account holder's side of authentication: passwords (on the account row), sessions,
+ * OAuth apps, authorization codes and the keys issued through them (grants). Secrets are stored only
+ * as SHA-256 hashes (session tokens, codes) or scrypt hashes (passwords).
+ */
+import type { LimitReset } from '../billing/usage-window.js';
+import type { Units } from '../core/money.js';
+import type { AccountRecord, KeyRecord } from './types.js';
+
+export interface SessionRecord {
+  id: string;
+  /** Lowercase hex SHA-256 of the cookie's token. */
+  tokenHash: string;
+  accountId: string;
+  createdAt: number;
+  /** Last recorded use (the rolling expiry counts from it); written at most every few minutes. */
+  lastSeenAt: number;
+  /** Absolute expiry. */
+  expiresAt: number;
+  revokedAt: number | null;
+}
+
+export type CodeChallengeMethod = 'S256' | 'plain';
+
+export interface OAuthCodeRecord {
+  /** Lowercase hex SHA-256 of the code. */
+  codeHash: string;
+  accountId: string;
+  appId: number;
+  appName: string;
+  callbackUrl: string | null;
+  codeChallenge: string | null;
+  codeChallengeMethod: CodeChallengeMethod | null;
+  keyLabel: string | null;
+  /** The issued key's limit, reset and expiry. */
+  limit: Units | null;
+  limitReset: LimitReset | null;
+  keyExpiresAt: number | null;
+  createdAt: number;
+  /** The code's own expiry (10 minutes). */
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+export interface OAuthApp {
+  id: number;
+  name: string;
+  origin: string;
+}
+
+/** A key issued to an app through OAuth, with the app. */
+export interface OAuthGrant {
+  id: string;
+  accountId: string;
+  app: OAuthApp;
+  createdAt: number;
+  key: KeyRecord;
+}
+
+export interface AccountAuthStore {
+  /** E-mails are stored lowercase; `email` must be too. */
+  findAccountByEmail(email: string): Promise<AccountRecord | null>;
+  /** False when the account does not exist. */
+  setPassword(accountId: string, passwordHash: string): Promise<boolean>;
+  /** Sum of the account's `grant` credit entries. */
+  totalGranted(accountId: string): Promise<Units>;
+
+  insertSession(session: SessionRecord): Promise<void>;
+  getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null>;
+  touchSession(id: string, lastSeenAt: number): Promise<void>;
+  /** False when it was already revoked or does not exist. */
+  revokeSession(id: string, revokedAt: number): Promise<boolean>;
+  /** Revokes every live session of the account except `exceptId`; returns how many. */
+  revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number>;
+  /** Deletes sessions and codes that can no longer be used (housekeeping). */
+  deleteExpired(now: number): Promise<void>;
+
+  /** The app's integer id, created on first sight of the origin. */
+  ensureOAuthApp(origin: string, now: number): Promise<number>;
+  insertOAuthCode(code: OAuthCodeRecord): Promise<void>;
+  getOAuthCode(codeHash: string): Promise<OAuthCodeRecord | null>;
+  /**
+   * Atomically marks the code used (only if unused and unexpired at `now`), inserts the key and the
+   * grant. Returns false — and changes nothing — when the code was already used or expired.
+   */
+  redeemOAuthCode(codeHash: string, now: number, key: KeyRecord, grantId: string): Promise<boolean>;
+  /** Live grants (their key not deleted), newest first. */
+  listGrants(accountId: string): Promise<OAuthGrant[]>;
+  getGrant(id: string): Promise<OAuthGrant | null>;
+  /** The app of each key issued through OAuth (keys without one are absent). */
+  appsOfKeys(keyHashes: readonly string[]): Promise<Map<string, OAuthApp>>;
+}

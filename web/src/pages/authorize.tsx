@@ -15,12 +15,13 @@ function serverProblem(): string | null {
   return document.querySelector('meta[name="tollgate-auth-problem"]')?.getAttribute('content') ?? null;
 }
 
-const PARAMS = ['callback_url', 'code_challenge', 'code_challenge_method', 'key_label'] as const;
+/** What the app's authorization URL carries; `limit` (the app's suggestion) only pre-fills the field the holder decides. */
+const PARAMS = ['callback_url', 'code_challenge', 'code_challenge_method', 'key_label', 'limit'] as const;
 
 function Approval(props: { params: Record<(typeof PARAMS)[number], string | null> }) {
   const { params } = props;
   const request = useLoader(() => api<{ data: AuthorizeRequest }>('GET', `/oauth/authorize${query(params)}`), []);
-  const [limit, setLimit] = useState('');
+  const [limit, setLimit] = useState(params.limit ?? '');
   const [busy, setBusy] = useState<'approve' | 'deny' | null>(null);
   const [error, setError] = useState<unknown>(null);
 
@@ -35,7 +36,7 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
     setBusy(decision);
     try {
       const body: Record<string, unknown> = { decision };
-      for (const name of PARAMS) if (params[name] !== null) body[name] = params[name];
+      for (const name of PARAMS) if (name !== 'limit' && params[name] !== null) body[name] = params[name];
       if (decision === 'approve' && limitValue !== null) body.limit = limitValue;
       const answer = await api<{ data: { redirect_url: string } }>('POST', '/oauth/authorize', body);
       window.location.assign(answer.data.redirect_url);

@@ -174,10 +174,13 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await expect.poll(() => p.getByRole('alert').textContent()).toContain('expires_at must be in the future');
   });
 
-  it.skip('Activity shows the call: charts for 30 UTC days and the generation in the table [needs GET /api/v1/activity/daily and GET /api/v1/generations (H3b)]', async () => {
-    const accountKey = await gw.createKey(holder.id, { name: 'activity key' });
-    const done = await chat(gw, accountKey.key, HELLO, APP);
-    expect(done.status).toBe(200);
+  it.skip('Activity shows the call: charts for 30 UTC days, the generation in the table, filtered by key [needs GET /api/v1/activity/daily and GET /api/v1/generations (H3b)]', async () => {
+    const activityKey = await gw.createKey(holder.id, { name: 'activity key' });
+    const otherKey = await gw.createKey(holder.id, { name: 'other key' });
+    const done = await chat(gw, activityKey.key, HELLO, APP);
+    const other = await chat(gw, otherKey.key, HELLO);
+    expect(done.status, done.text).toBe(200);
+    expect(other.status, other.text).toBe(200);
     const generationId = done.json.id as string;
     const p = await signedInPage();
     await p.getByRole('link', { name: 'Activity' }).click();
@@ -187,12 +190,18 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const row = table.getByRole('row').filter({ hasText: generationId });
     expect(await row.textContent()).toContain('test/chat');
     expect(await row.textContent()).toContain('Dashboard Demo');
-    expect(await p.getByRole('img', { name: /Spend \(USD\), per UTC day for the last 30 days/ }).count()).toBe(1);
-    await p.locator('.chart canvas').first().waitFor();
-    expect(await p.locator('.stats').textContent()).toMatch(/Requests\s*[1-9]/);
-    // Filter by key: only that key's calls.
-    await p.getByLabel('Key', { exact: true }).selectOption({ label: `activity key (${done.json.id ? '' : ''}` }).catch(() => undefined);
+    await table.getByText(other.json.id as string).waitFor();
+    // Three charts (spend, tokens, requests) drawn by uPlot, and the 30-day totals.
+    for (const title of ['Spend (USD)', 'Tokens', 'Requests']) await p.getByRole('img', { name: `${title}, per UTC day for the last 30 days` }).waitFor();
+    expect(await p.locator('.chart canvas').count()).toBe(3);
+    await expect.poll(async () => (await p.locator('.stats').textContent()) ?? '').toMatch(/Requests\s*[1-9]/);
     await screenshot(p, 'activity');
+    // Filtered by key: that key's generation only.
+    await p.getByLabel('Key', { exact: true }).selectOption(activityKey.hash);
+    await table.getByText(other.json.id as string).waitFor({ state: 'detached' });
+    await table.getByText(generationId).waitFor();
+    await p.getByLabel('Group by').selectOption('key');
+    await p.getByRole('img', { name: /^Spend/ }).waitFor();
   });
 
   it('Credits shows the balance and the history of credit entries', async () => {

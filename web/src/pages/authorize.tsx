@@ -53,7 +53,14 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
     <form className="panel stack" onSubmit={(event) => void decide('approve', event)} aria-labelledby="authorize-title">
       <h1 id="authorize-title">Authorize {app.name || app.origin}</h1>
       <p>
-        <strong>{app.name || app.origin}</strong> at <span className="mono">{app.origin}</span> asks for an API key that spends your credits
+        <strong>{app.name || app.origin}</strong>
+        {app.name && app.name !== app.origin ? (
+          <>
+            {' '}
+            at <span className="mono">{app.origin}</span>
+          </>
+        ) : null}{' '}
+        asks for an API key that spends your credits
         {request.data.data.key_label ? (
           <>
             {' '}

@@ -200,6 +200,7 @@ export function KeysPage() {
       ) : keys.data.length === 0 ? (
         <p className="empty">You have no keys yet. Create one to call models.</p>
       ) : (
+        <div className="table-scroll">
         <table className="data-table cards">
           <caption className="visually-hidden">Your API keys</caption>
           <thead>
@@ -222,6 +223,7 @@ export function KeysPage() {
             ))}
           </tbody>
         </table>
+        </div>
       )}
     </section>
   );

@@ -20,6 +20,7 @@ import { renderError } from './http/error-table.js';
 import { registerCors } from './http/cors.js';
 import { RouteTable } from './http/route-table.js';
 import { registerAccountRoutes } from './http/routes/account.js';
+import { registerActivityRoutes } from './http/routes/activity.js';
 import { registerAdminRoutes } from './http/routes/admin.js';
 import { registerCatalogRoutes } from './http/routes/catalog.js';
 import { registerByokRoutes } from './http/routes/byok.js';
@@ -276,6 +277,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerChatRoutes(routes, services);
   registerAccountRoutes(routes, services);
   registerKeyRoutes(routes, services);
+  registerActivityRoutes(routes, services);
   registerCatalogRoutes(routes, services);
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });

@@ -192,6 +192,15 @@ export const fileConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** Public app and model rankings (`/api/v1/datasets/*`, `/api/v1/rankings/summary`); false → 404. */
+    rankings: z
+      .object({
+        public: z.boolean().default(true),
+        /** An app is listed only once this many accounts have used it, so that one account's volume is not published under its app's name. */
+        min_accounts: z.number().int().min(1).default(1),
+      })
+      .strict()
+      .prefault({}),
     /** Input moderation before forwarding (off by default); see moderation-schema.ts. */
     moderation: moderationSchema.prefault({}),
     /** Account holders: sign-up policy, sessions, sign-in limits (see accounts-schema.ts). */

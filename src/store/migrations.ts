@@ -158,4 +158,64 @@ CREATE TABLE oauth_grants (
 CREATE INDEX oauth_grants_account ON oauth_grants (account_id, created_at);
 `,
   },
+  {
+    version: 4,
+    name: 'usage_rollups',
+    // Per account × UTC day × model × provider × key × app, written in the charge's transaction, so
+    // the dashboard, /activity and rankings never scan generations. The column order of the primary
+    // key is the /activity grouping (day, model, provider), so SQLite aggregates in index order.
+    // app_id 0 = no app (NULL would defeat the primary key's uniqueness); provider_name '' = unknown.
+    // The two public tables carry no account and no money: rankings read only them.
+    sql: `
+CREATE TABLE usage_apps (
+  id BIGINT PRIMARY KEY,
+  app_key TEXT NOT NULL UNIQUE,
+  origin TEXT NOT NULL,
+  name TEXT NOT NULL,
+  titled INTEGER NOT NULL,
+  created_at BIGINT NOT NULL
+);
+
+CREATE TABLE usage_app_accounts (
+  app_id BIGINT NOT NULL,
+  account_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (app_id, account_id)
+);
+
+CREATE TABLE usage_rollups (
+  account_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  model TEXT NOT NULL,
+  provider_name TEXT NOT NULL,
+  key_hash TEXT NOT NULL,
+  app_id BIGINT NOT NULL,
+  usage BIGINT NOT NULL,
+  byok_usage BIGINT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  reasoning_tokens BIGINT NOT NULL,
+  PRIMARY KEY (account_id, day, model, provider_name, key_hash, app_id)
+);
+
+CREATE TABLE usage_app_daily (
+  day TEXT NOT NULL,
+  app_id BIGINT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  PRIMARY KEY (day, app_id)
+);
+
+CREATE TABLE usage_model_daily (
+  day TEXT NOT NULL,
+  model TEXT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  PRIMARY KEY (day, model)
+);
+`,
+  },
 ];

@@ -3,6 +3,7 @@ import { GENERATION_COLUMN_COUNT, GENERATION_COLUMNS, generationToParams } from 
 import { asString } from './row-values.js';
 import { placeholderTuple, type SqlExecutor, type SqlParam } from './sql-driver.js';
 import type { Settlement, SettleOutcome } from './types.js';
+import { writeUsageRollups } from './usage-rollup-batch.js';
 
 const GENERATION_CHUNK = 100;
 const USAGE_CHUNK = 200;
@@ -85,6 +86,9 @@ export async function settleBatch(tx: SqlExecutor, batch: readonly Settlement[])
       params,
     );
   }
+
+  // Usage rollups (dashboard, /activity, rankings): only what this transaction newly recorded.
+  await writeUsageRollups(tx, candidates.filter(({ generation }) => inserted.has(generation.id)));
 
   return batch.map((settlement, index) => ({
     id: settlement.generation.id,

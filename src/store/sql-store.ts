@@ -9,6 +9,8 @@ import { settleBatch } from './settle-batch.js';
 import { SqlByokStore } from './sql-byok-store.js';
 import { SqlAccountAuthStore } from './sql-account-auth-store.js';
 import type { AccountAuthStore } from './account-auth-store.js';
+import { SqlUsageStore } from './sql-usage-store.js';
+import type { UsageStore } from './usage-types.js';
 import { placeholderTuple, type SqlDriver, type SqlExecutor } from './sql-driver.js';
 import type {
   AccountRecord,
@@ -43,11 +45,13 @@ export class SqlStore implements Store {
   readonly #driver: SqlDriver;
   readonly byok: ByokStore;
   readonly accountAuth: AccountAuthStore;
+  readonly usage: UsageStore;
 
   constructor(driver: SqlDriver) {
     this.#driver = driver;
     this.byok = new SqlByokStore(driver);
     this.accountAuth = new SqlAccountAuthStore(driver);
+    this.usage = new SqlUsageStore(driver);
   }
 
   get dialect(): 'sqlite' | 'postgres' {

@@ -8,6 +8,7 @@
 import type { Units } from '../core/money.js';
 import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
 import type { AccountAuthStore } from './account-auth-store.js';
+import type { UsageStore } from './usage-types.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
 export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];
@@ -178,6 +179,8 @@ export interface Store {
   readonly byok: ByokStore;
   /** Passwords, sessions, OAuth codes and grants (account holders). */
   readonly accountAuth: AccountAuthStore;
+  /** Usage rollups (written by `settle`) and the account's recent history, for the dashboard, /activity and rankings. */
+  readonly usage: UsageStore;
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations; safe when several processes start together. */
   migrate(): Promise<void>;

@@ -1,0 +1,163 @@
+/** Usage rollups and account history over either SQL driver (one SQL text for SQLite and PostgreSQL). */
+import { CREDIT_KINDS, type CreditEntry, type CreditKind, type GenerationRecord } from './types.js';
+import { GENERATION_COLUMNS, generationFromRow } from './generation-rows.js';
+import { asBigInt, asNullableString, asNumber, asString } from './row-values.js';
+import { placeholderTuple, type SqlDriver, type SqlParam, type SqlRow } from './sql-driver.js';
+import type {
+  ActivityRow,
+  AppInfo,
+  DailyQuery,
+  DailyRow,
+  DayRange,
+  GenerationPage,
+  KeyNames,
+  ModelDay,
+  RankedApp,
+  UsageStore,
+  UsageSums,
+} from './usage-types.js';
+
+const LOOKUP_CHUNK = 100;
+
+const SUMS =
+  'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, ' +
+  'SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens';
+
+function sumsFromRow(row: SqlRow): UsageSums {
+  return {
+    usage: asBigInt(row.usage),
+    byokUsage: asBigInt(row.byok_usage),
+    requests: asNumber(row.requests),
+    promptTokens: asNumber(row.prompt_tokens),
+    completionTokens: asNumber(row.completion_tokens),
+    reasoningTokens: asNumber(row.reasoning_tokens),
+  };
+}
+
+const GROUP_COLUMN = { model: 'model', key: 'key_hash', app: 'app_id' } as const;
+
+function appFromRow(row: SqlRow): AppInfo {
+  return { id: asNumber(row.id), key: asString(row.app_key), origin: asString(row.origin), name: asString(row.name) };
+}
+
+function creditKind(value: unknown): CreditKind {
+  const kind = asString(value);
+  if (!(CREDIT_KINDS as readonly string[]).includes(kind)) throw new TypeError(`unknown credit kind ${kind}`);
+  return kind as CreditKind;
+}
+
+export class SqlUsageStore implements UsageStore {
+  constructor(private readonly driver: SqlDriver) {}
+
+  async activity(accountId: string, range: DayRange, keyHash?: string): Promise<ActivityRow[]> {
+    const params: SqlParam[] = [accountId, range.from, range.to];
+    if (keyHash !== undefined) params.push(keyHash);
+    // Grouped in the primary key's order (account, day, model, provider): an index range, no sort.
+    const rows = await this.driver.all(
+      `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND day >= ? AND day <= ?` +
+        (keyHash !== undefined ? ' AND key_hash = ?' : '') +
+        ' GROUP BY day, model, provider_name',
+      params,
+    );
+    return rows.map((row) => ({ day: asString(row.day), model: asString(row.model), providerName: asString(row.provider_name), ...sumsFromRow(row) }));
+  }
+
+  async daily(accountId: string, query: DailyQuery): Promise<DailyRow[]> {
+    const column = GROUP_COLUMN[query.groupBy];
+    const params: SqlParam[] = [accountId, query.from, query.to];
+    let filters = '';
+    if (query.model !== undefined) {
+      filters += ' AND model = ?';
+      params.push(query.model);
+    }
+    if (query.keyHash !== undefined) {
+      filters += ' AND key_hash = ?';
+      params.push(query.keyHash);
+    }
+    const rows = await this.driver.all(
+      `SELECT day, ${column} AS grp, ${SUMS} FROM usage_rollups WHERE account_id = ? AND day >= ? AND day <= ?${filters} GROUP BY day, ${column}`,
+      params,
+    );
+    return rows.map((row) => ({ day: asString(row.day), group: query.groupBy === 'app' ? asNumber(row.grp) : asString(row.grp), ...sumsFromRow(row) }));
+  }
+
+  async keyOwner(hash: string): Promise<string | null> {
+    const [row] = await this.driver.all('SELECT account_id FROM api_keys WHERE hash = ?', [hash]);
+    return row ? asString(row.account_id) : null;
+  }
+
+  async keyNames(hashes: readonly string[]): Promise<Map<string, KeyNames>> {
+    const names = new Map<string, KeyNames>();
+    const unique = [...new Set(hashes)];
+    for (let start = 0; start < unique.length; start += LOOKUP_CHUNK) {
+      const chunk = unique.slice(start, start + LOOKUP_CHUNK);
+      const rows = await this.driver.all(`SELECT hash, name, label, deleted_at FROM api_keys WHERE hash IN ${placeholderTuple(chunk.length)}`, chunk);
+      for (const row of rows) names.set(asString(row.hash), { name: asString(row.name), label: asString(row.label), deleted: row.deleted_at !== null && row.deleted_at !== undefined });
+    }
+    return names;
+  }
+
+  async apps(ids: readonly number[]): Promise<Map<number, AppInfo>> {
+    const apps = new Map<number, AppInfo>();
+    const unique = [...new Set(ids)].filter((id) => id !== 0);
+    for (let start = 0; start < unique.length; start += LOOKUP_CHUNK) {
+      const chunk = unique.slice(start, start + LOOKUP_CHUNK);
+      const rows = await this.driver.all(`SELECT id, app_key, origin, name FROM usage_apps WHERE id IN ${placeholderTuple(chunk.length)}`, chunk);
+      for (const row of rows) apps.set(asNumber(row.id), appFromRow(row));
+    }
+    return apps;
+  }
+
+  async recentGenerations(accountId: string, page: GenerationPage): Promise<GenerationRecord[]> {
+    const params: SqlParam[] = [accountId];
+    let filters = '';
+    if (page.model !== undefined) {
+      filters += ' AND model = ?';
+      params.push(page.model);
+    }
+    if (page.keyHash !== undefined) {
+      filters += ' AND key_hash = ?';
+      params.push(page.keyHash);
+    }
+    params.push(page.limit, page.offset);
+    const rows = await this.driver.all(
+      `SELECT ${GENERATION_COLUMNS} FROM generations WHERE account_id = ?${filters} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      params,
+    );
+    return rows.map(generationFromRow);
+  }
+
+  async creditHistory(accountId: string, page: { limit: number; offset: number }): Promise<CreditEntry[]> {
+    const rows = await this.driver.all(
+      'SELECT id, account_id, kind, amount, reference, created_at FROM credit_entries WHERE account_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?',
+      [accountId, page.limit, page.offset],
+    );
+    return rows.map((row) => ({
+      id: asString(row.id),
+      accountId: asString(row.account_id),
+      kind: creditKind(row.kind),
+      amount: asBigInt(row.amount),
+      reference: asNullableString(row.reference),
+      createdAt: asNumber(row.created_at),
+    }));
+  }
+
+  async appTotals(range: DayRange, minAccounts: number): Promise<RankedApp[]> {
+    const rows = await this.driver.all(
+      'SELECT a.id, a.app_key, a.origin, a.name, SUM(d.requests) AS requests, SUM(d.prompt_tokens + d.completion_tokens) AS tokens ' +
+        'FROM usage_app_daily d JOIN usage_apps a ON a.id = d.app_id ' +
+        'WHERE d.day >= ? AND d.day <= ? AND d.app_id IN (SELECT app_id FROM usage_app_accounts GROUP BY app_id HAVING COUNT(*) >= ?) ' +
+        'GROUP BY a.id, a.app_key, a.origin, a.name',
+      [range.from, range.to, minAccounts],
+    );
+    return rows.map((row) => ({ app: appFromRow(row), requests: asNumber(row.requests), tokens: asBigInt(row.tokens) }));
+  }
+
+  async modelDays(range: DayRange): Promise<ModelDay[]> {
+    const rows = await this.driver.all(
+      'SELECT day, model, requests, prompt_tokens + completion_tokens AS tokens FROM usage_model_daily WHERE day >= ? AND day <= ?',
+      [range.from, range.to],
+    );
+    return rows.map((row) => ({ day: asString(row.day), model: asString(row.model), requests: asNumber(row.requests), tokens: asBigInt(row.tokens) }));
+  }
+}

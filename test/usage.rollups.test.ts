@@ -1,0 +1,173 @@
+/**
+ * Usage rollups (migration 4) are written in the charge's transaction: after concurrent batches they
+ * equal the sums over the generations table, a replayed generation changes nothing, and the public
+ * tables carry no account data. Both stores.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usagePeriods } from '../src/billing/usage-window.js';
+import type { SqlDriver } from '../src/store/sql-driver.js';
+import type { Settlement, Store } from '../src/store/types.js';
+import { appIdentity } from '../src/usage/app-identity.js';
+import { generationFixture, keyFixture, newAccountFixture } from './helpers/store-fixtures.js';
+import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
+
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-11-10T10:00:00Z');
+const APPS: [string | null, string | null][] = [
+  ['https://app.example.com/chat?session=secret', 'Example App'],
+  ['https://other.example.org', null],
+  ['http://localhost:5173/', 'Local Tool'],
+  ['http://localhost:5173/', null], // loopback without a title: no app
+  [null, 'Title only'], // no referer: no app
+];
+const MODELS = ['m/a', 'm/b', 'm/c'];
+
+describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
+  let database: StoreDatabase;
+  let store: Store;
+  let driver: SqlDriver;
+  const accounts: { id: string; keys: string[] }[] = [];
+
+  beforeAll(async () => {
+    database = await target.createDatabase();
+    store = database.openStore();
+    await store.migrate();
+    driver = database.openDriver();
+    for (let a = 0; a < 2; a++) {
+      const account = await store.createAccount(newAccountFixture());
+      const keys: string[] = [];
+      for (let k = 0; k < 3; k++) {
+        const key = keyFixture(account.id);
+        await store.insertKey(key);
+        keys.push(key.hash);
+      }
+      accounts.push({ id: account.id, keys });
+    }
+  });
+  afterAll(() => database.cleanup());
+
+  function settlement(i: number): Settlement {
+    const account = accounts[i % accounts.length]!;
+    const [referer, title] = APPS[i % APPS.length]!;
+    const createdAt = T0 + (i % 4) * DAY + i;
+    const isByok = i % 7 === 0;
+    return {
+      generation: generationFixture(account.id, account.keys[i % 3]!, {
+        createdAt,
+        model: MODELS[i % MODELS.length]!,
+        providerName: i % 2 === 0 ? 'Mock' : 'Mock B',
+        totalCost: BigInt(1_000 + i),
+        isByok,
+        upstreamPromptCost: BigInt(300 + i),
+        upstreamCompletionCost: BigInt(700 + i),
+        tokensPrompt: 10 + (i % 5),
+        tokensCompletion: 20 + (i % 3),
+        tokensReasoning: i % 2 === 0 ? i % 4 : null,
+        httpReferer: referer,
+        appTitle: title,
+      }),
+      periods: usagePeriods(createdAt),
+    };
+  }
+
+  async function rollupTotals() {
+    const [row] = await driver.all(
+      'SELECT COALESCE(SUM(usage), 0) AS usage, COALESCE(SUM(byok_usage), 0) AS byok, COALESCE(SUM(requests), 0) AS requests, ' +
+        'COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion, COALESCE(SUM(reasoning_tokens), 0) AS reasoning FROM usage_rollups',
+    );
+    return Object.fromEntries(Object.entries(row!).filter(([k]) => k !== '_metadata').map(([k, v]) => [k, BigInt(v as bigint)]));
+  }
+
+  let settlements: Settlement[] = [];
+
+  it('after concurrent batches, every rollup cell equals the sum of its generations', async () => {
+    settlements = Array.from({ length: 240 }, (_, i) => settlement(i));
+    // 12 batches of 20 settled at once: on PostgreSQL they run in parallel transactions.
+    const batches = Array.from({ length: 12 }, (_, b) => settlements.slice(b * 20, b * 20 + 20));
+    const outcomes = await Promise.all(batches.map((batch) => store.settle(batch)));
+    expect(outcomes.flat().every((o) => o.applied)).toBe(true);
+
+    // The expected cells, computed independently from the settlements.
+    const expected = new Map<string, { usage: bigint; byok: bigint; requests: number; prompt: number; completion: number; reasoning: number }>();
+    for (const { generation: g, periods } of settlements) {
+      const appId = appIdentity(g.httpReferer, g.appTitle)?.id ?? 0;
+      const cell = [g.accountId, periods.day.slice(2), g.model, g.providerName, g.keyHash, appId].join('|');
+      const e = expected.get(cell) ?? { usage: 0n, byok: 0n, requests: 0, prompt: 0, completion: 0, reasoning: 0 };
+      e.usage += g.totalCost;
+      e.byok += g.isByok ? g.upstreamPromptCost + g.upstreamCompletionCost : 0n;
+      e.requests += 1;
+      e.prompt += g.tokensPrompt;
+      e.completion += g.tokensCompletion;
+      e.reasoning += g.tokensReasoning ?? 0;
+      expected.set(cell, e);
+    }
+    const rows = await driver.all('SELECT * FROM usage_rollups');
+    expect(rows.length).toBe(expected.size);
+    for (const row of rows) {
+      const cell = [row.account_id, row.day, row.model, row.provider_name, row.key_hash, Number(row.app_id)].join('|');
+      expect(expected.get(cell), cell).toEqual({
+        usage: BigInt(row.usage as bigint),
+        byok: BigInt(row.byok_usage as bigint),
+        requests: Number(row.requests),
+        prompt: Number(row.prompt_tokens),
+        completion: Number(row.completion_tokens),
+        reasoning: Number(row.reasoning_tokens),
+      });
+    }
+
+    // And in total, against the generations table itself.
+    const [generations] = await driver.all('SELECT COUNT(*) AS n, SUM(total_cost) AS cost, SUM(tokens_prompt) AS prompt, SUM(tokens_completion) AS completion FROM generations');
+    const totals = await rollupTotals();
+    expect(totals.requests).toBe(BigInt(generations!.n as bigint));
+    expect(totals.usage).toBe(BigInt(generations!.cost as bigint));
+    expect(totals.prompt).toBe(BigInt(generations!.prompt as bigint));
+    expect(totals.completion).toBe(BigInt(generations!.completion as bigint));
+  });
+
+  it('a replayed generation id (alone, or inside a new batch) adds nothing', async () => {
+    const before = await rollupTotals();
+    const publicBefore = await driver.all('SELECT day, model, requests FROM usage_model_daily ORDER BY day, model');
+    const replay = await store.settle(settlements.slice(0, 30));
+    expect(replay.every((o) => !o.applied)).toBe(true);
+    // A batch mixing one new charge with replays adds exactly the new one.
+    const fresh = settlement(10_001);
+    const mixed = await store.settle([settlements[3]!, fresh, settlements[3]!]);
+    expect(mixed.map((o) => o.applied)).toEqual([false, true, false]);
+    const after = await rollupTotals();
+    expect(after.requests).toBe(before.requests! + 1n);
+    expect(after.usage).toBe(before.usage! + fresh.generation.totalCost);
+    const publicAfter = await driver.all('SELECT day, model, requests FROM usage_model_daily ORDER BY day, model');
+    expect(publicAfter.reduce((n, r) => n + Number(r.requests), 0)).toBe(publicBefore.reduce((n, r) => n + Number(r.requests), 0) + 1);
+  });
+
+  it('apps: normalised origins, loopback only with a title, first title kept, no account data in public tables', async () => {
+    const apps = await driver.all('SELECT id, app_key, origin, name FROM usage_apps ORDER BY origin');
+    expect(apps.map((a) => [a.origin, a.name])).toEqual([
+      ['http://localhost:5173', 'Local Tool'],
+      ['https://app.example.com', 'Example App'],
+      ['https://other.example.org', 'other.example.org'],
+    ]);
+    expect(apps.find((a) => a.origin === 'http://localhost:5173')!.app_key).toBe('http://localhost:5173#Local Tool');
+    expect(Number(apps.find((a) => a.name === 'Example App')!.id)).toBe(appIdentity('https://app.example.com', 'Example App')!.id);
+
+    // A later title neither renames a titled app nor is lost for an untitled one.
+    const renamed = settlement(20_000);
+    renamed.generation.httpReferer = 'https://app.example.com/';
+    renamed.generation.appTitle = 'Impostor';
+    const named = settlement(20_001);
+    named.generation.httpReferer = 'https://other.example.org/x';
+    named.generation.appTitle = 'Other Org';
+    await store.settle([renamed, named]);
+    const names = await store.usage.apps((await driver.all('SELECT id FROM usage_apps')).map((r) => Number(r.id)));
+    expect([...names.values()].map((a) => a.name).sort()).toEqual(['Example App', 'Local Tool', 'Other Org']);
+
+    for (const table of ['usage_app_daily', 'usage_model_daily']) {
+      const text = JSON.stringify(await driver.all(`SELECT * FROM ${table}`), (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+      for (const account of accounts) {
+        expect(text).not.toContain(account.id);
+        for (const key of account.keys) expect(text).not.toContain(key);
+      }
+      expect(text).not.toMatch(/usage|byok/);
+    }
+  });
+});

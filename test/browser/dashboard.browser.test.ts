@@ -174,7 +174,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await expect.poll(() => p.getByRole('alert').textContent()).toContain('expires_at must be in the future');
   });
 
-  it.skip('Activity shows the call: charts for 30 UTC days, the generation in the table, filtered by key [needs GET /api/v1/activity/daily and GET /api/v1/generations (H3b)]', async () => {
+  it('Activity shows the call: charts for 30 UTC days, the generation in the table, filtered by key', async () => {
     const activityKey = await gw.createKey(holder.id, { name: 'activity key' });
     const otherKey = await gw.createKey(holder.id, { name: 'other key' });
     const done = await chat(gw, activityKey.key, HELLO, APP);
@@ -215,7 +215,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await screenshot(p, 'credits');
   });
 
-  it.skip('Credits lists the credit entries, newest first [needs GET /api/v1/credits/history (not yet on h3a or h3b)]', async () => {
+  it('Credits lists the credit entries, newest first', async () => {
     await gw.admin('POST', `/accounts/${holder.id}/credits`, { amount: 7.5, kind: 'purchase', reference: 'invoice-browser-1' });
     const p = await signedInPage();
     await p.getByRole('link', { name: 'Credits' }).click();

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { activity, creditHistory, dailyActivity, recentGenerations, type ActivityDeps } from '../../pipeline/activity.js';
-import { authenticate } from '../authenticate.js';
+import { authenticateAccount } from '../account-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -12,7 +12,7 @@ export function registerActivityRoutes(routes: RouteTable, services: Services): 
   const deps: ActivityDeps = { store: services.store, catalog: services.catalog, now: services.now };
   // The management key for now; the dashboard's session (or a management key) once sign-in exists:
   // this one line is the account authentication of every route below.
-  const account = (request: FastifyRequest, reply: FastifyReply) => authenticate(services, request, reply, 'management');
+  const account = (request: FastifyRequest, reply: FastifyReply) => authenticateAccount(services, request, reply, 'management');
 
   routes.add('GET', '/api/v1/activity', async (request, reply) => {
     const me = await account(request, reply);

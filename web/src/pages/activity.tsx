@@ -118,17 +118,18 @@ export function ActivityPage() {
         </button>
       </div>
       <form className="filters row" onSubmit={(e) => e.preventDefault()} aria-label="Activity filters">
-        <label>
-          Group by
-          <select value={groupBy} onChange={(e) => setGroupBy(e.target.value as GroupBy)}>
+        {/* Labels point at their selects (not wrapped), so each select's name is exactly its label. */}
+        <div className="field">
+          <label htmlFor="activity-group-by">Group by</label>
+          <select id="activity-group-by" value={groupBy} onChange={(e) => setGroupBy(e.target.value as GroupBy)}>
             <option value="model">Model</option>
             <option value="key">Key</option>
             <option value="app">App</option>
           </select>
-        </label>
-        <label>
-          Model
-          <select value={model} onChange={(e) => setModel(e.target.value)}>
+        </div>
+        <div className="field">
+          <label htmlFor="activity-model">Model</label>
+          <select id="activity-model" value={model} onChange={(e) => setModel(e.target.value)}>
             <option value="">All models</option>
             {(models.data?.data ?? []).map((m) => (
               <option key={m.id} value={m.id}>
@@ -136,10 +137,10 @@ export function ActivityPage() {
               </option>
             ))}
           </select>
-        </label>
-        <label>
-          Key
-          <select value={keyHash} onChange={(e) => setKeyHash(e.target.value)}>
+        </div>
+        <div className="field">
+          <label htmlFor="activity-key">Key</label>
+          <select id="activity-key" value={keyHash} onChange={(e) => setKeyHash(e.target.value)}>
             <option value="">All keys</option>
             {(keys.data?.data ?? []).map((k) => (
               <option key={k.hash} value={k.hash}>
@@ -147,7 +148,7 @@ export function ActivityPage() {
               </option>
             ))}
           </select>
-        </label>
+        </div>
       </form>
       <ErrorNotice error={keys.error} title="Could not load your keys" />
       <ErrorNotice error={models.error} title="Could not load the models" />

@@ -55,7 +55,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
             <tbody>
               {rows.map((row) => (
                 <tr key={row.id}>
-                  <td data-label="Time">{formatTime(row.created_at)}</td>
+                  <td data-label="Time" className="nowrap">{formatTime(row.created_at)}</td>
                   <td data-label="Model">{row.model}</td>
                   <td data-label="Provider">{row.provider_name ?? '—'}</td>
                   <td data-label="App">{row.app ? row.app.name || row.app.origin : '—'}</td>
@@ -71,7 +71,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
                   </td>
                   <td data-label="Finish">{row.finish_reason ?? '—'}</td>
                   <td data-label="Streamed">{row.streamed === null ? '—' : row.streamed ? 'Yes' : 'No'}</td>
-                  <td data-label="Generation id" className="mono small">
+                  <td data-label="Generation id" className="mono small id-cell">
                     {row.id}
                   </td>
                 </tr>

@@ -65,7 +65,7 @@ export function CreditsPage() {
           <tbody>
             {entries.map((entry) => (
               <tr key={entry.id}>
-                <td data-label="Time">{formatTime(entry.created_at)}</td>
+                <td data-label="Time" className="nowrap">{formatTime(entry.created_at)}</td>
                 <td data-label="Kind">{KIND_WORDS[entry.kind] ?? entry.kind}</td>
                 <td data-label="Amount" className={`num ${entry.amount < 0 ? 'negative' : ''}`}>
                   {formatUsd(entry.amount)}

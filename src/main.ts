@@ -29,6 +29,8 @@ export interface RunningGateway {
   url: string;
   config: Config;
   demoKey: string | null;
+  /** First start in demo mode only: the dashboard sign-in of the demo account (printed once, never logged). */
+  demoSignIn: { email: string; password: string } | null;
   stop(): Promise<void>;
 }
 
@@ -115,6 +117,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     url,
     config,
     demoKey: demoAccount?.key ?? null,
+    demoSignIn: demoAccount ? { email: demoAccount.email, password: demoAccount.password } : null,
     async stop() {
       await gateway.shutdown(config.server.shutdown_grace_ms);
       await Promise.all([...agents.values(), fallbackAgent].map((a) => a.close()));
@@ -132,6 +135,6 @@ export function createLogger(level: string): PinoLogger {
     level,
     base: { service: 'tollgate' },
     // Belt and braces: a key or token must never reach the logs, even if a future change logs headers.
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.api_key', '*.apiKey'], censor: '[redacted]' },
+    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'headers.cookie', '*.api_key', '*.apiKey', '*.password'], censor: '[redacted]' },
   });
 }

@@ -16,7 +16,7 @@ export class AdminClient {
     private readonly token: string | undefined,
   ) {}
 
-  async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  async call(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     if (!this.token) throw new AdminApiError(0, 'an admin token is required: pass --admin-token or set TOLLGATE_ADMIN_TOKEN');
     let response;
     try {

@@ -44,19 +44,43 @@ function describeKey(k: ApiKey): string {
   return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${k.disabled ? '  (disabled)' : ''}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'} usage=${k.usage}`;
 }
 
-export async function runAccounts(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+/**
+ * The password from standard input (never a flag: flags show up in `ps` and shell history). One
+ * trailing newline is dropped, so `echo "$PW" | tollgate …` works.
+ */
+export async function readPasswordFromStdin(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  const text = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  if (text === '') throw new UsageError('--password-stdin: standard input was empty');
+  return text;
+}
+
+export async function runAccounts(args: string[], env: NodeJS.ProcessEnv, stdin: NodeJS.ReadableStream = process.stdin): Promise<void> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { ...common, email: { type: 'string' }, password: { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { ...common, email: { type: 'string' }, account: { type: 'string' }, 'password-stdin': { type: 'boolean', default: false } },
+  });
   const out = output(values.json);
   const api = client(values, env);
   if (sub === 'create') {
-    const result = (await api.call('POST', '/accounts', { email: need(values.email, 'email'), ...(values.password ? { password: values.password } : {}) })) as Data<Account>;
-    out.print(result, `created account ${result.data.id} (${result.data.email})`);
+    const email = need(values.email, 'email');
+    const password = values['password-stdin'] ? await readPasswordFromStdin(stdin) : null;
+    const result = (await api.call('POST', '/accounts', { email, ...(password === null ? {} : { password }) })) as Data<Account>;
+    out.print(result, `created account ${result.data.id} (${result.data.email})${password === null ? ' without a password (it cannot sign in until one is set)' : ''}`);
+  } else if (sub === 'set-password') {
+    const account = need(values.account ?? positionals[0], 'account');
+    if (!values['password-stdin']) throw new UsageError('set-password reads the new password from standard input: pass --password-stdin');
+    const password = await readPasswordFromStdin(stdin);
+    const result = (await api.call('PUT', `/accounts/${encodeURIComponent(account)}/password`, { password })) as Data<{ updated: boolean; sessions_revoked: number }>;
+    out.print(result, `password set for ${account}; ${result.data.sessions_revoked} session(s) signed out`);
   } else if (sub === 'get' || sub === 'show') {
     const id = need(positionals[0], 'account id (positional)');
     const result = (await api.call('GET', `/accounts/${encodeURIComponent(id)}`)) as Data<Account>;
     out.print(result, `${result.data.id}  ${result.data.email}  balance=${result.data.balance} credits=${result.data.total_credits} usage=${result.data.total_usage}`);
-  } else throw new UsageError('usage: tollgate accounts create --email E [--password P] | accounts get ID');
+  } else throw new UsageError('usage: tollgate accounts create --email E [--password-stdin] | accounts set-password --account ID --password-stdin | accounts get ID');
 }
 
 export async function runCredits(args: string[], env: NodeJS.ProcessEnv): Promise<void> {

@@ -10,7 +10,8 @@ const HELP = `tollgate — an OpenRouter-compatible LLM gateway
 
   tollgate serve                      run the gateway (config: TOLLGATE_CONFIG, PORT, HOST, TOLLGATE_DATA_DIR, DATABASE_URL, REDIS_URL, TOLLGATE_ADMIN_TOKEN)
   tollgate mock-provider --port P     run the simulated OpenAI-compatible provider
-  tollgate accounts create --email E  | accounts get ID
+  tollgate accounts create --email E [--password-stdin] | accounts get ID
+  tollgate accounts set-password --account ID --password-stdin
   tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
   tollgate keys create|list|disable|enable|delete ...
 
@@ -64,8 +65,22 @@ async function serve(): Promise<void> {
       `    -d '{"model": "tollgate/demo-chat", "messages": [{"role": "user", "content": "Hello!"}]}'`,
       '',
     );
+    if (running.demoSignIn) {
+      lines.push(
+        'The dashboard (keys, activity, credits, OAuth apps):',
+        '',
+        `  ${base}/`,
+        `  e-mail:   ${running.demoSignIn.email}`,
+        `  password: ${running.demoSignIn.password}`,
+        '',
+        'The password too is shown only once (change it in the dashboard, or: tollgate accounts set-password --password-stdin).',
+        '',
+      );
+    }
   } else if (running.config.demo) {
-    lines.push('Demo mode: the demo account already exists (its key was printed on first start). Delete the data directory to start over.');
+    lines.push(
+      `Demo mode: the demo account already exists (its key and dashboard password were printed on first start). Dashboard: ${base}/ — delete the data directory to start over.`,
+    );
   }
   if (!running.config.adminToken) lines.push('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI.');
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -43,7 +43,11 @@ export function checkOrigin(request: FastifyRequest): void {
     given = null;
   }
   const own = gatewayOrigin(request);
-  if (given === null || own === null || given !== own) throw new TollgateError('auth.csrf', 'Cross-origin request refused: Origin does not match this gateway');
+  if (given === null || own === null || given !== own) {
+    // Behind a TLS-terminating proxy without `server.trust_proxy`, every browser request lands here: say so in the log.
+    request.log.warn({ origin: origin.slice(0, 200), expected: own }, 'cross-origin request refused (behind a proxy? set server.trust_proxy so X-Forwarded-Proto/-Host count)');
+    throw new TollgateError('auth.csrf', 'Cross-origin request refused: Origin does not match this gateway');
+  }
 }
 
 export function checkCsrf(request: FastifyRequest, token: string): void {

@@ -53,13 +53,24 @@ const authorizationFields = {
 
 export const createCodeSchema = z.strictObject({ ...authorizationFields, workspace_id: z.string().max(200).optional() });
 
-/** The approval page's preview: the same fields as query parameters (strings). */
-export const previewQuerySchema = z.object({
-  ...authorizationFields,
-  limit: z.coerce.number().pipe(limitSchema).optional(),
-});
+/** The page passes the query through: an empty or null optional field means "not given". */
+function blankIsAbsent<S extends z.ZodType>(schema: S) {
+  return z.preprocess((value) => (value === '' || value === null ? undefined : value), schema);
+}
 
-export const approveSchema = z.strictObject({ ...authorizationFields, decision: z.enum(['approve', 'deny']) });
+const pageFields = {
+  callback_url: authorizationFields.callback_url,
+  code_challenge: blankIsAbsent(authorizationFields.code_challenge),
+  code_challenge_method: blankIsAbsent(authorizationFields.code_challenge_method),
+  key_label: blankIsAbsent(authorizationFields.key_label),
+  usage_limit_type: blankIsAbsent(authorizationFields.usage_limit_type),
+  expires_at: blankIsAbsent(authorizationFields.expires_at),
+};
+
+/** The approval page's preview: the same fields as query parameters (strings; unknown ones such as `state` ignored). */
+export const previewQuerySchema = z.object({ ...pageFields, limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()) });
+
+export const approveSchema = z.strictObject({ ...pageFields, limit: blankIsAbsent(authorizationFields.limit), decision: z.enum(['approve', 'deny']) });
 
 export const exchangeSchema = z.strictObject({
   code: z.string().min(1, 'code is required').max(512),
@@ -86,8 +97,18 @@ function invalid(message: string): TollgateError {
   return new TollgateError('request.invalid_body', message);
 }
 
-/** Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the problem. */
-export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number): Authorization {
+/** An app title from a header, made safe to store and show: no control characters, at most 100 characters; null if nothing is left. */
+export function cleanAppTitle(raw: string | null): string | null {
+  // eslint-disable-next-line no-control-regex
+  const text = raw?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 100) ?? '';
+  return text === '' ? null : text;
+}
+
+/**
+ * Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the
+ * problem. The app's name: `key_label`, else the title the app sent (`X-OpenRouter-Title`, …), else its origin.
+ */
+export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number, appTitle: string | null = null): Authorization {
   const callback = checkCallbackUrl(input.callback_url);
   if (!callback.ok) throw invalid(callback.message);
   const challenge = input.code_challenge ?? null;
@@ -99,7 +120,7 @@ export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id
   return {
     callbackUrl: callback.url,
     origin,
-    appName: input.key_label ?? origin,
+    appName: input.key_label ?? appTitle ?? origin,
     keyLabel: input.key_label ?? null,
     challenge,
     // RFC 7636 §4.3: a challenge without a method is `plain`.

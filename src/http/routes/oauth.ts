@@ -3,9 +3,10 @@
  * are the credentials), code creation by a key of the account (`POST /auth/keys/code`), and the two
  * JSON endpoints behind the `/auth` approval page (session only).
  */
-import { approveSchema, checkAuthorization, createCodeSchema, decide, exchangeCode, exchangeSchema, issueCode, previewQuerySchema, renderAuthorization } from '../../pipeline/oauth.js';
+import { approveSchema, checkAuthorization, cleanAppTitle, createCodeSchema, decide, exchangeCode, exchangeSchema, issueCode, previewQuerySchema, renderAuthorization } from '../../pipeline/oauth.js';
 import { authenticateAccount, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
+import { appAttribution } from '../request-context.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
@@ -22,7 +23,7 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
     // Any key of the account (inference or management), or the dashboard's session.
     const caller = await authenticateAccount(services, request, reply, 'any');
     const { workspace_id: _workspace, ...fields } = parseBody(createCodeSchema, request.body);
-    const issued = await issueCode(deps, caller.accountId, checkAuthorization(fields, services.now()));
+    const issued = await issueCode(deps, caller.accountId, checkAuthorization(fields, services.now(), cleanAppTitle(appAttribution(request).title)));
     return reply.header('cache-control', 'no-store').send({ data: { id: issued.code, app_id: issued.appId, created_at: new Date(issued.createdAt).toISOString() } });
   });
 

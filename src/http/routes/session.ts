@@ -30,7 +30,9 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
     // No CSRF token exists before sign-in; the Origin check stops a foreign page from signing the browser in.
     checkOrigin(request);
     const input = parseBody(credentialsSchema, request.body);
-    return signedIn(request, reply, 200, await signIn(deps, input, request.ip));
+    const result = await signIn(deps, input, request.ip);
+    request.log.info({ account: result.account.id, session: result.active.session.id.slice(0, 12) }, 'signed in');
+    return signedIn(request, reply, 200, result);
   });
 
   routes.add('GET', '/api/v1/session', async (request, reply) => {

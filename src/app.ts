@@ -26,6 +26,7 @@ import { registerCatalogRoutes } from './http/routes/catalog.js';
 import { registerByokRoutes } from './http/routes/byok.js';
 import { registerChatRoutes } from './http/routes/chat.js';
 import { registerKeyRoutes } from './http/routes/keys.js';
+import { registerRankingsRoutes } from './http/routes/rankings.js';
 import { registerOpsRoutes } from './http/routes/ops.js';
 import { registerSessionRoutes } from './http/routes/session.js';
 import { registerOAuthRoutes } from './http/routes/oauth.js';
@@ -278,6 +279,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerAccountRoutes(routes, services);
   registerKeyRoutes(routes, services);
   registerActivityRoutes(routes, services);
+  registerRankingsRoutes(routes, services);
   registerCatalogRoutes(routes, services);
   registerAdminRoutes(routes, services);
   registerByokRoutes(routes, services, { store, bus, catalog, box: secretBox, now });

@@ -24,12 +24,13 @@ export const MAX_TITLE_LENGTH = 80;
 
 // C0/C1 controls and DEL: a title holding them is junk. Bidi overrides and zero-width marks are
 // removed: they let a name render as something else.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
 
 /** Node hands header values over as latin1; a title sent as UTF-8 is decoded back when it is valid UTF-8. */
 function decodeHeader(value: string): string {
-  if (!/[\u0080-\u00ff]/.test(value) || /[^\u0000-\u00ff]/.test(value)) return value;
+  if (!/[\u0080-\u00ff]/.test(value) || /[^ -\u00ff]/.test(value)) return value;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'latin1'));
   } catch {

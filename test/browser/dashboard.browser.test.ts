@@ -311,7 +311,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await screenshot(p, 'oauth-refused');
   });
 
-  it.skip('the public rankings page shows the app that sent attributed calls, without signing in [needs GET /api/v1/rankings/summary (H3b)]', async () => {
+  it('the public rankings page shows the app that sent attributed calls, without signing in', async () => {
     const rankingKey = await gw.createKey(holder.id, { name: 'ranking key' });
     expect((await chat(gw, rankingKey.key, HELLO, APP)).status).toBe(200);
     const p = await page();

@@ -10,8 +10,7 @@ import type { Services } from '../services.js';
 
 export function registerActivityRoutes(routes: RouteTable, services: Services): void {
   const deps: ActivityDeps = { store: services.store, catalog: services.catalog, now: services.now };
-  // The management key for now; the dashboard's session (or a management key) once sign-in exists:
-  // this one line is the account authentication of every route below.
+  // The dashboard's session or a management key: this one line is the account authentication of every route below.
   const account = (request: FastifyRequest, reply: FastifyReply) => authenticateAccount(services, request, reply, 'management');
 
   routes.add('GET', '/api/v1/activity', async (request, reply) => {

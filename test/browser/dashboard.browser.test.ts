@@ -104,7 +104,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await p.getByText('It will not be shown again').waitFor();
     await p.getByRole('button', { name: 'Copy' }).click();
     await expect.poll(() => p.getByRole('status').first().textContent()).toContain('Copied');
-    expect(await p.evaluate(() => navigator.clipboard.readText())).toBe(key);
+    expect(await p.evaluate('navigator.clipboard.readText()')).toBe(key);
     await screenshot(p, 'key-created');
 
     // The key works for a real completion through the gateway.
@@ -335,7 +335,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const p = await signedInPage({ width: 390, height: 844 });
     const row = p.getByRole('row', { name: 'Key phone key' });
     await row.waitFor();
-    expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await p.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     for (const action of ['Rename', 'Disable', 'Delete']) {
       const button = p.getByRole('button', { name: `${action} phone key` });
       await button.waitFor();
@@ -344,7 +344,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     }
     await p.getByRole('button', { name: 'Create key' }).click();
     await p.getByLabel('Name', { exact: true }).waitFor();
-    expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await p.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await p.getByRole('button', { name: 'Cancel' }).click();
     await screenshot(p, 'keys-phone');
   });

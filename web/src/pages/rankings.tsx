@@ -96,7 +96,7 @@ export function RankingsPage() {
                         <td className="num">{model.rank}</td>
                         <td>
                           <span className="key-name">{model.name || model.model}</span>
-                          <div className="muted small mono">{model.model}</div>
+                          {model.name && model.name !== model.model ? <div className="muted small mono">{model.model}</div> : null}
                         </td>
                         <td className="num">{formatInteger(model.total_tokens)}</td>
                         <td className="num">{formatInteger(model.requests)}</td>

@@ -15,13 +15,13 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
     <tr aria-label={`App ${name}`}>
       <td data-label="App">
         <span className="key-name">{name}</span>
-        <div className="muted small">{a.app.origin}</div>
+        {name !== a.app.origin ? <div className="muted small">{a.app.origin}</div> : null}
       </td>
       <td data-label="Key" className="mono">
         {a.key_label}
       </td>
       <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
-      <td data-label="Created">{formatDate(a.created_at)}</td>
+      <td data-label="Created" className="nowrap">{formatDate(a.created_at)}</td>
       <td data-label="Expires">{a.expires_at ? formatDate(a.expires_at) : 'Never'}</td>
       <td data-label="Status">{a.disabled ? 'Disabled' : 'Active'}</td>
       <td data-label="Actions">

@@ -108,7 +108,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
           </>
         )}
       </td>
-      <td data-label="Key" className="mono">
+      <td data-label="Key" className="mono nowrap">
         {key.label}
       </td>
       <td data-label="Status">
@@ -124,8 +124,10 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
       <td data-label="This month" className="num">
         {formatUsd(key.usage_monthly)}
       </td>
-      <td data-label="Created">{formatDate(key.created_at)}</td>
-      <td data-label="Expires">{key.expires_at ? formatDate(key.expires_at) : 'Never'}</td>
+      <td data-label="Created" className="nowrap">{formatDate(key.created_at)}</td>
+      <td data-label="Expires" className="nowrap">
+        {key.expires_at ? formatDate(key.expires_at) : 'Never'}
+      </td>
       <td data-label="Actions">
         {mode === 'delete' ? (
           <Confirm

@@ -65,7 +65,7 @@ export function RankingsPage() {
                         <td className="num">{app.rank}</td>
                         <td>
                           <span className="key-name">{app.name || app.origin}</span>
-                          <div className="muted small">{app.origin}</div>
+                          {app.name && app.name !== app.origin ? <div className="muted small">{app.origin}</div> : null}
                         </td>
                         <td className="num">{formatInteger(app.total_tokens)}</td>
                         <td className="num">{formatInteger(app.requests)}</td>

@@ -149,6 +149,18 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect((await getJson(gw, '/key', key)).status).toBe(401);
   });
 
+  it('sign-in never follows a `next` that leaves the site (open redirect)', async () => {
+    const p = await page();
+    for (const next of ['https://evil.example/', '//evil.example/x', '/\\evil.example']) {
+      await p.goto(`/signin?next=${encodeURIComponent(next)}`);
+      await signInThroughPage(p, holder.email, holder.password);
+      await p.getByRole('heading', { name: 'API keys' }).waitFor();
+      expect(new URL(p.url()).origin, next).toBe(gw.url);
+      await p.getByRole('button', { name: 'Sign out' }).click();
+      await p.getByRole('heading', { name: 'Sign in' }).waitFor();
+    }
+  });
+
   it('a management key is created from the dashboard and marked as such', async () => {
     const p = await signedInPage();
     await p.getByRole('button', { name: 'Create key' }).click();

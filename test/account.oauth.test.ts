@@ -35,7 +35,7 @@ async function refusal(promise: Promise<unknown>): Promise<{ status: number; mes
   throw new Error('expected the call to be refused');
 }
 
-describe.each(STORE_TARGETS)('OAuth PKCE ($name)', (target) => {
+describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target) => {
   let gw: TestGateway;
   let holder: { id: string; email: string; password: string };
   let inferenceKey: string;

@@ -11,6 +11,8 @@ import { asBrowser, createHolder, signIn, uniqueEmail } from './helpers/session.
 import { STORE_TARGETS, sqliteTarget } from './helpers/store-targets.js';
 
 const MINUTE = 60_000;
+/** Each attempt runs scrypt (tens of ms alone, far more on a loaded 2-core box): room for two dozen. */
+const SCRYPT_HEAVY_MS = 180_000;
 const DAY = 86_400_000;
 
 function steppableClock() {
@@ -54,7 +56,7 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
     await signIn(gw, other.email, other.password);
     clock.advance(15 * MINUTE + 1000);
     await signIn(gw, holder.email, holder.password);
-  });
+  }, SCRYPT_HEAVY_MS);
 
   it('a successful sign-in takes no slot: 4 failures, a success, a 5th failure still answer 401, the next attempt 429', async () => {
     const holder = await createHolder(gw);
@@ -63,14 +65,14 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
     expectError(await attempt(gw, holder.email, 'wrong password!'), 401);
     expectError(await attempt(gw, holder.email, holder.password), 429);
     clock.advance(15 * MINUTE + 1000);
-  });
+  }, SCRYPT_HEAVY_MS);
 
   it('unknown e-mails are limited the same way (the limit reveals nothing about which e-mails exist), case-insensitively', async () => {
     const email = uniqueEmail('nobody');
     for (let i = 0; i < 5; i++) expectError(await attempt(gw, i % 2 ? email.toUpperCase() : email, 'some password'), 401, 'Invalid e-mail or password');
     expectError(await attempt(gw, email, 'some password'), 429);
     clock.advance(15 * MINUTE + 1000);
-  });
+  }, SCRYPT_HEAVY_MS);
 
   it('parallel guesses cannot outrun the limit: of 12 concurrent wrong attempts exactly 5 are checked', async () => {
     const holder = await createHolder(gw);
@@ -78,7 +80,7 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
     expect(results.filter((r) => r.status === 401)).toHaveLength(5);
     expect(results.filter((r) => r.status === 429)).toHaveLength(7);
     clock.advance(15 * MINUTE + 1000);
-  });
+  }, SCRYPT_HEAVY_MS);
 
   it('20 failures per client address in 15 minutes, whatever the e-mails, then 429', async () => {
     for (let i = 0; i < 20; i++) expectError(await attempt(gw, uniqueEmail('spray'), 'password spray'), 401);
@@ -88,10 +90,10 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     clock.advance(15 * MINUTE + 1000);
     await signIn(gw, holder.email, holder.password);
-  });
+  }, SCRYPT_HEAVY_MS);
 });
 
-describe.each(STORE_TARGETS)('session lifetime ($name)', (target) => {
+describe.each(STORE_TARGETS)('session lifetime ($name)', { timeout: 120_000 }, (target) => {
   let gw: TestGateway;
   const clock = steppableClock();
 

@@ -49,6 +49,7 @@ function describeKey(k: ApiKey): string {
  * trailing newline is dropped, so `echo "$PW" | tollgate …` works.
  */
 export async function readPasswordFromStdin(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  if ((stdin as { isTTY?: boolean }).isTTY) process.stderr.write('Reading the password from standard input (it is echoed); end with Enter, then Ctrl-D.\n');
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   const text = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');

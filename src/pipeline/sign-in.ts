@@ -57,8 +57,12 @@ export async function signIn(deps: SignInDeps, input: z.output<typeof credential
   return { account, token, active };
 }
 
-export async function signUp(deps: SignInDeps, input: z.output<typeof signUpSchema>): Promise<SignedIn> {
+export function assertSignUpOpen(deps: Pick<SignInDeps, 'signup'>): void {
   if (deps.signup !== 'open') throw new TollgateError('feature.disabled', 'Sign-up is closed on this gateway: ask its operator for an account');
+}
+
+export async function signUp(deps: SignInDeps, input: z.output<typeof signUpSchema>): Promise<SignedIn> {
+  assertSignUpOpen(deps);
   const account = await deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: await hashPassword(input.password), createdAt: deps.now() });
   const { token, active } = await deps.sessions.create(account.id);
   return { account, token, active };

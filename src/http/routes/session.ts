@@ -4,14 +4,14 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActiveSession } from '../../auth/sessions.js';
-import { changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
+import { assertSignUpOpen, changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
 import { TollgateError } from '../../core/errors.js';
 import type { AccountRecord } from '../../store/types.js';
 import { checkOrigin, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
-import { clearSessionCookie, setSessionCookie } from '../session-cookie.js';
+import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../session-cookie.js';
 
 function renderSession(account: Pick<AccountRecord, 'id' | 'email'>, active: ActiveSession) {
   return { data: { account: { id: account.id, email: account.email }, csrf_token: active.csrfToken, expires_at: new Date(active.expiresAt).toISOString() } };
@@ -36,7 +36,14 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
   });
 
   routes.add('GET', '/api/v1/session', async (request, reply) => {
-    const { active } = await requireSession(services, request);
+    let active: ActiveSession;
+    try {
+      ({ active } = await requireSession(services, request));
+    } catch (error) {
+      // A dead session's cookie is useless: tell the browser to drop it.
+      if (readSessionCookie(request) !== undefined && error instanceof TollgateError && error.code === 'auth.no_session') clearSessionCookie(request, reply);
+      throw error;
+    }
     const account = await services.store.getAccount(active.session.accountId);
     if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
     return reply.header('cache-control', 'no-store').send(renderSession(account, active));
@@ -58,6 +65,7 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
 
   routes.add('POST', '/api/v1/signup', async (request, reply) => {
     checkOrigin(request);
+    assertSignUpOpen(deps); // closed answers 403 whatever the body
     const input = parseBody(signUpSchema, request.body);
     return signedIn(request, reply, 201, await signUp(deps, input));
   });

@@ -115,6 +115,18 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       });
     }
 
+    // The coarser rollups are the detail summed along their own keys.
+    const sums = 'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens';
+    const plain = (rows: Record<string, unknown>[]) => rows.map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => k !== '_metadata').map(([k, v]) => [k, typeof v === 'string' ? v : String(v)])));
+    for (const [table, keys] of [
+      ['usage_rollups_model', 'account_id, day, model, provider_name'],
+      ['usage_rollups_source', 'account_id, day, key_hash, app_id'],
+    ] as const) {
+      const coarse = await driver.all(`SELECT ${keys}, usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens FROM ${table} ORDER BY ${keys}`);
+      const summed = await driver.all(`SELECT ${keys}, ${sums} FROM usage_rollups GROUP BY ${keys} ORDER BY ${keys}`);
+      expect(plain(coarse), table).toEqual(plain(summed));
+    }
+
     // And in total, against the generations table itself.
     const [generations] = await driver.all('SELECT COUNT(*) AS n, SUM(total_cost) AS cost, SUM(tokens_prompt) AS prompt, SUM(tokens_completion) AS completion FROM generations');
     const totals = await rollupTotals();

@@ -8,10 +8,12 @@
  * measured on one host (the design's baseline was taken the same way).
  *
  * Environment: BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (default 50),
- * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its measured runs).
+ * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its measured runs), BENCH_ONLY=activity (only
+ * the `/activity` latency section, see activity-bench.ts).
  * Exits non-zero when any request failed or the ledger does not add up.
  */
 import { availableParallelism, loadavg } from 'node:os';
+import { runActivityBench } from './activity-bench.js';
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';
 import { usdToUnits } from '../core/money.js';
@@ -159,7 +161,28 @@ function checkLedger(bench: Bench, ledger: Ledger, charges: Map<BenchModel, bigi
   );
 }
 
+/** The `/activity` section: its own gateway and database, after the proxy runs (or alone with BENCH_ONLY=activity). */
+async function activitySection(): Promise<number> {
+  const { lines, failures } = await runActivityBench((line) => console.error(line));
+  console.log('');
+  for (const line of lines) console.log(line);
+  if (failures.length > 0) {
+    console.error(`\nBENCH FAILED:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
+    return 1;
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
+  const only = process.env.BENCH_ONLY;
+  if (only !== undefined && only !== '' && only !== 'activity') throw new Error(`BENCH_ONLY must be "activity", got "${only}"`);
+  if (only === 'activity') return activitySection();
+  const proxy = await proxyBench();
+  const activity = await activitySection();
+  return proxy || activity;
+}
+
+async function proxyBench(): Promise<number> {
   const started: { stop(): Promise<void> }[] = [];
   try {
     const provider = await startHelper('provider-process.js');

@@ -162,8 +162,10 @@ CREATE INDEX oauth_grants_account ON oauth_grants (account_id, created_at);
     version: 4,
     name: 'usage_rollups',
     // Per account × UTC day × model × provider × key × app, written in the charge's transaction, so
-    // the dashboard, /activity and rankings never scan generations. The column order of the primary
-    // key is the /activity grouping (day, model, provider), so SQLite aggregates in index order.
+    // the dashboard, /activity and rankings never scan generations. Besides the full detail (keyed
+    // by key first: a key filter is an index range), two coarser rollups answer the unfiltered views
+    // without summing the detail: by model and provider (/activity, the dashboard by model) and by
+    // key and app (the dashboard by key or app). Each primary key is its query's grouping order.
     // app_id 0 = no app (NULL would defeat the primary key's uniqueness); provider_name '' = unknown.
     // The two public tables carry no account and no money: rankings read only them.
     sql: `
@@ -185,9 +187,37 @@ CREATE TABLE usage_app_accounts (
 
 CREATE TABLE usage_rollups (
   account_id TEXT NOT NULL,
+  key_hash TEXT NOT NULL,
   day TEXT NOT NULL,
   model TEXT NOT NULL,
   provider_name TEXT NOT NULL,
+  app_id BIGINT NOT NULL,
+  usage BIGINT NOT NULL,
+  byok_usage BIGINT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  reasoning_tokens BIGINT NOT NULL,
+  PRIMARY KEY (account_id, key_hash, day, model, provider_name, app_id)
+);
+
+CREATE TABLE usage_rollups_model (
+  account_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  model TEXT NOT NULL,
+  provider_name TEXT NOT NULL,
+  usage BIGINT NOT NULL,
+  byok_usage BIGINT NOT NULL,
+  requests BIGINT NOT NULL,
+  prompt_tokens BIGINT NOT NULL,
+  completion_tokens BIGINT NOT NULL,
+  reasoning_tokens BIGINT NOT NULL,
+  PRIMARY KEY (account_id, day, model, provider_name)
+);
+
+CREATE TABLE usage_rollups_source (
+  account_id TEXT NOT NULL,
+  day TEXT NOT NULL,
   key_hash TEXT NOT NULL,
   app_id BIGINT NOT NULL,
   usage BIGINT NOT NULL,
@@ -196,7 +226,7 @@ CREATE TABLE usage_rollups (
   prompt_tokens BIGINT NOT NULL,
   completion_tokens BIGINT NOT NULL,
   reasoning_tokens BIGINT NOT NULL,
-  PRIMARY KEY (account_id, day, model, provider_name, key_hash, app_id)
+  PRIMARY KEY (account_id, day, key_hash, app_id)
 );
 
 CREATE TABLE usage_app_daily (

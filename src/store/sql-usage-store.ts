@@ -50,20 +50,30 @@ export class SqlUsageStore implements UsageStore {
   constructor(private readonly driver: SqlDriver) {}
 
   async activity(accountId: string, range: DayRange, keyHash?: string): Promise<ActivityRow[]> {
-    const params: SqlParam[] = [accountId, range.from, range.to];
-    if (keyHash !== undefined) params.push(keyHash);
-    // Grouped in the primary key's order (account, day, model, provider): an index range, no sort.
-    const rows = await this.driver.all(
-      `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND day >= ? AND day <= ?` +
-        (keyHash !== undefined ? ' AND key_hash = ?' : '') +
-        ' GROUP BY day, model, provider_name',
-      params,
-    );
+    // Either rollup is grouped in its primary key's order: an index range, no sort, and the
+    // unfiltered view reads one row per day × model × provider, not the per-key detail.
+    const rows =
+      keyHash === undefined
+        ? await this.driver.all(
+            `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups_model WHERE account_id = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
+            [accountId, range.from, range.to],
+          )
+        : await this.driver.all(
+            `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND key_hash = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
+            [accountId, keyHash, range.from, range.to],
+          );
     return rows.map((row) => ({ day: asString(row.day), model: asString(row.model), providerName: asString(row.provider_name), ...sumsFromRow(row) }));
   }
 
   async daily(accountId: string, query: DailyQuery): Promise<DailyRow[]> {
     const column = GROUP_COLUMN[query.groupBy];
+    // The coarsest rollup that holds the grouping and the filters.
+    const table =
+      query.groupBy === 'model' && query.keyHash === undefined
+        ? 'usage_rollups_model'
+        : query.groupBy !== 'model' && query.model === undefined
+          ? 'usage_rollups_source'
+          : 'usage_rollups';
     const params: SqlParam[] = [accountId, query.from, query.to];
     let filters = '';
     if (query.model !== undefined) {
@@ -75,7 +85,7 @@ export class SqlUsageStore implements UsageStore {
       params.push(query.keyHash);
     }
     const rows = await this.driver.all(
-      `SELECT day, ${column} AS grp, ${SUMS} FROM usage_rollups WHERE account_id = ? AND day >= ? AND day <= ?${filters} GROUP BY day, ${column}`,
+      `SELECT day, ${column} AS grp, ${SUMS} FROM ${table} WHERE account_id = ? AND day >= ? AND day <= ?${filters} GROUP BY day, ${column}`,
       params,
     );
     return rows.map((row) => ({ day: asString(row.day), group: query.groupBy === 'app' ? asNumber(row.grp) : asString(row.grp), ...sumsFromRow(row) }));

@@ -54,16 +54,25 @@ const pad = (id: number) => id.toString().padStart(16, '0');
 
 interface RollupKey {
   accountId: string;
+  keyHash: string;
   day: string;
   model: string;
   provider: string;
-  keyHash: string;
   appId: number;
+}
+
+const TOTALS_COLUMNS = 'usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens';
+
+function accumulate(table: string, conflict: string): string {
+  const sum = (column: string) => `${column} = ${table}.${column} + excluded.${column}`;
+  return `ON CONFLICT (${conflict}) DO UPDATE SET ${TOTALS_COLUMNS.split(', ').map(sum).join(', ')}`;
 }
 
 export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly Settlement[]): Promise<void> {
   if (settlements.length === 0) return;
   const rollups = new Map<string, Row<unknown>>();
+  const byModel = new Map<string, Row<unknown>>();
+  const bySource = new Map<string, Row<unknown>>();
   const appDaily = new Map<string, Row<unknown>>();
   const modelDaily = new Map<string, Row<unknown>>();
   const apps = new Map<number, { app: AppIdentity; createdAt: number }>();
@@ -82,8 +91,10 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       reasoning: BigInt(g.tokensReasoning ?? 0),
     };
     const provider = g.providerName ?? '';
-    const key: RollupKey = { accountId: g.accountId, day, model: g.model, provider, keyHash: g.keyHash, appId };
-    add(rollups, [g.accountId, day, g.model, provider, g.keyHash, pad(appId)].join(SEP), key, delta);
+    const key: RollupKey = { accountId: g.accountId, keyHash: g.keyHash, day, model: g.model, provider, appId };
+    add(rollups, [g.accountId, g.keyHash, day, g.model, provider, pad(appId)].join(SEP), key, delta);
+    add(byModel, [g.accountId, day, g.model, provider].join(SEP), key, delta);
+    add(bySource, [g.accountId, day, g.keyHash, pad(appId)].join(SEP), key, delta);
     add(modelDaily, [day, g.model].join(SEP), { day, model: g.model }, delta);
     if (app) {
       add(appDaily, [day, pad(app.id)].join(SEP), { day, appId: app.id }, delta);
@@ -96,13 +107,24 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
   const t = (x: Totals) => [x.usage, x.byokUsage, x.requests, x.prompt, x.completion, x.reasoning];
   await upsert(
     tx,
-    'INSERT INTO usage_rollups (account_id, day, model, provider_name, key_hash, app_id, usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens)',
+    `INSERT INTO usage_rollups (account_id, key_hash, day, model, provider_name, app_id, ${TOTALS_COLUMNS})`,
     12,
-    'ON CONFLICT (account_id, day, model, provider_name, key_hash, app_id) DO UPDATE SET usage = usage_rollups.usage + excluded.usage, ' +
-      'byok_usage = usage_rollups.byok_usage + excluded.byok_usage, requests = usage_rollups.requests + excluded.requests, ' +
-      'prompt_tokens = usage_rollups.prompt_tokens + excluded.prompt_tokens, completion_tokens = usage_rollups.completion_tokens + excluded.completion_tokens, ' +
-      'reasoning_tokens = usage_rollups.reasoning_tokens + excluded.reasoning_tokens',
-    sorted<RollupKey>(rollups).map(({ key: k, totals }) => [k.accountId, k.day, k.model, k.provider, k.keyHash, k.appId, ...t(totals)]),
+    accumulate('usage_rollups', 'account_id, key_hash, day, model, provider_name, app_id'),
+    sorted<RollupKey>(rollups).map(({ key: k, totals }) => [k.accountId, k.keyHash, k.day, k.model, k.provider, k.appId, ...t(totals)]),
+  );
+  await upsert(
+    tx,
+    `INSERT INTO usage_rollups_model (account_id, day, model, provider_name, ${TOTALS_COLUMNS})`,
+    10,
+    accumulate('usage_rollups_model', 'account_id, day, model, provider_name'),
+    sorted<RollupKey>(byModel).map(({ key: k, totals }) => [k.accountId, k.day, k.model, k.provider, ...t(totals)]),
+  );
+  await upsert(
+    tx,
+    `INSERT INTO usage_rollups_source (account_id, day, key_hash, app_id, ${TOTALS_COLUMNS})`,
+    10,
+    accumulate('usage_rollups_source', 'account_id, day, key_hash, app_id'),
+    sorted<RollupKey>(bySource).map(({ key: k, totals }) => [k.accountId, k.day, k.keyHash, k.appId, ...t(totals)]),
   );
 
   // An app's name is its first title: a later request cannot rename someone else's app, but an app

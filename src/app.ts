@@ -54,6 +54,8 @@ import { registerOAuthRoutes } from './http/routes/oauth.js';
 import { registerAccountHolderRoutes } from './http/routes/account-holder.js';
 import { SessionService } from './auth/sessions.js';
 import { SignInGuard } from './auth/sign-in-guard.js';
+import { registerWebRoutes } from './http/routes/web.js';
+import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
 import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
@@ -98,6 +100,8 @@ export interface AppDeps {
   recoverCharges?: boolean;
   /** How mail leaves (tests may pass their own); default: SMTP from TOLLGATE_SMTP_URL, or none (mail stays in the outbox). */
   mailTransport?: MailTransport | null;
+  /** The dashboard's built files; default: read from `dist/web` at build time (pages answer 503 when absent). */
+  web?: WebBundle;
 }
 
 export interface Gateway {
@@ -407,6 +411,7 @@ export function buildApp(deps: AppDeps): Gateway {
   registerSessionRoutes(routes, services);
   registerOAuthRoutes(routes, services);
   registerAccountHolderRoutes(routes, services);
+  registerWebRoutes(routes, deps.web ?? loadWebBundle(defaultWebDir()));
 
   async function shutdown(graceMs: number): Promise<void> {
     if (shuttingDown) return;

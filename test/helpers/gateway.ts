@@ -101,6 +101,8 @@ export interface TestGatewayOptions {
   bus?: AppDeps['bus'];
   /** Open a charge journal in this directory (as `tollgate serve` does in TOLLGATE_DATA_DIR/journal); closed by `close()`. */
   journalDir?: string;
+  /** The dashboard's files (default: whatever `dist/web` holds). */
+  web?: AppDeps['web'];
 }
 
 export interface TestGateway {
@@ -140,6 +142,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     ...(options.holds ? { holds: options.holds } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(journal ? { journal, dataDir: options.journalDir! } : {}),
+    ...(options.web ? { web: options.web } : {}),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 

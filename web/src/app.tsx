@@ -1,0 +1,140 @@
+/** The page frame (header, navigation) and which page a path shows; account pages need a session. */
+import { useEffect, useState } from 'react';
+import { ErrorNotice } from './components/error-notice';
+import { ActivityPage } from './pages/activity';
+import { AppsPage } from './pages/apps';
+import { AuthorizePage } from './pages/authorize';
+import { CreditsPage } from './pages/credits';
+import { KeysPage } from './pages/keys';
+import { RankingsPage } from './pages/rankings';
+import { SettingsPage } from './pages/settings';
+import { SignInPage } from './pages/sign-in';
+import { Link, navigate, useLocation } from './router';
+import { useSession } from './session';
+
+const NAV = [
+  { to: '/keys', label: 'Keys' },
+  { to: '/activity', label: 'Activity' },
+  { to: '/credits', label: 'Credits' },
+  { to: '/apps', label: 'Apps' },
+  { to: '/settings', label: 'Settings' },
+  { to: '/rankings', label: 'Rankings' },
+] as const;
+
+const TITLES: Record<string, string> = {
+  '/keys': 'API keys',
+  '/activity': 'Activity',
+  '/credits': 'Credits',
+  '/apps': 'Apps',
+  '/settings': 'Settings',
+  '/rankings': 'Rankings',
+  '/signin': 'Sign in',
+  '/auth': 'Authorize an app',
+};
+
+function Header(props: { path: string }) {
+  const { state, signOut } = useSession();
+  const [error, setError] = useState<unknown>(null);
+  const signedIn = state.status === 'signed-in';
+  return (
+    <header className="site-header">
+      <div className="header-row">
+        <Link to={signedIn ? '/keys' : '/rankings'} className="brand">
+          Tollgate
+        </Link>
+        {signedIn ? (
+          <div className="account">
+            <span className="account-email">{state.session.account.email}</span>
+            <button
+              type="button"
+              className="link-button"
+              onClick={() => {
+                setError(null);
+                signOut().then(() => navigate('/signin'), setError);
+              }}
+            >
+              Sign out
+            </button>
+          </div>
+        ) : props.path !== '/signin' ? (
+          <Link to={`/signin`} className="account">
+            Sign in
+          </Link>
+        ) : null}
+      </div>
+      {signedIn ? (
+        <nav aria-label="Dashboard">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.to}>
+                <Link to={item.to} current={props.path === item.to}>
+                  {item.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      ) : null}
+      <ErrorNotice error={error} title="Sign out failed" />
+    </header>
+  );
+}
+
+/** Pages that need no account: the public rankings, the sign-in page, and /auth (which handles its own sign-in hop). */
+const PUBLIC = new Set(['/rankings', '/signin', '/auth']);
+
+function Page(props: { path: string }) {
+  const { state } = useSession();
+  const { path } = props;
+  const needsSession = !PUBLIC.has(path);
+
+  useEffect(() => {
+    if (state.status === 'loading') return;
+    if (path === '/') navigate(state.status === 'signed-in' ? '/keys' : '/signin', { replace: true });
+    else if (needsSession && state.status === 'signed-out') navigate(`/signin?next=${encodeURIComponent(path + window.location.search)}`, { replace: true });
+  }, [state.status, path, needsSession]);
+
+  if (path === '/rankings') return <RankingsPage />;
+  if (path === '/signin') return <SignInPage />;
+  if (path === '/auth') return <AuthorizePage />;
+  if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
+  switch (path) {
+    case '/keys':
+      return <KeysPage />;
+    case '/activity':
+      return <ActivityPage />;
+    case '/credits':
+      return <CreditsPage />;
+    case '/apps':
+      return <AppsPage />;
+    case '/settings':
+      return <SettingsPage />;
+    default:
+      return (
+        <section>
+          <h1>Page not found</h1>
+          <p>
+            There is no page at {path}. <Link to="/keys">Go to your keys</Link>.
+          </p>
+        </section>
+      );
+  }
+}
+
+export function App() {
+  const { path } = useLocation();
+  useEffect(() => {
+    document.title = TITLES[path] ? `${TITLES[path]} · Tollgate` : 'Tollgate';
+  }, [path]);
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <Header path={path} />
+      <main id="main">
+        <Page path={path} />
+      </main>
+    </>
+  );
+}

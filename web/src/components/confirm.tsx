@@ -1,0 +1,38 @@
+/** An inline confirmation for destructive actions: a labelled dialog region with the consequence in words. */
+import { useEffect, useId, useRef, useState } from 'react';
+import { ErrorNotice } from './error-notice';
+
+export function Confirm(props: { title: string; body: string; confirmLabel: string; onConfirm(): Promise<void>; onCancel(): void }) {
+  const titleId = useId();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const cancelRef = useRef<HTMLButtonElement>(null);
+  useEffect(() => cancelRef.current?.focus(), []);
+  const confirm = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await props.onConfirm();
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="confirm" role="alertdialog" aria-labelledby={titleId}>
+      <p id={titleId} className="confirm-title">
+        {props.title}
+      </p>
+      <p>{props.body}</p>
+      <ErrorNotice error={error} />
+      <div className="actions">
+        <button type="button" className="danger" onClick={() => void confirm()} disabled={busy}>
+          {props.confirmLabel}
+        </button>
+        <button type="button" ref={cancelRef} onClick={props.onCancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}

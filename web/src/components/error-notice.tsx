@@ -1,0 +1,19 @@
+import { ApiError } from '../api/client';
+
+/** The words of a failure, never swallowed: the error record's message, or what went wrong locally. */
+export function describeError(error: unknown): string {
+  if (error instanceof ApiError) {
+    return error.retryAfterSeconds ? `${error.message} (try again in ${error.retryAfterSeconds} s)` : error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function ErrorNotice(props: { error: unknown; title?: string }) {
+  if (props.error === null || props.error === undefined) return null;
+  return (
+    <p className="notice notice-error" role="alert">
+      {props.title ? <strong>{props.title}: </strong> : null}
+      {describeError(props.error)}
+    </p>
+  );
+}

@@ -1,0 +1,57 @@
+/**
+ * One value per UTC day and series, drawn with uPlot. uPlot sizes its elements through the CSSOM
+ * (element.style), which the page's Content-Security-Policy (style-src 'self') allows.
+ */
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+export interface ChartSeries {
+  label: string;
+  values: number[];
+}
+
+const PALETTE = ['#1d4ed8', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490', '#a16207', '#be185d', '#4d7c0f', '#475569'];
+
+export function TimeChart(props: { title: string; days: string[]; series: ChartSeries[]; format(value: number): string }) {
+  const container = useRef<HTMLDivElement>(null);
+  const { days, series, format } = props;
+
+  useEffect(() => {
+    const element = container.current;
+    if (!element) return;
+    const xs = days.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000);
+    const options: uPlot.Options = {
+      width: Math.max(element.clientWidth, 280),
+      height: 220,
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      scales: { x: { time: true } },
+      axes: [{}, { values: (_u, ticks) => ticks.map(format), size: 70 }],
+      legend: { live: false },
+      series: [
+        { label: 'UTC day' },
+        ...series.map((s, i) => ({
+          label: s.label,
+          stroke: PALETTE[i % PALETTE.length] ?? '#1d4ed8',
+          width: 2,
+          points: { show: true, size: 5 },
+          value: (_u: uPlot, v: number | null) => (v === null ? '—' : format(v)),
+        })),
+      ],
+    };
+    const plot = new uPlot(options, [xs, ...series.map((s) => s.values)], element);
+    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(element.clientWidth, 280), height: 220 }));
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [days, series, format]);
+
+  return (
+    <figure className="chart">
+      <figcaption>{props.title}</figcaption>
+      <div ref={container} className="chart-canvas" role="img" aria-label={`${props.title}, per UTC day for the last ${days.length} days`} />
+    </figure>
+  );
+}

@@ -1,0 +1,40 @@
+/** How numbers and times read on the dashboard: USD with cents (sub-cent amounts to 6 places), times in UTC. */
+
+const usdLarge = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const usdSmall = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 6 });
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+export function formatUsd(value: number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  return Math.abs(value) >= 1 || value === 0 ? usdLarge.format(value) : usdSmall.format(value);
+}
+
+export function formatInteger(value: number | null | undefined): string {
+  return value === null || value === undefined ? '—' : integer.format(value);
+}
+
+/** `2026-11-23 14:05 UTC` */
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toISOString().slice(0, 10);
+}
+
+/** Latency arrives in milliseconds. */
+export function formatLatency(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
+}
+
+/** The last `days` UTC days, oldest first, today included, as YYYY-MM-DD. */
+export function lastUtcDays(days: number, now = Date.now()): string[] {
+  const today = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate());
+  return Array.from({ length: days }, (_, i) => new Date(today - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10));
+}

@@ -1,0 +1,83 @@
+/** Apps: the OAuth authorizations of the account (each one a key issued to an app), with revoke. */
+import { useState } from 'react';
+import { api } from '../api/client';
+import type { AppAuthorization } from '../api/types';
+import { Confirm } from '../components/confirm';
+import { ErrorNotice } from '../components/error-notice';
+import { useLoader } from '../components/use-loader';
+import { formatDate, formatUsd } from '../format';
+
+function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
+  const a = props.authorization;
+  const [confirming, setConfirming] = useState(false);
+  const name = a.app.name || a.app.origin;
+  return (
+    <tr aria-label={`App ${name}`}>
+      <td data-label="App">
+        <span className="key-name">{name}</span>
+        {name !== a.app.origin ? <div className="muted small">{a.app.origin}</div> : null}
+      </td>
+      <td data-label="Key" className="mono">
+        {a.key_label}
+      </td>
+      <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
+      <td data-label="Created" className="nowrap">{formatDate(a.created_at)}</td>
+      <td data-label="Expires">{a.expires_at ? formatDate(a.expires_at) : 'Never'}</td>
+      <td data-label="Status">{a.disabled ? 'Disabled' : 'Active'}</td>
+      <td data-label="Actions">
+        {confirming ? (
+          <Confirm
+            title={`Revoke access for ${name}?`}
+            body="Its key is deleted and the app can no longer use your credits."
+            confirmLabel="Revoke access"
+            onConfirm={async () => {
+              await api('DELETE', `/apps/${encodeURIComponent(a.id)}`);
+              props.onRevoked();
+            }}
+            onCancel={() => setConfirming(false)}
+          />
+        ) : (
+          <button type="button" className="danger" onClick={() => setConfirming(true)} aria-label={`Revoke ${name}`}>
+            Revoke
+          </button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+export function AppsPage() {
+  const apps = useLoader(() => api<{ data: AppAuthorization[] }>('GET', '/apps'), []);
+  return (
+    <section>
+      <h1>Apps</h1>
+      <p className="muted">Apps you approved through OAuth. Each holds its own key drawing on your credits.</p>
+      <ErrorNotice error={apps.error} title="Could not load your apps" />
+      {apps.data === null ? (
+        apps.loading ? <p className="muted">Loading…</p> : null
+      ) : apps.data.data.length === 0 ? (
+        <p className="empty">You have not authorized any app.</p>
+      ) : (
+        <table className="data-table cards">
+          <caption className="visually-hidden">Authorized apps</caption>
+          <thead>
+            <tr>
+              <th scope="col">App</th>
+              <th scope="col">Key</th>
+              <th scope="col">Limit</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {apps.data.data.map((a) => (
+              <AppRow key={a.id} authorization={a} onRevoked={apps.reload} />
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,121 @@
+/**
+ * /auth: the OAuth PKCE approval page. The gateway refused an invalid callback_url already (HTTP 400,
+ * with the reason in a meta tag); otherwise the holder signs in if needed, sees which app asks, and
+ * approves or denies. The API answers where to go next; the page only follows it.
+ */
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, query } from '../api/client';
+import type { AuthorizeRequest } from '../api/types';
+import { ErrorNotice } from '../components/error-notice';
+import { useLoader } from '../components/use-loader';
+import { navigate, useLocation } from '../router';
+import { useSession } from '../session';
+
+function serverProblem(): string | null {
+  return document.querySelector('meta[name="tollgate-auth-problem"]')?.getAttribute('content') ?? null;
+}
+
+/** What the app's authorization URL carries; `limit` (the app's suggestion) only pre-fills the field the holder decides. */
+const PARAMS = ['callback_url', 'code_challenge', 'code_challenge_method', 'key_label', 'limit'] as const;
+
+function Approval(props: { params: Record<(typeof PARAMS)[number], string | null> }) {
+  const { params } = props;
+  const request = useLoader(() => api<{ data: AuthorizeRequest }>('GET', `/oauth/authorize${query(params)}`), []);
+  const [limit, setLimit] = useState(params.limit ?? '');
+  const [busy, setBusy] = useState<'approve' | 'deny' | null>(null);
+  const [error, setError] = useState<unknown>(null);
+
+  const decide = async (decision: 'approve' | 'deny', event?: FormEvent) => {
+    event?.preventDefault();
+    setError(null);
+    const limitValue = limit.trim() === '' ? null : Number(limit);
+    if (decision === 'approve' && limitValue !== null && (!Number.isFinite(limitValue) || limitValue <= 0)) {
+      setError(new Error('The credit limit must be a positive number of USD'));
+      return;
+    }
+    setBusy(decision);
+    try {
+      const body: Record<string, unknown> = { decision };
+      for (const name of PARAMS) if (name !== 'limit' && params[name] !== null) body[name] = params[name];
+      if (decision === 'approve' && limitValue !== null) body.limit = limitValue;
+      const answer = await api<{ data: { redirect_url: string } }>('POST', '/oauth/authorize', body);
+      window.location.assign(answer.data.redirect_url);
+    } catch (failure) {
+      setError(failure);
+      setBusy(null);
+    }
+  };
+
+  if (request.error) return <ErrorNotice error={request.error} title="This authorization request cannot be used" />;
+  if (!request.data) return <p className="muted">Loading…</p>;
+  const app = request.data.data.app;
+  return (
+    <form className="panel stack" onSubmit={(event) => void decide('approve', event)} aria-labelledby="authorize-title">
+      <h1 id="authorize-title">Authorize {app.name || app.origin}</h1>
+      <p>
+        <strong>{app.name || app.origin}</strong>
+        {app.name && app.name !== app.origin ? (
+          <>
+            {' '}
+            at <span className="mono">{app.origin}</span>
+          </>
+        ) : null}{' '}
+        asks for an API key that spends your credits
+        {request.data.data.key_label ? (
+          <>
+            {' '}
+            (key label: <strong>{request.data.data.key_label}</strong>)
+          </>
+        ) : null}
+        .
+      </p>
+      <p className="muted">
+        After you decide, you are sent back to <span className="mono">{request.data.data.callback_url}</span>. You can revoke the key any time under Apps.
+      </p>
+      <label>
+        Credit limit for this app (USD, optional)
+        <input type="number" min="0" step="0.01" inputMode="decimal" value={limit} onChange={(e) => setLimit(e.target.value)} />
+      </label>
+      <ErrorNotice error={error} />
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy !== null}>
+          {busy === 'approve' ? 'Approving…' : 'Approve'}
+        </button>
+        <button type="button" onClick={() => void decide('deny')} disabled={busy !== null}>
+          {busy === 'deny' ? 'Denying…' : 'Deny'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function AuthorizePage() {
+  const { state } = useSession();
+  const { search } = useLocation();
+  const problem = serverProblem();
+  const params = Object.fromEntries(PARAMS.map((name) => [name, search.get(name)])) as Record<(typeof PARAMS)[number], string | null>;
+
+  useEffect(() => {
+    if (!problem && state.status === 'signed-out') {
+      navigate(`/signin?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+    }
+  }, [problem, state.status]);
+
+  if (problem) {
+    return (
+      <section className="narrow">
+        <h1>This app's callback URL is not allowed</h1>
+        <p className="notice notice-error" role="alert">
+          {problem}.
+        </p>
+        <p className="muted">Nothing was authorized. Tell the app's developer: the callback must use https, or http on localhost.</p>
+      </section>
+    );
+  }
+  if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
+  return (
+    <section className="narrow">
+      <Approval params={params} />
+    </section>
+  );
+}

@@ -1,0 +1,132 @@
+/** Creating a key: name, optional credit limit with its reset window, optional expiry, BYOK counting, management scope. */
+import { useId, useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import type { ApiKey, LimitReset } from '../api/types';
+import { ErrorNotice } from '../components/error-notice';
+
+export interface CreatedKey {
+  data: ApiKey;
+  key: string;
+}
+
+/** A date input's day → the end of that UTC day, so a key "expiring on the 30th" works all of the 30th. */
+function endOfUtcDay(day: string): string {
+  return `${day}T23:59:59Z`;
+}
+
+export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onCancel(): void }) {
+  const formId = useId();
+  const [name, setName] = useState('');
+  const [limit, setLimit] = useState('');
+  const [reset, setReset] = useState<'' | LimitReset>('');
+  const [expires, setExpires] = useState('');
+  const [includeByok, setIncludeByok] = useState(false);
+  const [management, setManagement] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(null);
+    const limitValue = limit.trim() === '' ? null : Number(limit);
+    if (limitValue !== null && (!Number.isFinite(limitValue) || limitValue < 0)) {
+      setError(new Error('The credit limit must be a number of USD, 0 or more'));
+      return;
+    }
+    const body: Record<string, unknown> = { name: name.trim(), include_byok_in_limit: includeByok };
+    if (limitValue !== null) {
+      body.limit = limitValue;
+      body.limit_reset = reset === '' ? null : reset;
+    }
+    if (expires !== '') body.expires_at = endOfUtcDay(expires);
+    if (management) body.management = true;
+    setBusy(true);
+    try {
+      const created = await api<CreatedKey>('POST', '/keys', body);
+      props.onCreated(created);
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="panel stack" aria-labelledby={`${formId}-title`} onSubmit={(event) => void submit(event)}>
+      <h2 id={`${formId}-title`}>Create a key</h2>
+      <label>
+        Name
+        <input name="name" required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. production server" />
+      </label>
+      <div className="row">
+        <label>
+          Credit limit (USD, optional)
+          <input name="limit" type="number" min="0" step="0.01" inputMode="decimal" value={limit} onChange={(e) => setLimit(e.target.value)} />
+        </label>
+        <label>
+          Limit resets
+          <select name="limit_reset" value={reset} onChange={(e) => setReset(e.target.value as '' | LimitReset)} disabled={limit.trim() === ''}>
+            <option value="">Never (total limit)</option>
+            <option value="daily">Every UTC day</option>
+            <option value="weekly">Every week (Monday, UTC)</option>
+            <option value="monthly">Every month (UTC)</option>
+          </select>
+        </label>
+      </div>
+      <label>
+        Expires after (UTC day, optional)
+        <input name="expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={includeByok} onChange={(e) => setIncludeByok(e.target.checked)} />
+        Count usage on your own provider keys (BYOK) toward the limit
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={management} onChange={(e) => setManagement(e.target.checked)} />
+        Management key (manages keys through the API; cannot call models)
+      </label>
+      <ErrorNotice error={error} />
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? 'Creating…' : 'Create key'}
+        </button>
+        <button type="button" onClick={props.onCancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The full key, once: read-only, labelled, with a copy button and the warning. */
+export function NewKeyNotice(props: { created: CreatedKey; onDone(): void }) {
+  const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.created.key);
+      setCopied('yes');
+    } catch {
+      setCopied('failed');
+    }
+  };
+  return (
+    <section className="panel new-key" aria-labelledby="new-key-title">
+      <h2 id="new-key-title">Key “{props.created.data.name}” created</h2>
+      <p className="notice notice-warning">Copy this key now and store it safely. It will not be shown again.</p>
+      <label>
+        API key
+        <input readOnly value={props.created.key} className="mono" onFocus={(e) => e.target.select()} />
+      </label>
+      <div className="actions">
+        <button type="button" className="primary" onClick={() => void copy()}>
+          Copy
+        </button>
+        <button type="button" onClick={props.onDone}>
+          Done
+        </button>
+        <span role="status" className="muted">
+          {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'failed' ? 'Copying failed: select the key and copy it by hand.' : ''}
+        </span>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,232 @@
+/** Keys: every key of the account (inference and management) with usage, limits and the actions on it. */
+import { useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import type { ApiKey } from '../api/types';
+import { Confirm } from '../components/confirm';
+import { ErrorNotice } from '../components/error-notice';
+import { useLoader } from '../components/use-loader';
+import { formatDate, formatUsd } from '../format';
+import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
+
+const PAGE = 100;
+
+function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' {
+  if (key.disabled) return 'Disabled';
+  if (key.expires_at && Date.parse(key.expires_at) <= now) return 'Expired';
+  return 'Active';
+}
+
+const RESET_WORDS = { daily: 'per day', weekly: 'per week', monthly: 'per month' } as const;
+
+function limitText(key: ApiKey): string {
+  if (key.limit === null) return 'No limit';
+  const window = key.limit_reset ? RESET_WORDS[key.limit_reset] : 'in total';
+  return `${formatUsd(key.limit)} ${window}, ${formatUsd(key.limit_remaining)} left`;
+}
+
+async function loadKeys(): Promise<ApiKey[]> {
+  const all: ApiKey[] = [];
+  // Pages of 100, newest first; an account rarely has more than a few pages.
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await api<{ data: ApiKey[] }>('GET', `/keys?include_disabled=true&offset=${offset}`);
+    all.push(...page.data);
+    if (page.data.length < PAGE || offset >= 10 * PAGE) return all;
+  }
+}
+
+function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {
+  const [name, setName] = useState(props.keyRecord.name);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api('PATCH', `/keys/${props.keyRecord.hash}`, { name: name.trim() });
+      props.onDone(true);
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="inline-form" onSubmit={(event) => void submit(event)}>
+      <label>
+        New name for {props.keyRecord.name}
+        <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+      </label>
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          Save name
+        </button>
+        <button type="button" onClick={() => props.onDone(false)} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+      <ErrorNotice error={error} />
+    </form>
+  );
+}
+
+function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
+  const key = props.keyRecord;
+  const [mode, setMode] = useState<'view' | 'rename' | 'delete'>('view');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const status = statusOf(key, props.now);
+
+  const toggle = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api('PATCH', `/keys/${key.hash}`, { disabled: !key.disabled });
+      props.onChanged();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <tr aria-label={`Key ${key.name}`}>
+      <td data-label="Name">
+        {mode === 'rename' ? (
+          <RenameForm
+            keyRecord={key}
+            onDone={(changed) => {
+              setMode('view');
+              if (changed) props.onChanged();
+            }}
+          />
+        ) : (
+          <>
+            <span className="key-name">{key.name}</span>
+            {key.is_management_key ? <span className="badge badge-management">Management</span> : null}
+            {key.app ? <span className="badge">App: {key.app.name}</span> : null}
+          </>
+        )}
+      </td>
+      <td data-label="Key" className="mono nowrap">
+        {key.label}
+      </td>
+      <td data-label="Status">
+        <span className={`status status-${status.toLowerCase()}`}>{status}</span>
+      </td>
+      <td data-label="Limit">{limitText(key)}</td>
+      <td data-label="Usage today" className="num">
+        {formatUsd(key.usage_daily)}
+      </td>
+      <td data-label="This week" className="num">
+        {formatUsd(key.usage_weekly)}
+      </td>
+      <td data-label="This month" className="num">
+        {formatUsd(key.usage_monthly)}
+      </td>
+      <td data-label="Created" className="nowrap">{formatDate(key.created_at)}</td>
+      <td data-label="Expires" className="nowrap">
+        {key.expires_at ? formatDate(key.expires_at) : 'Never'}
+      </td>
+      <td data-label="Actions">
+        {mode === 'delete' ? (
+          <Confirm
+            title={`Delete key “${key.name}”?`}
+            body="Programs using this key stop working at once. This cannot be undone."
+            confirmLabel="Delete key"
+            onConfirm={async () => {
+              await api('DELETE', `/keys/${key.hash}`);
+              props.onChanged();
+            }}
+            onCancel={() => setMode('view')}
+          />
+        ) : (
+          <div className="actions compact">
+            <button type="button" onClick={() => setMode('rename')} disabled={busy || mode === 'rename'} aria-label={`Rename ${key.name}`}>
+              Rename
+            </button>
+            <button type="button" onClick={() => void toggle()} disabled={busy} aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}>
+              {key.disabled ? 'Enable' : 'Disable'}
+            </button>
+            <button type="button" className="danger" onClick={() => setMode('delete')} disabled={busy} aria-label={`Delete ${key.name}`}>
+              Delete
+            </button>
+          </div>
+        )}
+        <ErrorNotice error={error} />
+      </td>
+    </tr>
+  );
+}
+
+export function KeysPage() {
+  const keys = useLoader(loadKeys, []);
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const now = Date.now();
+
+  return (
+    <section>
+      <div className="page-title">
+        <h1>API keys</h1>
+        {!creating && !created ? (
+          <button type="button" className="primary" onClick={() => setCreating(true)}>
+            Create key
+          </button>
+        ) : null}
+      </div>
+      <p className="muted">
+        Inference keys call models at <span className="mono">/api/v1/chat/completions</span>; management keys manage keys through the API. Usage windows are UTC.
+      </p>
+      {created ? (
+        <NewKeyNotice
+          created={created}
+          onDone={() => {
+            setCreated(null);
+          }}
+        />
+      ) : null}
+      {creating ? (
+        <KeyCreateForm
+          onCreated={(result) => {
+            setCreating(false);
+            setCreated(result);
+            keys.reload();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : null}
+      <ErrorNotice error={keys.error} title="Could not load your keys" />
+      {keys.data === null ? (
+        keys.loading ? <p className="muted">Loading keys…</p> : null
+      ) : keys.data.length === 0 ? (
+        <p className="empty">You have no keys yet. Create one to call models.</p>
+      ) : (
+        <div className="table-scroll">
+        <table className="data-table cards">
+          <caption className="visually-hidden">Your API keys</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Status</th>
+              <th scope="col">Limit</th>
+              <th scope="col" className="num">Today</th>
+              <th scope="col" className="num">This week</th>
+              <th scope="col" className="num">This month</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.data.map((key) => (
+              <KeyRow key={key.hash} keyRecord={key} now={now} onChanged={keys.reload} />
+            ))}
+          </tbody>
+        </table>
+        </div>
+      )}
+    </section>
+  );
+}

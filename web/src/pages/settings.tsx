@@ -1,0 +1,200 @@
+/** Settings: password, sign out everywhere, and notification e-mails (when this gateway offers them). */
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, ApiError } from '../api/client';
+import type { Notifications } from '../api/types';
+import { ErrorNotice } from '../components/error-notice';
+import { useLoader } from '../components/use-loader';
+import { navigate } from '../router';
+import { useSession } from '../session';
+
+const MIN_PASSWORD = 10;
+const MAX_PASSWORD = 256;
+
+function PasswordForm() {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [repeat, setRepeat] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState(false);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(null);
+    setDone(false);
+    if (next.length < MIN_PASSWORD || next.length > MAX_PASSWORD) return setError(new Error(`The new password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long`));
+    if (next !== repeat) return setError(new Error('The two new passwords differ'));
+    setBusy(true);
+    try {
+      await api('POST', '/account/password', { current_password: current, new_password: next });
+      setCurrent('');
+      setNext('');
+      setRepeat('');
+      setDone(true);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="panel stack" aria-labelledby="password-title" onSubmit={(event) => void submit(event)}>
+      <h2 id="password-title">Change password</h2>
+      <label>
+        Current password
+        <input type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+      </label>
+      <label>
+        New password ({MIN_PASSWORD}–{MAX_PASSWORD} characters)
+        <input type="password" autoComplete="new-password" required minLength={MIN_PASSWORD} maxLength={MAX_PASSWORD} value={next} onChange={(e) => setNext(e.target.value)} />
+      </label>
+      <label>
+        Repeat the new password
+        <input type="password" autoComplete="new-password" required value={repeat} onChange={(e) => setRepeat(e.target.value)} />
+      </label>
+      <ErrorNotice error={error} />
+      {done ? (
+        <p className="notice notice-ok" role="status">
+          Password changed. Your other sessions were signed out.
+        </p>
+      ) : null}
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          Change password
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function SignOutEverywhere() {
+  const { forget } = useSession();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api('POST', '/session/revoke-all');
+      forget();
+      navigate('/signin');
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+  return (
+    <section className="panel stack" aria-labelledby="everywhere-title">
+      <h2 id="everywhere-title">Sessions</h2>
+      <p>Signs out every browser signed in to this account, this one included. API keys keep working.</p>
+      <ErrorNotice error={error} />
+      <div className="actions">
+        <button type="button" onClick={() => void run()} disabled={busy}>
+          Sign out everywhere
+        </button>
+      </div>
+    </section>
+  );
+}
+
+/** Not every gateway has notification e-mails: a 404 means "not offered here", not a failure. */
+function NotificationSettings() {
+  const loaded = useLoader(async () => {
+    try {
+      return (await api<{ data: Notifications }>('GET', '/account/notifications')).data;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return null;
+      throw error;
+    }
+  }, []);
+  const [form, setForm] = useState<Notifications | null>(null);
+  const [threshold, setThreshold] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+
+  useEffect(() => {
+    if (loaded.data) {
+      setForm(loaded.data);
+      setThreshold(loaded.data.low_balance.threshold === null ? '' : String(loaded.data.low_balance.threshold));
+    }
+  }, [loaded.data]);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!form) return;
+    setError(null);
+    setSaved(false);
+    const value = threshold.trim() === '' ? null : Number(threshold);
+    if (value !== null && (!Number.isFinite(value) || value < 0)) return setError(new Error('The threshold must be a number of USD, 0 or more'));
+    setBusy(true);
+    try {
+      const body = { ...form, low_balance: { enabled: form.low_balance.enabled, threshold: value } };
+      const answer = await api<{ data: Notifications }>('PATCH', '/account/notifications', body);
+      setForm(answer.data);
+      setSaved(true);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (loaded.error) return <ErrorNotice error={loaded.error} title="Could not load notification settings" />;
+  if (loaded.loading) return null;
+  if (loaded.data === null) {
+    return (
+      <section className="panel" aria-labelledby="notifications-title">
+        <h2 id="notifications-title">Notifications</h2>
+        <p className="muted">This gateway does not send notification e-mails.</p>
+      </section>
+    );
+  }
+  if (!form) return null;
+  return (
+    <form className="panel stack" aria-labelledby="notifications-title" onSubmit={(event) => void submit(event)}>
+      <h2 id="notifications-title">Notifications</h2>
+      <label className="check">
+        <input type="checkbox" checked={form.low_balance.enabled} onChange={(e) => setForm({ ...form, low_balance: { ...form.low_balance, enabled: e.target.checked } })} />
+        E-mail me when my balance runs low
+      </label>
+      <label>
+        Low-balance threshold (USD)
+        <input type="number" min="0" step="0.01" inputMode="decimal" value={threshold} onChange={(e) => setThreshold(e.target.value)} disabled={!form.low_balance.enabled} />
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={form.key_limit.enabled} onChange={(e) => setForm({ ...form, key_limit: { enabled: e.target.checked } })} />
+        E-mail me when a key reaches its credit limit
+      </label>
+      <label className="check">
+        <input type="checkbox" checked={form.key_expiry.enabled} onChange={(e) => setForm({ ...form, key_expiry: { enabled: e.target.checked } })} />
+        E-mail me before a key expires
+      </label>
+      <ErrorNotice error={error} />
+      {saved ? (
+        <p className="notice notice-ok" role="status">
+          Notification settings saved.
+        </p>
+      ) : null}
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          Save notification settings
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function SettingsPage() {
+  const { state } = useSession();
+  return (
+    <section>
+      <h1>Settings</h1>
+      {state.status === 'signed-in' ? <p className="muted">Signed in as {state.session.account.email}.</p> : null}
+      <PasswordForm />
+      <SignOutEverywhere />
+      <NotificationSettings />
+    </section>
+  );
+}

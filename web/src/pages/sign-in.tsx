@@ -1,0 +1,52 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { ErrorNotice } from '../components/error-notice';
+import { navigate, safeNext, useLocation } from '../router';
+import { useSession } from '../session';
+
+export function SignInPage() {
+  const { state, signIn } = useSession();
+  const { search } = useLocation();
+  const next = safeNext(search.get('next')) ?? '/keys';
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+
+  useEffect(() => {
+    if (state.status === 'signed-in') navigate(next, { replace: true });
+  }, [state.status, next]);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await signIn(email.trim(), password);
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="narrow">
+      <h1>Sign in</h1>
+      <p className="muted">Sign in to manage your API keys, credits and the apps you authorized.</p>
+      {state.status === 'signed-out' && state.problem ? <p className="notice">{state.problem}</p> : null}
+      <form onSubmit={(event) => void submit(event)} className="stack">
+        <label>
+          E-mail
+          <input type="email" name="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        </label>
+        <label>
+          Password
+          <input type="password" name="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
+        </label>
+        <ErrorNotice error={error} />
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -62,7 +62,7 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
         if (!checked.ok) return sendPage(reply, 400, withAuthProblem(index, checked.message));
       }
       return sendPage(reply, 200, index);
-    });
+    }, { auth: 'none' });
   }
 
   routes.add('GET', '/assets/:name', async (request, reply) => {
@@ -73,5 +73,5 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
       .code(200)
       .headers({ 'content-type': file.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' })
       .send(file.body);
-  });
+  }, { auth: 'none' });
 }

@@ -5,15 +5,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { usdToUnits } from '../../core/money.js';
 import { notificationSettingsPatchSchema, renderNotificationSettings, toSettingsPatch } from '../../pipeline/notification-settings.js';
-import { authenticate } from '../authenticate.js';
+import { authenticateAccount } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
 export function registerNotificationRoutes(routes: RouteTable, services: Services): void {
   const defaultThreshold = usdToUnits(services.config.notifications.low_balance_threshold);
-  // The account the request acts for. Management key today; the dashboard's session authenticator swaps in here.
-  const accountOf = async (request: FastifyRequest, reply: FastifyReply): Promise<string> => (await authenticate(services, request, reply, 'management')).accountId;
+  // The account the request acts for: a management key, or the dashboard's session cookie (+ CSRF on PATCH).
+  const accountOf = async (request: FastifyRequest, reply: FastifyReply): Promise<string> => (await authenticateAccount(services, request, reply)).accountId;
 
   routes.add('GET', '/api/v1/account/notifications', async (request, reply) => {
     const accountId = await accountOf(request, reply);

@@ -39,6 +39,7 @@ import { registerOpsRoutes } from './http/routes/ops.js';
 import { registerNotificationRoutes } from './http/routes/notifications.js';
 import { registerOutboxAdminRoutes } from './http/routes/outbox-admin.js';
 import { registerPasswordResetRoutes } from './http/routes/password-reset.js';
+import { RESET_TOKEN_TTL_MS } from './pipeline/password-reset.js';
 import { registerSecretScanningRoutes } from './http/routes/secret-scanning.js';
 import { registerMailMetrics } from './mail/mail-metrics.js';
 import { MailOutbox } from './mail/mail-outbox.js';
@@ -397,6 +398,8 @@ export function buildApp(deps: AppDeps): Gateway {
         maxAttempts: config.mail.max_attempts,
         // Longer than any one send (three phases bounded by the send timeout), so a live sender keeps its message.
         leaseMs: Math.max(60_000, 4 * config.mail.send_timeout_ms),
+        // A reset link is useless once its token expired: such a message is given up, not sent late.
+        expiresAfterMs: { password_reset: RESET_TOKEN_TTL_MS },
       })
     : null;
   if (sender) mail.onQueued(() => sender.wake());

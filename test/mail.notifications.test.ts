@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { chat, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
 import { startInbox, type Inbox, type ReceivedMail } from './helpers/smtp-inbox.js';
+import { asBrowser, createHolder, signIn } from './helpers/session.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const DAY = 86_400_000;
@@ -71,6 +72,16 @@ describe('notifications', () => {
     expectError(await call(gw, 'PATCH', '/account/notifications', { key: h.management, json: { key_exposure: { enabled: false } } }), 400);
     expectError(await call(gw, 'GET', '/account/notifications', { key: inference.key }), 401);
     expectError(await call(gw, 'GET', '/account/notifications'), 401);
+  });
+
+  it('the dashboard session reads and changes the same settings (CSRF required)', async () => {
+    const h = await createHolder(gw);
+    const session = await signIn(gw, h.email, h.password);
+    expect((await asBrowser(gw, session, 'GET', '/account/notifications')).json.data.key_expiry).toEqual({ enabled: true });
+    expectError(await asBrowser(gw, session, 'PATCH', '/account/notifications', { json: { key_expiry: { enabled: false } }, csrf: null }), 403);
+    const changed = await asBrowser(gw, session, 'PATCH', '/account/notifications', { json: { key_expiry: { enabled: false } } });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.json.data.key_expiry).toEqual({ enabled: false });
   });
 
   it('low balance: once until credits are added, at the account threshold, and not when turned off', async () => {

@@ -74,6 +74,32 @@ describe('outbox: SMTP down, gateway restarted, SMTP back', () => {
   });
 });
 
+describe('outbox: stale messages', () => {
+  it('a password-reset message older than its token is given up, not sent', async () => {
+    const database = await sqliteTarget.createDatabase();
+    const store = database.openStore();
+    await store.migrate();
+    const inbox = await startInbox();
+    try {
+      let now = 1_000_000;
+      const mail = new MailOutbox(store.outbox, registerMailMetrics(new Registry(), store.outbox, () => now), () => now, MAIL.from);
+      const compose = (recipient: string) => mail.compose(lowBalanceMail({ balanceUsd: '0', thresholdUsd: '1' }), { kind: 'password_reset', recipient, accountId: null, dedupeKey: null });
+      await mail.enqueue([compose('late@example.test')]);
+      now += 30 * 60_000;
+      await mail.enqueue([compose('fresh@example.test')]);
+      const sender = new OutboxSender({ store: store.outbox, transport: smtpTransport(inbox.url, MAIL.from, 5000), metrics: registerMailMetrics(new Registry(), store.outbox, () => now), log: silent, now: () => now, pollMs: 20, retryBaseMs: 50, retryMaxMs: 100, maxAttempts: 3, leaseMs: 60_000, expiresAfterMs: { password_reset: 30 * 60_000 } });
+      sender.start();
+      await inbox.waitFor(1);
+      await sender.stop();
+      expect(inbox.messages.map((m) => m.to)).toEqual([['fresh@example.test']]);
+      expect((await store.outbox.listUndelivered(10, 0)).map((m) => [m.recipient, m.lastError])).toEqual([['late@example.test', 'expired before it could be sent']]);
+    } finally {
+      await inbox.close();
+      await database.cleanup();
+    }
+  });
+});
+
 describe('outbox on PostgreSQL: several senders', () => {
   const cleanup: Array<() => Promise<void>> = [];
   afterAll(async () => {

@@ -8,7 +8,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../observability/logger.js';
-import type { OutboxStore } from '../store/mail-types.js';
+import type { MailKind, OutboxStore } from '../store/mail-types.js';
 import type { MailMetrics } from './mail-metrics.js';
 import { describeSendFailure, isConnectionFailure, isPermanentSendFailure, type MailTransport } from './smtp-transport.js';
 
@@ -25,6 +25,8 @@ export interface OutboxSenderOptions {
   /** How long a claimed message is ours; must exceed one send (timeouts included). */
   leaseMs: number;
   random?: () => number;
+  /** Kinds whose content goes stale (a reset link's token expires): not sent, given up, after this age. */
+  expiresAfterMs?: Partial<Record<MailKind, number>>;
 }
 
 /** Backoff before attempt `attempts + 1`: base · 2^(attempts−1), capped, ±20 % jitter so senders spread out. */
@@ -92,6 +94,13 @@ export class OutboxSender {
         const now = o.now();
         const entry = await o.store.claim(this.owner, now, now + o.leaseMs);
         if (!entry) return;
+        const ttl = o.expiresAfterMs?.[entry.kind];
+        if (ttl !== undefined && now - entry.createdAt >= ttl) {
+          await o.store.markFailed(entry.id, this.owner, now, 'expired before it could be sent');
+          o.metrics.failed.inc({ outcome: 'given_up' });
+          o.log.warn({ mail: entry.id, kind: entry.kind }, 'mail expired before it could be sent; given up');
+          continue;
+        }
         try {
           await o.transport.send(entry);
         } catch (error) {

@@ -63,11 +63,6 @@ export class PublicKeyRing {
     for (const { key_identifier, key } of config.public_keys) this.configured.set(key_identifier, createPublicKey(key));
   }
 
-  /** True when no key could ever verify a report (no keys configured, no URL). */
-  get empty(): boolean {
-    return this.configured.size === 0 && this.config.keys_url === null;
-  }
-
   async find(identifier: string): Promise<KeyObject | null> {
     const known = this.configured.get(identifier);
     if (known) return known;

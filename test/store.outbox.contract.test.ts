@@ -1,0 +1,102 @@
+/**
+ * One behaviour spec for the outbox, notification settings and compromised keys, run against the
+ * embedded store and PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OutboxMessage } from '../src/store/mail-types.js';
+import type { Store } from '../src/store/types.js';
+import { keyFixture, newAccountFixture } from './helpers/store-fixtures.js';
+import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
+
+let counter = 0;
+function message(overrides: Partial<OutboxMessage> = {}): OutboxMessage {
+  const id = `mail_${++counter}_${Date.now()}`;
+  return { id, kind: 'low_balance', dedupeKey: null, accountId: null, recipient: 'a@example.test', subject: 's', text: 't', html: '<p>h</p>', messageId: `<${id}@x>`, createdAt: 1_000, ...overrides };
+}
+
+describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
+  let database: StoreDatabase;
+  let store: Store;
+
+  beforeAll(async () => {
+    database = await target.createDatabase();
+    store = database.openStore();
+    await store.migrate();
+  });
+  afterAll(() => database.cleanup());
+
+  it('queues once per dedupe key; claims lease, count attempts and order by due time', async () => {
+    const a = message({ dedupeKey: 'once:1', createdAt: 2_000 });
+    const b = message({ createdAt: 1_000 });
+    expect(await store.outbox.enqueue([a, b])).toBe(2);
+    expect(await store.outbox.enqueue([message({ dedupeKey: 'once:1' })])).toBe(0);
+    const first = await store.outbox.claim('w1', 5_000, 65_000);
+    expect(first).toMatchObject({ id: b.id, attempts: 1, text: 't', html: '<p>h</p>', messageId: b.messageId });
+    const second = await store.outbox.claim('w2', 5_000, 65_000);
+    expect(second?.id).toBe(a.id);
+    expect(await store.outbox.claim('w3', 5_000, 65_000)).toBeNull();
+
+    // Only the lease holder marks; a retry is due later; a failure stays listed.
+    expect(await store.outbox.markSent(b.id, 'w2', 6_000)).toBe(false);
+    expect(await store.outbox.markSent(b.id, 'w1', 6_000)).toBe(true);
+    await store.outbox.markRetry(a.id, 'w2', 10_000, 'ECONNECTION');
+    expect(await store.outbox.claim('w3', 9_999, 70_000)).toBeNull();
+    const retried = await store.outbox.claim('w3', 10_000, 70_000);
+    expect(retried).toMatchObject({ id: a.id, attempts: 2, lastError: 'ECONNECTION' });
+    await store.outbox.markFailed(a.id, 'w3', 11_000, '550 no such user');
+    const undelivered = await store.outbox.listUndelivered(100, 0);
+    expect(undelivered.map((m) => [m.id, m.failedAt, m.lastError])).toEqual([[a.id, 11_000, '550 no such user']]);
+    expect(await store.outbox.stats()).toEqual({ undelivered: 0, oldestUndeliveredAt: null });
+    await store.outbox.enqueue([message({ createdAt: 3_000 })]);
+    expect(await store.outbox.stats()).toEqual({ undelivered: 1, oldestUndeliveredAt: 3_000 });
+  });
+
+  it('an expired lease can be taken over, and the late sender can no longer mark it', async () => {
+    const m = message({ createdAt: 100 });
+    await store.outbox.enqueue([m]);
+    let claimed;
+    while ((claimed = await store.outbox.claim('old', 20_000, 30_000)) && claimed.id !== m.id) await store.outbox.markSent(claimed.id, 'old', 20_000);
+    expect(claimed?.id).toBe(m.id);
+    const taken = await store.outbox.claim('new', 30_000, 90_000);
+    expect(taken?.id).toBe(m.id);
+    expect(await store.outbox.markSent(m.id, 'old', 31_000)).toBe(false);
+    expect(await store.outbox.markSent(m.id, 'new', 31_000)).toBe(true);
+  });
+
+  it('marks a key compromised and queues its mail in one transaction, once', async () => {
+    const account = await store.createAccount(newAccountFixture());
+    const key = keyFixture(account.id);
+    await store.insertKey(key);
+    // A failure while composing the mail rolls the whole change back.
+    await expect(store.markKeyCompromised(key.hash, 50_000, () => { throw new Error('template failed'); })).rejects.toThrow('template failed');
+    expect((await store.getKey(key.hash))?.compromisedAt).toBeNull();
+
+    const notice = message({ kind: 'key_compromised', dedupeKey: `key_compromised:${key.hash}`, recipient: account.email });
+    const first = await store.markKeyCompromised(key.hash, 50_000, (k, a) => {
+      expect(k.hash).toBe(key.hash);
+      expect(a.id).toBe(account.id);
+      return [notice];
+    });
+    expect(first).toMatchObject({ newly: true, queued: 1, key: { disabled: true, compromisedAt: 50_000 } });
+    const again = await store.markKeyCompromised(key.hash, 60_000, () => [message()]);
+    expect(again).toMatchObject({ newly: false, queued: 0, key: { compromisedAt: 50_000 } });
+    expect(await store.markKeyCompromised('0'.repeat(64), 60_000, () => [])).toBeNull();
+    await store.deleteKey(key.hash, 70_000);
+    expect(await store.markKeyCompromised(key.hash, 80_000, () => [])).toBeNull();
+  });
+
+  it('notification settings: defaults, partial updates, expiring keys', async () => {
+    const account = await store.createAccount(newAccountFixture());
+    expect(await store.notifications.settings(account.id)).toEqual({ lowBalanceEnabled: true, lowBalanceThreshold: null, keyLimitEnabled: true, keyExpiryEnabled: true });
+    expect(await store.notifications.updateSettings(account.id, { lowBalanceThreshold: 5_000_000_000n }, 1)).toMatchObject({ lowBalanceThreshold: 5_000_000_000n, keyExpiryEnabled: true });
+    expect(await store.notifications.updateSettings(account.id, { keyLimitEnabled: false }, 2)).toEqual({ lowBalanceEnabled: true, lowBalanceThreshold: 5_000_000_000n, keyLimitEnabled: false, keyExpiryEnabled: true });
+    const soon = keyFixture(account.id, { expiresAt: 900_000_000 });
+    const late = keyFixture(account.id, { expiresAt: 2_000_000_000 });
+    const disabled = keyFixture(account.id, { expiresAt: 900_000_000, disabled: true });
+    for (const k of [soon, late, disabled]) await store.insertKey(k);
+    const found = (await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id);
+    expect(found).toEqual([{ hash: soon.hash, accountId: account.id, name: soon.name, label: soon.label, expiresAt: 900_000_000, email: account.email }]);
+    await store.notifications.updateSettings(account.id, { keyExpiryEnabled: false }, 3);
+    expect((await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id)).toEqual([]);
+  });
+});

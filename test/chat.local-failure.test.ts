@@ -1,8 +1,9 @@
 /**
- * A request the gateway itself cannot build for the provider (here: a content part nested 5,000 deep,
- * which JSON.stringify refuses) is the caller's problem, not the provider's: 400, nothing sent
- * upstream, and nothing recorded in the endpoint's health — so it cannot open the circuit breaker
- * that every other account shares.
+ * A request the gateway cannot take to the provider (here: a content part nested 5,000 deep, which
+ * JSON.stringify would refuse — the body scanner now refuses it while it arrives, before it is even
+ * parsed) is the caller's problem, not the provider's: 400, nothing sent upstream, and nothing
+ * recorded in the endpoint's health — so it cannot open the circuit breaker that every other account
+ * shares.
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,7 +45,7 @@ describe('a request that cannot be serialised for the provider', () => {
       const response = await post(gw, key, deeplyNestedBody(stream));
       expect(response.status).toBe(400);
       expect(response.json.error.code).toBe(400);
-      expect(response.json.error.message).toBe('Request body could not be serialised for the provider');
+      expect(response.json.error.message).toBe('JSON body nests deeper than 64 levels');
     }
     expect(gw.provider.stats.byModel.get('mock-chat') ?? 0).toBe(upstreamBefore);
 

@@ -8,6 +8,7 @@ import { CreditsPage } from './pages/credits';
 import { KeysPage } from './pages/keys';
 import { RankingsPage } from './pages/rankings';
 import { SettingsPage } from './pages/settings';
+import { ForgotPasswordPage, ResetPasswordPage } from './pages/password-reset';
 import { SignInPage } from './pages/sign-in';
 import { Link, navigate, useLocation } from './router';
 import { useSession } from './session';
@@ -29,6 +30,8 @@ const TITLES: Record<string, string> = {
   '/settings': 'Settings',
   '/rankings': 'Rankings',
   '/signin': 'Sign in',
+  '/forgot-password': 'Reset your password',
+  '/reset-password': 'Set a new password',
   '/auth': 'Authorize an app',
 };
 
@@ -80,8 +83,8 @@ function Header(props: { path: string }) {
   );
 }
 
-/** Pages that need no account: the public rankings, the sign-in page, and /auth (which handles its own sign-in hop). */
-const PUBLIC = new Set(['/rankings', '/signin', '/auth']);
+/** Pages that need no account: the public rankings, sign-in and password reset, and /auth (which handles its own sign-in hop). */
+const PUBLIC = new Set(['/rankings', '/signin', '/forgot-password', '/reset-password', '/auth']);
 
 function Page(props: { path: string }) {
   const { state } = useSession();
@@ -96,6 +99,8 @@ function Page(props: { path: string }) {
 
   if (path === '/rankings') return <RankingsPage />;
   if (path === '/signin') return <SignInPage />;
+  if (path === '/forgot-password') return <ForgotPasswordPage />;
+  if (path === '/reset-password') return <ResetPasswordPage />;
   if (path === '/auth') return <AuthorizePage />;
   if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
   switch (path) {

@@ -12,7 +12,7 @@ import type { RouteTable } from '../route-table.js';
 import type { WebBundle } from '../web-bundle.js';
 
 /** Client-side routes of web/src (keep in step with web/src/routes.ts). */
-export const SPA_PATHS = ['/', '/signin', '/keys', '/activity', '/credits', '/apps', '/settings', '/auth', '/rankings'] as const;
+export const SPA_PATHS = ['/', '/signin', '/forgot-password', '/reset-password', '/keys', '/activity', '/credits', '/apps', '/settings', '/auth', '/rankings'] as const;
 
 // No inline script or style anywhere in the app (uPlot sizes elements through the CSSOM, which style-src does not govern).
 export const CONTENT_SECURITY_POLICY =

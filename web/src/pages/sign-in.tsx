@@ -1,6 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { ErrorNotice } from '../components/error-notice';
-import { navigate, safeNext, useLocation } from '../router';
+import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
 
 export function SignInPage() {
@@ -47,6 +47,9 @@ export function SignInPage() {
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      <p>
+        <Link to="/forgot-password">Forgot your password?</Link>
+      </p>
     </section>
   );
 }

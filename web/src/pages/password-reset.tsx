@@ -1,0 +1,126 @@
+/**
+ * "Forgot your password?": ask for a reset link by e-mail, then set a new password from the link
+ * (`/reset-password?token=…`). The gateway answers the request the same way whether or not the
+ * address has an account, and so does this page.
+ */
+import { useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import { ErrorNotice } from '../components/error-notice';
+import { Link, useLocation } from '../router';
+
+export function ForgotPasswordPage() {
+  const [email, setEmail] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [sent, setSent] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api('POST', '/password-reset', { email: email.trim() }, { quiet401: true });
+      setSent(true);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section className="narrow">
+      <h1>Reset your password</h1>
+      {sent ? (
+        <p className="notice notice-ok" role="status">
+          If an account uses {email.trim()}, a link to set a new password is on its way. It works once, for 30 minutes.
+        </p>
+      ) : (
+        <form onSubmit={(event) => void submit(event)} className="stack">
+          <p className="muted">Enter the e-mail address you sign in with; we send a link to set a new password.</p>
+          <label>
+            E-mail
+            <input type="email" name="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          </label>
+          <ErrorNotice error={error} />
+          <button type="submit" className="primary" disabled={busy}>
+            {busy ? 'Sending…' : 'Send reset link'}
+          </button>
+        </form>
+      )}
+      <p>
+        <Link to="/signin">Back to sign in</Link>
+      </p>
+    </section>
+  );
+}
+
+export function ResetPasswordPage() {
+  const { search } = useLocation();
+  const token = search.get('token') ?? '';
+  const [password, setPassword] = useState('');
+  const [repeat, setRepeat] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(null);
+    if (password !== repeat) {
+      setError(new Error('The two passwords differ.'));
+      return;
+    }
+    setBusy(true);
+    try {
+      await api('POST', '/password-reset/confirm', { token, new_password: password }, { quiet401: true });
+      setDone(true);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (token === '') {
+    return (
+      <section className="narrow">
+        <h1>Set a new password</h1>
+        <p className="notice notice-error">This link has no reset token. Ask for a new link.</p>
+        <p>
+          <Link to="/forgot-password">Ask for a reset link</Link>
+        </p>
+      </section>
+    );
+  }
+  return (
+    <section className="narrow">
+      <h1>Set a new password</h1>
+      {done ? (
+        <>
+          <p className="notice notice-ok" role="status">
+            Your password was changed, and every session of your account was signed out.
+          </p>
+          <p>
+            <Link to="/signin">Sign in</Link>
+          </p>
+        </>
+      ) : (
+        <form onSubmit={(event) => void submit(event)} className="stack">
+          <label>
+            New password (10 to 256 characters)
+            <input type="password" name="new-password" autoComplete="new-password" minLength={10} maxLength={256} required value={password} onChange={(e) => setPassword(e.target.value)} />
+          </label>
+          <label>
+            Repeat the new password
+            <input type="password" name="repeat-password" autoComplete="new-password" minLength={10} maxLength={256} required value={repeat} onChange={(e) => setRepeat(e.target.value)} />
+          </label>
+          <ErrorNotice error={error} />
+          <button type="submit" className="primary" disabled={busy}>
+            {busy ? 'Saving…' : 'Set new password'}
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}

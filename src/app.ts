@@ -148,8 +148,12 @@ function replyWithError(error: FastifyError, request: FastifyRequest, reply: Fas
   return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
 }
 
-/** How long shutdown waits, once the server is closed, for route handlers still running (e.g. settling a cut stream). */
-const SHUTDOWN_HANDLER_WAIT_MS = 5_000;
+/**
+ * How long shutdown waits, once the server is closed, for route handlers still running (e.g. settling a
+ * cut stream). Generous: on a loaded machine a handler woken by the forced close can take seconds to
+ * queue its charge, and a charge not queued before the drain is only recovered from a checkpoint.
+ */
+const SHUTDOWN_HANDLER_WAIT_MS = 15_000;
 
 async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number): Promise<void> {
   if (promises.length === 0) return;

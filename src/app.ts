@@ -331,7 +331,7 @@ export function buildApp(deps: AppDeps): Gateway {
     });
   });
 
-  // Edge guard (design.md step 1): after the metrics hook, so refusals are counted; before any route work.
+  // Edge guard (docs/architecture.md): after the metrics hook, so refusals are counted; before any route work.
   registerEdgeGuard(app, new EdgeGuard(config.limits.edge, now), () => metrics.rateLimited.inc({ limit: 'edge' }));
 
   app.setErrorHandler(replyWithError);

@@ -63,7 +63,7 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
 /**
  * In-flight credit holds: in Redis when REDIS_URL is set (every process counts every other's),
  * else in this process (the gate's default). Unreachable at boot is not fatal: paid requests get
- * 503 until Redis answers (design.md: paid-credit checks fail closed).
+ * 503 until Redis answers (docs/architecture.md: paid-credit checks fail closed).
  */
 async function openHoldStore(config: Config, logger: PinoLogger): Promise<RedisHoldStore | null> {
   if (!config.redisUrl) return null;
@@ -112,12 +112,12 @@ export async function startGateway(env: Record<string, string | undefined>, logg
   });
   migrations.whenDone(gateway);
   const freeLimits = gateway.services.freeModels;
-  // design.md: the fail policy of free-model limits is a deliberate operator choice, logged at boot.
+  // docs/architecture.md: the fail policy of free-model limits is a deliberate operator choice, logged at boot.
   logger.info(
     { free_model_limits: freeLimits.describe(), edge: config.limits.edge },
     `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
   );
-  // design.md: mail leaves through the outbox; say at boot whether it is actually sent.
+  // docs/architecture.md: mail leaves through the outbox; say at boot whether it is actually sent.
   if (config.smtpUrl) logger.info({ smtp: smtpEndpoint(config.smtpUrl), from: config.mail.from }, 'mail: sending the outbox through SMTP');
   else logger.warn('mail is NOT being sent: TOLLGATE_SMTP_URL is not set; messages are recorded in the outbox (GET /api/v1/admin/outbox) and go out once it is set');
   const url = await gateway.app.listen({ port: config.port, host: config.host });

@@ -1,5 +1,5 @@
 /**
- * OAuth PKCE (api.md §3.6) with the official `@openrouter/sdk`, unmodified: `createAuthCode` with a
+ * OAuth PKCE (docs/api.md) with the official `@openrouter/sdk`, unmodified: `createAuthCode` with a
  * key, `exchangeAuthCodeForAPIKey` with the verifier, `createAuthorizationUrl` feeding the approval
  * endpoints of the `/auth` page (session + CSRF). On both stores, on an injected clock.
  */

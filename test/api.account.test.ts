@@ -1,4 +1,4 @@
-/** api.md §3.1 GET /key, §3.3 GET /credits, §3.4 GET /generation. */
+/** docs/api.md GET /key, §3.3 GET /credits, §3.4 GET /generation. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, expectFields, HELLO, units } from './helpers/api.js';
 import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -162,7 +162,7 @@ describe.each(STORE_TARGETS)('account ($name)', (target) => {
     expect(purchased.status).toBe(201);
     const after = (await call(gw, 'GET', '/key', { key: freshKey })).json.data;
     expect(after.is_free_tier).toBe(false);
-    // Purchases of >= 10 USD raise the free-model daily cap (api.md §5).
+    // Purchases of >= 10 USD raise the free-model daily cap (docs/api.md).
     expect(after.free_model_daily_requests).toEqual({ limit: 1000, used: 1, remaining: 999 });
   });
 

@@ -1,4 +1,4 @@
-/** api.md §6 admin API, behind TOLLGATE_ADMIN_TOKEN. */
+/** docs/api.md admin API, behind TOLLGATE_ADMIN_TOKEN. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, expectFields, HELLO, type Method } from './helpers/api.js';
 import { ADMIN_TOKEN, chat, startTestGateway, type TestGateway } from './helpers/gateway.js';

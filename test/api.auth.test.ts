@@ -1,4 +1,4 @@
-/** api.md §1 authentication: every way a bearer key can be wrong is a 401 error record. */
+/** docs/api.md authentication: every way a bearer key can be wrong is a 401 error record. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKey } from '../src/auth/key-format.js';
 import { call, expectError, HELLO, sleep } from './helpers/api.js';

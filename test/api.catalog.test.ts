@@ -1,4 +1,4 @@
-/** api.md §4 catalog: GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (store-independent). */
+/** docs/api.md catalog: GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (store-independent). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, expectFields, expectNoLeak } from './helpers/api.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';

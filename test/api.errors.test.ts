@@ -1,4 +1,4 @@
-/** Bad input on the inference route and the router's own errors (api.md §1, §2.1): exact statuses, the error record, no charge. */
+/** Bad input on the inference route and the router's own errors (docs/api.md, §2.1): exact statuses, the error record, no charge. */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, expectNoLeak, HELLO, seenBodies, type CallResult } from './helpers/api.js';

@@ -1,4 +1,4 @@
-/** api.md §3.2 key management with a management key. */
+/** docs/api.md key management with a management key. */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, expectFields, expectNoLeak, HELLO, sleep, units } from './helpers/api.js';

@@ -1,5 +1,5 @@
 /**
- * Billing invariants under concurrency, on both stores (design.md "Money", "Durability"): every
+ * Billing invariants under concurrency, on both stores (docs/architecture.md "Money", "Durability"): every
  * generation's cost, the key's usage and the account's balance change agree to the nano-USD, and a
  * settled generation is readable as soon as its response ended.
  */

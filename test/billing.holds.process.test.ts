@@ -1,6 +1,6 @@
 /**
  * In-flight holds shared through Redis by several `tollgate serve` processes on one PostgreSQL
- * database (api.md §5; README "Guarantees about money").
+ * database (docs/api.md; README "Guarantees about money").
  *
  * Stated bound (same as one process, because holds and settled charges are shared atomically):
  * with the estimate equal to the real cost X and a balance of n·X, a burst spread over every process

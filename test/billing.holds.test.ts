@@ -1,5 +1,5 @@
 /**
- * In-flight credit holds in one gateway process (api.md §5, README "Guarantees about money").
+ * In-flight credit holds in one gateway process (docs/api.md, README "Guarantees about money").
  *
  * Stated bound, for a model whose estimate equals its real cost X and a balance of n·X:
  *   admitted ≤ n (no overspend: the final balance is ≥ 0) and admitted ≥ n − 1 (a false refusal

@@ -1,5 +1,5 @@
 /**
- * BYOK (api.md §3.5, issue 5 item 4): the management API, encryption at rest, routing with the
+ * BYOK (docs/api.md, issue 5 item 4): the management API, encryption at rest, routing with the
  * account's own key first, the fee, the byok counters, fail-over to shared capacity, key rotation.
  */
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * POST /chat/completions without streaming (api.md §2.3): the response shape, the exact cost at the
+ * POST /chat/completions without streaming (docs/api.md): the response shape, the exact cost at the
  * catalog's prices, app attribution, estimated usage when the upstream reports none, and the
  * generation record behind it (§3.4).
  */

@@ -1,5 +1,5 @@
 /**
- * Failover (api.md §2.2): what moves on to the next endpoint or fallback model, what is returned as
+ * Failover (docs/api.md): what moves on to the next endpoint or fallback model, what is returned as
  * is, what the caller gets when every attempt failed — and that a failed request is never charged.
  */
 import { countTokens } from 'gpt-tokenizer';

@@ -1,7 +1,7 @@
 /**
- * POST /chat/completions with `stream: true` (api.md §2.4): the SSE framing, keep-alive comments,
+ * POST /chat/completions with `stream: true` (docs/api.md): the SSE framing, keep-alive comments,
  * the usage chunk and `[DONE]`, in-band errors when the upstream dies after the first byte, real
- * HTTP statuses before it, and a caller that leaves mid-stream (design.md "The request path", step 8).
+ * HTTP statuses before it, and a caller that leaves mid-stream (docs/architecture.md "The request path", step 8).
  */
 import { request as httpRequest } from 'node:http';
 import { countTokens } from 'gpt-tokenizer';

@@ -1,5 +1,5 @@
 /**
- * The official `openai` client against Tollgate with only the base URL changed (api.md: real clients
+ * The official `openai` client against Tollgate with only the base URL changed (docs/api.md: real clients
  * must work unmodified). Responses are parsed by the client itself; errors must map to its classes.
  */
 import OpenAI from 'openai';

@@ -1,5 +1,5 @@
 /**
- * Key guardrails (api.md §1 403, design.md step 4): `allowed_models` / `allowed_providers`, set through
+ * Key guardrails (docs/api.md 403, docs/architecture.md): `allowed_models` / `allowed_providers`, set through
  * the management API and the admin API, enforced on the next request, refused with 403 and no side
  * effect (no charge, no generation, no upstream call, no free-model slot).
  */

@@ -1,5 +1,5 @@
 /**
- * Edge protection on loopback (design.md step 1, api.md §5 "Edge protection"): the per-IP token
+ * Edge protection on loopback (docs/architecture.md, docs/api.md "Edge protection"): the per-IP token
  * bucket answers 429 before any authentication work while the gateway keeps serving; slow-loris
  * headers, a stalled body and idle keep-alive connections are cut by the server's timeouts; long
  * answers and streams are not. Timeouts are shortened by configuration so the suite stays fast.

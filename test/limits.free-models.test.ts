@@ -1,5 +1,5 @@
 /**
- * Free-model rate limits through the gateway (api.md §5), on PostgreSQL, with the counters in
+ * Free-model rate limits through the gateway (docs/api.md), on PostgreSQL, with the counters in
  * process memory and in the real Redis (127.0.0.1:6379, a per-run key prefix): per account across
  * its keys, the 429's headers and body, no X-RateLimit-* on successes, 50 → 1000 a day after a
  * purchase, refusals that change no balance and create no generation, a 402 that takes no slot, and

@@ -15,7 +15,7 @@ const T0 = Date.UTC(2026, 10, 18, 12);
 const NEXT_MIDNIGHT = Date.UTC(2026, 10, 19);
 const MINUTE = 60_000;
 
-/** The free-model rules of api.md §5; `daily` is 50, or 1000 once 10 credits were purchased. */
+/** The free-model rules of docs/api.md; `daily` is 50, or 1000 once 10 credits were purchased. */
 function freeRules(daily = 50): RateRule[] {
   return [
     { name: 'per_minute', kind: 'sliding', limit: 20, windowMs: MINUTE },

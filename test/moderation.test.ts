@@ -1,5 +1,5 @@
 /**
- * Input moderation (api.md §1 403): off by default; a pattern list; an OpenAI-compatible endpoint
+ * Input moderation (docs/api.md 403): off by default; a pattern list; an OpenAI-compatible endpoint
  * (the simulated provider's /v1/moderations). Flagged input → 403 with
  * `metadata: { reasons, flagged_input, provider_name, model_slug }`, before anything is reserved,
  * counted, forwarded or charged. The flagged text never reaches logs or metrics.

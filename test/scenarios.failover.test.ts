@@ -1,5 +1,5 @@
 /**
- * Failover scenarios (issue 4, "Done means"; api.md §2.2 and §2.4), through real HTTP against the
+ * Failover scenarios (issue 4, "Done means"; docs/api.md and §2.4), through real HTTP against the
  * simulated provider. Every endpoint is its own simulated-provider instance, so each case shows
  * what the caller got, how many attempts each endpoint saw, and how long it took:
  *

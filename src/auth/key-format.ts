@@ -1,5 +1,5 @@
 /**
- * Key format (api.md §1): `sk-tg-v1-` + 64 lowercase hex; the last 8 hex are the CRC-32 of the first
+ * Key format (docs/api.md): `sk-tg-v1-` + 64 lowercase hex; the last 8 hex are the CRC-32 of the first
  * 56, so typos and random strings are rejected offline, before any lookup. Only the SHA-256 hash of
  * the whole key string is stored; the plaintext exists once, in the creation response.
  */

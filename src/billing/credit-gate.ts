@@ -1,11 +1,11 @@
 /**
- * Admission by credits (api.md §5): paid models need a positive balance, every model a non-negative
+ * Admission by credits (docs/api.md): paid models need a positive balance, every model a non-negative
  * one, and the key's limit must not be exhausted. Balances and key usage come from short-lived
  * snapshots (no store round trip per request); the hold store adds what a snapshot cannot know —
  * requests in flight (holds) and charges settled since it was read — and applies the rules to the
  * total atomically (see hold-store.ts). With `RedisHoldStore` that total spans every process.
  *
- * Failure policy (design.md): a paid request fails closed (503 `store.unavailable`, nothing
+ * Failure policy (docs/architecture.md): a paid request fails closed (503 `store.unavailable`, nothing
  * forwarded) when the hold store or the database is unreachable. A free request holds nothing, so
  * when only the hold store is down it is checked against the snapshot alone and let through; the
  * free-model rate limit (`limits.free_models.on_store_error`) then decides. Without a snapshot

@@ -1,5 +1,5 @@
 /**
- * In-flight credit holds and the charges that replace them (api.md §5: "admission counts requests
+ * In-flight credit holds and the charges that replace them (docs/api.md: "admission counts requests
  * already in flight"). One contract, two stores: `MemoryHoldStore` (one process) and
  * `RedisHoldStore` (every gateway process sharing one Redis); `test/billing.hold-store.contract.test.ts`
  * runs the same spec against both.
@@ -102,7 +102,7 @@ export function chargedSince<T extends bigint | number>(counter: T, mark: T): T 
   return (counter < mark ? counter : counter - mark) as T;
 }
 
-/** api.md §5 over live figures. `RedisHoldStore`'s Lua script implements the same rules. */
+/** docs/api.md over live figures. `RedisHoldStore`'s Lua script implements the same rules. */
 export function decideHold(f: HoldFigures): HoldDecision {
   const balance = f.balance - f.accountRecent;
   if (balance < 0n || (f.paid && balance - f.accountHeld <= 0n)) return { admitted: false, reason: 'balance', balance, held: f.accountHeld };

@@ -1,5 +1,5 @@
 /**
- * Edge protection in HTTP terms (design.md step 1): the per-IP guard as an `onRequest` hook on
+ * Edge protection in HTTP terms (docs/architecture.md): the per-IP guard as an `onRequest` hook on
  * `/api/v1/*`, and the server's connection timeouts.
  *
  * Timeouts are Node's own, which stop counting once a request has fully ARRIVED, so a long answer or

@@ -1,5 +1,5 @@
 /**
- * Edge guard (design.md request path step 1), consulted before any authentication work, so a refusal
+ * Edge guard (docs/architecture.md), consulted before any authentication work, so a refusal
  * costs a Map lookup and never reaches the key cache, the store or a provider. Two parts:
  * - overload shedding (default): while the process has capacity nobody is refused; under overload the
  *   addresses sending far more than their share are refused first (load-shedder.ts);

@@ -1,5 +1,5 @@
 /**
- * Free-model rate limits (api.md §5): per ACCOUNT (every key of it, every gateway process sharing the
+ * Free-model rate limits (docs/api.md): per ACCOUNT (every key of it, every gateway process sharing the
  * limiter), 20 requests per sliding minute and 50 per UTC day, or 1000 per day once the account has
  * purchased at least 10 credits in all. The numbers come from `limits.free_models`.
  *
@@ -7,7 +7,7 @@
  * cap over today's count instead of starting a new one.
  *
  * When the limiter's store (Redis) is unreachable, `on_store_error` decides: `closed` (default,
- * design.md) refuses free requests with 503; `open` lets them through uncounted and logs a warning
+ * docs/architecture.md) refuses free requests with 503; `open` lets them through uncounted and logs a warning
  * at most once per `warnEveryMs`.
  */
 import { TollgateError } from '../core/errors.js';

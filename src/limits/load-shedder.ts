@@ -1,5 +1,5 @@
 /**
- * Overload shedding by client address (design.md step 1, "DDoS protection"): no address is capped
+ * Overload shedding by client address (docs/architecture.md, "DDoS protection"): no address is capped
  * while the gateway has capacity. Under pressure — the event loop lagging, too many requests in
  * flight, the heap nearly full (see overload-signals.ts) — requests from addresses that send far
  * more than their share are refused first, so a flood from one address cannot starve the others,

@@ -150,7 +150,7 @@ export function assertValidCall(rules: readonly RateRule[], now: number): void {
   }
 }
 
-/** `X-RateLimit-*` for a platform 429 (api.md §5): epoch ms as a string; `Retry-After` only for sliding rules. */
+/** `X-RateLimit-*` for a platform 429 (docs/api.md): epoch ms as a string; `Retry-After` only for sliding rules. */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   const headers: Record<string, string> = {
     'X-RateLimit-Limit': String(decision.limit),

@@ -11,7 +11,7 @@
  *
  * Failure policy: this class never waits for a reconnect. A Redis that is down, not yet connected or
  * silent answers `TollgateError('store.unavailable')` within `timeoutMs`; the caller decides between
- * failing closed (the default in design.md) and open.
+ * failing closed (the default in docs/architecture.md) and open.
  */
 import { randomUUID } from 'node:crypto';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';

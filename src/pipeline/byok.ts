@@ -1,5 +1,5 @@
 /**
- * BYOK management (api.md §3.5): an account's own provider keys, stored encrypted, never returned.
+ * BYOK management (docs/api.md): an account's own provider keys, stored encrypted, never returned.
  * Changes are published on the change bus so every process's credential cache forgets them.
  */
 import { randomUUID } from 'node:crypto';
@@ -146,7 +146,7 @@ export async function rewrapByok(deps: ByokDeps): Promise<number> {
   return changed;
 }
 
-/** The `Byok` object of api.md §3.5 (never the key). */
+/** The `Byok` object of docs/api.md (never the key). */
 export function renderByok(r: ByokRecord) {
   return {
     id: r.id,

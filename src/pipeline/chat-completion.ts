@@ -40,7 +40,7 @@ export interface ChatDeps {
   keepAliveMs: number;
   /** The moderation step (config `moderation`); absent or null when moderation is off. */
   moderation?: ModerationStep | null;
-  /** Free-model rate limits (api.md §5), per account. */
+  /** Free-model rate limits (docs/api.md), per account. */
   freeModels: FreeModelPolicy;
   /** The account's own provider keys (BYOK), decrypted and cached. */
   byok: ByokCredentials;

@@ -1,5 +1,5 @@
 /**
- * The wire schema of `POST /chat/completions` (api.md §2.1). Known fields are type-checked; unknown
+ * The wire schema of `POST /chat/completions` (docs/api.md). Known fields are type-checked; unknown
  * top-level fields are not refused here. Messages are checked per role (chat-messages.ts), and
  * every list is bounded before its elements are checked, so a failed validation reports a few
  * problems, never one per element of a huge array.

@@ -1,5 +1,5 @@
 /**
- * The response bodies of api.md §2.3/§2.4: completion, stream chunk, usage chunk, in-band error chunk.
+ * The response bodies of docs/api.md/§2.4: completion, stream chunk, usage chunk, in-band error chunk.
  */
 import { unitsToUsd } from '../core/money.js';
 import type { ChunkChoice, CompletionChoice } from '../providers/types.js';

@@ -43,7 +43,7 @@ export async function disableExposedKey(deps: ExposedKeyDeps, hash: string, expo
   return result;
 }
 
-// --- Secret-scanning reports (api.md §6 "Exposed keys") ---
+// --- Secret-scanning reports (docs/api.md "Exposed keys") ---
 
 export const scanningReportSchema = (maxTokens: number) =>
   z

@@ -1,4 +1,4 @@
-/** The generation record as `GET /generation` returns it (api.md §3.4; every required key present). */
+/** The generation record as `GET /generation` returns it (docs/api.md; every required key present). */
 import { unitsToUsd } from '../core/money.js';
 import type { GenerationRecord } from '../store/types.js';
 

@@ -1,5 +1,5 @@
 /**
- * Key management use cases (api.md §3.1, §3.2, admin §6): create (plaintext shown once), list, get,
+ * Key management use cases (docs/api.md, §3.2, admin §6): create (plaintext shown once), list, get,
  * update, delete, key info. Every change is published on the change bus so that every process's
  * authentication cache forgets the key at once.
  */
@@ -35,7 +35,7 @@ const limitSchema = z
     }
   }, 'limit has more than 9 decimal places');
 
-/** api.md §3.2: `expires_at` is ISO-8601 UTC; a calendar-valid date-time ending in Z, nothing else. */
+/** docs/api.md: `expires_at` is ISO-8601 UTC; a calendar-valid date-time ending in Z, nothing else. */
 const isoDate = z.string().superRefine((text, ctx) => {
   const parsed = parseUtcDateTime(text);
   if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `expires_at ${parsed.reason}` });
@@ -191,7 +191,7 @@ function limitFields(key: KeyRecord, usage: KeyUsage) {
   };
 }
 
-/** The `ApiKey` object of api.md §3.2. */
+/** The `ApiKey` object of docs/api.md */
 export function renderApiKey(key: KeyRecord, usage: KeyUsage = ZERO_USAGE) {
   return {
     hash: key.hash,
@@ -218,7 +218,7 @@ export interface FreeModelDaily {
   remaining: number;
 }
 
-/** `GET /key` (api.md §3.1). */
+/** `GET /key` (docs/api.md). */
 export function renderKeyInfo(key: KeyRecord, usage: KeyUsage, isFreeTier: boolean, freeDaily: FreeModelDaily) {
   return {
     label: key.label,

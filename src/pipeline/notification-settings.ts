@@ -1,4 +1,4 @@
-/** An account holder's notification switches (`GET/PATCH /account/notifications`, dashboard-api.md). */
+/** An account holder's notification switches (`GET/PATCH /account/notifications`, dashboard-docs/api.md). */
 import { z } from 'zod';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { NotificationSettings, NotificationSettingsPatch } from '../store/mail-types.js';

@@ -1,5 +1,5 @@
 /**
- * OAuth PKCE (api.md §3.6): an account holder (approval page, or a key of the account through
+ * OAuth PKCE (docs/api.md): an account holder (approval page, or a key of the account through
  * `POST /auth/keys/code`) asks for a code for an app named by its callback's origin; the app exchanges
  * the code and its PKCE verifier for an inference key of the holder's account, carrying the app, an
  * optional limit and an optional expiry. Codes are random, stored hashed, single-use (an atomic

@@ -1,6 +1,6 @@
 /**
  * Which top-level request fields reach a provider (README "What is forwarded upstream"). An
- * allowlist: the OpenAI Chat Completions / OpenRouter parameters api.md §2.1 documents and the
+ * allowlist: the OpenAI Chat Completions / OpenRouter parameters docs/api.md documents and the
  * adapters read, plus the extra names the operator lists in an endpoint's `supported_parameters`.
  * Fields that switch on provider features billed above the catalog price, or that keep data in the
  * operator's provider account, are refused unless every endpoint of the plan lists them (the

@@ -1,7 +1,7 @@
 /**
  * Failure vocabulary of the execute loop: how a thrown transport error becomes an UpstreamFailure,
  * which failures move on to the next endpoint, and what the caller gets when every attempt failed
- * (api.md §2.2).
+ * (docs/api.md).
  */
 import { TollgateError } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';

@@ -6,7 +6,7 @@
 /** The terminating event of an OpenAI-format stream. */
 export const SSE_DONE = 'data: [DONE]\n\n';
 
-/** Keep-alive sent while waiting for the upstream (api.md §2.4). */
+/** Keep-alive sent while waiting for the upstream (docs/api.md). */
 export const SSE_PROCESSING_COMMENT = ': TOLLGATE PROCESSING\n\n';
 
 export function formatSseData(payload: unknown): string {

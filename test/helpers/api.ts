@@ -49,7 +49,7 @@ export async function call(gw: TestGateway, method: Method, path: string, option
   return { status: response.statusCode, headers: response.headers, text, json };
 }
 
-/** The error record of api.md §1: `{ error: { code: <int = status>, message, metadata? } }`, JSON, no leak. */
+/** The error record of docs/api.md: `{ error: { code: <int = status>, message, metadata? } }`, JSON, no leak. */
 export function expectError(result: { status: number; headers: Record<string, string | string[] | undefined>; text: string }, status: number, message?: string | RegExp): any {
   expect(result.status, result.text).toBe(status);
   expect(String(result.headers['content-type'])).toMatch(/^application\/json/);

@@ -1,5 +1,5 @@
 /**
- * The account holder's usage (api.md §3.7 and the dashboard contract): `/activity`,
+ * The account holder's usage (docs/api.md and the dashboard contract): `/activity`,
  * `/activity/daily`, `/generations`, `/credits/history`.
  */
 import { activity, creditHistory, dailyActivity, recentGenerations, type ActivityDeps } from '../../pipeline/activity.js';

@@ -1,4 +1,4 @@
-/** The operator's admin API (api.md §6), behind TOLLGATE_ADMIN_TOKEN (declared per route: `auth: 'admin'`). */
+/** The operator's admin API (docs/api.md), behind TOLLGATE_ADMIN_TOKEN (declared per route: `auth: 'admin'`). */
 import { z } from 'zod';
 import { addCredits, addCreditsSchema, createAccount, createAccountSchema, getAccount, renderAccount } from '../../pipeline/accounts.js';
 import { adminCreateKeySchema, createKey, deleteKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';

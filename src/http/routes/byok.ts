@@ -1,4 +1,4 @@
-/** BYOK provider keys with a management key (api.md §3.5). */
+/** BYOK provider keys with a management key (docs/api.md). */
 import { createByok, createByokSchema, deleteByok, ownedByok, renderByok, rewrapByok, updateByok, updateByokSchema, type ByokDeps } from '../../pipeline/byok.js';
 import { parseBody } from '../parse-body.js';
 import { requestKey } from '../route-auth.js';

@@ -1,4 +1,4 @@
-/** GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (api.md §4). No auth needed. */
+/** GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (docs/api.md). No auth needed. */
 import { TollgateError } from '../../core/errors.js';
 import { primaryEndpoint, type CatalogEndpoint, type CatalogModel } from '../../routing/catalog.js';
 import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
@@ -72,7 +72,7 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
   };
 }
 
-/** The catalog is public (api.md §4). */
+/** The catalog is public (docs/api.md). */
 const PUBLIC = { auth: 'none' } as const;
 
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {

@@ -1,4 +1,4 @@
-/** Key management with a management key (api.md §3.2) or the dashboard's session. */
+/** Key management with a management key (docs/api.md) or the dashboard's session. */
 import { z } from 'zod';
 import { TollgateError } from '../../core/errors.js';
 import { adminCreateKeySchema, createKey, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';

@@ -1,5 +1,5 @@
 /**
- * OAuth PKCE (api.md §3.6): the exchange (`POST /auth/keys`, no credentials: the code and verifier
+ * OAuth PKCE (docs/api.md): the exchange (`POST /auth/keys`, no credentials: the code and verifier
  * are the credentials), code creation by a key of the account (`POST /auth/keys/code`), and the two
  * JSON endpoints behind the `/auth` approval page (session only).
  */

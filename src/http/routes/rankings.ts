@@ -1,5 +1,5 @@
 /**
- * Public rankings (api.md §3.8): no authentication. With `rankings.public: false` the routes are not
+ * Public rankings (docs/api.md): no authentication. With `rankings.public: false` the routes are not
  * registered at all, so they answer exactly as unknown routes do (404, and 404 for other methods).
  */
 import { appRankings, rankingsDaily, rankingsSummary, type RankingsDeps } from '../../pipeline/rankings.js';

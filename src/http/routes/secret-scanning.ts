@@ -1,5 +1,5 @@
 /**
- * POST /api/v1/secret-scanning/verify — a code host's secret-scanning report (api.md §6). The route
+ * POST /api/v1/secret-scanning/verify — a code host's secret-scanning report (docs/api.md). The route
  * lives in its own encapsulated plugin whose only body parser keeps the raw bytes (any content type),
  * because the signature covers exactly those bytes: however the rest of the app parses bodies, this
  * route verifies first and parses JSON itself afterwards.

@@ -1,5 +1,5 @@
 /**
- * The dashboard's sign-in (contract: /work/contract/dashboard-api.md, "Session authentication"):
+ * The dashboard's sign-in (contract: /work/contract/dashboard-docs/api.md, "Session authentication"):
  * POST/GET/DELETE /session, sign out everywhere, sign-up when open, password change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -2,7 +2,7 @@
  * The account holder's dashboard (a single-page app): its known page paths answer index.html, its
  * hashed assets answer from memory with a year of immutable caching. Only the listed paths are
  * pages, so every other unknown path keeps answering the JSON 404 error record, `Accept` header or
- * not (api.md: unknown routes → 404 error body), and `/api/*`, `/healthz`, `/readyz`, `/metrics`
+ * not (docs/api.md: unknown routes → 404 error body), and `/api/*`, `/healthz`, `/readyz`, `/metrics`
  * are never shadowed.
  */
 import type { FastifyReply } from 'fastify';

@@ -13,7 +13,7 @@ const OPENROUTER_ONLY_FIELDS = ['models', 'provider', 'transforms', 'route', 'us
 export function buildOpenAiRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest {
   const upstreamBody: Record<string, unknown> = { ...body, model: target.upstreamModel, stream };
   for (const field of OPENROUTER_ONLY_FIELDS) delete upstreamBody[field];
-  // Usage is always reported to our callers (api.md §2.4), so we always ask for it; OpenAI rejects
+  // Usage is always reported to our callers (docs/api.md), so we always ask for it; OpenAI rejects
   // stream_options on a non-streamed request.
   if (stream) upstreamBody.stream_options = { include_usage: true };
   else delete upstreamBody.stream_options;

@@ -11,6 +11,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { parseMasterKey, SecretBox } from './auth/secret-box.js';
 import { CreditGate } from './billing/credit-gate.js';
 import type { HoldStore } from './billing/hold-store.js';
+import type { FleetView } from './core/fleet.js';
 import { Settler } from './billing/settler.js';
 import { ChargeAdmission, gateWithAdmission } from './billing/charge-admission.js';
 import type { ChargeJournal } from './billing/charge-journal.js';
@@ -93,6 +94,8 @@ export interface AppDeps {
   rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
   /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
   holds?: HoldStore;
+  /** The processes sharing `holds` (main.ts: a RedisFleet on the same connection); decides when Redis is trusted. */
+  fleet?: FleetView;
   /** The charge journal (main.ts opens it in TOLLGATE_DATA_DIR and closes it); without one a charge needs the store. */
   journal?: ChargeJournal | null;
   /** Where free space is watched (the journal's and the embedded store's directory). */
@@ -207,6 +210,8 @@ export function buildApp(deps: AppDeps): Gateway {
     now,
     ttlMs: config.cache.balance_ttl_ms,
     ...(deps.holds ? { holds: deps.holds } : {}),
+    ...(deps.fleet ? { fleet: deps.fleet } : {}),
+    onHoldStoreError: config.billing.on_hold_store_error,
     holdTtlMs: config.billing.hold_ttl_ms,
     onHoldError: (error, operation) => app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
   });
@@ -293,6 +298,7 @@ export function buildApp(deps: AppDeps): Gateway {
     keyLeaks: keyLeakStep(config.secret_scanning.in_requests, (keys, action) => void notifyKeysInRequest(exposed, keys, action, app.log)),
   };
   const services: Services = {
+    ...(deps.fleet ? { fleet: deps.fleet } : {}),
     config,
     store,
     catalog,

@@ -10,6 +10,9 @@ import type { Agent } from 'undici';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
+import { RedisFleet } from './store/redis-fleet.js';
+import { failFastRedisOptions } from './store/redis-script-client.js';
+import { Redis } from 'ioredis';
 import { openChargeJournal, startMigrations } from './boot-durability.js';
 import { LocalChangeBus, type ChangeBus } from './core/change-bus.js';
 import { systemClock } from './core/clock.js';
@@ -42,7 +45,7 @@ function openStore(config: Config): Store {
   return openSqliteStore(join(config.dataDir, 'tollgate.db'));
 }
 
-type OpenedRateLimiter = NonNullable<AppDeps['rateLimiter']> & { close(): Promise<void> };
+type OpenedRateLimiter = NonNullable<AppDeps['rateLimiter']> & { close(): Promise<void>; redis?: RedisRateLimiter };
 
 /** Free-model rate-limit counters: Redis when REDIS_URL is set (shared by every process), else in-process. */
 async function openRateLimiter(config: Config, logger: PinoLogger): Promise<OpenedRateLimiter> {
@@ -57,23 +60,58 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
     // Not fatal: the client keeps reconnecting; meanwhile /readyz answers 503 and free requests follow on_store_error.
     logger.warn({ err: error }, `Redis (REDIS_URL) is unreachable at boot; free-model requests fail ${config.limits.free_models.on_store_error} until it answers`);
   }
-  return { limiter, store: 'redis', ping: () => limiter.ping(), close: () => limiter.close() };
+  return { limiter, redis: limiter, store: 'redis', ping: () => limiter.ping(), close: () => limiter.close() };
 }
 
 /**
- * In-flight credit holds: in Redis when REDIS_URL is set (every process counts every other's),
- * else in this process (the gate's default). Unreachable at boot is not fatal: paid requests get
- * 503 until Redis answers (docs/architecture.md: paid-credit checks fail closed).
+ * In-flight credit holds: in Redis when REDIS_URL is set (every process counts every other's), with
+ * the fleet's heartbeat on the same connection (it decides when Redis can be trusted), else in this
+ * process (the gate's default). Unreachable at boot is not fatal: until Redis answers once, this
+ * process cannot know its share of the fleet and refuses paid requests (503); after that, outages are
+ * served from its share (docs/architecture.md, "Redis outages").
  */
-async function openHoldStore(config: Config, logger: PinoLogger): Promise<RedisHoldStore | null> {
+async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ holds: RedisHoldStore; fleet: RedisFleet; close(): Promise<void> } | null> {
   if (!config.redisUrl) return null;
-  const holds = new RedisHoldStore({ url: config.redisUrl, keyPrefix: `${config.limits.redis_prefix}hold:` });
+  const timeoutMs = 500;
+  const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
+  const holds = new RedisHoldStore({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}hold:` });
+  const fleet = new RedisFleet({
+    redis,
+    timeoutMs,
+    keyPrefix: config.limits.redis_prefix,
+    onUnreachable: (error) => logger.warn({ err: error }, `Redis (REDIS_URL) is unreachable; paid requests are ${config.billing.on_hold_store_error === 'share' ? "admitted from this process's share of each balance" : 'refused (503)'} until it answers`),
+  });
   try {
     await holds.ready();
-  } catch (error) {
-    logger.warn({ err: error }, 'Redis (REDIS_URL) is unreachable at boot; paid requests fail closed (503) until it answers');
+  } catch {
+    // Logged by the fleet's first heartbeat below.
   }
-  return holds;
+  await fleet.start();
+  return {
+    holds,
+    fleet,
+    async close() {
+      await fleet.stop();
+      if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis.disconnect();
+    },
+  };
+}
+
+/**
+ * Redis came back without its data: put this process's free-model counts back (docs/architecture.md,
+ * "Redis outages"), retrying the counters that failed for a while (the limiter's connection may still
+ * be reconnecting).
+ */
+async function restoreRateCounts(limiter: RedisRateLimiter, logger: PinoLogger): Promise<void> {
+  let pending: Set<string> | undefined;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    await limiter.ready().catch(() => undefined);
+    pending = await limiter.restore(Date.now(), pending);
+    if (pending.size === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  logger.warn({ counters: pending?.size }, 'could not restore rate-limit counts into Redis after it lost its data; those counts restart from zero');
 }
 
 export async function startGateway(env: Record<string, string | undefined>, logger: PinoLogger): Promise<RunningGateway> {
@@ -94,7 +132,13 @@ export async function startGateway(env: Record<string, string | undefined>, logg
   for (const provider of catalog.providers.values()) agents.set(provider.id, createUpstreamAgent());
   const fallbackAgent = createUpstreamAgent();
   const rateLimiter = await openRateLimiter(config, logger);
-  const holds = await openHoldStore(config, logger);
+  const shared = await openHoldStore(config, logger);
+  const limiter = rateLimiter.redis;
+  if (shared && limiter) {
+    shared.fleet.onResync((reason) => {
+      if (reason === 'epoch') void restoreRateCounts(limiter, logger);
+    });
+  }
   const gateway = buildApp({
     config,
     store,
@@ -105,7 +149,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     logger,
     dispatcherFor: (id) => agents.get(id) ?? fallbackAgent,
     rateLimiter,
-    ...(holds ? { holds } : {}),
+    ...(shared ? { holds: shared.holds, fleet: shared.fleet } : {}),
     journal,
     dataDir: config.dataDir,
     recoverCharges: migrations.done,
@@ -138,7 +182,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
       await Promise.all([...agents.values(), fallbackAgent].map((a) => a.close()));
       await bus.close();
       await rateLimiter.close();
-      await holds?.close();
+      await shared?.close();
       migrations.stop();
       await journal.close();
       await store.close();

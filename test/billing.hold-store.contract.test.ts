@@ -152,6 +152,26 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     expect(await store.held(account, T0 + 5_000)).toBe(8n * X);
   });
 
+  it('restore re-registers lost or lapsed holds once, keeps present ones, and never lowers an expiry', async () => {
+    const account = newAccount();
+    const kept = await paid(store, account, 2n * X, 10n * X, { expiresAt: T0 + 5_000 });
+    const lapsed = await paid(store, account, 3n * X, 10n * X, { expiresAt: T0 + 1_000, keyHash: 'key_b' });
+    expect((await store.admit(kept, T0)).admitted).toBe(true);
+    expect((await store.admit(lapsed, T0)).admitted).toBe(true);
+    const lost = { id: `h${++holdIds}`, accountId: account, keyHash: 'key_b', amount: 4n * X }; // never seen by this store
+    const owned = [kept, lapsed, lost].map(({ id, accountId, keyHash, amount }) => ({ id, accountId, keyHash, amount }));
+    await store.restore(owned, T0 + 3_000, T0 + 2_000);
+    await store.restore(owned, T0 + 3_000, T0 + 2_000); // idempotent
+    expect(await store.held(account, T0 + 2_999)).toBe(9n * X);
+    expect(await store.held(account, T0 + 3_000)).toBe(2n * X); // `kept` keeps its later expiry
+    expect(await store.held(account, T0 + 5_000)).toBe(0n);
+    // The restored holds count for the key too: 8X limit − 7X held on key_b leaves X.
+    const keyCheck = await paid(store, account, X, 100n * X, { keyHash: 'key_b', keyRemaining: 8n * X });
+    await store.restore(owned.slice(1), T0 + 9_000, T0 + 5_000);
+    expect((await store.admit({ ...keyCheck, id: `h${++holdIds}` }, T0 + 5_000)).admitted).toBe(true);
+    expect(await store.admit({ ...keyCheck, id: `h${++holdIds}` }, T0 + 5_000)).toMatchObject({ admitted: false, reason: 'key_limit' });
+  });
+
   it('settling after expiry leaves the totals consistent (no negative holds)', async () => {
     const account = newAccount();
     const check = await paid(store, account, 2n * X, 10n * X, { expiresAt: T0 + 100 });

@@ -20,7 +20,7 @@ import { startMockProvider, type MockProvider } from '../src/providers/mock-serv
 import { burst, fixedBody, fixedCostModel, X_UNITS, X_USD } from './helpers/holds.js';
 import { deleteKeys, REDIS_TEST_URL } from './helpers/limiter-targets.js';
 import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
-import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
+import { buildOnce, startServe, waitReady, type ServeProcess } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-hold-tests-01';
 const HOLD_TTL_MS = 1_000;
@@ -92,6 +92,7 @@ describe('in-flight holds across gateway processes (Redis + PostgreSQL)', { time
     const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
     const env = { TOLLGATE_CONFIG: configPath, DATABASE_URL: databaseUrl, REDIS_URL: REDIS_TEST_URL, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' };
     gateways = await Promise.all([startServe(env), startServe(env), startServe(env)]);
+    await Promise.all(gateways.map((g) => waitReady(g.url)));
     holds = new RedisHoldStore({ url: REDIS_TEST_URL, keyPrefix: `${prefix}hold:` });
     await holds.ready();
   }, 120_000);

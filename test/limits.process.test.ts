@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { deleteKeys, REDIS_TEST_URL, uniqueTestPrefix } from './helpers/limiter-targets.js';
 import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
-import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
+import { buildOnce, startServe, waitReady, type ServeProcess } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-limits-0001';
 const FREE = { model: 'sim/chat:free', messages: [{ role: 'user', content: 'hi' }] };
@@ -86,6 +86,7 @@ describe('free-model limits across gateway processes', { timeout: 90_000 }, () =
     try {
       for (const gw of gateways) {
         await waitForOutput(gw, /free-model rate limits: counters in Redis, shared by every process; .*fail closed/);
+        await waitReady(gw.url);
         const ready = await call(gw.url, 'GET', '/../../readyz', '');
         expect(ready.status).toBe(200);
         expect(ready.json).toMatchObject({ status: 'ready', store: 'postgres', redis: 'ok' });

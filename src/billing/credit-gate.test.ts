@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalChangeBus } from '../core/change-bus.js';
 import { TollgateError } from '../core/errors.js';
+import type { FleetView, ResyncReason } from '../core/fleet.js';
 import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
 import { CreditGate } from './credit-gate.js';
 import type { HoldStore } from './hold-store.js';
@@ -39,6 +40,7 @@ function switchable(inner: HoldStore) {
     settle: guard(inner.settle.bind(inner)),
     release: guard(inner.release.bind(inner)),
     renew: guard(inner.renew.bind(inner)),
+    restore: guard(inner.restore.bind(inner)),
     held: inner.held.bind(inner),
     close: inner.close.bind(inner),
   };
@@ -48,6 +50,27 @@ function switchable(inner: HoldStore) {
 const key = (accountId: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({ hash: 'k1', accountId, limit: null, limitReset: null, includeByokInLimit: false, ...extra }) as KeyRecord;
 const account = (credits: bigint): AccountRecord => ({ id: 'acct', email: 'a@example.test', passwordHash: null, createdAt: 0, totalCredits: credits, totalPurchased: 0n, totalUsage: 0n });
 const charge = (cost: bigint) => ({ totalCost: cost, isByok: false, upstreamPromptCost: 0n, upstreamCompletionCost: 0n }) as GenerationRecord;
+
+/** A fleet the test steers: how many processes, whether Redis is trusted, and resync events. */
+function fakeFleet(size: number) {
+  const listeners = new Set<(reason: ResyncReason) => void>();
+  const fleet = {
+    size,
+    trusted: true as boolean,
+    seen: true as boolean,
+    onResync(listener: (reason: ResyncReason) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    suspect() {
+      fleet.trusted = false;
+    },
+    resync(reason: ResyncReason) {
+      for (const listener of listeners) listener(reason);
+    },
+  } satisfies FleetView & { resync(reason: ResyncReason): void };
+  return fleet;
+}
 
 const gates: CreditGate[] = [];
 function gateOf(store: Store, holds: HoldStore, holdTtlMs = 120_000, now: () => number = Date.now) {
@@ -129,5 +152,73 @@ describe('CreditGate', () => {
     const notCounting = key('acct', { hash: 'k-excl', limit: 4n * X });
     await gate.settle(await gate.admit(notCounting, true, X), byok);
     for (let i = 0; i < 4; i++) expect(await codeOf(gate.admit(notCounting, true, X))).toBe('admitted');
+  });
+
+  describe('with a fleet sharing the hold store (Redis)', () => {
+    function fleetGate(store: Store, holds: HoldStore, fleet: FleetView, onHoldStoreError?: 'share' | 'closed') {
+      const gate = new CreditGate({ store, bus: new LocalChangeBus(), now: Date.now, ttlMs: 60_000, holds, fleet, ...(onHoldStoreError ? { onHoldStoreError } : {}) });
+      gates.push(gate);
+      return gate;
+    }
+
+    it('Redis down: each of three processes admits paid requests from its third of the balance, so together they hold at most the balance', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const processes = [0, 1, 2].map(() => {
+        const fleet = fakeFleet(3);
+        return { fleet, gate: fleetGate(fakeStore(account(9n * X)).store, holds, fleet) };
+      });
+      state.down = true;
+      let admitted = 0;
+      for (const { gate } of processes) {
+        for (let i = 0; i < 5; i++) if ((await codeOf(gate.admit(key('acct'), true, X))) === 'admitted') admitted++;
+      }
+      // 3X each; a paid request needs share − held > 0: three of X each per process.
+      expect(admitted).toBe(9);
+      expect(processes.every((p) => !p.fleet.trusted)).toBe(true); // the failed call made each one stop trusting Redis
+    });
+
+    it("a process's own charges during the outage count against its share", async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const fleet = fakeFleet(2);
+      const gate = fleetGate(fakeStore(account(10n * X)).store, holds, fleet); // share: 5X
+      state.down = true;
+      const first = await gate.admit(key('acct'), true, 2n * X);
+      await gate.settle(first, charge(4n * X)); // the snapshot still says 10X
+      await gate.admit(key('acct'), true, X); // 5X − 4X charged = X > 0
+      expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('billing.insufficient_credits');
+    });
+
+    it('refuses paid requests (503) under onHoldStoreError: closed, and in a process that never reached Redis', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      state.down = true;
+      const closed = fleetGate(fakeStore(account(9n * X)).store, holds, fakeFleet(1), 'closed');
+      expect(await codeOf(closed.admit(key('acct'), true, X))).toBe('store.unavailable');
+      const neverSeen = { ...fakeFleet(1), seen: false };
+      const fresh = fleetGate(fakeStore(account(9n * X)).store, holds, neverSeen);
+      expect(await codeOf(fresh.admit(key('acct'), true, X))).toBe('store.unavailable');
+      expect(await codeOf(fresh.admit(key('acct'), false, 0n))).toBe('admitted'); // free: the snapshot alone
+    });
+
+    it('Redis back empty: the holds admitted meanwhile are restored, and count for every process', async () => {
+      const inner = new MemoryHoldStore();
+      const { store: holds, state } = switchable(inner);
+      const fleet = fakeFleet(1);
+      const gate = fleetGate(fakeStore(account(10n * X)).store, holds, fleet);
+      const before = await gate.admit(key('acct'), true, 2n * X); // in Redis
+      state.down = true;
+      await gate.admit(key('acct'), true, 3n * X); // by the share, only in this process
+      await inner.close(); // Redis restarted without its data
+      state.down = false;
+      fleet.trusted = true;
+      fleet.resync('epoch');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await inner.held('acct', Date.now())).toBe(5n * X);
+      // Another process now counts them: 10X − 5X held; after its own 5X nothing is left.
+      const other = fleetGate(fakeStore(account(10n * X)).store, holds, fakeFleet(1));
+      await other.admit(key('acct'), true, 5n * X);
+      expect(await codeOf(other.admit(key('acct'), true, X))).toBe('billing.insufficient_credits');
+      await gate.settle(before, charge(2n * X));
+      expect(await inner.held('acct', Date.now())).toBe(8n * X);
+    });
   });
 });

@@ -5,15 +5,22 @@
  * requests in flight (holds) and charges settled since it was read — and applies the rules to the
  * total atomically (see hold-store.ts). With `RedisHoldStore` that total spans every process.
  *
- * Failure policy (docs/architecture.md): a paid request fails closed (503 `store.unavailable`, nothing
- * forwarded) when the hold store or the database is unreachable. A free request holds nothing, so
- * when only the hold store is down it is checked against the snapshot alone and let through; the
- * free-model rate limit (`limits.free_models.on_store_error`) then decides. Without a snapshot
- * (database down and nothing cached) it fails closed too.
+ * Failure policy (docs/architecture.md, "Redis outages"): when the hold store is shared (Redis) and
+ * cannot be trusted — unreachable, or inside the resync window after it came back without its data —
+ * each process admits paid requests from its *share*: per account (and per limited key), 1/N of what
+ * the first fresh snapshot of the outage showed, N being the live processes last counted by the
+ * fleet, minus everything this process held or charged since. The gate keeps its own record of its
+ * holds and charges (a `MemoryHoldStore`) in every mode for that purpose, and re-registers its holds in
+ * Redis when Redis returns (`restore`). So the fleet together never holds more than the balance had at
+ * the outage's start. `onHoldStoreError: 'closed'` refuses paid requests instead (503), as does a process
+ * that has never reached Redis (it cannot know its share). A free request holds nothing: it is checked
+ * against the snapshot alone, and the free-model limit (`limits.free_models.on_store_error`) decides.
+ * Without a snapshot (database down and nothing cached) everything fails closed.
  */
 import { randomBytes } from 'node:crypto';
 import { TollgateError, isTollgateError } from '../core/errors.js';
 import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
+import { fleetShare, type FleetView } from '../core/fleet.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import { unitsToUsd, type Units } from '../core/money.js';
 import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
@@ -22,16 +29,28 @@ import { limitedUsage, windowName } from './key-view.js';
 import { MemoryHoldStore } from './memory-hold-store.js';
 import { usagePeriods, type UsagePeriods } from './usage-window.js';
 
-/** A snapshot plus the charge mark read just before it (null: the hold store did not answer then). */
+/**
+ * A snapshot plus the charge marks read just before it: the shared store's (null: it did not answer,
+ * or was not trusted) and this process's own record's.
+ */
 interface AccountSnapshot {
   account: AccountRecord | null;
   mark: ChargeMark | null;
+  ownMark: ChargeMark;
 }
 
 interface KeySnapshot {
   periods: UsagePeriods;
   usage: KeyUsage;
   mark: ChargeMark | null;
+  ownMark: ChargeMark;
+}
+
+/** This process's share of an account's balance or a key's remaining limit, frozen for one outage. */
+interface Share {
+  amount: Units;
+  /** The process's own charge mark when the share was taken: its charges since then count against it. */
+  mark: ChargeMark;
 }
 
 export interface Hold extends HoldRef {
@@ -50,13 +69,17 @@ export interface CreditGateOptions {
   ttlMs: number;
   /** Where holds live: in this process by default, Redis when processes share credit. */
   holds?: HoldStore;
-  /** A hold lapses this long after its last renewal (renewed every third of it while the request runs). Default 2 min. */
+  /** A hold lapses this long after its last renewal (renewed every third of it while the request runs). Default 10 s. */
   holdTtlMs?: number;
-  /** Hold-store failures after admission (settle, release, renew): the request goes on, the hold expires. */
-  onHoldError?: (error: unknown, operation: 'settle' | 'release' | 'renew') => void;
+  /** Hold-store failures after admission (settle, release, renew, restore): the request goes on, the hold expires. */
+  onHoldError?: (error: unknown, operation: 'settle' | 'release' | 'renew' | 'restore') => void;
+  /** The processes sharing `holds` (Redis). Absent: the holds are this process's own and always trusted. */
+  fleet?: FleetView;
+  /** Paid requests while the shared hold store cannot be trusted: from this process's share (default) or refused. */
+  onHoldStoreError?: 'share' | 'closed';
 }
 
-const DEFAULT_HOLD_TTL_MS = 120_000;
+const DEFAULT_HOLD_TTL_MS = 10_000;
 
 function isUnavailable(error: unknown): boolean {
   return isTollgateError(error) && error.code === 'store.unavailable';
@@ -72,12 +95,22 @@ export class CreditGate {
   private readonly renewTimer: NodeJS.Timeout;
   private readonly idPrefix = randomBytes(6).toString('hex');
   private sequence = 0;
+  /** This process's own holds and charges, when `holds` is shared: what its share is counted from. */
+  private readonly own: MemoryHoldStore | null;
+  private readonly fleet: FleetView | null;
+  /** Whether the last admission trusted the shared store; a change starts a new outage (or ends one). */
+  private trusting = true;
+  private readonly accountShares = new Map<string, Share>();
+  private readonly keyShares = new Map<string, Share | null>();
+  private readonly stopResync: () => void;
 
   constructor(private readonly options: CreditGateOptions) {
     this.accounts = new TtlCache(options.ttlMs, 100_000, options.now);
     this.keys = new TtlCache(options.ttlMs, 100_000, options.now);
     this.holds = options.holds ?? new MemoryHoldStore();
     this.holdTtlMs = options.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
+    this.fleet = options.holds && options.fleet ? options.fleet : null;
+    this.own = this.fleet ? new MemoryHoldStore() : null;
     options.bus.subscribe((topic, id) => {
       const cache = topic === 'account' ? this.accounts : topic === 'key' ? this.keys : null;
       if (cache && id === ALL_IDS) cache.clear();
@@ -85,6 +118,7 @@ export class CreditGate {
     });
     this.renewTimer = setInterval(() => this.renew(), Math.max(50, Math.floor(this.holdTtlMs / 3)));
     this.renewTimer.unref();
+    this.stopResync = this.fleet?.onResync(() => this.restore()) ?? (() => undefined);
   }
 
   /** The account from its snapshot (no mark needed: for readers such as the free-model policy). */
@@ -96,7 +130,19 @@ export class CreditGate {
 
   /** Checks the §5 credit rules against snapshot + live holds + recent charges and, when they pass, holds `estimate`. */
   async admit(key: KeyRecord, isPaid: boolean, estimate: Units): Promise<Hold> {
-    const [account, usage] = await Promise.all([this.accountSnapshot(key.accountId, isPaid), key.limit === null ? null : this.keySnapshot(key, isPaid)]);
+    const trusted = this.trustShared();
+    try {
+      return await this.admitOnce(key, isPaid, estimate, trusted);
+    } catch (error) {
+      // The shared store failed just now (and was marked suspect): this admission goes by the share.
+      if (!trusted || !isUnavailable(error) || !this.fleet || this.fleet.trusted) throw error;
+      return this.admitOnce(key, isPaid, estimate, this.trustShared());
+    }
+  }
+
+  private async admitOnce(key: KeyRecord, isPaid: boolean, estimate: Units, trusted: boolean): Promise<Hold> {
+    const needMark = isPaid && trusted;
+    const [account, usage] = await Promise.all([this.accountSnapshot(key.accountId, needMark), key.limit === null ? null : this.keySnapshot(key, needMark)]);
     if (!account.account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     const now = this.options.now();
     const hold: Hold = { id: `${this.idPrefix}:${++this.sequence}`, accountId: key.accountId, keyHash: key.hash, amount: isPaid ? estimate : 0n, countsByok: key.includeByokInLimit, state: 'held' };
@@ -109,27 +155,51 @@ export class CreditGate {
       keyMark: usage?.mark ?? 0n,
       expiresAt: now + this.holdTtlMs,
     };
-    const decision = await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now);
+    const decision = trusted ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now) : await this.decideByShare(check, account, usage, now);
     if (!decision.admitted) throw refusal(decision, key, isPaid);
-    if (hold.amount > 0n) this.live.add(hold);
-    else hold.state = 'done';
+    if (hold.amount > 0n) {
+      this.live.add(hold);
+      if (trusted) this.own?.add(hold, check.expiresAt);
+    } else hold.state = 'done';
     return hold;
   }
 
   private async decide(check: HoldCheck, marksKnown: boolean, now: number): Promise<HoldDecision> {
     // Only a free request gets here without marks (a paid one reloads its snapshots or fails).
-    const snapshotOnly = () => decideHold({ paid: check.paid, balance: check.balance, accountRecent: 0n, accountHeld: 0n, keyRemaining: check.keyRemaining, keyRecent: 0n, keyHeld: 0n });
-    if (!marksKnown) return snapshotOnly();
+    if (!marksKnown) return snapshotOnly(check);
     try {
       return await this.holds.admit(check, now);
     } catch (error) {
+      if (isUnavailable(error)) this.fleet?.suspect();
       if (check.paid || !isUnavailable(error)) {
         // A timed-out call may still have added the hold: take it back, or let it expire.
         if (check.amount > 0n) this.holds.release(check).catch(() => undefined);
         throw error;
       }
-      return snapshotOnly();
+      return snapshotOnly(check);
     }
+  }
+
+  /**
+   * The shared store is not trusted: a paid request is admitted from this process's share of what the
+   * outage's first snapshot showed, counting this process's own holds and charges since (see the header).
+   */
+  private async decideByShare(check: HoldCheck, account: AccountSnapshot, usage: KeySnapshot | null, now: number): Promise<HoldDecision> {
+    if (!check.paid) return snapshotOnly(check);
+    const fleet = this.fleet!;
+    if (this.options.onHoldStoreError === 'closed' || !fleet.seen) throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
+    let accountShare = this.accountShares.get(check.accountId);
+    if (!accountShare) {
+      accountShare = { amount: fleetShare(check.balance, fleet.size), mark: account.ownMark };
+      this.accountShares.set(check.accountId, accountShare);
+    }
+    let keyShare = this.keyShares.get(check.keyHash);
+    if (keyShare === undefined) {
+      keyShare = check.keyRemaining === null || !usage ? null : { amount: fleetShare(check.keyRemaining, fleet.size), mark: usage.ownMark };
+      this.keyShares.set(check.keyHash, keyShare);
+    }
+    // MemoryHoldStore.admit runs synchronously up to its answer: the check and the new hold are one step.
+    return this.own!.admit({ ...check, balance: accountShare.amount, accountMark: accountShare.mark, keyRemaining: keyShare?.amount ?? null, keyMark: keyShare?.mark ?? 0n }, now);
   }
 
   /**
@@ -144,9 +214,15 @@ export class CreditGate {
     const account = charge?.totalCost ?? 0n;
     const byok = charge?.isByok && hold.countsByok ? charge.upstreamPromptCost + charge.upstreamCompletionCost : 0n;
     if (!wasHeld && account === 0n && byok === 0n) return;
+    const charged = { account, key: account + byok };
+    await this.own?.settle(hold, charged);
     try {
-      await this.holds.settle(hold, { account, key: account + byok });
+      await this.holds.settle(hold, charged);
     } catch (error) {
+      if (isUnavailable(error)) this.fleet?.suspect();
+      // The shared counters miss this charge: snapshots that predate it must come from the store again.
+      this.accounts.invalidate(hold.accountId);
+      this.keys.invalidate(hold.keyHash);
       this.options.onHoldError?.(error, 'settle');
     }
   }
@@ -175,6 +251,7 @@ export class CreditGate {
     if (hold.state !== 'held') return;
     hold.state = 'done';
     this.live.delete(hold);
+    void this.own?.release(hold);
     this.holds.release(hold).catch((error: unknown) => this.options.onHoldError?.(error, 'release'));
   }
 
@@ -185,21 +262,50 @@ export class CreditGate {
 
   close(): void {
     clearInterval(this.renewTimer);
+    this.stopResync();
   }
 
   private renew(): void {
     if (this.live.size === 0) return;
     const now = this.options.now();
-    this.holds.renew([...this.live], now + this.holdTtlMs, now).catch((error: unknown) => this.options.onHoldError?.(error, 'renew'));
+    const live = [...this.live];
+    void this.own?.renew(live, now + this.holdTtlMs, now);
+    this.holds.renew(live, now + this.holdTtlMs, now).catch((error: unknown) => this.options.onHoldError?.(error, 'renew'));
+  }
+
+  /** Redis came back (empty, or after this process was cut off): put this process's holds back. */
+  private restore(): void {
+    if (this.live.size === 0) return;
+    const now = this.options.now();
+    this.holds.restore([...this.live], now + this.holdTtlMs, now).catch((error: unknown) => this.options.onHoldError?.(error, 'restore'));
+  }
+
+  /**
+   * Whether this admission may rely on the shared store. A change either way starts afresh: snapshots
+   * cached before an outage do not know the charges made during it (and the reverse), and each outage
+   * takes its shares from fresh snapshots.
+   */
+  private trustShared(): boolean {
+    const trusted = this.fleet?.trusted ?? true;
+    if (trusted !== this.trusting) {
+      this.trusting = trusted;
+      this.accounts.clear();
+      this.keys.clear();
+      this.accountShares.clear();
+      this.keyShares.clear();
+    }
+    return trusted;
   }
 
   /** The mark must be read before the store: charges after it are counted, none before it are missed. */
   private async markOrNull(read: () => Promise<ChargeMark>): Promise<ChargeMark | null> {
+    if (!this.trusting) return null;
     try {
       return await read();
     } catch (error) {
-      if (isUnavailable(error)) return null;
-      throw error;
+      if (!isUnavailable(error)) throw error;
+      this.fleet?.suspect();
+      return null;
     }
   }
 
@@ -211,7 +317,10 @@ export class CreditGate {
   private async withMark<T extends { mark: ChargeMark | null }>(cache: TtlCache<T>, id: string, load: () => Promise<T>, probe: () => Promise<unknown>, needMark: boolean): Promise<T> {
     const snapshot = await cache.get(id, load);
     if (!needMark || snapshot.mark !== null) return snapshot;
-    await probe();
+    await probe().catch((error: unknown) => {
+      if (isUnavailable(error)) this.fleet?.suspect();
+      throw error;
+    });
     cache.invalidate(id);
     const fresh = await cache.get(id, load);
     if (fresh.mark === null) throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
@@ -220,8 +329,9 @@ export class CreditGate {
 
   private accountSnapshot(accountId: string, needMark: boolean): Promise<AccountSnapshot> {
     const load = async (): Promise<AccountSnapshot> => {
+      const ownMark = this.own?.marksNow(accountId, null).account ?? 0n;
       const mark = await this.markOrNull(async () => (await this.holds.marks(accountId, null)).account);
-      return { account: await this.options.store.getAccount(accountId), mark };
+      return { account: await this.options.store.getAccount(accountId), mark, ownMark };
     };
     return this.withMark(this.accounts, accountId, load, () => this.holds.marks(accountId, null), needMark);
   }
@@ -229,9 +339,10 @@ export class CreditGate {
   private async keySnapshot(key: KeyRecord, needMark: boolean): Promise<KeySnapshot> {
     const periods = usagePeriods(this.options.now());
     const load = async (): Promise<KeySnapshot> => {
+      const ownMark = this.own?.marksNow(key.accountId, key.hash).key ?? 0n;
       const mark = await this.markOrNull(async () => (await this.holds.marks(key.accountId, key.hash)).key);
       const usage = await this.options.store.getKeyUsage([key.hash], periods);
-      return { periods, usage: usage.get(key.hash)!, mark };
+      return { periods, usage: usage.get(key.hash)!, mark, ownMark };
     };
     const probe = () => this.holds.marks(key.accountId, key.hash);
     let snapshot = await this.withMark(this.keys, key.hash, load, probe, needMark);
@@ -241,6 +352,11 @@ export class CreditGate {
     }
     return snapshot;
   }
+}
+
+/** The rules against the snapshot alone: for a free request, which holds nothing. */
+function snapshotOnly(check: HoldCheck): HoldDecision {
+  return decideHold({ paid: check.paid, balance: check.balance, accountRecent: 0n, accountHeld: 0n, keyRemaining: check.keyRemaining, keyRecent: 0n, keyHeld: 0n });
 }
 
 function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyRecord, isPaid: boolean): TollgateError {

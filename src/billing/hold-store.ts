@@ -35,6 +35,11 @@ export interface HoldRef {
   keyHash: string;
 }
 
+/** A hold its process still owns, with what it holds: what `restore` re-registers. */
+export interface OwnedHold extends HoldRef {
+  amount: Units;
+}
+
 export interface HoldCheck extends HoldRef {
   /** Held while the request runs; 0 for free models (the rules are checked, nothing is held). */
   amount: Units;
@@ -78,6 +83,12 @@ export interface HoldStore {
   release(hold: HoldRef): Promise<void>;
   /** Pushes the expiry of holds still live at `now`; expired or released ones stay gone. */
   renew(holds: readonly HoldRef[], expiresAt: number, now: number): Promise<void>;
+  /**
+   * Re-registers holds their process still owns, after the store lost them (Redis came back empty) or
+   * let them lapse (the process could not renew them while cut off): a missing hold is added without
+   * any rule check (its request was admitted already), a present one gets the later expiry. Idempotent.
+   */
+  restore(holds: readonly OwnedHold[], expiresAt: number, now: number): Promise<void>;
   /** Sum of the account's live holds (ops, tests). */
   held(accountId: string, now: number): Promise<Units>;
   close(): Promise<void>;

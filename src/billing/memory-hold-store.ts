@@ -4,7 +4,7 @@
  * and adds a hold with nothing interleaved. Amounts are exact units.
  */
 import type { Units } from '../core/money.js';
-import { chargedSince, decideHold, type ChargedAmounts, type ChargeMarks, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore } from './hold-store.js';
+import { chargedSince, decideHold, type ChargedAmounts, type ChargeMarks, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore, type OwnedHold } from './hold-store.js';
 
 interface LiveHold {
   keyHash: string;
@@ -29,6 +29,14 @@ class AccountHolds {
     const keyHeld = (this.keyHeld.get(hold.keyHash) ?? 0n) - hold.amount;
     if (keyHeld === 0n) this.keyHeld.delete(hold.keyHash);
     else this.keyHeld.set(hold.keyHash, keyHeld);
+  }
+
+  add(hold: { id: string; keyHash: string; amount: Units }, expiresAt: number): void {
+    if (hold.amount <= 0n || this.holds.has(hold.id)) return;
+    this.holds.set(hold.id, { keyHash: hold.keyHash, amount: hold.amount, expiresAt });
+    this.held += hold.amount;
+    this.keyHeld.set(hold.keyHash, (this.keyHeld.get(hold.keyHash) ?? 0n) + hold.amount);
+    this.nextExpiry = Math.min(this.nextExpiry, expiresAt);
   }
 
   prune(now: number): void {
@@ -60,6 +68,11 @@ export class MemoryHoldStore implements HoldStore {
   }
 
   async marks(accountId: string, keyHash: string | null): Promise<ChargeMarks> {
+    return this.marksNow(accountId, keyHash);
+  }
+
+  /** Synchronous `marks`, for the credit gate's own record of its holds and charges. */
+  marksNow(accountId: string, keyHash: string | null): ChargeMarks {
     const entry = this.accounts.get(accountId);
     return { account: entry?.charged ?? 0n, key: keyHash === null ? 0n : (entry?.keyCharged.get(keyHash) ?? 0n) };
   }
@@ -76,14 +89,14 @@ export class MemoryHoldStore implements HoldStore {
       keyRecent: chargedSince(entry.keyCharged.get(check.keyHash) ?? 0n, check.keyMark),
       keyHeld: entry.keyHeld.get(check.keyHash) ?? 0n,
     });
-    if (decision.admitted && check.amount > 0n && !entry.holds.has(check.id)) {
-      entry.holds.set(check.id, { keyHash: check.keyHash, amount: check.amount, expiresAt: check.expiresAt });
-      entry.held += check.amount;
-      entry.keyHeld.set(check.keyHash, (entry.keyHeld.get(check.keyHash) ?? 0n) + check.amount);
-      entry.nextExpiry = Math.min(entry.nextExpiry, check.expiresAt);
-    }
+    if (decision.admitted) entry.add(check, check.expiresAt);
     if (entry.idle) this.accounts.delete(check.accountId);
     return decision;
+  }
+
+  /** Adds a hold with no rule check: a request admitted elsewhere (the credit gate's own record of its holds). */
+  add(hold: OwnedHold, expiresAt: number): void {
+    this.of(hold.accountId).add(hold, expiresAt);
   }
 
   async settle(hold: HoldRef, charged: ChargedAmounts): Promise<void> {
@@ -107,6 +120,16 @@ export class MemoryHoldStore implements HoldStore {
       const hold = this.accounts.get(ref.accountId)?.holds.get(ref.id);
       // An expired hold is gone even if nobody pruned it yet: renewing must not bring it back.
       if (hold && hold.expiresAt > now && hold.expiresAt < expiresAt) hold.expiresAt = expiresAt;
+    }
+  }
+
+  async restore(holds: readonly OwnedHold[], expiresAt: number, now: number): Promise<void> {
+    for (const hold of holds) {
+      const entry = this.of(hold.accountId);
+      entry.prune(now);
+      const present = entry.holds.get(hold.id);
+      if (present) present.expiresAt = Math.max(present.expiresAt, expiresAt);
+      else entry.add(hold, expiresAt);
     }
   }
 

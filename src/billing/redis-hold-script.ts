@@ -84,6 +84,23 @@ elseif mode == 'renew' then
   end
   keep()
   return 1
+elseif mode == 'restore' then
+  -- ARGV: 4 new expiresAt, then (id, amount, key) per hold. Pruned first, so a lapsed hold is
+  -- dropped and added back with the totals kept equal to the live holds.
+  prune()
+  for i = 5, #ARGV, 3 do
+    local id, amount, key = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if redis.call('HSETNX', holds, id, amount .. ':' .. key) == 1 then
+      redis.call('HINCRBY', sums, 'held', amount)
+      redis.call('HINCRBY', sums, 'kh:' .. key, amount)
+      redis.call('ZADD', exp, ARGV[4], id)
+    else
+      local score = tonumber(redis.call('ZSCORE', exp, id))
+      if not score or score < tonumber(ARGV[4]) then redis.call('ZADD', exp, ARGV[4], id) end
+    end
+  end
+  keep()
+  return 1
 elseif mode == 'marks' then
   -- ARGV: 4 key ('' = account only). Reading a mark extends the counters' life, so they cannot
   -- expire (and restart at 0) while a snapshot that refers to them is in use.

@@ -17,7 +17,7 @@
  */
 import type { Units } from '../core/money.js';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
-import type { ChargedAmounts, ChargeMarks, HoldCheck, HoldDecision, HoldRef, HoldStore } from './hold-store.js';
+import type { ChargedAmounts, ChargeMarks, HoldCheck, HoldDecision, HoldRef, HoldStore, OwnedHold } from './hold-store.js';
 import { HOLD_LUA } from './redis-hold-script.js';
 
 const UNITS_PER_MICRO = 1000n;
@@ -52,7 +52,7 @@ export class RedisHoldStore implements HoldStore {
   constructor(options: RedisHoldStoreOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:hold:';
     this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
-    this.client = new RedisScriptClient({ ...options, lua: HOLD_LUA, commandName: 'tollgateHoldsV1', unavailableMessage: 'The credit hold store (Redis) is unavailable' });
+    this.client = new RedisScriptClient({ ...options, lua: HOLD_LUA, commandName: 'tollgateHoldsV2', unavailableMessage: 'The credit hold store (Redis) is unavailable' });
   }
 
   /** The last connection error, for logs. */
@@ -119,6 +119,16 @@ export class RedisHoldStore implements HoldStore {
     }
     // One call per account (its keys share a hash slot); the calls go out together.
     await Promise.all([...byAccount].map(([accountId, ids]) => this.run(accountId, ['renew', now, this.retentionMs, expiresAt, ...ids])));
+  }
+
+  async restore(holds: readonly OwnedHold[], expiresAt: number, now: number): Promise<void> {
+    const byAccount = new Map<string, string[]>();
+    for (const hold of holds) {
+      const args = byAccount.get(hold.accountId) ?? [];
+      args.push(hold.id, ceilMicros(hold.amount).toString(), hold.keyHash);
+      byAccount.set(hold.accountId, args);
+    }
+    await Promise.all([...byAccount].map(([accountId, args]) => this.run(accountId, ['restore', now, this.retentionMs, expiresAt, ...args])));
   }
 
   async held(accountId: string, now: number): Promise<Units> {

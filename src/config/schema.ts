@@ -233,7 +233,13 @@ export const fileConfigSchema = z
          * An in-flight credit hold lapses this long after its last renewal (renewed every third of it
          * while the request runs), so a process killed mid-request frees its holds within this time.
          */
-        hold_ttl_ms: z.number().int().min(300).default(120_000),
+        hold_ttl_ms: z.number().int().min(300).default(10_000),
+        /**
+         * Paid requests while the shared hold store (Redis) is unreachable or resynchronising: `share`
+         * admits each from its process's share of the balance (1/N, N = live processes last counted),
+         * `closed` refuses them (503). docs/architecture.md, "Redis outages".
+         */
+        on_hold_store_error: z.enum(['share', 'closed']).default('share'),
         /** Paid requests while the store is unreachable: refused (503) or served within `grace`. */
         on_store_error: z.enum(['closed', 'grace']).default('closed'),
         /** Under `grace`: per account and per process, at most this much spent unvouched per outage, for at most this long. */

@@ -2,6 +2,7 @@
 import type { Authenticator } from '../auth/authenticator.js';
 import type { CreditGate } from '../billing/credit-gate.js';
 import type { ChargeAdmission } from '../billing/charge-admission.js';
+import type { FleetView } from '../core/fleet.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -34,6 +35,8 @@ export interface Services {
   health: HealthRegistry;
   /** Paid admission under store and journal failures; its status feeds /readyz. */
   admission?: ChargeAdmission;
+  /** The processes sharing Redis (absent without REDIS_URL): whether paid requests are served while Redis is away. */
+  fleet?: FleetView;
   /** Outgoing mail: compose and queue in the outbox. */
   mail: MailOutbox;
 }

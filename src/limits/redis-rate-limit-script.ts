@@ -10,6 +10,10 @@
  *          then per rule: kind ('s' sliding log | 'd' day counter), limit, window ms (0 for 'd'), ttl ms
  * returns  consume/peek: { admitted 1|0, used_1, pivot_1|nil, used_2, pivot_2|nil, ... }; refund: {}
  *
+ * Mode 'restore' puts one process's own entries back into a Redis that lost its data (KEYS[1] one
+ * counter; ARGV 3 unused, 4 kind, 5 ttl ms, then (timestamp, member) pairs of a sliding log, or the
+ * count of a day counter). Log entries are added by member, so they are never counted twice.
+ *
  * Numbers reach Redis through Lua's "%.14g", exact for integer epoch milliseconds (13 digits).
  * TTLs are relative (PEXPIRE), computed from the caller's `now`, so they stay right whatever `now` is.
  */
@@ -21,6 +25,16 @@ local member = ARGV[3]
 local function rule(i)
   local a = 3 + (i - 1) * 4
   return ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+end
+
+if mode == 'restore' then
+  if ARGV[4] == 's' then
+    for i = 6, #ARGV, 2 do redis.call('ZADD', KEYS[1], 'NX', ARGV[i], ARGV[i + 1]) end
+  else
+    redis.call('INCRBY', KEYS[1], ARGV[6])
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return {}
 end
 
 if mode == 'refund' then

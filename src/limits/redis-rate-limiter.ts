@@ -12,6 +12,11 @@
  * Failure policy: this class never waits for a reconnect. A Redis that is down, not yet connected or
  * silent answers `TollgateError('store.unavailable')` within `timeoutMs`; the caller decides between
  * failing closed (the default in docs/architecture.md) and open.
+ *
+ * Redis data loss (docs/architecture.md, "Redis outages"): each process keeps what it consumed itself
+ * — its entries of every sliding log still in the window, its count of every day counter — and
+ * `restore()` puts them back when the fleet sees Redis come back empty. Counts are then short only by
+ * what was admitted between Redis's return and the restores (seconds), never by a whole window.
  */
 import { randomUUID } from 'node:crypto';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
@@ -37,15 +42,23 @@ export type RedisRateLimiterOptions = RedisConnectionOptions & {
   skewAllowanceMs?: number;
 };
 
+/** One counter's share written by this process: the entries of a sliding log, or a day's count. */
+type OwnCounter =
+  | { kind: 's'; windowMs: number; ttlMs: number; entries: Map<string, number> }
+  | { kind: 'd'; ttlMs: number; expiresAt: number; count: number };
+
 export class RedisRateLimiter implements RateLimiter {
   private readonly client: RedisScriptClient;
   private readonly prefix: string;
   private readonly skewAllowanceMs: number;
+  /** What this process consumed, by Redis key, for `restore`. */
+  private readonly own = new Map<string, OwnCounter>();
+  private lastSweep = 0;
 
   constructor(options: RedisRateLimiterOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:rl:';
     this.skewAllowanceMs = options.skewAllowanceMs ?? 10_000;
-    this.client = new RedisScriptClient({ ...options, lua: RATE_LIMIT_LUA, commandName: 'tollgateRateLimitV1', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
+    this.client = new RedisScriptClient({ ...options, lua: RATE_LIMIT_LUA, commandName: 'tollgateRateLimitV2', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
   }
 
   /** The last connection error, for `/readyz` and logs. */
@@ -65,8 +78,11 @@ export class RedisRateLimiter implements RateLimiter {
 
   async consume(subject: string, rules: readonly RateRule[], now: number): Promise<RateDecision> {
     assertValidCall(rules, now);
-    const readings = await this.run('consume', subject, rules, now);
-    return decide(rules, readings, now);
+    const member = `${now}:${randomUUID()}`;
+    const readings = await this.run('consume', subject, rules, now, member);
+    const decision = decide(rules, readings, now);
+    if (decision.allowed) this.remember(subject, rules, now, member);
+    return decision;
   }
 
   async peek(subject: string, rules: readonly RateRule[], now: number): Promise<RuleUsage[]> {
@@ -77,7 +93,31 @@ export class RedisRateLimiter implements RateLimiter {
 
   async refund(subject: string, rules: readonly RateRule[], consumedAt: number): Promise<void> {
     assertValidCall(rules, consumedAt);
+    this.forget(subject, rules, consumedAt);
     await this.run('refund', subject, rules, consumedAt);
+  }
+
+  /**
+   * Puts this process's own entries back into Redis (after it came back without its data). Day counts
+   * are added, not merged: call once per new epoch, and retry only the keys it returns (those that failed).
+   */
+  async restore(now: number, only?: ReadonlySet<string>): Promise<Set<string>> {
+    this.sweep(now, true);
+    const failed = new Set<string>();
+    for (const [key, counter] of this.own) {
+      if (only && !only.has(key)) continue;
+      const args: Array<string | number> = ['restore', now, '', counter.kind];
+      if (counter.kind === 's') {
+        args.push(counter.ttlMs);
+        for (const [member, at] of counter.entries) args.push(at, member);
+      } else args.push(counter.expiresAt - now, counter.count);
+      try {
+        await this.client.run([key], args);
+      } catch {
+        failed.add(key);
+      }
+    }
+    return failed;
   }
 
   close(): Promise<void> {
@@ -89,9 +129,53 @@ export class RedisRateLimiter implements RateLimiter {
     return `${this.prefix}{${subject}}:${counterId(rule, now)}`;
   }
 
-  private async run(mode: 'consume' | 'peek' | 'refund', subject: string, rules: readonly RateRule[], now: number): Promise<RuleReading[]> {
+  private remember(subject: string, rules: readonly RateRule[], now: number, member: string): void {
+    this.sweep(now, false);
+    for (const rule of rules) {
+      const key = this.key(subject, rule, now);
+      const ttlMs = counterTtlMs(rule, now, this.skewAllowanceMs);
+      let counter = this.own.get(key);
+      if (!counter) {
+        counter = rule.kind === 'sliding' ? { kind: 's', windowMs: rule.windowMs, ttlMs, entries: new Map() } : { kind: 'd', ttlMs, expiresAt: now + ttlMs, count: 0 };
+        this.own.set(key, counter);
+      }
+      if (counter.kind === 's') {
+        counter.entries.set(member, now);
+        for (const [m, at] of counter.entries) {
+          if (at > now - counter.windowMs) break; // insertion order is time order
+          counter.entries.delete(m);
+        }
+      } else counter.count++;
+    }
+  }
+
+  private forget(subject: string, rules: readonly RateRule[], consumedAt: number): void {
+    for (const rule of rules) {
+      const counter = this.own.get(this.key(subject, rule, consumedAt));
+      if (counter?.kind === 'd') counter.count = Math.max(0, counter.count - 1);
+      else if (counter?.kind === 's') {
+        for (const [member, at] of counter.entries) {
+          if (at !== consumedAt) continue;
+          counter.entries.delete(member);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Drops counters nobody could count any more (at most once a minute unless forced). */
+  private sweep(now: number, force: boolean): void {
+    if (!force && now - this.lastSweep < 60_000) return;
+    this.lastSweep = now;
+    for (const [key, counter] of this.own) {
+      const live = counter.kind === 'd' ? counter.expiresAt > now && counter.count > 0 : [...counter.entries.values()].some((at) => at > now - counter.windowMs);
+      if (!live) this.own.delete(key);
+    }
+  }
+
+  private async run(mode: 'consume' | 'peek' | 'refund', subject: string, rules: readonly RateRule[], now: number, member = ''): Promise<RuleReading[]> {
     const keys = rules.map((rule) => this.key(subject, rule, now));
-    const args: Array<string | number> = [mode, now, `${now}:${randomUUID()}`];
+    const args: Array<string | number> = [mode, now, member];
     for (const rule of rules) {
       args.push(rule.kind === 'sliding' ? 's' : 'd', rule.limit, rule.kind === 'sliding' ? rule.windowMs : 0, counterTtlMs(rule, now, this.skewAllowanceMs));
     }

@@ -113,3 +113,17 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
     });
   });
 }
+
+/**
+ * Polls `/readyz` until it says `ready`. With REDIS_URL a fleet starts `degraded` (resyncing) for a
+ * few seconds after its Redis epoch begins (docs/architecture.md, "Redis outages").
+ */
+export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const body = await fetch(`${url}/readyz`).then((r) => r.json() as Promise<{ status?: string }>).catch(() => null);
+    if (body?.status === 'ready') return;
+    if (Date.now() > deadline) throw new Error(`${url} not ready within ${timeoutMs} ms: ${JSON.stringify(body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

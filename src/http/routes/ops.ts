@@ -1,5 +1,5 @@
 /**
- * /healthz (process up), /readyz (store and, when configured, Redis reachable), /metrics
+ * /healthz (process up), /readyz (store reachable; Redis reachable, or paid requests served without it), /metrics
  * (Prometheus; behind TOLLGATE_METRICS_TOKEN when it is set, and absent here when `server.metrics`
  * gives it a listener of its own, see metrics-listener.ts).
  */
@@ -27,13 +27,20 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
     }
     if (!storeOk) return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
-    // Redis (REDIS_URL) holds the shared rate-limit counters: a process that cannot reach it is not ready.
+    // Redis (REDIS_URL) holds the shared counters. Without it a process that serves paid requests from
+    // its share (docs/architecture.md, "Redis outages") is degraded but ready: taking every process out
+    // of the load balancer would turn a Redis outage into a full one. Otherwise it is not ready.
     if (services.freeModels.store === 'redis') {
       try {
         await services.freeModels.ping();
       } catch {
+        const fleet = services.fleet;
+        if (fleet?.seen && services.config.billing.on_hold_store_error === 'share') {
+          return { status: 'degraded', store: services.store.dialect, redis: 'unavailable', reasons: ['redis_unavailable'] };
+        }
         return reply.code(503).send({ status: 'unavailable', store: services.store.dialect, redis: 'unavailable' });
       }
+      if (services.fleet && !services.fleet.trusted) return { status: 'degraded', store: services.store.dialect, redis: 'resyncing', reasons: ['redis_resyncing'] };
       return { status: 'ready', store: services.store.dialect, redis: 'ok' };
     }
     return { status: 'ready', store: services.store.dialect };

@@ -1,0 +1,135 @@
+/**
+ * `FleetView` over Redis (docs/architecture.md, "Redis outages"): a heartbeat script, once a second,
+ * that keeps this process in the fleet's lease set, counts the live processes, and reads Redis's
+ * *epoch* — a timestamp written once into a Redis that has no epoch yet, so a Redis that came back
+ * without its data gets a new one. Time is Redis's own (`TIME`), so processes whose clocks disagree
+ * still agree on leases and windows.
+ *
+ * Trust: the hold store shares this client's connection, so a dropped connection is seen here at the
+ * same moment. Redis is untrusted from a dropped connection or a failed call (`suspect`) until the next
+ * successful heartbeat, and for `resyncMs` after an epoch began, the time every live process needs to
+ * reconnect (ioredis retries every ≤ 2 s) and re-register what it owns.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { FleetView, ResyncReason } from '../core/fleet.js';
+import { RedisScriptClient } from './redis-script-client.js';
+
+const FLEET_LUA = `
+pcall(redis.replicate_commands)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - lease)
+redis.call('PEXPIRE', KEYS[1], lease * 4)
+redis.call('SET', KEYS[2], now, 'NX')
+return {redis.call('ZCARD', KEYS[1]), redis.call('GET', KEYS[2]), now}
+`;
+
+export interface RedisFleetOptions {
+  /** The connection shared with the hold store (created with `failFastRedisOptions`). */
+  redis: Redis;
+  /** Prefix of the fleet's keys (`<prefix>{fleet}:procs`, `<prefix>{fleet}:epoch`). */
+  keyPrefix: string;
+  /** Heartbeat period (default 1000 ms). */
+  heartbeatMs?: number;
+  /** A process missing this long is no longer counted (default 5 × heartbeat). */
+  leaseMs?: number;
+  /** After a new epoch, how long nobody trusts Redis alone (default 5000 ms). */
+  resyncMs?: number;
+  /** Local clock for the resync window (default Date.now). */
+  now?: () => number;
+  timeoutMs?: number;
+  /** A failed heartbeat (for logs), at most once per outage. */
+  onUnreachable?: (error: unknown) => void;
+}
+
+export class RedisFleet implements FleetView {
+  readonly processId = randomBytes(8).toString('hex');
+  private readonly client: RedisScriptClient;
+  private readonly keys: string[];
+  private readonly heartbeatMs: number;
+  private readonly leaseMs: number;
+  private readonly resyncMs: number;
+  private readonly now: () => number;
+  private readonly listeners = new Set<(reason: ResyncReason) => void>();
+  private timer: NodeJS.Timeout | null = null;
+  private epoch: string | null = null;
+  private healthy = false;
+  /** Set on a lost connection or failed call: the next successful heartbeat reports a reconnect. */
+  private cutOff = false;
+  private untrustedUntil = 0;
+  private beating: Promise<void> | null = null;
+  size = 1;
+  seen = false;
+
+  constructor(private readonly options: RedisFleetOptions) {
+    this.heartbeatMs = options.heartbeatMs ?? 1_000;
+    this.leaseMs = options.leaseMs ?? 5 * this.heartbeatMs;
+    this.resyncMs = options.resyncMs ?? 5_000;
+    this.now = options.now ?? Date.now;
+    this.keys = [`${options.keyPrefix}{fleet}:procs`, `${options.keyPrefix}{fleet}:epoch`];
+    this.client = new RedisScriptClient({ redis: options.redis, lua: FLEET_LUA, commandName: 'tollgateFleetV1', unavailableMessage: 'Redis is unavailable', timeoutMs: options.timeoutMs ?? 500 });
+    options.redis.on('close', () => this.suspect());
+    options.redis.on('ready', () => void this.heartbeat());
+  }
+
+  get trusted(): boolean {
+    return this.healthy && this.now() >= this.untrustedUntil;
+  }
+
+  /** Starts the heartbeat; resolves after the first one (reached or not). */
+  async start(): Promise<void> {
+    this.timer ??= setInterval(() => void this.heartbeat(), this.heartbeatMs);
+    this.timer.unref();
+    await this.heartbeat();
+  }
+
+  onResync(listener: (reason: ResyncReason) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  suspect(): void {
+    if (this.healthy) this.cutOff = true;
+    this.healthy = false;
+  }
+
+  /** One heartbeat now (concurrent callers share it). */
+  heartbeat(): Promise<void> {
+    this.beating ??= this.beat().finally(() => (this.beating = null));
+    return this.beating;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.healthy = false;
+  }
+
+  private async beat(): Promise<void> {
+    let reply: unknown;
+    try {
+      reply = await this.client.run(this.keys, [this.processId, this.leaseMs]);
+    } catch (error) {
+      if (this.healthy || !this.seen) this.options.onUnreachable?.(error);
+      this.suspect();
+      return;
+    }
+    if (!Array.isArray(reply) || reply.length !== 3) {
+      this.suspect();
+      return;
+    }
+    const [count, epoch, redisNow] = [Number(reply[0]), String(reply[1]), Number(reply[2])];
+    const resyncLeft = Number(epoch) + this.resyncMs - redisNow;
+    if (resyncLeft > 0) this.untrustedUntil = Math.max(this.untrustedUntil, this.now() + resyncLeft);
+    const reason: ResyncReason | null = this.epoch !== null && epoch !== this.epoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
+    this.epoch = epoch;
+    this.size = Math.max(1, count);
+    this.seen = true;
+    this.cutOff = false;
+    this.healthy = true;
+    if (reason) for (const listener of this.listeners) listener(reason);
+  }
+}

@@ -12,6 +12,7 @@ import { parseMasterKey, SecretBox } from './auth/secret-box.js';
 import { CreditGate } from './billing/credit-gate.js';
 import type { HoldStore } from './billing/hold-store.js';
 import type { FleetView } from './core/fleet.js';
+import { FleetHealth, type HealthChannel } from './routing/fleet-health.js';
 import { Settler } from './billing/settler.js';
 import { ChargeAdmission, gateWithAdmission } from './billing/charge-admission.js';
 import type { ChargeJournal } from './billing/charge-journal.js';
@@ -96,6 +97,8 @@ export interface AppDeps {
   holds?: HoldStore;
   /** The processes sharing `holds` (main.ts: a RedisFleet on the same connection); decides when Redis is trusted. */
   fleet?: FleetView;
+  /** Where endpoint health is shared with the fleet (main.ts: Redis pub/sub); per process when omitted. */
+  healthChannel?: HealthChannel;
   /** The charge journal (main.ts opens it in TOLLGATE_DATA_DIR and closes it); without one a charge needs the store. */
   journal?: ChargeJournal | null;
   /** Where free space is watched (the journal's and the embedded store's directory). */
@@ -202,6 +205,8 @@ export function buildApp(deps: AppDeps): Gateway {
 
   const breaker = config.routing.breaker;
   const health = new HealthRegistry({ failureThreshold: breaker.failure_threshold, openMs: breaker.open_ms, maxOpenMs: breaker.max_open_ms, probeTimeoutMs: 60_000 });
+  const sharedEndpoints = new Set([...catalog.models.values()].flatMap((m) => m.endpoints.map((e) => HealthRegistry.keyOf(m.id, e.provider.id))));
+  const fleetHealth = deps.healthChannel ? new FleetHealth({ health, channel: deps.healthChannel, now, knows: (key) => sharedEndpoints.has(key) }) : null;
   const storeHealth = new StoreHealth(now);
   const remembered = lastKnownStore(store, storeHealth);
   const gate = new CreditGate({
@@ -446,6 +451,7 @@ export function buildApp(deps: AppDeps): Gateway {
       settler.stop();
       admission.close();
       gate.close();
+      await fleetHealth?.close();
       // The last charges' notices are queued before the sender stops (what it cannot send waits in the outbox).
       await usageAlerts.close();
       await expirySweep.stop();

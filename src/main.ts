@@ -11,6 +11,7 @@ import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
 import { RedisFleet } from './store/redis-fleet.js';
+import { RedisHealthChannel } from './store/redis-health-channel.js';
 import { failFastRedisOptions } from './store/redis-script-client.js';
 import { Redis } from 'ioredis';
 import { openChargeJournal, startMigrations } from './boot-durability.js';
@@ -70,7 +71,7 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
  * process cannot know its share of the fleet and refuses paid requests (503); after that, outages are
  * served from its share (docs/architecture.md, "Redis outages").
  */
-async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ holds: RedisHoldStore; fleet: RedisFleet; close(): Promise<void> } | null> {
+async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ holds: RedisHoldStore; fleet: RedisFleet; healthChannel: RedisHealthChannel; close(): Promise<void> } | null> {
   if (!config.redisUrl) return null;
   const timeoutMs = 500;
   const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
@@ -87,9 +88,12 @@ async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ hold
     // Logged by the fleet's first heartbeat below.
   }
   await fleet.start();
+  // Endpoint health shared by the fleet (routing/fleet-health.ts); closed by the gateway's shutdown.
+  const healthChannel = new RedisHealthChannel({ publisher: redis, url: config.redisUrl, channel: `${config.limits.redis_prefix}health` });
   return {
     holds,
     fleet,
+    healthChannel,
     async close() {
       await fleet.stop();
       if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
@@ -149,7 +153,7 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     logger,
     dispatcherFor: (id) => agents.get(id) ?? fallbackAgent,
     rateLimiter,
-    ...(shared ? { holds: shared.holds, fleet: shared.fleet } : {}),
+    ...(shared ? { holds: shared.holds, fleet: shared.fleet, healthChannel: shared.healthChannel } : {}),
     journal,
     dataDir: config.dataDir,
     recoverCharges: migrations.done,

@@ -71,6 +71,19 @@ export class CircuitBreaker {
     }
   }
 
+  /** Epoch ms until which the breaker is open once tripped (null while closed): what other processes are told. */
+  get openUntilMs(): number | null {
+    return this.tripped ? this.openUntil : null;
+  }
+
+  /** Another process saw this endpoint fail: skip it until `until`, as if it had tripped here (never shortens). */
+  openUntilAtLeast(until: number): void {
+    if (this.tripped && this.openUntil >= until) return;
+    this.tripped = true;
+    this.openUntil = until;
+    this.probeStartedAt = null;
+  }
+
   /** Milliseconds until a probe may be sent (0 when closed or half-open). */
   retryInMs(now: number): number {
     return this.tripped ? Math.max(0, this.openUntil - now) : 0;

@@ -84,6 +84,13 @@ export class EndpointStats {
     this.bucket(now).failed++;
   }
 
+  /** Outcomes other processes counted (fleet-wide uptime); their latency samples stay theirs. */
+  recordRemote(now: number, ok: number, failed: number): void {
+    const bucket = this.bucket(now);
+    bucket.ok += ok;
+    bucket.failed += failed;
+  }
+
   private recent(now: number, minutes: number): Bucket[] {
     const current = Math.floor(now / MINUTE);
     const out: Bucket[] = [];

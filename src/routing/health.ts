@@ -19,10 +19,52 @@ export function countsAgainstHealth(type: FailureType): boolean {
   return type === 'connection' || type === 'timeout' || type === 'server' || type === 'invalid_response' || type === 'auth';
 }
 
+/** What this process learns about an endpoint that the rest of the fleet should know (routing/fleet-health.ts). */
+export interface HealthListener {
+  /** The breaker tripped (or a probe failed): open for `ms` more. */
+  opened(key: string, ms: number): void;
+  /** A success closed a tripped breaker. */
+  closed(key: string): void;
+  /** The upstream asked for a pause (Retry-After): cooling for `ms` more. */
+  cooling(key: string, ms: number): void;
+  /** One outcome that counts for uptime. */
+  outcome(key: string, ok: boolean): void;
+}
+
+/** What another process learnt, applied here without being told back. */
+export type RemoteHealth =
+  | { type: 'opened' | 'cooling'; key: string; ms: number }
+  | { type: 'closed'; key: string }
+  | { type: 'outcomes'; key: string; ok: number; failed: number };
+
 export class HealthRegistry {
   private readonly endpoints = new Map<string, EndpointHealth>();
+  private listener: HealthListener | null = null;
 
   constructor(private readonly breakerConfig: BreakerConfig = DEFAULT_BREAKER) {}
+
+  /** Tells `listener` of every local change the fleet should know (one listener; null to stop). */
+  listen(listener: HealthListener | null): void {
+    this.listener = listener;
+  }
+
+  /** Applies what another process saw. Opening never shortens a local open; closing only closes. */
+  applyRemote(event: RemoteHealth, now: number): void {
+    const health = this.get(event.key);
+    switch (event.type) {
+      case 'opened':
+        health.breaker.openUntilAtLeast(now + event.ms);
+        break;
+      case 'closed':
+        health.breaker.onSuccess();
+        break;
+      case 'cooling':
+        health.coolingUntil = Math.max(health.coolingUntil, now + event.ms);
+        break;
+      case 'outcomes':
+        health.stats.recordRemote(now, event.ok, event.failed);
+    }
+  }
 
   static keyOf(modelId: string, providerId: string): string {
     return `${modelId}|${providerId}`;
@@ -74,24 +116,37 @@ export class HealthRegistry {
 
   recordSuccess(key: string, now: number, latencyMs: number | null, tokensPerSecond: number | null): void {
     const health = this.get(key);
-    health.breaker.onSuccess();
+    this.closeBreaker(key, health);
     health.stats.recordSuccess(now, latencyMs, tokensPerSecond);
+    this.listener?.outcome(key, true);
   }
 
   recordFailure(key: string, now: number, type: FailureType, retryAfterMs: number | null): void {
     const health = this.get(key);
     if (type === 'rate_limited') {
-      health.coolingUntil = Math.max(health.coolingUntil, now + (retryAfterMs ?? 1000));
+      const until = Math.max(health.coolingUntil, now + (retryAfterMs ?? 1000));
+      if (until > health.coolingUntil) this.listener?.cooling(key, until - now);
+      health.coolingUntil = until;
       health.breaker.release();
       return;
     }
     if (countsAgainstHealth(type)) {
+      const before = health.breaker.openUntilMs;
       health.breaker.onFailure(now);
       health.stats.recordFailure(now);
+      const after = health.breaker.openUntilMs;
+      if (after !== null && after !== before) this.listener?.opened(key, after - now);
+      this.listener?.outcome(key, false);
     } else {
       // The provider answered (it judged the request): it is up.
-      health.breaker.onSuccess();
+      this.closeBreaker(key, health);
     }
+  }
+
+  private closeBreaker(key: string, health: EndpointHealth): void {
+    const wasOpen = health.breaker.openUntilMs !== null;
+    health.breaker.onSuccess();
+    if (wasOpen) this.listener?.closed(key);
   }
 
   /** Measured time to first token (p99 over 30 min) and its sample count; null when never measured. */

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateError } from '../src/core/errors.js';
-import type { RateDecision, RateLimiter, RateRule } from '../src/limits/rate-limit.js';
+import type { RateDecision, RateLimiter, RateRule, WeightedRule } from '../src/limits/rate-limit.js';
 import { RedisRateLimiter } from '../src/limits/redis-rate-limiter.js';
 import { deleteKeys, LIMITER_TARGETS, REDIS_TEST_URL, redisTarget, uniqueTestPrefix, type LimiterSpace } from './helpers/limiter-targets.js';
 
@@ -225,6 +225,49 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     const fresh = newAccount();
     await limiter.refund(fresh, freeRules(), T0);
     expect(await limiter.peek(fresh, freeRules(), T0)).toMatchObject([{ used: 0 }, { used: 0 }]);
+  });
+
+  describe('weighted sliding rule (tokens per minute)', () => {
+    const TPM: WeightedRule = { name: 'tpm', kind: 'sliding', limit: 1_000, windowMs: MINUTE };
+
+    it('admits while the window total is under the limit; one call may pass it by its own weight, never two', async () => {
+      const subject = newAccount();
+      expect(await limiter.consumeWeighted(subject, TPM, 600, T0)).toMatchObject({ allowed: true, limit: 1_000, remaining: 400, resetAt: T0 + MINUTE, retryAfterMs: 0 });
+      expect(await limiter.consumeWeighted(subject, TPM, 300, T0 + 1_000)).toMatchObject({ allowed: true, remaining: 100 });
+      expect(await limiter.consumeWeighted(subject, TPM, 500, T0 + 2_000)).toMatchObject({ allowed: true, remaining: 0 }); // 900 < 1000: room
+      // 1400 in the window: refused until enough weight leaves — the 600 at T0 leaves at T0 + 60 s, 1400 − 600 = 800 < 1000.
+      const refused = await limiter.consumeWeighted(subject, TPM, 1, T0 + 3_000);
+      expect(refused).toMatchObject({ allowed: false, remaining: 0, resetAt: T0 + MINUTE, retryAfterMs: MINUTE - 3_000, entry: null });
+      expect((await limiter.consumeWeighted(subject, TPM, 1, T0 + MINUTE)).allowed).toBe(true);
+    });
+
+    it('the pivot is the entry whose expiry brings the total under the limit', async () => {
+      const subject = newAccount();
+      for (let i = 0; i < 5; i++) await limiter.consumeWeighted(subject, TPM, 300, T0 + i * 1_000); // 300 .. 1500 (the 5th is refused)
+      // Window: 300@0, 300@1, 300@2, 300@3 = 1200; under 1000 once 201 has left: the entry at T0 (300).
+      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + 10_000)).toMatchObject({ allowed: false, resetAt: T0 + MINUTE });
+      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + MINUTE)).toMatchObject({ allowed: true, remaining: 1_000 - 910, resetAt: T0 + MINUTE + 1_000 });
+    });
+
+    it('adjust replaces an entry’s weight with the real usage; 0 removes it; a gone entry is a no-op', async () => {
+      const subject = newAccount();
+      const first = await limiter.consumeWeighted(subject, TPM, 900, T0);
+      await limiter.adjustWeighted(subject, TPM, first.entry!, 100); // estimated 900, used 100
+      expect(await limiter.consumeWeighted(subject, TPM, 0, T0 + 1)).toMatchObject({ allowed: true, remaining: 900 });
+      const second = await limiter.consumeWeighted(subject, TPM, 2_000, T0 + 2);
+      expect(second.allowed).toBe(true);
+      expect((await limiter.consumeWeighted(subject, TPM, 1, T0 + 3)).allowed).toBe(false);
+      await limiter.adjustWeighted(subject, TPM, second.entry!, 0); // never sent
+      expect(await limiter.consumeWeighted(subject, TPM, 1, T0 + 4)).toMatchObject({ allowed: true, remaining: 899 });
+      await limiter.adjustWeighted(subject, TPM, 'no-such-entry', 5);
+      await limiter.adjustWeighted(newAccount(), TPM, 'no-such-entry', 5);
+    });
+
+    it('exactly the calls that fit are admitted out of 50 concurrent ones of 100 each', async () => {
+      const subject = newAccount();
+      const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.consumeWeighted(subject, TPM, 100, T0)));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    });
   });
 });
 

@@ -28,7 +28,14 @@ function policy(overrides: { limiter?: RateLimiter; limits?: Partial<FreeModelLi
 const unavailable = (): never => {
   throw new TollgateError('store.unavailable', 'down');
 };
-const brokenLimiter: RateLimiter = { consume: async () => unavailable(), peek: async () => unavailable(), refund: async () => unavailable(), close: async () => undefined };
+const brokenLimiter: RateLimiter = {
+  consume: async () => unavailable(),
+  peek: async () => unavailable(),
+  refund: async () => unavailable(),
+  consumeWeighted: async () => unavailable(),
+  adjustWeighted: async () => unavailable(),
+  close: async () => undefined,
+};
 
 async function refusalOf(work: Promise<unknown>): Promise<TollgateError> {
   const error = await work.then(

@@ -6,8 +6,10 @@ import { ExpiringMap } from './expiring-map.js';
 import {
   admits,
   assertValidCall,
+  assertValidWeighted,
   counterId,
   decide,
+  decideWeighted,
   pivotIndex,
   ruleUsage,
   utcDayEnd,
@@ -16,6 +18,8 @@ import {
   type RateRule,
   type RuleReading,
   type RuleUsage,
+  type WeightedDecision,
+  type WeightedRule,
 } from './rate-limit.js';
 
 export interface MemoryRateLimiterOptions {
@@ -27,14 +31,59 @@ export interface MemoryRateLimiterOptions {
 /** A sliding rule's ascending timestamps, or a day rule's count. */
 type Counter = number[] | number;
 
+/** A weighted sliding log: entries in time order, and their total. */
+interface WeightedLog {
+  entries: Array<{ at: number; id: string; cost: number }>;
+  total: number;
+}
+
 export class MemoryRateLimiter implements RateLimiter {
   private readonly counters: ExpiringMap<Counter>;
+  private readonly weighted: ExpiringMap<WeightedLog>;
+  private sequence = 0;
 
   constructor(options: MemoryRateLimiterOptions = {}) {
-    this.counters = new ExpiringMap<Counter>({
-      maxEntries: options.maxCounters ?? 100_000,
-      sweepEveryMs: options.sweepEveryMs ?? 60_000,
-    });
+    const limits = { maxEntries: options.maxCounters ?? 100_000, sweepEveryMs: options.sweepEveryMs ?? 60_000 };
+    this.counters = new ExpiringMap<Counter>(limits);
+    this.weighted = new ExpiringMap<WeightedLog>(limits);
+  }
+
+  async consumeWeighted(subject: string, rule: WeightedRule, cost: number, now: number): Promise<WeightedDecision> {
+    assertValidWeighted(rule, cost, now);
+    const key = counterKey(subject, rule, now);
+    const log = this.weighted.get(key, now) ?? { entries: [], total: 0 };
+    while (log.entries.length > 0 && log.entries[0]!.at <= now - rule.windowMs) log.total -= log.entries.shift()!.cost;
+    let pivot: number | null = null;
+    const need = log.total - rule.limit + 1;
+    let cumulative = 0;
+    for (const entry of log.entries) {
+      cumulative += entry.cost;
+      if (cumulative >= need) {
+        pivot = entry.at;
+        break;
+      }
+    }
+    const id = `m${++this.sequence}`;
+    const decision = decideWeighted(rule, { used: log.total, pivot }, cost, now, id);
+    if (decision.allowed) {
+      let at = log.entries.length;
+      while (at > 0 && log.entries[at - 1]!.at > now) at--; // calls may arrive slightly out of order
+      log.entries.splice(at, 0, { at: now, id, cost });
+      log.total += cost;
+    }
+    if (log.entries.length > 0) this.weighted.set(key, log, log.entries[log.entries.length - 1]!.at + rule.windowMs, now);
+    return decision;
+  }
+
+  async adjustWeighted(subject: string, rule: WeightedRule, entry: string, cost: number): Promise<void> {
+    assertValidWeighted(rule, cost, 0);
+    // A sliding counter's key has no time in it; expiry does not matter here (an expired log is never read).
+    const log = this.weighted.peek(counterKey(subject, rule, 0), 0);
+    const found = log?.entries.findIndex((e) => e.id === entry) ?? -1;
+    if (!log || found < 0) return;
+    log.total += cost - log.entries[found]!.cost;
+    if (cost === 0) log.entries.splice(found, 1);
+    else log.entries[found]!.cost = cost;
   }
 
   /** Counters currently held (for tests and a memory gauge). */

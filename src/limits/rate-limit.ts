@@ -50,6 +50,38 @@ export interface RateDecision {
   readonly retryAfterMs: number;
 }
 
+/** A sliding rule whose entries carry a weight (tokens per minute): the window's total is what counts. */
+export type WeightedRule = Extract<RateRule, { kind: 'sliding' }>;
+
+/** A weighted rule's reading: the window's total, and the timestamp whose expiry brings it under the limit. */
+export interface WeightedReading {
+  readonly used: number;
+  /** Oldest in-window entry whose cumulative weight (from the oldest) reaches `used − limit + 1`; null when empty. */
+  readonly pivot: number | null;
+}
+
+export interface WeightedDecision extends RateDecision {
+  /** The admitted entry, for `adjustWeighted` (null when refused). */
+  readonly entry: string | null;
+}
+
+/**
+ * The same admission rule as the unit log — admitted while the window has room (`used < limit`) — with
+ * the call adding `cost` instead of 1, so one request may pass the limit by its own weight, never two.
+ */
+export function decideWeighted(rule: WeightedRule, reading: WeightedReading, cost: number, now: number, entry: string): WeightedDecision {
+  const allowed = reading.used < rule.limit;
+  const used = reading.used + (allowed ? cost : 0);
+  const resetAt = reading.pivot !== null ? reading.pivot + rule.windowMs : allowed ? now + rule.windowMs : now;
+  return { allowed, rule, limit: rule.limit, remaining: Math.max(0, rule.limit - used), resetAt, retryAfterMs: allowed ? 0 : Math.max(1, resetAt - now), entry: allowed ? entry : null };
+}
+
+/** A weighted call's arguments are checked like the rules of a unit call. */
+export function assertValidWeighted(rule: WeightedRule, cost: number, now: number): void {
+  assertValidCall([rule], now);
+  if (!Number.isSafeInteger(cost) || cost < 0) throw new Error(`rate rule ${rule.name}: cost must be a non-negative integer`);
+}
+
 export interface RateLimiter {
   /** Checks every rule and consumes one unit from all of them only if all allow (atomic). */
   consume(subject: string, rules: readonly RateRule[], now: number): Promise<RateDecision>;
@@ -61,6 +93,10 @@ export interface RateLimiter {
    * a unit whose sliding entry already left the window is simply gone. Never call it for a refusal.
    */
   refund(subject: string, rules: readonly RateRule[], consumedAt: number): Promise<void>;
+  /** Checks a weighted sliding rule and, if the window has room, adds an entry of `cost` (atomic). */
+  consumeWeighted(subject: string, rule: WeightedRule, cost: number, now: number): Promise<WeightedDecision>;
+  /** Sets the cost of an admitted entry (the real usage once known; 0 removes it). An entry gone already is a no-op. */
+  adjustWeighted(subject: string, rule: WeightedRule, entry: string, cost: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -86,3 +86,65 @@ end
 out[1] = admitted
 return out
 `;
+
+/**
+ * The weighted sliding log (tokens per minute) behind `RedisRateLimiter.consumeWeighted`: the same
+ * rule as the unit log (admitted while the window's total is under the limit), each entry carrying
+ * a weight. Running total, so a call costs O(entries leaving the window), not O(window).
+ *
+ * KEYS[1] ZSET  entry id → timestamp      KEYS[2] HASH  entry id → weight, and '#total'
+ * ARGV    mode ('consume' | 'adjust'), then
+ *         consume: now, entry id, limit, window ms, ttl ms, cost → { admitted 1|0, used (before), pivot|nil }
+ *         adjust:  entry id, cost (0 removes the entry) → {}
+ */
+export const WEIGHTED_LUA = `
+local log, weights = KEYS[1], KEYS[2]
+if ARGV[1] == 'adjust' then
+  local id, cost = ARGV[2], tonumber(ARGV[3])
+  local old = redis.call('HGET', weights, id)
+  if not old then return {} end
+  redis.call('HINCRBY', weights, '#total', cost - tonumber(old))
+  if cost == 0 then
+    redis.call('HDEL', weights, id)
+    redis.call('ZREM', log, id)
+  else
+    redis.call('HSET', weights, id, cost)
+  end
+  return {}
+end
+
+local now, id, limit, window, ttl, cost = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]
+while true do
+  local expired = redis.call('ZRANGEBYSCORE', log, '-inf', now - window, 'LIMIT', 0, 500)
+  if #expired == 0 then break end
+  local freed = 0
+  for _, w in ipairs(redis.call('HMGET', weights, unpack(expired))) do freed = freed + tonumber(w or '0') end
+  redis.call('HINCRBY', weights, '#total', -freed)
+  redis.call('HDEL', weights, unpack(expired))
+  redis.call('ZREM', log, unpack(expired))
+end
+local used = tonumber(redis.call('HGET', weights, '#total') or '0')
+local pivot = false
+if used > 0 then
+  local need, cumulative, offset = used - limit + 1, 0, 0
+  while not pivot do
+    local batch = redis.call('ZRANGE', log, offset, offset + 499, 'WITHSCORES')
+    if #batch == 0 then break end
+    for i = 1, #batch, 2 do
+      cumulative = cumulative + tonumber(redis.call('HGET', weights, batch[i]) or '0')
+      if cumulative >= need then pivot = tonumber(batch[i + 1]); break end
+    end
+    offset = offset + 500
+  end
+end
+local admitted = 0
+if used < limit then
+  admitted = 1
+  redis.call('ZADD', log, now, id)
+  redis.call('HSET', weights, id, cost)
+  redis.call('HINCRBY', weights, '#total', cost)
+end
+redis.call('PEXPIRE', log, ttl)
+redis.call('PEXPIRE', weights, ttl)
+return { admitted, used, pivot }
+`;

@@ -32,8 +32,12 @@ import {
   type RateRule,
   type RuleReading,
   type RuleUsage,
+  assertValidWeighted,
+  decideWeighted,
+  type WeightedDecision,
+  type WeightedRule,
 } from './rate-limit.js';
-import { RATE_LIMIT_LUA } from './redis-rate-limit-script.js';
+import { RATE_LIMIT_LUA, WEIGHTED_LUA } from './redis-rate-limit-script.js';
 
 export type RedisRateLimiterOptions = RedisConnectionOptions & {
   /** Every key starts with it (default `tollgate:rl:`); tests use a unique one per run. */
@@ -49,6 +53,8 @@ type OwnCounter =
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly client: RedisScriptClient;
+  /** The weighted log's script, on the same connection. */
+  private readonly weightedClient: RedisScriptClient;
   private readonly prefix: string;
   private readonly skewAllowanceMs: number;
   /** What this process consumed, by Redis key, for `restore`. */
@@ -59,6 +65,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.prefix = options.keyPrefix ?? 'tollgate:rl:';
     this.skewAllowanceMs = options.skewAllowanceMs ?? 10_000;
     this.client = new RedisScriptClient({ ...options, lua: RATE_LIMIT_LUA, commandName: 'tollgateRateLimitV2', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
+    this.weightedClient = new RedisScriptClient({ ...(this.client.connection(options.timeoutMs)), lua: WEIGHTED_LUA, commandName: 'tollgateWeightedV1', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
   }
 
   /** The last connection error, for `/readyz` and logs. */
@@ -120,8 +127,30 @@ export class RedisRateLimiter implements RateLimiter {
     return failed;
   }
 
+  async consumeWeighted(subject: string, rule: WeightedRule, cost: number, now: number): Promise<WeightedDecision> {
+    assertValidWeighted(rule, cost, now);
+    const [log, weights] = this.weightedKeys(subject, rule);
+    const entry = `${now}:${randomUUID()}`;
+    const reply = await this.weightedClient.run([log, weights], ['consume', now, entry, rule.limit, rule.windowMs, counterTtlMs(rule, now, this.skewAllowanceMs), cost]);
+    if (!Array.isArray(reply) || !Number.isSafeInteger(Number(reply[1]))) throw new Error('weighted rate-limit script returned a bad reply');
+    const pivot: unknown = reply[2];
+    const decision = decideWeighted(rule, { used: Number(reply[1]), pivot: pivot === null || pivot === undefined ? null : Number(pivot) }, cost, now, entry);
+    if (decision.allowed !== (Number(reply[0]) === 1)) throw new Error('weighted rate-limit script and rate-limit.ts disagree on admission');
+    return decision;
+  }
+
+  async adjustWeighted(subject: string, rule: WeightedRule, entry: string, cost: number): Promise<void> {
+    assertValidWeighted(rule, cost, 0);
+    await this.weightedClient.run(this.weightedKeys(subject, rule), ['adjust', entry, cost]);
+  }
+
   close(): Promise<void> {
     return this.client.close();
+  }
+
+  private weightedKeys(subject: string, rule: WeightedRule): [string, string] {
+    const base = `${this.prefix}{${subject}}:${rule.name}`;
+    return [`${base}:log`, `${base}:w`];
   }
 
   /** Where a rule's counter lives: public so tests and operators can find it in Redis. */

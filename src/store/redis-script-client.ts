@@ -63,6 +63,11 @@ export class RedisScriptClient {
     this.redis.defineCommand(this.commandName, { lua: options.lua });
   }
 
+  /** Options for another script on this client's connection (it stays owned by this client). */
+  connection(timeoutMs?: number): RedisConnectionOptions {
+    return { redis: this.redis, ...(timeoutMs === undefined ? { timeoutMs: this.timeoutMs } : { timeoutMs }) };
+  }
+
   /** The last connection error, for `/readyz` and logs; ioredis would print unhandled ones to stderr. */
   get lastError(): Error | null {
     return this.error;

@@ -13,6 +13,7 @@ import { CreditGate } from './billing/credit-gate.js';
 import type { HoldStore } from './billing/hold-store.js';
 import type { FleetView } from './core/fleet.js';
 import { FleetHealth, type HealthChannel } from './routing/fleet-health.js';
+import { CapacityGovernor } from './limits/capacity.js';
 import { Settler } from './billing/settler.js';
 import { ChargeAdmission, gateWithAdmission } from './billing/charge-admission.js';
 import type { ChargeJournal } from './billing/charge-journal.js';
@@ -297,6 +298,7 @@ export function buildApp(deps: AppDeps): Gateway {
       log: app.log,
       onRefused: (limit) => metrics.rateLimited.inc({ limit }),
     }),
+    capacity: new CapacityGovernor({ limiter, onStoreError: config.limits.capacity.on_store_error, log: app.log, onRefused: (limit) => metrics.rateLimited.inc({ limit }) }),
     byok: new ByokCredentials(store, secretBox, bus, now, app.log),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
     continuation: config.routing.mid_stream_continuation,

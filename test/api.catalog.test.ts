@@ -35,6 +35,7 @@ const ENDPOINT_FIELDS = {
   supported_parameters: 'array',
   supports_implicit_caching: 'boolean',
   supports_tool_choice: 'object',
+  rate_limits: 'object',
   uptime_last_5m: 'number|null',
   uptime_last_30m: 'number|null',
   uptime_last_1d: 'number|null',

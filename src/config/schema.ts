@@ -85,6 +85,17 @@ const pricingSchema = z
   })
   .strict();
 
+/**
+ * Capacity limits (docs/api.md, "Capacity limits"): the upstream's quota, enforced across the fleet.
+ * `rpm` requests and `tpm` tokens (prompt + completion) in any 60 s.
+ */
+const capacitySchema = z
+  .object({
+    rpm: z.number().int().positive().optional(),
+    tpm: z.number().int().positive().optional(),
+  })
+  .strict();
+
 const endpointSchema = z
   .object({
     provider: slug,
@@ -98,6 +109,8 @@ const endpointSchema = z
     supports_prefill: z.boolean().default(false),
     /** Timeouts of this endpoint; override the model's and the provider's. */
     timeouts: timeoutOverridesSchema.optional(),
+    /** Capacity of this endpoint (the provider's quota for this model). */
+    limits: capacitySchema.optional(),
   })
   .strict();
 
@@ -128,6 +141,8 @@ const modelSchema = z
     supported_parameters: z.array(z.string()).default(DEFAULT_SUPPORTED_PARAMETERS),
     /** Timeouts of this model's endpoints (e.g. a long first_token_ms for a reasoning model); override the providers'. */
     timeouts: timeoutOverridesSchema.optional(),
+    /** Capacity of the model over all its endpoints. */
+    limits: capacitySchema.optional(),
     endpoints: z.array(endpointSchema).min(1),
   })
   .strict();
@@ -178,6 +193,11 @@ export const fileConfigSchema = z
     limits: z
       .object({
         free_models: freeModelLimitsSchema.default(() => freeModelLimitsSchema.parse({})),
+        /** Capacity limits (models[].limits, models[].endpoints[].limits): when their store is unreachable, not enforced (`open`) or 503 (`closed`). */
+        capacity: z
+          .object({ on_store_error: z.enum(['open', 'closed']).default('open') })
+          .strict()
+          .prefault({}),
         edge: edgeSchema.prefault({}),
         /** Prefix of every Redis key Tollgate writes (rate-limit counters live under `<prefix>rl:`). */
         redis_prefix: z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 : _ . -').default('tollgate:'),

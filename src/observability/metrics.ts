@@ -24,7 +24,7 @@ export class Metrics {
   readonly upstreamAttempts = new Counter({ name: 'tollgate_upstream_attempts_total', help: 'Upstream attempts by provider and outcome', labelNames: ['provider', 'outcome'], registers: [this.registry] });
   readonly tokens = new Counter({ name: 'tollgate_tokens_total', help: 'Tokens charged by model, provider and kind', labelNames: ['model', 'provider', 'kind'], registers: [this.registry] });
   readonly creditsCharged = new Counter({ name: 'tollgate_credits_charged_usd_total', help: 'Credits charged (USD) by model and provider', labelNames: ['model', 'provider'], registers: [this.registry] });
-  readonly rateLimited = new Counter({ name: 'tollgate_rate_limited_total', help: 'Requests refused with 429 by the platform, by limit (edge, free_model_per_minute, free_model_per_day)', labelNames: ['limit'], registers: [this.registry] });
+  readonly rateLimited = new Counter({ name: 'tollgate_rate_limited_total', help: 'Requests (or, for capacity_rpm/capacity_tpm, attempts on an endpoint) refused by a platform limit, by limit (edge, free_model_per_minute, free_model_per_day, capacity_rpm, capacity_tpm)', labelNames: ['limit'], registers: [this.registry] });
   readonly moderation = new Counter({ name: 'tollgate_moderation_checks_total', help: 'Moderated chat requests by outcome (passed, flagged, error_blocked, error_allowed)', labelNames: ['outcome'], registers: [this.registry] });
   readonly settleBatch = new Histogram({ name: 'tollgate_settle_batch_size', help: 'Charges committed per store transaction (group commit)', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers: [this.registry] });
 

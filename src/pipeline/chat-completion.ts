@@ -13,7 +13,8 @@ import type { Settler } from '../billing/settler.js';
 import { estimatePromptTokens } from '../billing/token-estimate.js';
 import { usagePeriods } from '../billing/usage-window.js';
 import type { Catalog } from '../routing/catalog.js';
-import { executeCompletion, executeStream, type ExecuteDeps } from '../routing/execute.js';
+import { executeCompletion, executeStream, type ExecuteDeps, type RequestCapacity } from '../routing/execute.js';
+import type { CapacityGovernor } from '../limits/capacity.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
 import type { NormalizedCompletion } from '../providers/types.js';
@@ -42,6 +43,8 @@ export interface ChatDeps {
   moderation?: ModerationStep | null;
   /** Free-model rate limits (docs/api.md), per account. */
   freeModels: FreeModelPolicy;
+  /** Capacity limits per model and endpoint (docs/api.md, "Capacity limits"); absent: none configured. */
+  capacity?: CapacityGovernor | null;
   /** The account's own provider keys (BYOK), decrypted and cached. */
   byok: ByokCredentials;
   /** BYOK fee, in basis points of the list price. */
@@ -78,6 +81,8 @@ export interface Admitted {
   bodyFor(planned: PlannedAttempt): Record<string, unknown>;
   /** The completion budget of an attempt's endpoint, as held. */
   budgetFor(planned: PlannedAttempt): number;
+  /** The capacity claims of this request's attempts (null: no endpoint of the plan has a limit). */
+  capacity: RequestCapacity | null;
 }
 
 export function validate(body: unknown): ChatRequest {
@@ -135,7 +140,9 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
       throw error;
     }
   }
-  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown>, bodyFor: upstream.bodyFor, budgetFor: upstream.budgetFor };
+  // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget in tokens.
+  const capacity = deps.capacity?.forRequest(attempts, (p) => promptEstimate + upstream.budgetFor(p)) ?? null;
+  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown>, bodyFor: upstream.bodyFor, budgetFor: upstream.budgetFor, capacity };
 }
 
 /**
@@ -152,8 +159,9 @@ export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number
 }
 
 /** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
-export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBasisPoints'>, hold?: Hold): Promise<Charge> {
+export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBasisPoints'>, hold?: Hold, capacity?: RequestCapacity | null): Promise<Charge> {
   const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
+  capacity?.settle(charge.promptTokens + charge.completionTokens);
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
   // A charge durable only in the journal keeps its hold until the store has it.
@@ -202,10 +210,11 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
         moderationLatencyMs: admitted.moderationLatencyMs,
       },
       admitted.hold,
+      admitted.capacity,
     );
   };
   try {
-    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal });
+    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);
@@ -235,7 +244,7 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
   const admitted = await admit(deps, ctx);
   const stopKeepAlive = sink.keepAlive(deps.keepAliveMs);
   try {
-    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal });
+    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);

@@ -127,7 +127,7 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   let failure = result.failure;
   const cancelled = result.cancelled;
   const finishedAt = deps.now();
-  const charge = await settle(deps, chargeInput(result, failure, cancelled, finishedAt), admitted.hold).catch((error: unknown) => {
+  const charge = await settle(deps, chargeInput(result, failure, cancelled, finishedAt), admitted.hold, admitted.capacity).catch((error: unknown) => {
     deps.log.error({ generation_id: ctx.generationId, err: error }, 'could not record the charge of a streamed generation');
     failure = new TollgateError('store.unavailable', 'The usage of this generation could not be recorded; the answer is incomplete', { metadata: { error_type: 'server' } });
     return null;
@@ -248,7 +248,7 @@ async function continueElsewhere(
   const written = estimateCompletionTokens(answerSoFar);
   // The continuation may write only what is left of the budget the hold was computed from.
   const bodyFor = (p: PlannedAttempt) => withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
-  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, bodyFor, signal: ctx.signal });
+  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
   if (!outcome.ok) return null;
   return {
     attempts: outcome.attempts,

@@ -36,6 +36,17 @@ export interface CatalogEndpoint {
   supportsPrefill: boolean;
   /** The provider's timeouts with the model's and then the endpoint's overrides applied. */
   timeouts: AttemptTimeouts;
+  /** Capacity limits of this endpoint (requests / tokens per minute, fleet-wide); null = none. */
+  limits: CapacityLimits | null;
+}
+
+export interface CapacityLimits {
+  rpm: number | null;
+  tpm: number | null;
+}
+
+function capacityOf(limits: { rpm?: number | undefined; tpm?: number | undefined } | undefined): CapacityLimits | null {
+  return limits && (limits.rpm !== undefined || limits.tpm !== undefined) ? { rpm: limits.rpm ?? null, tpm: limits.tpm ?? null } : null;
 }
 
 export interface CatalogModel {
@@ -51,6 +62,8 @@ export interface CatalogModel {
   supportedParameters: readonly string[];
   /** A `:free` model: zero-priced and under the free-model rate limits. */
   isFree: boolean;
+  /** Capacity limits of the model over all its endpoints; null = none. */
+  limits: CapacityLimits | null;
   endpoints: readonly CatalogEndpoint[];
 }
 
@@ -96,6 +109,7 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       supportedParameters: endpoint.supported_parameters ?? config.supported_parameters,
       supportsPrefill: endpoint.supports_prefill,
       timeouts: Object.freeze({ ...provider.timeouts, ...config.timeouts, ...endpoint.timeouts }),
+      limits: capacityOf(endpoint.limits),
     };
   });
   const isFree = config.id.endsWith(':free');
@@ -114,6 +128,7 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
     instructType: config.instruct_type,
     supportedParameters: config.supported_parameters,
     isFree,
+    limits: capacityOf(config.limits),
     endpoints,
   };
 }

@@ -58,6 +58,25 @@ export interface ExecuteInput {
   bodyFor?(planned: PlannedAttempt): Record<string, unknown>;
   /** Aborts every attempt: the caller went away, or the process is shutting down. */
   signal: AbortSignal;
+  /** Capacity limits of the plan's endpoints (limits/capacity.ts); absent when none has any. */
+  capacity?: RequestCapacity | undefined;
+}
+
+/** A capacity limit refused an attempt: it is not sent; the limit frees at `retryAt`. */
+export interface CapacityRefusal {
+  retryAt: number;
+  /** The 429 the caller gets if no other endpoint can serve. */
+  error: TollgateError;
+}
+
+/** One request's capacity claims (limits/capacity.ts). */
+export interface RequestCapacity {
+  /** Takes the attempt's capacity before it is sent; a refusal means: skip it, or wait until `retryAt`. */
+  acquire(planned: PlannedAttempt, now: number): Promise<CapacityRefusal | null>;
+  /** The attempt ended: answered (its tokens are reconciled by `settle`) or not (its tokens are given back). */
+  ended(planned: PlannedAttempt, answered: boolean): void;
+  /** The served answer's real token count replaces its estimate. */
+  settle(tokens: number): void;
 }
 
 export type Outcome<T> =
@@ -181,6 +200,7 @@ async function loop<T>(
   const entries: Entry[] = input.plan.map((planned) => ({ planned, tries: 0, sentAt: [], notBefore: 0, exhausted: false, timedOut: false }));
   const skippedModels = new Set<string>();
   let breakerBlocked: PlannedAttempt | null = null;
+  let capacityRefusal: CapacityRefusal | null = null;
 
   while (attempts.length < policy.maxAttempts && !input.signal.aborted) {
     const open = entries.filter((e) => !e.exhausted && e.tries < policy.triesPerEndpoint && !skippedModels.has(e.planned.model.id));
@@ -197,6 +217,17 @@ async function loop<T>(
       break; // nothing is ready, and no wait fits the budget (or every candidate is behind an open breaker)
     }
     const pick = choice.pick;
+    if (input.capacity) {
+      // At its quota: not sent. Another endpoint goes first; this one is waited for only if it frees in time.
+      const refusal = await input.capacity.acquire(pick.planned, now);
+      if (refusal) {
+        health.release(pick.planned.healthKey);
+        if (!capacityRefusal || refusal.retryAt < capacityRefusal.retryAt) capacityRefusal = refusal;
+        if (refusal.retryAt - now <= policy.maxRetryWaitMs && refusal.retryAt <= deadline) pick.notBefore = refusal.retryAt;
+        else pick.exhausted = true;
+        continue;
+      }
+    }
 
     pick.tries++;
     const began = deps.now();
@@ -204,6 +235,7 @@ async function loop<T>(
     const result = await attempt(pick.planned);
     const ended = deps.now();
     const key = pick.planned.healthKey;
+    input.capacity?.ended(pick.planned, !('local' in result) && (result.ok || result.partial !== undefined));
     if ('local' in result) {
       // Not the provider's doing (the request could not be built for it, or our own code threw): not
       // retried elsewhere, and nothing recorded in the endpoint's health that other callers share.
@@ -248,6 +280,7 @@ async function loop<T>(
     }
   }
   if (abortReasonOf(input.signal) === 'shutdown') return { ok: false, error: shuttingDownError(), attempts };
+  if (attempts.length === 0 && capacityRefusal) return { ok: false, error: capacityRefusal.error, attempts };
   if (attempts.length === 0 && breakerBlocked) {
     return { ok: false, error: circuitOpenError(breakerBlocked, health.retryInMs(breakerBlocked.healthKey, deps.now())), attempts };
   }

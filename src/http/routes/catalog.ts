@@ -63,7 +63,13 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
     supports_implicit_caching: false,
     supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
     status: 0,
-    // Measured by this process's health registry; null until the endpoint has served traffic, never invented.
+    // Tollgate's capacity limits (docs/api.md, "Capacity limits"): this endpoint's own, and its model's over all endpoints.
+    rate_limits: {
+      endpoint: endpoint.limits ? { requests_per_minute: endpoint.limits.rpm, tokens_per_minute: endpoint.limits.tpm } : null,
+      model: model.limits ? { requests_per_minute: model.limits.rpm, tokens_per_minute: model.limits.tpm } : null,
+    },
+    // Uptime counts every process's outcomes (routing/fleet-health.ts); latency and throughput are this
+    // process's samples. Null until the endpoint has served traffic, never invented.
     uptime_last_5m: stats?.uptime5m ?? null,
     uptime_last_30m: stats?.uptime30m ?? null,
     uptime_last_1d: stats?.uptime1d ?? null,

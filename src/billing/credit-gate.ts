@@ -266,6 +266,8 @@ export class CreditGate {
   }
 
   private renew(): void {
+    // While Redis is trusted, the own record only needs the holds: its charge counters restart (each outage takes fresh marks).
+    if (this.trusting && this.fleet?.trusted) this.own?.forgetIdle();
     if (this.live.size === 0) return;
     const now = this.options.now();
     const live = [...this.live];

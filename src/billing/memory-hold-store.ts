@@ -94,6 +94,14 @@ export class MemoryHoldStore implements HoldStore {
     return decision;
   }
 
+  /**
+   * Drops accounts with no live hold, counters included (the credit gate's own record, while Redis is
+   * trusted: a mark handed out before then reads as a reset counter, which errs on the refusing side).
+   */
+  forgetIdle(): void {
+    for (const [id, entry] of this.accounts) if (entry.holds.size === 0) this.accounts.delete(id);
+  }
+
   /** Adds a hold with no rule check: a request admitted elsewhere (the credit gate's own record of its holds). */
   add(hold: OwnedHold, expiresAt: number): void {
     this.of(hold.accountId).add(hold, expiresAt);

@@ -160,6 +160,9 @@ export class CreditGate {
     if (hold.amount > 0n) {
       this.live.add(hold);
       if (trusted) this.own?.add(hold, check.expiresAt);
+      // Admitted by the share while Redis may still answer the others (this process alone cut off, or
+      // the outage just ending): put the hold there too, so their admissions count it as soon as possible.
+      else this.holds.restore([hold], check.expiresAt, now).catch(() => undefined);
     } else hold.state = 'done';
     return hold;
   }

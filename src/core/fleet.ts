@@ -29,7 +29,7 @@ export interface FleetView {
    * unsubscribe function.
    */
   onResync(listener: (reason: ResyncReason) => void): () => void;
-  /** A call to Redis failed: stop trusting it until the next successful heartbeat. */
+  /** A call to Redis failed: if the connection is lost, stop trusting Redis until the next successful heartbeat. */
   suspect(): void;
 }
 

@@ -61,6 +61,8 @@ export class RedisFleet implements FleetView {
   private cutOff = false;
   private untrustedUntil = 0;
   private beating: Promise<void> | null = null;
+  /** Heartbeats failed in a row on a live connection: two end the trust (one may be this process's own stall). */
+  private failedBeats = 0;
   size = 1;
   seen = false;
 
@@ -71,7 +73,7 @@ export class RedisFleet implements FleetView {
     this.now = options.now ?? Date.now;
     this.keys = [`${options.keyPrefix}{fleet}:procs`, `${options.keyPrefix}{fleet}:epoch`];
     this.client = new RedisScriptClient({ redis: options.redis, lua: FLEET_LUA, commandName: 'tollgateFleetV1', unavailableMessage: 'Redis is unavailable', timeoutMs: options.timeoutMs ?? 500 });
-    options.redis.on('close', () => this.suspect());
+    options.redis.on('close', () => this.untrust());
     options.redis.on('ready', () => void this.heartbeat());
   }
 
@@ -91,7 +93,17 @@ export class RedisFleet implements FleetView {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * A call failed. Only a lost connection stops the trust: a call that merely timed out on a live
+   * connection (an overloaded process) fails that request closed, and the fleet keeps its shared view —
+   * otherwise one slow process would admit from its share while the others, trusting Redis, do not see
+   * those holds. A Redis that accepts but stops answering is caught by the next heartbeat.
+   */
   suspect(): void {
+    if (this.options.redis.status !== 'ready') this.untrust();
+  }
+
+  private untrust(): void {
     if (this.healthy) this.cutOff = true;
     this.healthy = false;
   }
@@ -105,7 +117,7 @@ export class RedisFleet implements FleetView {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    this.healthy = false;
+    this.untrust();
   }
 
   private async beat(): Promise<void> {
@@ -113,18 +125,21 @@ export class RedisFleet implements FleetView {
     try {
       reply = await this.client.run(this.keys, [this.processId, this.leaseMs]);
     } catch (error) {
+      this.failedBeats++;
+      if (this.options.redis.status === 'ready' && this.failedBeats < 2 && this.healthy) return;
       if (this.healthy || !this.seen) this.options.onUnreachable?.(error);
-      this.suspect();
+      this.untrust();
       return;
     }
     if (!Array.isArray(reply) || reply.length !== 3) {
-      this.suspect();
+      this.untrust();
       return;
     }
     const [count, epoch, redisNow] = [Number(reply[0]), String(reply[1]), Number(reply[2])];
     const resyncLeft = Number(epoch) + this.resyncMs - redisNow;
     if (resyncLeft > 0) this.untrustedUntil = Math.max(this.untrustedUntil, this.now() + resyncLeft);
     const reason: ResyncReason | null = this.epoch !== null && epoch !== this.epoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
+    this.failedBeats = 0;
     this.epoch = epoch;
     this.size = Math.max(1, count);
     this.seen = true;

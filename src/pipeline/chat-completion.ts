@@ -5,85 +5,26 @@
  * The stream variant writes through a StreamSink so this file never sees the web framework.
  */
 import { TollgateError } from '../core/errors.js';
-import { unitsToUsd } from '../core/money.js';
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { CreditGate, Hold } from '../billing/credit-gate.js';
-import type { Settler } from '../billing/settler.js';
 import { estimatePromptTokens } from '../billing/token-estimate.js';
-import { usagePeriods } from '../billing/usage-window.js';
-import type { Catalog } from '../routing/catalog.js';
-import { executeCompletion, executeStream, type ExecuteDeps, type RequestCapacity } from '../routing/execute.js';
-import type { CapacityGovernor } from '../limits/capacity.js';
+import { executeCompletion, executeStream } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
 import type { NormalizedCompletion } from '../providers/types.js';
 import type { KeyRecord } from '../store/types.js';
-import type { ByokCredential, ByokCredentials } from '../routing/byok-credentials.js';
-import type { FreeModelPolicy, FreeSlot } from '../limits/free-model-policy.js';
+import type { ByokCredential } from '../routing/byok-credentials.js';
+import type { FreeSlot } from '../limits/free-model-policy.js';
 import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
-import { renderCompletion, type ResponseIdentity } from './completion-shapes.js';
-import { buildCharge, generatedTextOf, type AppAttribution, type Charge, type ChargeInput } from './generation.js';
+import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
+import { renderCompletion } from './completion-shapes.js';
+import { generatedTextOf } from './generation.js';
+import { scrubKeysFromRequest } from './key-leak-step.js';
+import { moderateRequest } from './moderation-step.js';
+import { identityOf, settle } from './settle.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
-import { moderateRequest, type ModerationStep } from './moderation-step.js';
 import { refuseCostlyFeatures } from './upstream-parameters.js';
 import { prepareUpstream } from './upstream-request.js';
-import { scrubKeysFromRequest, type KeyLeakStep } from './key-leak-step.js';
 
-export interface ChatDeps {
-  catalog: Catalog;
-  gate: CreditGate;
-  settler: Settler;
-  execute: ExecuteDeps;
-  metrics: Metrics;
-  log: Logger;
-  now(): number;
-  keepAliveMs: number;
-  /** The moderation step (config `moderation`); absent or null when moderation is off. */
-  moderation?: ModerationStep | null;
-  /** Free-model rate limits (docs/api.md), per account. */
-  freeModels: FreeModelPolicy;
-  /** Capacity limits per model and endpoint (docs/api.md, "Capacity limits"); absent: none configured. */
-  capacity?: CapacityGovernor | null;
-  /** The account's own provider keys (BYOK), decrypted and cached. */
-  byok: ByokCredentials;
-  /** BYOK fee, in basis points of the list price. */
-  byokFeeBasisPoints: number;
-  /** Continue a stream that broke after content was sent on another endpoint supporting prefill (off by default). */
-  continuation: boolean;
-  /** A running stream's usage is journaled this often (ms); no checkpoints when absent. */
-  checkpointMs?: number;
-  /** Tollgate keys pasted into messages: redacted or refused (config secret_scanning.in_requests); null: off. */
-  keyLeaks?: KeyLeakStep | null;
-}
-
-export interface ChatContext {
-  generationId: string;
-  key: KeyRecord;
-  body: unknown;
-  app: AppAttribution;
-  /** Aborted when the caller disconnects or the process shuts down. */
-  signal: AbortSignal;
-}
-
-export interface Admitted {
-  request: ChatRequest;
-  plan: PlannedAttempt[];
-  hold: Hold;
-  promptEstimate: number;
-  /** How long moderation took (ms); null when it did not run. The generation's `moderation_latency`. */
-  moderationLatencyMs: number | null;
-  /** The free-model rate-limit unit this request took (null: paid model, or the limit store failed open). */
-  freeSlot: FreeSlot | null;
-  /** The request as validated (continuations start from it). */
-  upstreamBody: Record<string, unknown>;
-  /** What one attempt sends: the allowlisted fields and its endpoint's completion budget (upstream-request.ts). */
-  bodyFor(planned: PlannedAttempt): Record<string, unknown>;
-  /** The completion budget of an attempt's endpoint, as held. */
-  budgetFor(planned: PlannedAttempt): number;
-  /** The capacity claims of this request's attempts (null: no endpoint of the plan has a limit). */
-  capacity: RequestCapacity | null;
-}
+export type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 
 export function validate(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -152,26 +93,6 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
  */
 async function refundIfUnserved(deps: ChatDeps, admitted: Admitted, attempts: readonly AttemptRecord[]): Promise<void> {
   if (admitted.freeSlot && attempts.length === 0) await deps.freeModels.refund(admitted.freeSlot);
-}
-
-export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number): ResponseIdentity {
-  return { id: ctx.generationId, created: Math.floor(now / 1000), model: served.model.id, provider: served.endpoint.provider.name };
-}
-
-/** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
-export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBasisPoints'>, hold?: Hold, capacity?: RequestCapacity | null): Promise<Charge> {
-  const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
-  capacity?.settle(charge.promptTokens + charge.completionTokens);
-  const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
-  // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
-  // A charge durable only in the journal keeps its hold until the store has it.
-  if (hold && committed.deferred) deps.gate.settleLater(hold, committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)));
-  else if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
-  const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
-  deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);
-  deps.metrics.tokens.inc({ ...labels, kind: 'completion' }, charge.completionTokens);
-  deps.metrics.creditsCharged.inc(labels, unitsToUsd(charge.record.totalCost));
-  return charge;
 }
 
 export function recordAttempts(deps: ChatDeps, attempts: readonly AttemptRecord[]): void {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TollgateError } from '../core/errors.js';
 import { ModerationFailure, type ModerationInput, type ModerationVerdict, type Moderator } from '../moderation/types.js';
 import type { PlannedAttempt } from '../routing/plan.js';
-import type { ChatContext } from './chat-completion.js';
+import type { ChatContext } from './chat-context.js';
 import type { ChatRequest } from './chat-request.js';
 import { moderateRequest, moderationStep, type ModerationOutcome } from './moderation-step.js';
 

@@ -16,7 +16,7 @@ import { moderationTexts, truncateMiddle } from '../moderation/moderation-input.
 import { ModerationFailure, type ModerationVerdict, type Moderator } from '../moderation/types.js';
 import type { Logger } from '../observability/logger.js';
 import type { PlannedAttempt } from '../routing/plan.js';
-import type { ChatContext } from './chat-completion.js';
+import type { ChatContext } from './chat-context.js';
 import type { ChatRequest } from './chat-request.js';
 
 export type ModerationOutcome = 'passed' | 'flagged' | 'error_blocked' | 'error_allowed';

@@ -5,7 +5,7 @@
  * ends normally its final charge supersedes the checkpoints (same id, so never counted twice).
  */
 import { usagePeriods } from '../billing/usage-window.js';
-import type { ChatDeps } from './chat-completion.js';
+import type { ChatDeps } from './chat-types.js';
 import { buildCharge, type ChargeInput } from './generation.js';
 
 export interface Checkpoints<T> {

@@ -8,7 +8,7 @@ import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent
 import { byokHeaders } from './byok-headers.js';
 import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
-import type { ExecuteDeps } from './execute.js';
+import type { ExecuteDeps } from './execute-deps.js';
 import { failureFromThrown, isTransportError } from './failure.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';

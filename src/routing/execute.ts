@@ -13,43 +13,20 @@
  * more than two attempts of one request within HAMMER_WINDOW_MS. Every attempt is reported to the
  * health registry, which orders the next requests' plans.
  */
-import type { Dispatcher } from 'undici';
 import type { TollgateError } from '../core/errors.js';
-import type { NormalizedCompletion, ProviderAdapter, ProviderKind, StreamEvent } from '../providers/types.js';
+import type { NormalizedCompletion, StreamEvent } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
 import { circuitOpenError, exhaustedError, movesOn, rejectionError, shuttingDownError, type AttemptRecord } from './failure.js';
-import type { AdaptiveFirstToken } from './first-token-limit.js';
 import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
+import type { ExecuteDeps, RetryPolicy } from './execute-deps.js';
 import { SecretScrubber } from './secret-scrubber.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
 
-export interface RetryPolicy {
-  maxAttempts: number;
-  budgetMs: number;
-  triesPerEndpoint: number;
-  retryBackoffMs: number;
-  maxRetryWaitMs: number;
-  /** Raise an endpoint's first-token limit to a multiple of its measured p99 (null: the configured limits only). */
-  adaptiveFirstToken?: AdaptiveFirstToken | null;
-}
+export type { ExecuteDeps, RetryPolicy } from './execute-deps.js';
 
 /** No endpoint gets a third attempt of one request within this long of the one before the last. */
 export const HAMMER_WINDOW_MS = 1_500;
-
-export interface ExecuteDeps {
-  dispatcherFor(providerId: string): Dispatcher;
-  adapterFor(kind: ProviderKind): ProviderAdapter;
-  now(): number;
-  health: HealthRegistry;
-  policy: RetryPolicy;
-  /** Waits (abortably); injectable so tests of the loop need no real time. */
-  sleep?(ms: number, signal: AbortSignal): Promise<void>;
-  /** [0, 1): jitter source. */
-  random?(): number;
-  /** Scrubs upstream texts of the configured provider keys (and, per request, its BYOK keys). */
-  secrets?: SecretScrubber;
-}
 
 export interface ExecuteInput {
   plan: readonly PlannedAttempt[];

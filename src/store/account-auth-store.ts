@@ -5,7 +5,7 @@
  */
 import type { LimitReset } from '../billing/usage-window.js';
 import type { Units } from '../core/money.js';
-import type { AccountRecord, KeyRecord } from './types.js';
+import type { AccountRecord, KeyRecord } from './records.js';
 
 export interface SessionRecord {
   id: string;

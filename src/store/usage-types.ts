@@ -2,7 +2,7 @@
  * Reads of the usage rollups (migration 4) and of an account's recent history. Days are UTC
  * `YYYY-MM-DD`, both bounds inclusive. Money is bigint units (1e-9 USD).
  */
-import type { CreditEntry, GenerationRecord } from './types.js';
+import type { CreditEntry, GenerationRecord } from './records.js';
 
 export interface UsageSums {
   usage: bigint;

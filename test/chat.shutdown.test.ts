@@ -17,7 +17,7 @@ const FIREHOSE = {
   endpoints: [{ provider: 'mock', model: 'mock@tokens=400000', pricing: { prompt: '0.000001', completion: '0.000002' }, max_completion_tokens: 400_000 }],
 };
 
-/** Sends a streaming request, reads the response head (for the generation id), then stops reading. */
+/** Sends a streaming request, reads the response head (for the generation id) and the first content, then stops reading. */
 async function stalledStream(url: string, key: string, model: string): Promise<{ socket: Socket; generationId: string }> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
@@ -27,12 +27,18 @@ async function stalledStream(url: string, key: string, model: string): Promise<{
   socket.write(
     `POST /api/v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
-  const head = await new Promise<string>((resolve) =>
-    socket.once('data', (chunk: Buffer) => {
+  // Read until content has arrived (the answer has started, whatever the machine's load), then stop.
+  const head = await new Promise<string>((resolve) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString('latin1');
+      if (!/"content":"[^"]/.test(seen)) return;
+      socket.off('data', onData);
       socket.pause(); // never reads again
-      resolve(chunk.toString('latin1'));
-    }),
-  );
+      resolve(seen);
+    };
+    socket.on('data', onData);
+  });
   const generationId = /x-generation-id: (\S+)/i.exec(head)?.[1];
   if (!generationId) throw new Error(`no generation id in ${head.slice(0, 300)}`);
   return { socket, generationId };

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { fixedBody, fixedCostModel } from './helpers/holds.js';
 import { metric, readyz, until } from './helpers/journal.js';
-import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
+import { buildOnce, startServe, waitForOutput, type ServeProcess } from './helpers/process.js';
 
 const run = promisify(execFile);
 const ADMIN = 'admin-token-for-disk-tests-01';
@@ -95,7 +95,7 @@ describe('embedded store on a disk that fills up', { timeout: 120_000 }, () => {
     );
     gateway = await startServe({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: mountPoint, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' }, 90_000);
     const url = gateway.url;
-    expect(gateway.stdout()).toMatch(/"free_bytes":\d+.*data directory headroom/);
+    await waitForOutput(gateway, /"free_bytes":\d+.*data directory headroom/);
     expect(await metric(url, 'tollgate_data_dir_free_bytes')).toBeGreaterThan(MIN_FREE);
     const account = await adminCall(url, 'POST', '/accounts', { email: `disk-${randomBytes(3).toString('hex')}@example.test` });
     const accountId = account.data.id as string;

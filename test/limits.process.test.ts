@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { deleteKeys, REDIS_TEST_URL, uniqueTestPrefix } from './helpers/limiter-targets.js';
 import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
-import { buildOnce, startServe, waitReady, type ServeProcess } from './helpers/process.js';
+import { buildOnce, startServe, waitForOutput, waitReady, type ServeProcess } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-limits-0001';
 const FREE = { model: 'sim/chat:free', messages: [{ role: 'user', content: 'hi' }] };
@@ -34,13 +34,6 @@ async function newAccountKey(url: string): Promise<string> {
   const key = await call(url, 'POST', `/admin/accounts/${account.json.data.id}/keys`, ADMIN, { name: 'k' });
   expect(key.status).toBe(201);
   return key.json.key as string;
-}
-
-/** Log lines and the banner reach the pipe independently: wait for a line instead of assuming it came first. */
-async function waitForOutput(gw: ServeProcess, pattern: RegExp, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pattern.test(gw.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(gw.stdout()).toMatch(pattern);
 }
 
 describe('free-model limits across gateway processes', { timeout: 90_000 }, () => {

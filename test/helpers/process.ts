@@ -127,3 +127,10 @@ export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** Log lines and the banner reach the pipe independently: wait for a line instead of assuming it came first. */
+export async function waitForOutput(gw: ServeProcess, pattern: RegExp, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(gw.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (!pattern.test(gw.stdout())) throw new Error(`no output matching ${pattern} within ${timeoutMs} ms:\n${gw.stdout().slice(-2000)}`);
+}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { usagePeriods } from '../src/billing/usage-window.js';
+import { usagePeriods } from '../src/core/usage-window.js';
 import { TollgateError } from '../src/core/errors.js';
 import { MIGRATIONS } from '../src/store/migrations.js';
 import pg from 'pg';

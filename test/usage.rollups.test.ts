@@ -4,7 +4,7 @@
  * tables carry no account data. Both stores.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { usagePeriods } from '../src/billing/usage-window.js';
+import { usagePeriods } from '../src/core/usage-window.js';
 import type { SqlDriver } from '../src/store/sql-driver.js';
 import type { Settlement, Store } from '../src/store/types.js';
 import { appIdentity } from '../src/usage/app-identity.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
 import { startGateway, type RunningGateway } from '../main.js';
-import { usagePeriods } from '../billing/usage-window.js';
+import { usagePeriods } from '../core/usage-window.js';
 import { addCredits, createAccount } from '../pipeline/accounts.js';
 import { createKey } from '../pipeline/key-management.js';
 import { openSqliteDriver } from '../store/sqlite-driver.js';

@@ -25,7 +25,7 @@ import { limitedUsage } from './key-view.js';
 import type { LastKnown } from './last-known-store.js';
 import type { Settler } from './settler.js';
 import { isStoreUnavailable, type StoreHealth } from './store-health.js';
-import { usagePeriods } from './usage-window.js';
+import { usagePeriods } from '../core/usage-window.js';
 
 export interface StoreErrorPolicy {
   onStoreError: 'closed' | 'grace';

@@ -27,7 +27,7 @@ import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from
 import { decideHold, type ChargeMark, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore } from './hold-store.js';
 import { limitedUsage, windowName } from './key-view.js';
 import { MemoryHoldStore } from './memory-hold-store.js';
-import { usagePeriods, type UsagePeriods } from './usage-window.js';
+import { usagePeriods, type UsagePeriods } from '../core/usage-window.js';
 
 /**
  * A snapshot plus the charge marks read just before it: the shared store's (null: it did not answer,

@@ -4,7 +4,7 @@
  */
 import type { Units } from '../core/money.js';
 import type { KeyRecord, KeyUsage, UsageTotals } from '../store/types.js';
-import type { LimitReset } from './usage-window.js';
+import type { LimitReset } from '../core/usage-window.js';
 
 export function usageInWindow(reset: LimitReset | null, usage: KeyUsage): UsageTotals {
   switch (reset) {

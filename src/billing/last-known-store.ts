@@ -5,7 +5,7 @@
  * entries go first.
  */
 import type { AccountRecord, KeyUsage, Store } from '../store/types.js';
-import type { UsagePeriods } from './usage-window.js';
+import type { UsagePeriods } from '../core/usage-window.js';
 import type { StoreHealth } from './store-health.js';
 
 const MAX_ENTRIES = 100_000;

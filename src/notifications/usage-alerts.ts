@@ -10,7 +10,7 @@
  *                 window (and again if the limit changes).
  */
 import { limitedUsage, windowName } from '../billing/key-view.js';
-import { ALL_TIME, usagePeriods } from '../billing/usage-window.js';
+import { ALL_TIME, usagePeriods } from '../core/usage-window.js';
 import { unitsToUsd, type Units } from '../core/money.js';
 import type { MailOutbox } from '../mail/mail-outbox.js';
 import { keyLimitMail, lowBalanceMail } from '../mail/templates.js';

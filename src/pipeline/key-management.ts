@@ -10,7 +10,7 @@ import type { ChangeBus } from '../core/change-bus.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { limitRemaining, ZERO_USAGE } from '../billing/key-view.js';
-import { LIMIT_RESETS, usagePeriods } from '../billing/usage-window.js';
+import { LIMIT_RESETS, usagePeriods } from '../core/usage-window.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { KeyPatch, KeyRecord, KeyUsage, Store } from '../store/types.js';
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { appOriginOf, callbackWith, checkCallbackUrl } from '../auth/callback-url.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { CODE_TTL_MS, hashAuthorizationCode, newAuthorizationCode, PKCE_VALUE, verifierMatches } from '../auth/pkce.js';
-import { LIMIT_RESETS, type LimitReset } from '../billing/usage-window.js';
+import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { CodeChallengeMethod } from '../store/account-auth-store.js';

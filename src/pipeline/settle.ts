@@ -4,7 +4,7 @@
  * hears "done", then the hold becomes the charge.
  */
 import type { Hold } from '../billing/credit-gate.js';
-import { usagePeriods } from '../billing/usage-window.js';
+import { usagePeriods } from '../core/usage-window.js';
 import { unitsToUsd } from '../core/money.js';
 import type { RequestCapacity } from '../routing/execute.js';
 import type { PlannedAttempt } from '../routing/plan.js';

@@ -4,7 +4,7 @@
  * the process is killed (SIGKILL, OOM) the next start charges the last checkpoint; if the stream
  * ends normally its final charge supersedes the checkpoints (same id, so never counted twice).
  */
-import { usagePeriods } from '../billing/usage-window.js';
+import { usagePeriods } from '../core/usage-window.js';
 import type { ChatDeps } from './chat-types.js';
 import { buildCharge, type ChargeInput } from './generation.js';
 

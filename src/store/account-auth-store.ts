@@ -3,7 +3,7 @@
  * OAuth apps, authorization codes and the keys issued through them (grants). Secrets are stored only
  * as SHA-256 hashes (session tokens, codes) or scrypt hashes (passwords).
  */
-import type { LimitReset } from '../billing/usage-window.js';
+import type { LimitReset } from '../core/usage-window.js';
 import type { Units } from '../core/money.js';
 import type { AccountRecord, KeyRecord } from './records.js';
 

@@ -1,5 +1,5 @@
-import type { LimitReset } from '../billing/usage-window.js';
-import { LIMIT_RESETS } from '../billing/usage-window.js';
+import type { LimitReset } from '../core/usage-window.js';
+import { LIMIT_RESETS } from '../core/usage-window.js';
 import type { KeyPatch, KeyRecord } from './types.js';
 import {
   asBoolean,

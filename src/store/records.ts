@@ -6,7 +6,7 @@
  * Money fields are bigint units (1e-9 USD). Timestamps are epoch milliseconds.
  */
 import type { Units } from '../core/money.js';
-import type { LimitReset, UsagePeriods } from '../billing/usage-window.js';
+import type { LimitReset, UsagePeriods } from '../core/usage-window.js';
 
 export type CreditKind = 'purchase' | 'grant' | 'adjustment';
 export const CREDIT_KINDS: readonly CreditKind[] = ['purchase', 'grant', 'adjustment'];

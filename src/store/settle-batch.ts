@@ -1,4 +1,4 @@
-import { ALL_TIME } from '../billing/usage-window.js';
+import { ALL_TIME } from '../core/usage-window.js';
 import { GENERATION_COLUMN_COUNT, GENERATION_COLUMNS, generationToParams } from './generation-rows.js';
 import { asString } from './row-values.js';
 import { placeholderTuple, type SqlExecutor, type SqlParam } from './sql-driver.js';

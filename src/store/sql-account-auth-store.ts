@@ -1,5 +1,5 @@
 /** `AccountAuthStore` over either SQL driver (same SQL text for SQLite and PostgreSQL). */
-import { LIMIT_RESETS, type LimitReset } from '../billing/usage-window.js';
+import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { ACCOUNT_COLUMNS, accountFromRow } from './account-rows.js';
 import type { AccountAuthStore, CodeChallengeMethod, OAuthApp, OAuthCodeRecord, OAuthGrant, SessionRecord } from './account-auth-store.js';
 import { KEY_COLUMNS, keyFromRow, keyToParams } from './key-rows.js';

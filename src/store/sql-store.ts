@@ -1,4 +1,4 @@
-import { ALL_TIME, type UsagePeriods } from '../billing/usage-window.js';
+import { ALL_TIME, type UsagePeriods } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
 import { ACCOUNT_COLUMNS, accountFromRow } from './account-rows.js';
 import { applyMigrations } from './apply-migrations.js';

@@ -5,7 +5,7 @@
  *
  * Money fields are bigint units (1e-9 USD). Timestamps are epoch milliseconds.
  */
-import type { UsagePeriods } from '../billing/usage-window.js';
+import type { UsagePeriods } from '../core/usage-window.js';
 import type { AccountRecord, ByokStore, CompromisedKey, CreditEntry, GenerationRecord, KeyPatch, KeyRecord, KeyUsage, ListKeysOptions, NewAccount, SettleOutcome, Settlement } from './records.js';
 import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import type { AccountAuthStore } from './account-auth-store.js';

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { usagePeriods } from '../../src/billing/usage-window.js';
+import { usagePeriods } from '../../src/core/usage-window.js';
 import type { CreditEntry, GenerationRecord, KeyRecord, NewAccount, Settlement } from '../../src/store/types.js';
 
 /** Builders for store records: unique ids every call, overridable fields. */

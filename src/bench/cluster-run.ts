@@ -36,6 +36,8 @@ const PG_OUTAGE_MS = 20_000;
 const X_UNITS = 1_000_000n;
 const FREE_PER_MINUTE = 20;
 const OVERSPEND_BALANCE_X = 10n;
+/** The capacity limit (requests per minute) of one endpoint, enforced across the three processes. */
+const CAPACITY_RPM = 30;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function freePort(): Promise<number> {
@@ -214,7 +216,7 @@ async function newAccount(url: string, usd: number, keys: number): Promise<{ id:
   return { id: account.data.id, keys: out };
 }
 
-type Kind = 'paid' | 'paid-stream' | 'free';
+type Kind = 'paid' | 'paid-stream' | 'free' | 'capped';
 
 interface Outcome {
   kind: Kind;
@@ -226,7 +228,7 @@ interface Outcome {
 }
 
 async function chat(base: string, dispatcher: Agent, key: string, kind: Kind, i: number): Promise<Outcome> {
-  const model = kind === 'free' ? 'cluster/chat:free' : kind === 'paid' ? 'cluster/fixed' : 'cluster/stream';
+  const model = { free: 'cluster/chat:free', paid: 'cluster/fixed', 'paid-stream': 'cluster/stream', capped: 'cluster/capped' }[kind];
   const body = { model, messages: [{ role: 'user', content: `cluster ${i}` }], max_tokens: 10, ...(kind === 'paid-stream' ? { stream: true } : {}) };
   try {
     const response = await request(`${base}/api/v1/chat/completions`, {
@@ -296,6 +298,7 @@ async function main(): Promise<void> {
       models: [
         fixedModel('cluster/fixed', 'mock@latency=30'),
         fixedModel('cluster/stream', 'mock@tps=5'), // 10 tokens: a 2 s stream
+        { ...fixedModel('cluster/capped', 'mock@latency=30'), endpoints: [{ ...fixedModel('x', 'mock@latency=30').endpoints[0]!, limits: { rpm: CAPACITY_RPM } }] },
         { id: 'cluster/chat:free', name: 'free', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@latency=20', pricing: { prompt: '0', completion: '0' } }] },
       ],
       limits: { edge: { burst: 0 }, redis_prefix: prefix, free_models: { per_minute: FREE_PER_MINUTE, per_day: 1000 } },
@@ -416,6 +419,15 @@ async function main(): Promise<void> {
       check: '500 concurrent against credit worth 10 (bound: 9..10 admitted, balance ≥ 0)',
       value: `${tightAdmitted} admitted, balance ${balanceUnits} units`,
       ok: tightAdmitted <= 10 && tightAdmitted >= 9 && balanceUnits === (OVERSPEND_BALANCE_X - BigInt(tightAdmitted)) * X_UNITS,
+    });
+    // A capacity limit of 30 requests per minute on one endpoint, over the three processes.
+    const cappedBurst = await Promise.all(Array.from({ length: CAPACITY_RPM * 3 }, (_, i) => chat(base, dispatcher, paid[i % paid.length]!.keys[0]!, 'capped', i)));
+    const cappedAdmitted = cappedBurst.filter((r) => r.status === 200).length;
+    const cappedRefused = cappedBurst.filter((r) => r.status === 429).length;
+    rows.push({
+      check: `capacity limit ${CAPACITY_RPM} rpm, ${CAPACITY_RPM * 3} concurrent over 3 processes`,
+      value: `${cappedAdmitted} admitted, ${cappedRefused} × 429`,
+      ok: cappedAdmitted === CAPACITY_RPM && cappedRefused === CAPACITY_RPM * 2,
     });
     await holds.close();
     await dispatcher.close();

@@ -4,7 +4,7 @@
  * main.ts's job; buildApp only wires what it is given.
  */
 import { setMaxListeners } from 'node:events';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
 import { Authenticator } from './auth/authenticator.js';
@@ -22,14 +22,12 @@ import { StoreHealth } from './billing/store-health.js';
 import { usdToUnits } from './core/money.js';
 import type { ChangeBus } from './core/change-bus.js';
 import type { Clock } from './core/clock.js';
-import { TollgateError } from './core/errors.js';
 import type { Config } from './config/schema.js';
-import { renderError } from './http/error-table.js';
+import { createHttpServer, installNotFound, installRequestMetrics, trackHandlersInFlight } from './http/server.js';
 import { registerCors } from './http/cors.js';
 import { RouteTable } from './http/route-table.js';
 import { principalResolvers, registerResponseHeaders, routeGuard } from './http/route-auth.js';
 import { registerJsonBody } from './http/json-body.js';
-import { trustProxyOption } from './http/client-address.js';
 import { registerAccountRoutes } from './http/routes/account.js';
 import { registerActivityRoutes } from './http/routes/activity.js';
 import { registerAdminRoutes } from './http/routes/admin.js';
@@ -61,7 +59,7 @@ import { SignInGuard } from './auth/sign-in-guard.js';
 import { registerWebRoutes } from './http/routes/web.js';
 import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
-import { clientErrorHandler, registerEdgeGuard, timeoutOptions } from './http/edge.js';
+import { registerEdgeGuard } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
 import { FreeModelPolicy } from './limits/free-model-policy.js';
 import { MemoryRateLimiter } from './limits/memory-rate-limiter.js';
@@ -125,36 +123,6 @@ export interface Gateway {
   startBackground(): void;
 }
 
-function fastifyErrorToTollgate(error: FastifyError): TollgateError | null {
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new TollgateError('request.body_too_large', 'Request body is too large');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new TollgateError('request.invalid_json', 'Content-Type must be application/json');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new TollgateError('request.invalid_json', 'Request body is empty; expected a JSON object');
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new TollgateError('request.invalid_json', 'Content-Length does not match the body');
-    case 'FST_ERR_BAD_URL':
-      return new TollgateError('request.invalid_body', 'The URL path is not valid (bad percent-encoding)');
-    case 'FST_ERR_MAX_PARAM_LENGTH':
-      // No resource has an id that long (the routes look such ids up as "not found" too).
-      return new TollgateError('resource.not_found', 'Not found: a path segment is too long');
-    default:
-      if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new TollgateError('request.invalid_json', 'Request body is not valid JSON');
-      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new TollgateError('request.invalid_body', 'Invalid request');
-      return null;
-  }
-}
-
-function replyWithError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const known = error instanceof TollgateError ? error : fastifyErrorToTollgate(error);
-  if (!known) request.log.error({ err: error }, 'unhandled error');
-  const rendered = renderError(known ?? error);
-  if (known && rendered.status >= 500) request.log.warn({ code: known.code, status: rendered.status }, known.message);
-  return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
-}
-
 /**
  * How long shutdown waits, once the server is closed, for route handlers still running (e.g. settling a
  * cut stream). Generous: on a loaded machine a handler woken by the forced close can take seconds to
@@ -183,21 +151,7 @@ export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
   const metrics = deps.metrics ?? new Metrics();
-  const app = Fastify({
-    loggerInstance: deps.logger ?? pino({ level: 'silent' }),
-    // Routes declare their own limit (route-table.ts); the chat route takes server.body_limit_bytes.
-    bodyLimit: config.server.small_body_limit_bytes,
-    trustProxy: trustProxyOption(config.server.trust_proxy),
-    return503OnClosing: true,
-    // Header, body and keep-alive deadlines of the edge guard (see http/edge.ts); never the response's.
-    ...timeoutOptions(config.server),
-    clientErrorHandler,
-    // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
-    frameworkErrors: replyWithError,
-  });
-
-  // Slow clients hold sockets: beyond this many, new connections are closed at once.
-  app.server.maxConnections = config.server.max_connections;
+  const app = createHttpServer(config.server, deps.logger ?? pino({ level: 'silent' }));
 
   const shutdownController = new AbortController();
   // Every in-flight chat request listens for shutdown (removed when it ends): no listener cap.
@@ -334,53 +288,16 @@ export function buildApp(deps: AppDeps): Gateway {
     mail,
   };
 
-  app.addHook('onRequest', async (request, reply) => {
-    const started = process.hrtime.bigint();
-    reply.raw.once('close', () => {
-      const route = request.routeOptions.url ?? 'unmatched';
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpRequests.inc({ route, method: request.method, status: String(reply.raw.statusCode) });
-      metrics.httpDuration.observe({ route }, seconds);
-    });
-  });
-
-  // Edge guard (docs/architecture.md): after the metrics hook, so refusals are counted; before any route work.
+  // Request metrics, then the edge guard (so its refusals are counted), then bodies and headers.
+  installRequestMetrics(app, metrics);
   registerEdgeGuard(app, new EdgeGuard(config.limits.edge, now), () => metrics.rateLimited.inc({ limit: 'edge' }));
-
-  app.setErrorHandler(replyWithError);
-
   registerCors(app);
   registerJsonBody(app, { maxDepth: config.server.json_max_depth, maxElements: config.server.json_max_elements });
   registerResponseHeaders(app);
   const routes = new RouteTable(app, routeGuard(app, principalResolvers(services)), config.server.small_body_limit_bytes);
-  app.setNotFoundHandler((request, reply) => {
-    const allowed = routes.allowedMethods(request.url);
-    const error =
-      allowed.length > 0
-        ? new TollgateError('route.method_not_allowed', `Method ${request.method} is not allowed on ${request.url.split('?')[0]}`, { headers: { allow: allowed.join(', ') } })
-        : new TollgateError('route.not_found', `No route for ${request.method} ${request.url.split('?')[0]}`);
-    const rendered = renderError(error);
-    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
-  });
-
-  // Every route handler in flight, so shutdown can wait for the ones woken by the forced connection
-  // close (a hijacked stream's handler runs until its charge is queued) before draining the settler.
-  const inFlight = new Set<Promise<unknown>>();
-  app.addHook('onRoute', (route) => {
-    const handler = route.handler;
-    route.handler = function (this: FastifyInstance, request, reply) {
-      const result: unknown = handler.call(this, request, reply);
-      if (result instanceof Promise) {
-        const tracked = result.then(
-          () => undefined,
-          () => undefined,
-        );
-        inFlight.add(tracked);
-        void tracked.then(() => inFlight.delete(tracked));
-      }
-      return result;
-    };
-  });
+  installNotFound(app, routes);
+  // Every route handler in flight, so shutdown can wait for the ones woken by the forced connection close.
+  const inFlight = trackHandlersInFlight(app);
 
   registerChatRoutes(routes, services);
   registerAccountRoutes(routes, services);

@@ -43,8 +43,30 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * `metadata.error_type` (docs/api.md, "Errors"): what kind of failure it was, the same words in a JSON
+ * error and in a stream's in-band error chunk. Declared once here; `ErrorOptions.metadata` accepts no
+ * other value.
+ */
+export const ERROR_TYPES = [
+  'rate_limit_exceeded',
+  'timeout',
+  'provider_unavailable',
+  'server',
+  'invalid_response',
+  'bad_request',
+  'content_policy',
+  'context_length_exceeded',
+  'moderation_unavailable',
+] as const;
+
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
+/** An error's metadata: free-form, except `error_type`, which is one of `ERROR_TYPES`. */
+export type ErrorMetadata = Record<string, unknown> & { error_type?: ErrorType };
+
 export interface ErrorOptions {
-  metadata?: Record<string, unknown>;
+  metadata?: ErrorMetadata;
   headers?: Record<string, string>;
   /** For pass-through upstream 4xx: the status the upstream gave (only for `upstream.request_rejected`). */
   status?: number;

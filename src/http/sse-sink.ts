@@ -7,7 +7,7 @@
  * the upstream and charges what was produced).
  */
 import type { ServerResponse } from 'node:http';
-import type { TollgateError } from '../core/errors.js';
+import type { ErrorType, TollgateError } from '../core/errors.js';
 import type { ResponseIdentity } from '../pipeline/completion-shapes.js';
 import { renderErrorChunk } from '../pipeline/completion-shapes.js';
 import type { StreamSink } from '../pipeline/stream-relay.js';
@@ -101,8 +101,8 @@ export class SseSink implements StreamSink {
 
   async error(error: TollgateError, identity: ResponseIdentity): Promise<void> {
     const rendered = renderError(error);
-    const metadata = (rendered.body.error.metadata ?? {}) as { error_type?: unknown; provider_code?: unknown };
-    const errorType = typeof metadata.error_type === 'string' ? metadata.error_type : 'server';
+    const metadata = (rendered.body.error.metadata ?? {}) as { error_type?: ErrorType; provider_code?: unknown };
+    const errorType: ErrorType = metadata.error_type ?? 'server';
     const chunk = renderErrorChunk(identity, rendered.status, rendered.body.error.message, {
       error_type: errorType,
       // Upstreams give numeric codes too; @openrouter/sdk accepts only a string here.

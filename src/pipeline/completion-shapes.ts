@@ -1,6 +1,7 @@
 /**
  * The response bodies of docs/api.md/§2.4: completion, stream chunk, usage chunk, in-band error chunk.
  */
+import type { ErrorType } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
 import type { ChunkChoice, CompletionChoice } from '../providers/types.js';
 import type { Charge } from './generation.js';
@@ -74,7 +75,7 @@ export function renderUsageChunk(identity: ResponseIdentity, charge: Charge) {
   };
 }
 
-export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: string; provider_code?: string }) {
+export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: ErrorType; provider_code?: string }) {
   return {
     id: identity.id,
     object: 'chat.completion.chunk',

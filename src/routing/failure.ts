@@ -3,7 +3,7 @@
  * which failures move on to the next endpoint, and what the caller gets when every attempt failed
  * (docs/api.md).
  */
-import { TollgateError } from '../core/errors.js';
+import { TollgateError, type ErrorType } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';
 import type { PlannedAttempt } from './plan.js';
 import { AttemptAbort, abortReasonOf } from './upstream-client.js';
@@ -91,7 +91,7 @@ export function movesOn(failure: UpstreamFailure): boolean {
   }
 }
 
-export function errorTypeOf(failure: UpstreamFailure): string {
+export function errorTypeOf(failure: UpstreamFailure): ErrorType {
   switch (failure.type) {
     case 'rate_limited':
       return 'rate_limit_exceeded';

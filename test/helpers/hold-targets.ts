@@ -43,4 +43,5 @@ export const redisHoldTarget: HoldTarget = {
   },
 };
 
-export const HOLD_TARGETS: readonly HoldTarget[] = [memoryHoldTarget, redisHoldTarget];
+/** Both hold stores; without Redis outside CI (test/service-availability.ts), the in-memory one only. */
+export const HOLD_TARGETS: readonly HoldTarget[] = process.env.TOLLGATE_TEST_NO_REDIS ? [memoryHoldTarget] : [memoryHoldTarget, redisHoldTarget];

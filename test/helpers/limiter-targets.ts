@@ -68,4 +68,5 @@ export const redisTarget: LimiterTarget = {
   },
 };
 
-export const LIMITER_TARGETS: readonly LimiterTarget[] = [memoryTarget, redisTarget];
+/** Both limiters; without Redis outside CI (test/service-availability.ts), the in-memory one only. */
+export const LIMITER_TARGETS: readonly LimiterTarget[] = process.env.TOLLGATE_TEST_NO_REDIS ? [memoryTarget] : [memoryTarget, redisTarget];

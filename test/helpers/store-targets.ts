@@ -55,4 +55,5 @@ export const postgresTarget: StoreTarget = {
   },
 };
 
-export const STORE_TARGETS: readonly StoreTarget[] = [sqliteTarget, postgresTarget];
+/** Both stores; without PostgreSQL outside CI (test/service-availability.ts), the embedded one only. */
+export const STORE_TARGETS: readonly StoreTarget[] = process.env.TOLLGATE_TEST_NO_POSTGRES ? [sqliteTarget] : [sqliteTarget, postgresTarget];

@@ -16,9 +16,18 @@ export function importsOf(fileName, text) {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   const found = [];
   const visit = (node) => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       found.push(node.moduleSpecifier.text);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       found.push(node.arguments[0].text);
     }
     ts.forEachChild(node, visit);
@@ -68,8 +77,13 @@ function sourceGraph(root) {
     .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts'))
     .map((e) => join(e.parentPath, e.name));
   for (const file of files) {
-    const targets = importsOf(file, readFileSync(file, 'utf8')).map((spec) => resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
-    graph.set(file, targets.filter((t) => t.startsWith(root)));
+    const targets = importsOf(file, readFileSync(file, 'utf8')).map((spec) =>
+      resolve(dirname(file), spec.replace(/\.js$/, '.ts')),
+    );
+    graph.set(
+      file,
+      targets.filter((t) => t.startsWith(root)),
+    );
   }
   return graph;
 }

@@ -21,7 +21,9 @@ function keygen(dir = '.') {
   mkdirSync(dir, { recursive: true });
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  writeFileSync(join(dir, 'scanning-private.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(join(dir, 'scanning-private.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   writeFileSync(join(dir, 'scanning-public.pem'), publicPem);
   out(`wrote ${join(dir, 'scanning-private.pem')} and ${join(dir, 'scanning-public.pem')}; add to the config:\n`);
   out('secret_scanning:\n  public_keys:\n    - key_identifier: test-key\n      key: |');
@@ -42,15 +44,29 @@ async function send(args) {
       'dry-run': { type: 'boolean', default: false },
     },
   });
-  if (!values.key || positionals.length === 0) throw new Error('usage: send --key PRIVATE.pem [--id ID] [--url BASE] TOKEN...');
-  const body = JSON.stringify(positionals.map((token) => ({ token, type: values.type, url: values.where, source: values.source })));
-  const signature = sign('sha256', Buffer.from(body), { key: createPrivateKey(readFileSync(values.key)), dsaEncoding: 'der' }).toString('base64');
-  const headers = { 'content-type': 'application/json', 'github-public-key-identifier': values.id, 'github-public-key-signature': signature };
+  if (!values.key || positionals.length === 0)
+    throw new Error('usage: send --key PRIVATE.pem [--id ID] [--url BASE] TOKEN...');
+  const body = JSON.stringify(
+    positionals.map((token) => ({ token, type: values.type, url: values.where, source: values.source })),
+  );
+  const signature = sign('sha256', Buffer.from(body), {
+    key: createPrivateKey(readFileSync(values.key)),
+    dsaEncoding: 'der',
+  }).toString('base64');
+  const headers = {
+    'content-type': 'application/json',
+    'github-public-key-identifier': values.id,
+    'github-public-key-signature': signature,
+  };
   if (values['dry-run']) {
     out(JSON.stringify({ headers, body }, null, 2));
     return;
   }
-  const response = await request(`${values.url.replace(/\/+$/, '')}/api/v1/secret-scanning/verify`, { method: 'POST', headers, body });
+  const response = await request(`${values.url.replace(/\/+$/, '')}/api/v1/secret-scanning/verify`, {
+    method: 'POST',
+    headers,
+    body,
+  });
   out(`HTTP ${response.statusCode}`);
   out(await response.body.text());
   if (response.statusCode !== 200) process.exitCode = 1;
@@ -60,7 +76,10 @@ const [command, ...rest] = process.argv.slice(2);
 try {
   if (command === 'keygen') keygen(rest[0]);
   else if (command === 'send') await send(rest);
-  else throw new Error('usage: sign-secret-scanning-report.mjs keygen [DIR] | send --key PRIVATE.pem [--id ID] [--url BASE] TOKEN...');
+  else
+    throw new Error(
+      'usage: sign-secret-scanning-report.mjs keygen [DIR] | send --key PRIVATE.pem [--id ID] [--url BASE] TOKEN...',
+    );
 } catch (error) {
   process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 2;

@@ -133,12 +133,17 @@ const SHUTDOWN_HANDLER_WAIT_MS = 15_000;
 async function waitFor(promises: readonly Promise<unknown>[], timeoutMs: number): Promise<void> {
   if (promises.length === 0) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.allSettled(promises), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+  ]);
   clearTimeout(timer);
 }
 
 function adaptiveFirstTokenPolicy(config: Config['routing']['adaptive_first_token']): AdaptiveFirstToken | null {
-  return config.enabled ? { multiplier: config.multiplier, minSamples: config.min_samples, maxMs: config.max_ms } : null;
+  return config.enabled
+    ? { multiplier: config.multiplier, minSamples: config.min_samples, maxMs: config.max_ms }
+    : null;
 }
 
 function sessionPolicy(config: Config) {
@@ -159,9 +164,18 @@ export function buildApp(deps: AppDeps): Gateway {
   let shuttingDown = false;
 
   const breaker = config.routing.breaker;
-  const health = new HealthRegistry({ failureThreshold: breaker.failure_threshold, openMs: breaker.open_ms, maxOpenMs: breaker.max_open_ms, probeTimeoutMs: 60_000 });
-  const sharedEndpoints = new Set([...catalog.models.values()].flatMap((m) => m.endpoints.map((e) => HealthRegistry.keyOf(m.id, e.provider.id))));
-  const fleetHealth = deps.healthChannel ? new FleetHealth({ health, channel: deps.healthChannel, now, knows: (key) => sharedEndpoints.has(key) }) : null;
+  const health = new HealthRegistry({
+    failureThreshold: breaker.failure_threshold,
+    openMs: breaker.open_ms,
+    maxOpenMs: breaker.max_open_ms,
+    probeTimeoutMs: 60_000,
+  });
+  const sharedEndpoints = new Set(
+    [...catalog.models.values()].flatMap((m) => m.endpoints.map((e) => HealthRegistry.keyOf(m.id, e.provider.id))),
+  );
+  const fleetHealth = deps.healthChannel
+    ? new FleetHealth({ health, channel: deps.healthChannel, now, knows: (key) => sharedEndpoints.has(key) })
+    : null;
   const storeHealth = new StoreHealth(now);
   const remembered = lastKnownStore(store, storeHealth);
   const gate = new CreditGate({
@@ -173,12 +187,20 @@ export function buildApp(deps: AppDeps): Gateway {
     ...(deps.fleet ? { fleet: deps.fleet } : {}),
     onHoldStoreError: config.billing.on_hold_store_error,
     holdTtlMs: config.billing.hold_ttl_ms,
-    onHoldError: (error, operation) => app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
+    onHoldError: (error, operation) =>
+      app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
   });
   const mailMetrics = registerMailMetrics(metrics.registry, store.outbox, now);
   const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from);
   const exposed: ExposedKeyDeps = { store, bus, mail, now };
-  const usageAlerts = new UsageAlerts({ store, mail, now, log: app.log, defaultThreshold: usdToUnits(config.notifications.low_balance_threshold), delayMs: config.notifications.check_delay_ms });
+  const usageAlerts = new UsageAlerts({
+    store,
+    mail,
+    now,
+    log: app.log,
+    defaultThreshold: usdToUnits(config.notifications.low_balance_threshold),
+    delayMs: config.notifications.check_delay_ms,
+  });
   const settler = new Settler({
     store,
     // Committed charges reach admission through the hold store (gate.settle), not by editing snapshots.
@@ -213,7 +235,9 @@ export function buildApp(deps: AppDeps): Gateway {
   // Charges an earlier process left in the journal go to the store first; /readyz waits for them.
   if (deps.recoverCharges !== false) settler.recover();
   void admission.start();
-  const secretBox = config.masterKey ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey)) : null;
+  const secretBox = config.masterKey
+    ? new SecretBox(parseMasterKey(config.masterKey), config.previousMasterKeys.map(parseMasterKey))
+    : null;
   // One limiter for free-model counters and sign-in attempts (in-process, or Redis for a fleet).
   const limiter = deps.rateLimiter?.limiter ?? new MemoryRateLimiter();
   const chat: ChatDeps = {
@@ -226,7 +250,12 @@ export function buildApp(deps: AppDeps): Gateway {
     now,
     keepAliveMs: config.server.keep_alive_interval_ms,
     // The moderation endpoint (mode `openai`) gets the pool the composition root gives the pseudo-provider `@moderation`.
-    moderation: moderationStep(config.moderation, createModerator(config.moderation, () => deps.dispatcherFor('@moderation')), app.log, (outcome) => metrics.moderation.inc({ outcome })),
+    moderation: moderationStep(
+      config.moderation,
+      createModerator(config.moderation, () => deps.dispatcherFor('@moderation')),
+      app.log,
+      (outcome) => metrics.moderation.inc({ outcome }),
+    ),
     execute: {
       // Every upstream text is scrubbed of every configured provider key before a caller or a log sees it.
       secrets: new SecretScrubber([...catalog.providers.values()].map((p) => p.apiKey)),
@@ -252,11 +281,19 @@ export function buildApp(deps: AppDeps): Gateway {
       log: app.log,
       onRefused: (limit) => metrics.rateLimited.inc({ limit }),
     }),
-    capacity: new CapacityGovernor({ limiter, onStoreError: config.limits.capacity.on_store_error, log: app.log, onRefused: (limit) => metrics.rateLimited.inc({ limit }) }),
+    capacity: new CapacityGovernor({
+      limiter,
+      onStoreError: config.limits.capacity.on_store_error,
+      log: app.log,
+      onRefused: (limit) => metrics.rateLimited.inc({ limit }),
+    }),
     byok: new ByokCredentials(store, secretBox, bus, now, app.log),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
     continuation: config.routing.mid_stream_continuation,
-    keyLeaks: keyLeakStep(config.secret_scanning.in_requests, (keys, action) => void notifyKeysInRequest(exposed, keys, action, app.log)),
+    keyLeaks: keyLeakStep(
+      config.secret_scanning.in_requests,
+      (keys, action) => void notifyKeysInRequest(exposed, keys, action, app.log),
+    ),
   };
   const services: Services = {
     ...(deps.fleet ? { fleet: deps.fleet } : {}),
@@ -276,7 +313,11 @@ export function buildApp(deps: AppDeps): Gateway {
       sessions: new SessionService(store.accountAuth, sessionPolicy(config), now),
       guard: new SignInGuard(
         limiter,
-        { perAccount: config.accounts.sign_in_limits.per_account, perAddress: config.accounts.sign_in_limits.per_address, windowMs: config.accounts.sign_in_limits.window_minutes * 60_000 },
+        {
+          perAccount: config.accounts.sign_in_limits.per_account,
+          perAddress: config.accounts.sign_in_limits.per_address,
+          windowMs: config.accounts.sign_in_limits.window_minutes * 60_000,
+        },
         now,
       ),
     },
@@ -294,7 +335,11 @@ export function buildApp(deps: AppDeps): Gateway {
   registerCors(app);
   registerJsonBody(app, { maxDepth: config.server.json_max_depth, maxElements: config.server.json_max_elements });
   registerResponseHeaders(app);
-  const routes = new RouteTable(app, routeGuard(app, principalResolvers(services)), config.server.small_body_limit_bytes);
+  const routes = new RouteTable(
+    app,
+    routeGuard(app, principalResolvers(services)),
+    config.server.small_body_limit_bytes,
+  );
   installNotFound(app, routes);
   // Every route handler in flight, so shutdown can wait for the ones woken by the forced connection close.
   const inFlight = trackHandlersInFlight(app);
@@ -318,7 +363,12 @@ export function buildApp(deps: AppDeps): Gateway {
     maxTokens: config.secret_scanning.max_tokens,
   });
 
-  const transport = deps.mailTransport !== undefined ? deps.mailTransport : config.smtpUrl ? smtpTransport(config.smtpUrl, config.mail.from, config.mail.send_timeout_ms) : null;
+  const transport =
+    deps.mailTransport !== undefined
+      ? deps.mailTransport
+      : config.smtpUrl
+        ? smtpTransport(config.smtpUrl, config.mail.from, config.mail.send_timeout_ms)
+        : null;
   const sender = transport
     ? new OutboxSender({
         store: store.outbox,
@@ -337,7 +387,14 @@ export function buildApp(deps: AppDeps): Gateway {
       })
     : null;
   if (sender) mail.onQueued(() => sender.wake());
-  const expirySweep = new ExpirySweep({ store, mail, now, log: app.log, days: config.notifications.key_expiry_days, intervalMs: config.notifications.sweep_interval_ms });
+  const expirySweep = new ExpirySweep({
+    store,
+    mail,
+    now,
+    log: app.log,
+    days: config.notifications.key_expiry_days,
+    intervalMs: config.notifications.sweep_interval_ms,
+  });
   let backgroundStarted = false;
   function startBackground(): void {
     if (backgroundStarted || shuttingDown) return;

@@ -18,11 +18,22 @@ export async function openChargeJournal(config: Config, logger: PinoLogger): Pro
   const dir = join(config.dataDir, 'journal');
   const { journal, report } = await ChargeJournal.open(dir, { now: systemClock.now });
   for (const tail of report.damagedTails) {
-    logger.warn({ file: tail.file, reason: tail.reason, ignored_bytes: tail.ignoredBytes }, 'charge journal: ignored a torn or damaged tail (a crash mid-write)');
+    logger.warn(
+      { file: tail.file, reason: tail.reason, ignored_bytes: tail.ignoredBytes },
+      'charge journal: ignored a torn or damaged tail (a crash mid-write)',
+    );
   }
   logger.info(
-    { dir, slot: report.slot, recovered: report.recovered, checkpoints_charged: report.checkpointsCharged, adopted_slots: report.adoptedSlots },
-    report.recovered > 0 ? `charge journal: ${report.recovered} charge(s) from an earlier process to apply before ready` : 'charge journal open',
+    {
+      dir,
+      slot: report.slot,
+      recovered: report.recovered,
+      checkpoints_charged: report.checkpointsCharged,
+      adopted_slots: report.adoptedSlots,
+    },
+    report.recovered > 0
+      ? `charge journal: ${report.recovered} charge(s) from an earlier process to apply before ready`
+      : 'charge journal open',
   );
   try {
     const stats = await statfs(config.dataDir);
@@ -30,7 +41,9 @@ export async function openChargeJournal(config: Config, logger: PinoLogger): Pro
     const min = config.billing.journal.min_free_bytes;
     logger[free < min ? 'warn' : 'info'](
       { data_dir: config.dataDir, free_bytes: free, min_free_bytes: min },
-      free < min ? 'data directory headroom is below billing.journal.min_free_bytes: paid requests are refused until space is freed' : 'data directory headroom',
+      free < min
+        ? 'data directory headroom is below billing.journal.min_free_bytes: paid requests are refused until space is freed'
+        : 'data directory headroom',
     );
   } catch (error) {
     logger.warn({ err: error, data_dir: config.dataDir }, 'could not measure the data directory free space');

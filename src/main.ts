@@ -59,7 +59,10 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
     await limiter.ready();
   } catch (error) {
     // Not fatal: the client keeps reconnecting; meanwhile /readyz answers 503 and free requests follow on_store_error.
-    logger.warn({ err: error }, `Redis (REDIS_URL) is unreachable at boot; free-model requests fail ${config.limits.free_models.on_store_error} until it answers`);
+    logger.warn(
+      { err: error },
+      `Redis (REDIS_URL) is unreachable at boot; free-model requests fail ${config.limits.free_models.on_store_error} until it answers`,
+    );
   }
   return { limiter, redis: limiter, store: 'redis', ping: () => limiter.ping(), close: () => limiter.close() };
 }
@@ -71,7 +74,15 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
  * process cannot know its share of the fleet and refuses paid requests (503); after that, outages are
  * served from its share (docs/architecture.md, "Redis outages").
  */
-async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ holds: RedisHoldStore; fleet: RedisFleet; healthChannel: RedisHealthChannel; close(): Promise<void> } | null> {
+async function openHoldStore(
+  config: Config,
+  logger: PinoLogger,
+): Promise<{
+  holds: RedisHoldStore;
+  fleet: RedisFleet;
+  healthChannel: RedisHealthChannel;
+  close(): Promise<void>;
+} | null> {
   if (!config.redisUrl) return null;
   const timeoutMs = 500;
   const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
@@ -80,7 +91,11 @@ async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ hold
     redis,
     timeoutMs,
     keyPrefix: config.limits.redis_prefix,
-    onUnreachable: (error) => logger.warn({ err: error }, `Redis (REDIS_URL) is unreachable; paid requests are ${config.billing.on_hold_store_error === 'share' ? "admitted from this process's share of each balance" : 'refused (503)'} until it answers`),
+    onUnreachable: (error) =>
+      logger.warn(
+        { err: error },
+        `Redis (REDIS_URL) is unreachable; paid requests are ${config.billing.on_hold_store_error === 'share' ? "admitted from this process's share of each balance" : 'refused (503)'} until it answers`,
+      ),
   });
   try {
     await holds.ready();
@@ -89,7 +104,11 @@ async function openHoldStore(config: Config, logger: PinoLogger): Promise<{ hold
   }
   await fleet.start();
   // Endpoint health shared by the fleet (routing/fleet-health.ts); closed by the gateway's shutdown.
-  const healthChannel = new RedisHealthChannel({ publisher: redis, url: config.redisUrl, channel: `${config.limits.redis_prefix}health` });
+  const healthChannel = new RedisHealthChannel({
+    publisher: redis,
+    url: config.redisUrl,
+    channel: `${config.limits.redis_prefix}health`,
+  });
   return {
     holds,
     fleet,
@@ -115,22 +134,35 @@ async function restoreRateCounts(limiter: RedisRateLimiter, logger: PinoLogger):
     if (pending.size === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  logger.warn({ counters: pending?.size }, 'could not restore rate-limit counts into Redis after it lost its data; those counts restart from zero');
+  logger.warn(
+    { counters: pending?.size },
+    'could not restore rate-limit counts into Redis after it lost its data; those counts restart from zero',
+  );
 }
 
-export async function startGateway(env: Record<string, string | undefined>, logger: PinoLogger): Promise<RunningGateway> {
+export async function startGateway(
+  env: Record<string, string | undefined>,
+  logger: PinoLogger,
+): Promise<RunningGateway> {
   const config = loadConfig(env);
   let demo: MockProvider | null = null;
   if (config.providers.some((p) => p.kind === 'demo')) {
     // The demo provider is the simulator on a private loopback port: realistic pacing, no network.
-    demo = await startMockProvider({ host: '127.0.0.1', port: 0, defaults: { latencyMs: 150, ttftMs: 250, tokensPerSecond: 60 }, models: ['demo-chat'] });
+    demo = await startMockProvider({
+      host: '127.0.0.1',
+      port: 0,
+      defaults: { latencyMs: 150, ttftMs: 250, tokensPerSecond: 60 },
+      models: ['demo-chat'],
+    });
   }
   const catalog = buildCatalog(config, { demoBaseUrl: demo?.url ?? null });
   const store = openStore(config);
   // A database down at boot is not fatal: the gateway starts not ready and migrates when it answers.
   const migrations = await startMigrations(store, logger);
   const journal = await openChargeJournal(config, logger);
-  const bus: ChangeBus = config.databaseUrl ? PgChangeBus.connectInBackground(config.databaseUrl, logger) : new LocalChangeBus();
+  const bus: ChangeBus = config.databaseUrl
+    ? PgChangeBus.connectInBackground(config.databaseUrl, logger)
+    : new LocalChangeBus();
 
   const agents = new Map<string, Agent>();
   for (const provider of catalog.providers.values()) agents.set(provider.id, createUpstreamAgent());
@@ -166,13 +198,23 @@ export async function startGateway(env: Record<string, string | undefined>, logg
     `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
   );
   // docs/architecture.md: mail leaves through the outbox; say at boot whether it is actually sent.
-  if (config.smtpUrl) logger.info({ smtp: smtpEndpoint(config.smtpUrl), from: config.mail.from }, 'mail: sending the outbox through SMTP');
-  else logger.warn('mail is NOT being sent: TOLLGATE_SMTP_URL is not set; messages are recorded in the outbox (GET /api/v1/admin/outbox) and go out once it is set');
+  if (config.smtpUrl)
+    logger.info(
+      { smtp: smtpEndpoint(config.smtpUrl), from: config.mail.from },
+      'mail: sending the outbox through SMTP',
+    );
+  else
+    logger.warn(
+      'mail is NOT being sent: TOLLGATE_SMTP_URL is not set; messages are recorded in the outbox (GET /api/v1/admin/outbox) and go out once it is set',
+    );
   const url = await gateway.app.listen({ port: config.port, host: config.host });
-  const metricsListener = config.server.metrics ? await startMetricsListener(gateway.services.metrics, config.server.metrics, config.metricsToken) : null;
+  const metricsListener = config.server.metrics
+    ? await startMetricsListener(gateway.services.metrics, config.server.metrics, config.metricsToken)
+    : null;
   if (metricsListener) logger.info({ url: `${metricsListener.url}/metrics` }, 'metrics on their own listener');
   gateway.startBackground();
-  const demoAccount = config.demo && migrations.done ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
+  const demoAccount =
+    config.demo && migrations.done ? await ensureDemoAccount({ store, bus, now: systemClock.now }) : null;
 
   return {
     gateway,
@@ -210,6 +252,17 @@ export function createLogger(level: string): PinoLogger {
     level,
     base: { service: 'tollgate' },
     // Belt and braces: a key or token must never reach the logs, even if a future change logs headers.
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'req.headers.cookie', 'headers.cookie', '*.api_key', '*.apiKey', '*.password'], censor: '[redacted]' },
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'headers.authorization',
+        'req.headers.cookie',
+        'headers.cookie',
+        '*.api_key',
+        '*.apiKey',
+        '*.password',
+      ],
+      censor: '[redacted]',
+    },
   });
 }

@@ -24,7 +24,13 @@ describe('password reset', { timeout: 60_000 }, () => {
       env: { TOLLGATE_SMTP_URL: inbox.url },
       clock: { now: () => now },
       configure: (file) => {
-        (file as Record<string, unknown>).mail = { from: 'Tollgate <noreply@tollgate.test>', public_url: 'https://dash.example.test/', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+        (file as Record<string, unknown>).mail = {
+          from: 'Tollgate <noreply@tollgate.test>',
+          public_url: 'https://dash.example.test/',
+          poll_interval_ms: 100,
+          retry_base_ms: 100,
+          retry_max_ms: 400,
+        };
       },
     });
     gw.gateway.startBackground();
@@ -36,11 +42,13 @@ describe('password reset', { timeout: 60_000 }, () => {
   });
 
   async function mailTo(email: string, count: number): Promise<ReceivedMail[]> {
-    for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(email)).length < count; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(email)).length < count; i++)
+      await new Promise((r) => setTimeout(r, 50));
     return inbox.messages.filter((m) => m.to.includes(email));
   }
 
-  const tokenOf = (mail: ReceivedMail) => /https:\/\/dash\.example\.test\/reset-password\?token=([A-Za-z0-9_-]{43})/.exec(mail.decoded)![1]!;
+  const tokenOf = (mail: ReceivedMail) =>
+    /https:\/\/dash\.example\.test\/reset-password\?token=([A-Za-z0-9_-]{43})/.exec(mail.decoded)![1]!;
 
   it('answers the same for known and unknown addresses; the link works once, sets the password and ends every session', async () => {
     const holder = await createHolder(gw);
@@ -59,11 +67,16 @@ describe('password reset', { timeout: 60_000 }, () => {
     const driver = gw.database.openDriver();
     const tokens = await driver.all('SELECT token_hash FROM password_reset_tokens');
     expect(JSON.stringify(tokens)).not.toContain(token);
-    for (let i = 0; i < 100 && (await gw.admin('GET', '/outbox')).json.data.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await gw.admin('GET', '/outbox')).json.data.length > 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const rows = await driver.all("SELECT text_body, html_body FROM mail_outbox WHERE kind = 'password_reset'");
     expect(JSON.stringify(rows)).not.toContain(token);
 
-    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'short' } }), 400, /new_password/);
+    expectError(
+      await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'short' } }),
+      400,
+      /new_password/,
+    );
     const done = await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: NEW_PASSWORD } });
     expect(done.status, done.text).toBe(200);
     expect(done.json).toEqual({ updated: true });
@@ -72,8 +85,17 @@ describe('password reset', { timeout: 60_000 }, () => {
     expectError(await call(gw, 'POST', '/session', { json: { email: holder.email, password: holder.password } }), 401);
     await signIn(gw, holder.email, NEW_PASSWORD);
     // Single use.
-    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'yet another passphrase' } }), 400, /invalid, was already used or has expired/);
-    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: 'x'.repeat(43), new_password: NEW_PASSWORD } }), 400);
+    expectError(
+      await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'yet another passphrase' } }),
+      400,
+      /invalid, was already used or has expired/,
+    );
+    expectError(
+      await call(gw, 'POST', '/password-reset/confirm', {
+        json: { token: 'x'.repeat(43), new_password: NEW_PASSWORD },
+      }),
+      400,
+    );
     // Nothing was sent to the unknown address.
     expect(inbox.messages.some((m) => m.to.includes('nobody@example.test'))).toBe(false);
   });
@@ -88,12 +110,28 @@ describe('password reset', { timeout: 60_000 }, () => {
     const [, second] = await mailTo(holder.email, 2);
     expect(inbox.messages.filter((m) => m.to.includes(holder.email))).toHaveLength(2);
     now += 30 * 60_000 + 1;
-    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: tokenOf(second!), new_password: NEW_PASSWORD } }), 400);
-    expectError(await call(gw, 'POST', '/password-reset/confirm', { json: { token: tokenOf(first!), new_password: NEW_PASSWORD } }), 400);
+    expectError(
+      await call(gw, 'POST', '/password-reset/confirm', {
+        json: { token: tokenOf(second!), new_password: NEW_PASSWORD },
+      }),
+      400,
+    );
+    expectError(
+      await call(gw, 'POST', '/password-reset/confirm', {
+        json: { token: tokenOf(first!), new_password: NEW_PASSWORD },
+      }),
+      400,
+    );
     await signIn(gw, holder.email, holder.password);
   });
 
   it('refuses a cross-origin page', async () => {
-    expectError(await call(gw, 'POST', '/password-reset', { json: { email: 'a@example.test' }, headers: { origin: 'https://evil.example' } }), 403);
+    expectError(
+      await call(gw, 'POST', '/password-reset', {
+        json: { email: 'a@example.test' },
+        headers: { origin: 'https://evil.example' },
+      }),
+      403,
+    );
   });
 });

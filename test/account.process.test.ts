@@ -12,17 +12,30 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, buildOnce, ROOT, startServe } from './helpers/process.js';
 
 async function signIn(url: string, email: string, password: string): Promise<number> {
-  const response = await request(`${url}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const response = await request(`${url}/api/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   await response.body.dump();
   return response.statusCode;
 }
 
 /** The CLI with `input` on standard input. */
-function cli(args: string[], env: Record<string, string>, input: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  env: Record<string, string>,
+  input: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
     child.stdin!.end(input);
   });
 }
@@ -79,10 +92,18 @@ describe('sign-in from the command line (process)', { timeout: 90_000 }, () => {
 
   it('tollgate accounts create --password-stdin and accounts set-password --password-stdin', async () => {
     const adminToken = 'admin-token-for-tests-0001';
-    const gw = await startServe({ TOLLGATE_DATA_DIR: join(dir, 'cli'), TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_LOG_LEVEL: 'warn' });
+    const gw = await startServe({
+      TOLLGATE_DATA_DIR: join(dir, 'cli'),
+      TOLLGATE_ADMIN_TOKEN: adminToken,
+      TOLLGATE_LOG_LEVEL: 'warn',
+    });
     const env = { TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_URL: gw.url };
     try {
-      const created = await cli(['accounts', 'create', '--email', 'ana@example.test', '--password-stdin', '--json'], env, 'first password here\n');
+      const created = await cli(
+        ['accounts', 'create', '--email', 'ana@example.test', '--password-stdin', '--json'],
+        env,
+        'first password here\n',
+      );
       expect(created.code, created.stderr).toBe(0);
       const id = JSON.parse(created.stdout).data.id as string;
       expect(created.stdout).not.toContain('first password here');
@@ -96,7 +117,11 @@ describe('sign-in from the command line (process)', { timeout: 90_000 }, () => {
       const noFlag = await cli(['accounts', 'set-password', '--account', id], env, 'ignored password\n');
       expect(noFlag.code).toBe(2);
 
-      const set = await cli(['accounts', 'set-password', '--account', id, '--password-stdin'], env, 'second password here\r\n');
+      const set = await cli(
+        ['accounts', 'set-password', '--account', id, '--password-stdin'],
+        env,
+        'second password here\r\n',
+      );
       expect(set.code, set.stderr).toBe(0);
       expect(set.stdout).toContain('password set');
       expect(await signIn(gw.url, 'ana@example.test', 'first password here')).toBe(401);

@@ -25,7 +25,8 @@ function steppableClock() {
   };
 }
 
-const attempt = (gw: TestGateway, email: string, password: string) => call(gw, 'POST', '/session', { json: { email, password } });
+const attempt = (gw: TestGateway, email: string, password: string) =>
+  call(gw, 'POST', '/session', { json: { email, password } });
 
 describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget) => {
   let gw: TestGateway;
@@ -34,63 +35,95 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
 
   beforeAll(async () => {
     space = await limiterTarget.createSpace();
-    gw = await startTestGateway({ target: sqliteTarget, clock, rateLimiter: { limiter: await space.open(), store: limiterTarget.name } });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      clock,
+      rateLimiter: { limiter: await space.open(), store: limiterTarget.name },
+    });
   });
   afterAll(async () => {
     await gw.close();
     await space.cleanup();
   });
 
-  it('5 failures per e-mail in 15 minutes, then 429 with Retry-After even for the right password; other accounts unaffected; open again after the window', async () => {
-    const holder = await createHolder(gw);
-    for (let i = 0; i < 5; i++) expectError(await attempt(gw, holder.email, `wrong password ${i}`), 401, 'Invalid e-mail or password');
-    const refused = await attempt(gw, holder.email, holder.password);
-    const error = expectError(refused, 429, /Too many sign-in attempts/);
-    expect(error.metadata).toEqual({ error_type: 'rate_limit_exceeded' });
-    const retryAfter = Number(refused.headers['retry-after']);
-    expect(retryAfter).toBeGreaterThan(14 * 60);
-    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
-    expect(refused.headers['set-cookie']).toBeUndefined();
-    // The limit is per e-mail: another holder signs in from the same address.
-    const other = await createHolder(gw);
-    await signIn(gw, other.email, other.password);
-    clock.advance(15 * MINUTE + 1000);
-    await signIn(gw, holder.email, holder.password);
-  }, SCRYPT_HEAVY_MS);
+  it(
+    '5 failures per e-mail in 15 minutes, then 429 with Retry-After even for the right password; other accounts unaffected; open again after the window',
+    async () => {
+      const holder = await createHolder(gw);
+      for (let i = 0; i < 5; i++)
+        expectError(await attempt(gw, holder.email, `wrong password ${i}`), 401, 'Invalid e-mail or password');
+      const refused = await attempt(gw, holder.email, holder.password);
+      const error = expectError(refused, 429, /Too many sign-in attempts/);
+      expect(error.metadata).toEqual({ error_type: 'rate_limit_exceeded' });
+      const retryAfter = Number(refused.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThan(14 * 60);
+      expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+      expect(refused.headers['set-cookie']).toBeUndefined();
+      // The limit is per e-mail: another holder signs in from the same address.
+      const other = await createHolder(gw);
+      await signIn(gw, other.email, other.password);
+      clock.advance(15 * MINUTE + 1000);
+      await signIn(gw, holder.email, holder.password);
+    },
+    SCRYPT_HEAVY_MS,
+  );
 
-  it('a successful sign-in takes no slot: 4 failures, a success, a 5th failure still answer 401, the next attempt 429', async () => {
-    const holder = await createHolder(gw);
-    for (let i = 0; i < 4; i++) expectError(await attempt(gw, holder.email, 'wrong password!'), 401);
-    await signIn(gw, holder.email, holder.password);
-    expectError(await attempt(gw, holder.email, 'wrong password!'), 401);
-    expectError(await attempt(gw, holder.email, holder.password), 429);
-    clock.advance(15 * MINUTE + 1000);
-  }, SCRYPT_HEAVY_MS);
+  it(
+    'a successful sign-in takes no slot: 4 failures, a success, a 5th failure still answer 401, the next attempt 429',
+    async () => {
+      const holder = await createHolder(gw);
+      for (let i = 0; i < 4; i++) expectError(await attempt(gw, holder.email, 'wrong password!'), 401);
+      await signIn(gw, holder.email, holder.password);
+      expectError(await attempt(gw, holder.email, 'wrong password!'), 401);
+      expectError(await attempt(gw, holder.email, holder.password), 429);
+      clock.advance(15 * MINUTE + 1000);
+    },
+    SCRYPT_HEAVY_MS,
+  );
 
-  it('unknown e-mails are limited the same way (the limit reveals nothing about which e-mails exist), case-insensitively', async () => {
-    const email = uniqueEmail('nobody');
-    for (let i = 0; i < 5; i++) expectError(await attempt(gw, i % 2 ? email.toUpperCase() : email, 'some password'), 401, 'Invalid e-mail or password');
-    expectError(await attempt(gw, email, 'some password'), 429);
-    clock.advance(15 * MINUTE + 1000);
-  }, SCRYPT_HEAVY_MS);
+  it(
+    'unknown e-mails are limited the same way (the limit reveals nothing about which e-mails exist), case-insensitively',
+    async () => {
+      const email = uniqueEmail('nobody');
+      for (let i = 0; i < 5; i++)
+        expectError(
+          await attempt(gw, i % 2 ? email.toUpperCase() : email, 'some password'),
+          401,
+          'Invalid e-mail or password',
+        );
+      expectError(await attempt(gw, email, 'some password'), 429);
+      clock.advance(15 * MINUTE + 1000);
+    },
+    SCRYPT_HEAVY_MS,
+  );
 
-  it('parallel guesses cannot outrun the limit: of 12 concurrent wrong attempts exactly 5 are checked', async () => {
-    const holder = await createHolder(gw);
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => attempt(gw, holder.email, `parallel guess ${i}`)));
-    expect(results.filter((r) => r.status === 401)).toHaveLength(5);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(7);
-    clock.advance(15 * MINUTE + 1000);
-  }, SCRYPT_HEAVY_MS);
+  it(
+    'parallel guesses cannot outrun the limit: of 12 concurrent wrong attempts exactly 5 are checked',
+    async () => {
+      const holder = await createHolder(gw);
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => attempt(gw, holder.email, `parallel guess ${i}`)),
+      );
+      expect(results.filter((r) => r.status === 401)).toHaveLength(5);
+      expect(results.filter((r) => r.status === 429)).toHaveLength(7);
+      clock.advance(15 * MINUTE + 1000);
+    },
+    SCRYPT_HEAVY_MS,
+  );
 
-  it('20 failures per client address in 15 minutes, whatever the e-mails, then 429', async () => {
-    for (let i = 0; i < 20; i++) expectError(await attempt(gw, uniqueEmail('spray'), 'password spray'), 401);
-    const holder = await createHolder(gw);
-    const refused = await attempt(gw, holder.email, holder.password);
-    expectError(refused, 429);
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-    clock.advance(15 * MINUTE + 1000);
-    await signIn(gw, holder.email, holder.password);
-  }, SCRYPT_HEAVY_MS);
+  it(
+    '20 failures per client address in 15 minutes, whatever the e-mails, then 429',
+    async () => {
+      for (let i = 0; i < 20; i++) expectError(await attempt(gw, uniqueEmail('spray'), 'password spray'), 401);
+      const holder = await createHolder(gw);
+      const refused = await attempt(gw, holder.email, holder.password);
+      expectError(refused, 429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      clock.advance(15 * MINUTE + 1000);
+      await signIn(gw, holder.email, holder.password);
+    },
+    SCRYPT_HEAVY_MS,
+  );
 });
 
 describe.each(STORE_TARGETS)('session lifetime ($name)', { timeout: 120_000 }, (target) => {
@@ -103,7 +136,9 @@ describe.each(STORE_TARGETS)('session lifetime ($name)', { timeout: 120_000 }, (
   afterAll(() => gw.close());
 
   const lastSeen = async (accountId: string) => {
-    const [row] = await gw.database.openDriver().all('SELECT last_seen_at FROM sessions WHERE account_id = ? ORDER BY created_at DESC', [accountId]);
+    const [row] = await gw.database
+      .openDriver()
+      .all('SELECT last_seen_at FROM sessions WHERE account_id = ? ORDER BY created_at DESC', [accountId]);
     return Number(row!.last_seen_at);
   };
 

@@ -124,8 +124,20 @@ describe.each(STORE_TARGETS)('account ($name)', (target) => {
     const data = info.json.data;
     expectFields(data, KEY_INFO_FIELDS);
     expect(data.label).toBe(`sk-tg-v1-${key.slice(9, 12)}...${key.slice(-3)}`);
-    expect(data).toMatchObject({ limit: null, limit_remaining: null, limit_reset: null, is_management_key: false, is_provisioning_key: false, usage: 0, byok_usage: 0 });
-    expect(data.rate_limit).toEqual({ requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' });
+    expect(data).toMatchObject({
+      limit: null,
+      limit_remaining: null,
+      limit_reset: null,
+      is_management_key: false,
+      is_provisioning_key: false,
+      usage: 0,
+      byok_usage: 0,
+    });
+    expect(data.rate_limit).toEqual({
+      requests: -1,
+      interval: '10s',
+      note: 'This field is deprecated and safe to ignore.',
+    });
     const free = data.free_model_daily_requests;
     expect(Object.keys(free).sort()).toEqual(['limit', 'remaining', 'used']);
     for (const n of Object.values(free)) expect(Number.isInteger(n)).toBe(true);
@@ -133,10 +145,19 @@ describe.each(STORE_TARGETS)('account ($name)', (target) => {
     expect(data.allowed_data_regions).toEqual(['global']);
     if ('expires_at' in data) expect(data.expires_at).toBeNull();
 
-    const withExpiry = await gw.createKey(accountId, { expires_at: '2099-01-01T00:00:00.000Z', limit: 2, limit_reset: 'monthly' });
+    const withExpiry = await gw.createKey(accountId, {
+      expires_at: '2099-01-01T00:00:00.000Z',
+      limit: 2,
+      limit_reset: 'monthly',
+    });
     const limited = (await call(gw, 'GET', '/key', { key: withExpiry.key })).json.data;
     expectFields(limited, KEY_INFO_FIELDS);
-    expect(limited).toMatchObject({ expires_at: '2099-01-01T00:00:00.000Z', limit: 2, limit_remaining: 2, limit_reset: 'monthly' });
+    expect(limited).toMatchObject({
+      expires_at: '2099-01-01T00:00:00.000Z',
+      limit: 2,
+      limit_remaining: 2,
+      limit_reset: 'monthly',
+    });
 
     const mgmt = (await call(gw, 'GET', '/key', { key: management })).json.data;
     expectFields(mgmt, KEY_INFO_FIELDS);
@@ -190,14 +211,21 @@ describe.each(STORE_TARGETS)('account ($name)', (target) => {
     const account = await gw.admin('GET', `/accounts/${fresh}`);
     expect(units(account.json.data.balance)).toBe(units(5.25) - units(cost) - units(streamCost));
 
-    expect((await gw.admin('POST', `/accounts/${fresh}/credits`, { amount: -0.25, kind: 'adjustment' })).status).toBe(201);
+    expect((await gw.admin('POST', `/accounts/${fresh}/credits`, { amount: -0.25, kind: 'adjustment' })).status).toBe(
+      201,
+    );
     const adjusted = await call(gw, 'GET', '/credits', { key: freshKey });
     expect(adjusted.json.data.total_credits).toBe(5);
     expectError(await call(gw, 'GET', '/credits'), 401);
   });
 
   it('GET /generation returns the record of a non-streamed completion right away', async () => {
-    const completion = await chat(gw, key, { model: 'test/chat', messages: HELLO, user: 'end-user-1' }, { 'HTTP-Referer': 'https://app.example', 'X-Title': 'Example App' });
+    const completion = await chat(
+      gw,
+      key,
+      { model: 'test/chat', messages: HELLO, user: 'end-user-1' },
+      { 'HTTP-Referer': 'https://app.example', 'X-Title': 'Example App' },
+    );
     expect(completion.status).toBe(200);
     const id = completion.json.id as string;
     expect(id).toMatch(/^gen-/);
@@ -258,7 +286,12 @@ describe.each(STORE_TARGETS)('credit admission, 402 ($name)', (target) => {
   async function snapshot(accountId: string, key: string) {
     const account = (await gw.admin('GET', `/accounts/${accountId}`)).json.data;
     const info = (await call(gw, 'GET', '/key', { key })).json.data;
-    return { balance: account.balance, total_usage: account.total_usage, key_usage: info.usage, limit_remaining: info.limit_remaining };
+    return {
+      balance: account.balance,
+      total_usage: account.total_usage,
+      key_usage: info.usage,
+      limit_remaining: info.limit_remaining,
+    };
   }
 
   /** A refused request: 402 with the message, an id that names no generation, and nothing changed. */
@@ -280,7 +313,9 @@ describe.each(STORE_TARGETS)('credit admission, 402 ($name)', (target) => {
     await expectRefused(empty, key, 'test/chat', /^Insufficient credits/);
 
     const zeroed = await gw.createAccount(1, 'grant');
-    expect((await gw.admin('POST', `/accounts/${zeroed}/credits`, { amount: -1, kind: 'adjustment' })).json.data.balance).toBe(0);
+    expect(
+      (await gw.admin('POST', `/accounts/${zeroed}/credits`, { amount: -1, kind: 'adjustment' })).json.data.balance,
+    ).toBe(0);
     const zeroedKey = (await gw.createKey(zeroed)).key;
     await expectRefused(zeroed, zeroedKey, 'test/chat', /^Insufficient credits/);
   });

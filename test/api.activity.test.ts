@@ -27,10 +27,24 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
   let otherManagement: string;
   let otherHash: string;
   /** Cost in units per (day, model, key hash), from the responses' `usage.cost`. */
-  const costs: { day: string; model: string; hash: string; units: number; prompt: number; completion: number; id: string; app: string | null }[] = [];
+  const costs: {
+    day: string;
+    model: string;
+    hash: string;
+    units: number;
+    prompt: number;
+    completion: number;
+    id: string;
+    app: string | null;
+  }[] = [];
   const realToday = utcDay(Date.now());
 
-  async function send(key: { key: string; hash: string }, model: string, headers: Record<string, string> = {}, app: string | null = null) {
+  async function send(
+    key: { key: string; hash: string },
+    model: string,
+    headers: Record<string, string> = {},
+    app: string | null = null,
+  ) {
     const response = await chat(gw, key.key, { model, messages: HELLO }, headers);
     expect(response.status, response.text).toBe(200);
     costs.push({
@@ -59,14 +73,29 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     otherHash = otherKey.hash;
 
     now = start - 3 * DAY;
-    await send(k1, 'test/chat', { 'HTTP-Referer': 'https://app.example.com/chat?token=secret', 'X-Title': 'Example App' }, 'https://app.example.com');
-    await send(k1, 'test/chat', { 'HTTP-Referer': 'https://app.example.com/', 'X-OpenRouter-Title': 'Example App' }, 'https://app.example.com');
+    await send(
+      k1,
+      'test/chat',
+      { 'HTTP-Referer': 'https://app.example.com/chat?token=secret', 'X-Title': 'Example App' },
+      'https://app.example.com',
+    );
+    await send(
+      k1,
+      'test/chat',
+      { 'HTTP-Referer': 'https://app.example.com/', 'X-OpenRouter-Title': 'Example App' },
+      'https://app.example.com',
+    );
     await send(k2, 'test/chat:free');
     // The other account's usage on the same day must never show up in this account's answers.
     await send(otherKey, 'test/chat', { 'HTTP-Referer': 'https://app.example.com/' }, 'https://app.example.com');
     costs.pop();
     now = start - 1 * DAY;
-    await send(k1, 'test/failover', { 'HTTP-Referer': 'http://localhost:3000', 'X-Title': 'Local <b>Tool</b>' }, 'http://localhost:3000');
+    await send(
+      k1,
+      'test/failover',
+      { 'HTTP-Referer': 'http://localhost:3000', 'X-Title': 'Local <b>Tool</b>' },
+      'http://localhost:3000',
+    );
     await send(k2, 'test/chat', { 'HTTP-Referer': 'http://localhost:3000' }); // loopback without a title: no app
     now = start;
     await send(k2, 'test/chat');
@@ -95,11 +124,30 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     expect(rows.map((r) => `${r.date}|${r.model}|${r.provider_name}`).sort()).toEqual([...cells.keys()].sort());
     for (const row of rows) {
       expect(Object.keys(row).sort()).toEqual(
-        ['byok_usage_inference', 'completion_tokens', 'date', 'endpoint_id', 'model', 'model_permaslug', 'prompt_tokens', 'provider_name', 'reasoning_tokens', 'requests', 'usage'].sort(),
+        [
+          'byok_usage_inference',
+          'completion_tokens',
+          'date',
+          'endpoint_id',
+          'model',
+          'model_permaslug',
+          'prompt_tokens',
+          'provider_name',
+          'reasoning_tokens',
+          'requests',
+          'usage',
+        ].sort(),
       );
       const e = cells.get(`${row.date}|${row.model}|${row.provider_name}`)!;
       expect(toUnits(row.usage as number)).toBe(e.units);
-      expect(row).toMatchObject({ requests: e.requests, prompt_tokens: e.prompt, completion_tokens: e.completion, reasoning_tokens: 0, byok_usage_inference: 0, model_permaslug: row.model });
+      expect(row).toMatchObject({
+        requests: e.requests,
+        prompt_tokens: e.prompt,
+        completion_tokens: e.completion,
+        reasoning_tokens: 0,
+        byok_usage_inference: 0,
+        model_permaslug: row.model,
+      });
       expect(row.endpoint_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     }
     // Newest day first.
@@ -117,16 +165,20 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
       expect(new Set(one.data.map((r) => r.date))).toEqual(new Set([day]));
       expect(one.data.map((r) => r.model).sort()).toEqual(['test/chat', 'test/chat:free']);
       const byKey = await sdk.analytics.getUserActivity({ apiKeyHash: k2.hash });
-      expect(byKey.data.map((r) => `${r.date} ${r.model} ${r.requests}`).sort()).toEqual([`${addDays(today(), -1)} test/chat 1`, `${day} test/chat:free 1`].sort());
+      expect(byKey.data.map((r) => `${r.date} ${r.model} ${r.requests}`).sort()).toEqual(
+        [`${addDays(today(), -1)} test/chat 1`, `${day} test/chat:free 1`].sort(),
+      );
       expect(byKey.data[0]!.endpointId).toMatch(/^[0-9a-f-]{36}$/);
     } catch (error) {
-      if (error instanceof errors.ResponseValidationError) throw new Error(`SDK rejected the response: ${error.pretty()}`);
+      if (error instanceof errors.ResponseValidationError)
+        throw new Error(`SDK rejected the response: ${error.pretty()}`);
       throw error;
     }
   });
 
   it('/activity refuses bad input: malformed or out-of-window date, malformed hash; another account’s key → 404', async () => {
-    for (const date of ['2026-13-01', '2026-02-30', 'yesterday', `${today()}T00:00:00Z`]) expectError(await get(`/activity?date=${encodeURIComponent(date)}`), 400, /date/);
+    for (const date of ['2026-13-01', '2026-02-30', 'yesterday', `${today()}T00:00:00Z`])
+      expectError(await get(`/activity?date=${encodeURIComponent(date)}`), 400, /date/);
     expectError(await get(`/activity?date=${today()}`), 400, /last 30 completed UTC days/);
     expectError(await get(`/activity?date=${addDays(today(), -31)}`), 400, /last 30 completed UTC days/);
     expect((await get(`/activity?date=${addDays(today(), -30)}`)).status).toBe(200);
@@ -144,7 +196,13 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
   it('GET /activity/daily: the last N days including today, grouped by model, key or app', async () => {
     const byModel = await get('/activity/daily?days=7');
     expect(byModel.status, byModel.text).toBe(200);
-    const rows = byModel.json.data as { date: string; group: string; group_label: string; usage: number; requests: number }[];
+    const rows = byModel.json.data as {
+      date: string;
+      group: string;
+      group_label: string;
+      usage: number;
+      requests: number;
+    }[];
     expect(rows.map((r) => `${r.date} ${r.group} ${r.requests}`)).toEqual([
       `${addDays(today(), -3)} test/chat 2`,
       `${addDays(today(), -3)} test/chat:free 1`,
@@ -154,11 +212,25 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     ]);
     const total = rows.reduce((n, r) => n + toUnits(r.usage), 0);
     expect(total).toBe(costs.reduce((n, c) => n + c.units, 0));
-    expect(Object.keys(rows[0]!).sort()).toEqual(['byok_usage', 'completion_tokens', 'date', 'group', 'group_label', 'prompt_tokens', 'reasoning_tokens', 'requests', 'usage'].sort());
+    expect(Object.keys(rows[0]!).sort()).toEqual(
+      [
+        'byok_usage',
+        'completion_tokens',
+        'date',
+        'group',
+        'group_label',
+        'prompt_tokens',
+        'reasoning_tokens',
+        'requests',
+        'usage',
+      ].sort(),
+    );
 
     const byKey = (await get('/activity/daily?days=7&group_by=key')).json.data as typeof rows;
     expect(new Set(byKey.map((r) => r.group))).toEqual(new Set([k1.hash, k2.hash]));
-    expect(byKey.find((r) => r.group === k1.hash)!.group_label).toMatch(/^first key \(sk-tg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{3}\)$/);
+    expect(byKey.find((r) => r.group === k1.hash)!.group_label).toMatch(
+      /^first key \(sk-tg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{3}\)$/,
+    );
 
     const byApp = (await get('/activity/daily?days=7&group_by=app')).json.data as typeof rows;
     expect(byApp.map((r) => `${r.date} ${r.group} ${r.group_label} ${r.requests}`)).toEqual([
@@ -169,7 +241,8 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
       `${today()} (none) No app 1`,
     ]);
 
-    const filtered = (await get(`/activity/daily?days=2&model=test/chat&api_key_hash=${k2.hash}`)).json.data as typeof rows;
+    const filtered = (await get(`/activity/daily?days=2&model=test/chat&api_key_hash=${k2.hash}`)).json
+      .data as typeof rows;
     expect(filtered.map((r) => `${r.date} ${r.requests}`)).toEqual([`${addDays(today(), -1)} 1`, `${today()} 1`]);
     expectError(await get('/activity/daily?days=0'), 400, /days/);
     expectError(await get('/activity/daily?group_by=provider'), 400, /group_by/);
@@ -182,19 +255,48 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     const data = response.json.data as Record<string, any>[];
     expect(data.map((g) => g.id)).toEqual([...costs].reverse().map((c) => c.id));
     expect(Object.keys(data[0]!).sort()).toEqual(
-      ['id', 'created_at', 'model', 'provider_name', 'app', 'key_label', 'key_name', 'tokens_prompt', 'tokens_completion', 'total_cost', 'latency', 'finish_reason', 'streamed'].sort(),
+      [
+        'id',
+        'created_at',
+        'model',
+        'provider_name',
+        'app',
+        'key_label',
+        'key_name',
+        'tokens_prompt',
+        'tokens_completion',
+        'total_cost',
+        'latency',
+        'finish_reason',
+        'streamed',
+      ].sort(),
     );
     const first = data.find((g) => g.id === costs[0]!.id)!;
-    expect(first).toMatchObject({ model: 'test/chat', provider_name: 'Mock', app: { name: 'Example App', origin: 'https://app.example.com' }, key_name: 'first key', finish_reason: 'stop', streamed: false });
+    expect(first).toMatchObject({
+      model: 'test/chat',
+      provider_name: 'Mock',
+      app: { name: 'Example App', origin: 'https://app.example.com' },
+      key_name: 'first key',
+      finish_reason: 'stop',
+      streamed: false,
+    });
     expect(toUnits(first.total_cost)).toBe(costs[0]!.units);
-    expect(data.find((g) => g.model === 'test/failover')!.app).toEqual({ name: 'Local <b>Tool</b>', origin: 'http://localhost:3000' });
+    expect(data.find((g) => g.model === 'test/failover')!.app).toEqual({
+      name: 'Local <b>Tool</b>',
+      origin: 'http://localhost:3000',
+    });
     expect(data.filter((g) => g.app === null).length).toBe(3);
     expect(response.text).not.toContain('token=secret');
 
     const paged = await get('/generations?limit=2&offset=1');
     expect(paged.json.data.map((g: { id: string }) => g.id)).toEqual(data.slice(1, 3).map((g) => g.id));
     const byKey = await get(`/generations?api_key_hash=${k2.hash}&model=test/chat`);
-    expect(byKey.json.data.map((g: { id: string }) => g.id)).toEqual(costs.filter((c) => c.hash === k2.hash && c.model === 'test/chat').reverse().map((c) => c.id));
+    expect(byKey.json.data.map((g: { id: string }) => g.id)).toEqual(
+      costs
+        .filter((c) => c.hash === k2.hash && c.model === 'test/chat')
+        .reverse()
+        .map((c) => c.id),
+    );
     expectError(await get('/generations?limit=101'), 400, /limit/);
     expectError(await get('/generations?offset=-1'), 400, /offset/);
     expect((await get('/generations', otherManagement)).json.data.length).toBe(1);
@@ -211,6 +313,8 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     expect(Object.keys(response.json.data[0]).sort()).toEqual(['amount', 'created_at', 'id', 'kind', 'reference']);
     expect((await get('/credits/history?offset=2')).json.data).toEqual([]);
     expectError(await get('/credits/history?offset=x'), 400, /offset/);
-    expect((await get('/credits/history', otherManagement)).json.data.map((e: { amount: number }) => e.amount)).toEqual([10]);
+    expect((await get('/credits/history', otherManagement)).json.data.map((e: { amount: number }) => e.amount)).toEqual(
+      [10],
+    );
   });
 });

@@ -22,7 +22,10 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
   let gw: TestGateway;
 
   const adminAs = (token: string | null, method: Method, path: string, json?: unknown) =>
-    call(gw, method, `/admin${path}`, { ...(token === null ? {} : { headers: { authorization: `Bearer ${token}` } }), ...(json === undefined ? {} : { json }) });
+    call(gw, method, `/admin${path}`, {
+      ...(token === null ? {} : { headers: { authorization: `Bearer ${token}` } }),
+      ...(json === undefined ? {} : { json }),
+    });
   const admin = (method: Method, path: string, json?: unknown) => adminAs(ADMIN_TOKEN, method, path, json);
 
   beforeAll(async () => {
@@ -45,10 +48,23 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     const { key: inferenceKey } = await gw.createKey(accountId);
     const { key: managementKey } = await gw.createKey(accountId, { management: true });
     for (const [method, path, body] of routes) {
-      for (const token of [null, 'wrong-token', `${ADMIN_TOKEN}x`, ADMIN_TOKEN.slice(0, -1), inferenceKey, managementKey]) {
+      for (const token of [
+        null,
+        'wrong-token',
+        `${ADMIN_TOKEN}x`,
+        ADMIN_TOKEN.slice(0, -1),
+        inferenceKey,
+        managementKey,
+      ]) {
         expectError(await adminAs(token, method, path, body), 401);
       }
-      expectError(await call(gw, method, `/admin${path}`, { headers: { authorization: ADMIN_TOKEN }, ...(body === undefined ? {} : { json: body }) }), 401);
+      expectError(
+        await call(gw, method, `/admin${path}`, {
+          headers: { authorization: ADMIN_TOKEN },
+          ...(body === undefined ? {} : { json: body }),
+        }),
+        401,
+      );
     }
     // Nothing changed.
     const account = await admin('GET', `/accounts/${accountId}`);
@@ -64,7 +80,14 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect(Object.keys(created.json)).toEqual(['data']);
     const account = created.json.data;
     expectFields(account, ACCOUNT_FIELDS);
-    expect(account).toMatchObject({ email, total_credits: 0, total_purchased: 0, total_usage: 0, balance: 0, is_free_tier: true });
+    expect(account).toMatchObject({
+      email,
+      total_credits: 0,
+      total_purchased: 0,
+      total_usage: 0,
+      balance: 0,
+      is_free_tier: true,
+    });
     expect(Math.abs(Date.parse(account.created_at) - Date.now())).toBeLessThan(60_000);
     expect(created.text).not.toContain('correct horse');
     expect(created.text).not.toMatch(/scrypt|password/i);
@@ -79,10 +102,23 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect((await admin('POST', '/accounts', { email })).status).toBe(201);
     expectError(await admin('POST', '/accounts', { email }), 409);
     expectError(await admin('POST', '/accounts', { email: email.toUpperCase() }), 409);
-    for (const body of [{ email: 'not-an-email' }, { email: '' }, {}, { email: 42 }, { email: uniqueEmail(), password: 'short' }, { email: uniqueEmail(), extra: true }]) {
+    for (const body of [
+      { email: 'not-an-email' },
+      { email: '' },
+      {},
+      { email: 42 },
+      { email: uniqueEmail(), password: 'short' },
+      { email: uniqueEmail(), extra: true },
+    ]) {
       expectError(await admin('POST', '/accounts', body), 400);
     }
-    expectError(await call(gw, 'POST', '/admin/accounts', { headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, raw: '{"email":' }), 400);
+    expectError(
+      await call(gw, 'POST', '/admin/accounts', {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        raw: '{"email":',
+      }),
+      400,
+    );
   });
 
   it('credits: purchase, grant and adjustment add up; only an adjustment may be negative', async () => {
@@ -93,7 +129,12 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect(grant.json.data).toMatchObject({ total_credits: 2, total_purchased: 0, balance: 2, is_free_tier: true });
     const purchase = await admin('POST', `/accounts/${id}/credits`, { amount: 10.5, kind: 'purchase' });
     expect(purchase.status).toBe(201);
-    expect(purchase.json.data).toMatchObject({ total_credits: 12.5, total_purchased: 10.5, balance: 12.5, is_free_tier: false });
+    expect(purchase.json.data).toMatchObject({
+      total_credits: 12.5,
+      total_purchased: 10.5,
+      balance: 12.5,
+      is_free_tier: false,
+    });
     const adjustment = await admin('POST', `/accounts/${id}/credits`, { amount: -0.5, kind: 'adjustment' });
     expect(adjustment.status).toBe(201);
     expect(adjustment.json.data).toMatchObject({ total_credits: 12, total_purchased: 10.5, balance: 12 });
@@ -123,7 +164,11 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     const first = await admin('POST', `/accounts/${id}/credits`, { amount: 5, kind: 'purchase', reference: 'order-1' });
     expect(first.status).toBe(201);
     expect(first.json.data.balance).toBe(5);
-    const replay = await admin('POST', `/accounts/${id}/credits`, { amount: 5, kind: 'purchase', reference: 'order-1' });
+    const replay = await admin('POST', `/accounts/${id}/credits`, {
+      amount: 5,
+      kind: 'purchase',
+      reference: 'order-1',
+    });
     expect(replay.status).toBe(200);
     expectFields(replay.json.data, ACCOUNT_FIELDS);
     expect(replay.json.data).toMatchObject({ balance: 5, total_credits: 5, total_purchased: 5 });
@@ -136,7 +181,10 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect((await admin('GET', `/accounts/${id}`)).json.data.balance).toBe(12);
     // References are per account.
     const second = (await admin('POST', '/accounts', { email: uniqueEmail() })).json.data.id as string;
-    expect((await admin('POST', `/accounts/${second}/credits`, { amount: 5, kind: 'purchase', reference: 'order-1' })).status).toBe(201);
+    expect(
+      (await admin('POST', `/accounts/${second}/credits`, { amount: 5, kind: 'purchase', reference: 'order-1' }))
+        .status,
+    ).toBe(201);
   });
 
   it('an unknown account → 404', async () => {
@@ -173,7 +221,13 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expectError(await call(gw, 'GET', '/key', { key }), 401);
     // Without a body as well; an unknown hash is a 404.
     const second = await gw.createKey(id);
-    expect((await call(gw, 'POST', `/admin/keys/${second.hash}/compromised`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
+    expect(
+      (
+        await call(gw, 'POST', `/admin/keys/${second.hash}/compromised`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        })
+      ).status,
+    ).toBe(200);
     expectError(await call(gw, 'GET', '/key', { key: second.key }), 401);
     expectError(await admin('POST', `/keys/${'0'.repeat(64)}/compromised`, {}), 404);
     expectError(await admin('POST', `/keys/${hash}/compromised`, { reason: 42 }), 400);

@@ -19,7 +19,8 @@ describe.each(STORE_TARGETS)('auth ($name)', (target) => {
   let management: string;
   let expiring: { key: string; expiresAt: number };
 
-  const getKey = (authorization?: string) => call(gw, 'GET', '/key', authorization === undefined ? {} : { headers: { authorization } });
+  const getKey = (authorization?: string) =>
+    call(gw, 'GET', '/key', authorization === undefined ? {} : { headers: { authorization } });
   const chatWith = (k: string) => chat(gw, k, { model: 'test/chat', messages: HELLO });
 
   beforeAll(async () => {
@@ -28,7 +29,10 @@ describe.each(STORE_TARGETS)('auth ($name)', (target) => {
     key = (await gw.createKey(accountId)).key;
     management = (await gw.createKey(accountId, { management: true })).key;
     const expiresAt = Date.now() + 2000;
-    expiring = { key: (await gw.createKey(accountId, { expires_at: new Date(expiresAt).toISOString() })).key, expiresAt };
+    expiring = {
+      key: (await gw.createKey(accountId, { expires_at: new Date(expiresAt).toISOString() })).key,
+      expiresAt,
+    };
   });
   afterAll(() => gw.close());
 
@@ -56,7 +60,15 @@ describe.each(STORE_TARGETS)('auth ($name)', (target) => {
   });
 
   it('refuses malformed keys offline', async () => {
-    for (const bad of ['sk-tg-v1-abc', 'sk-or-v1-' + key.slice(9), key.toUpperCase(), `${key}0`, key.slice(0, -1), 'hello', `sk-tg-v1-${'0'.repeat(64)}`]) {
+    for (const bad of [
+      'sk-tg-v1-abc',
+      'sk-or-v1-' + key.slice(9),
+      key.toUpperCase(),
+      `${key}0`,
+      key.slice(0, -1),
+      'hello',
+      `sk-tg-v1-${'0'.repeat(64)}`,
+    ]) {
       expectError(await getKey(`Bearer ${bad}`), 401);
     }
   });

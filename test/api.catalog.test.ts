@@ -83,13 +83,21 @@ describe('catalog', () => {
       expectFields(model, MODEL_FIELDS);
       expectFields(model.architecture, { modality: 'string', input_modalities: 'array', output_modalities: 'array' });
       expectPricing(model.pricing);
-      expectFields(model.top_provider, { is_moderated: 'boolean', context_length: 'int|null', max_completion_tokens: 'int|null' });
+      expectFields(model.top_provider, {
+        is_moderated: 'boolean',
+        context_length: 'int|null',
+        max_completion_tokens: 'int|null',
+      });
       expect(model.links).toEqual({ details: `/api/v1/models/${model.id}/endpoints` });
     }
 
     const paid = body.data.find((m: { id: string }) => m.id === 'test/chat');
     expect(paid).toMatchObject({ canonical_slug: 'test/chat', name: 'test/chat', context_length: 8192 });
-    expect(paid.architecture).toMatchObject({ modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] });
+    expect(paid.architecture).toMatchObject({
+      modality: 'text->text',
+      input_modalities: ['text'],
+      output_modalities: ['text'],
+    });
     expect(Number(paid.pricing.prompt)).toBe(0.000001);
     expect(Number(paid.pricing.completion)).toBe(0.000002);
     expect(paid.top_provider.max_completion_tokens).toBe(1024);
@@ -110,7 +118,14 @@ describe('catalog', () => {
     const response = await call(gw, 'GET', '/models/test/failover/endpoints');
     expect(response.status).toBe(200);
     const data = response.json.data;
-    expectFields(data, { id: 'string', name: 'string', created: 'int', description: 'string', architecture: 'object', endpoints: 'array' });
+    expectFields(data, {
+      id: 'string',
+      name: 'string',
+      created: 'int',
+      description: 'string',
+      architecture: 'object',
+      endpoints: 'array',
+    });
     expect(data.id).toBe('test/failover');
     expect(data.architecture).toHaveProperty('tokenizer');
     expect(data.architecture).toHaveProperty('instruct_type');
@@ -118,7 +133,12 @@ describe('catalog', () => {
     for (const endpoint of data.endpoints) {
       expectFields(endpoint, ENDPOINT_FIELDS);
       expectPricing(endpoint.pricing);
-      expectFields(endpoint.supports_tool_choice, { auto: 'boolean', none: 'boolean', required: 'boolean', function: 'boolean' });
+      expectFields(endpoint.supports_tool_choice, {
+        auto: 'boolean',
+        none: 'boolean',
+        required: 'boolean',
+        function: 'boolean',
+      });
       expectPercentiles(endpoint.latency_last_30m);
       expectPercentiles(endpoint.throughput_last_30m);
       expect(endpoint.model_id).toBe('test/failover');
@@ -130,7 +150,11 @@ describe('catalog', () => {
   });
 
   it('accepts a percent-encoded variant in the path', async () => {
-    for (const path of ['/models/test/chat%3Afree/endpoints', '/models/test/chat%3afree/endpoints', '/models/test/chat:free/endpoints']) {
+    for (const path of [
+      '/models/test/chat%3Afree/endpoints',
+      '/models/test/chat%3afree/endpoints',
+      '/models/test/chat:free/endpoints',
+    ]) {
       const response = await call(gw, 'GET', path);
       expect(response.status, path).toBe(200);
       expect(response.json.data.id).toBe('test/chat:free');
@@ -158,7 +182,8 @@ describe('catalog', () => {
     const response = await call(gw, 'GET', '/providers');
     expect(response.status).toBe(200);
     expect(Object.keys(response.json)).toEqual(['data']);
-    for (const provider of response.json.data) expectFields(provider, { name: 'string', slug: 'string', privacy_policy_url: 'string|null' });
+    for (const provider of response.json.data)
+      expectFields(provider, { name: 'string', slug: 'string', privacy_policy_url: 'string|null' });
     expect(response.json.data.map((p: { slug: string }) => p.slug).sort()).toEqual(['mock', 'mock-b']);
     expect(response.text).not.toContain('upstream-secret-key');
     expect(response.text).not.toContain(gw.provider.url);
@@ -175,7 +200,9 @@ describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
       const total = all.json.total_count as number;
       expect(all.json.data).toHaveLength(total);
       const page = await getJson(gw, '/models?offset=2&limit=3');
-      expect(page.json.data.map((m: { id: string }) => m.id)).toEqual(all.json.data.slice(2, 5).map((m: { id: string }) => m.id));
+      expect(page.json.data.map((m: { id: string }) => m.id)).toEqual(
+        all.json.data.slice(2, 5).map((m: { id: string }) => m.id),
+      );
       expect(page.json.total_count).toBe(total);
       expect((await getJson(gw, `/models?offset=${total}&limit=500`)).json.data).toEqual([]);
       expect((await getJson(gw, '/models?limit=0')).status).toBe(400);

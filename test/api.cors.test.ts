@@ -15,7 +15,11 @@ describe('CORS (browser callers)', () => {
   it('answers a preflight before authentication', async () => {
     const response = await request(`${gw.api}/chat/completions`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
     });
     await response.body.dump();
     expect(response.statusCode).toBe(204);
@@ -25,11 +29,21 @@ describe('CORS (browser callers)', () => {
   });
 
   it('lets a browser read the answer and the generation id', async () => {
-    const answer = await chat(gw, key, { model: 'test/chat', messages: [{ role: 'user', content: 'hi' }] }, { origin: 'https://app.example' });
+    const answer = await chat(
+      gw,
+      key,
+      { model: 'test/chat', messages: [{ role: 'user', content: 'hi' }] },
+      { origin: 'https://app.example' },
+    );
     expect(answer.status).toBe(200);
     expect(answer.headers['access-control-allow-origin']).toBe('*');
     expect(String(answer.headers['access-control-expose-headers']).toLowerCase()).toContain('x-generation-id');
-    const refused = await chat(gw, 'sk-tg-v1-bad', { model: 'test/chat', messages: [] }, { origin: 'https://app.example' });
+    const refused = await chat(
+      gw,
+      'sk-tg-v1-bad',
+      { model: 'test/chat', messages: [] },
+      { origin: 'https://app.example' },
+    );
     expect(refused.status).toBe(401);
     expect(refused.headers['access-control-allow-origin']).toBe('*');
   });
@@ -43,7 +57,11 @@ describe('CORS on streams', () => {
       for (const model of ['test/chat', 'test/bad-request']) {
         const response = await request(`${gw.api}/chat/completions`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', origin: 'https://app.example' },
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            origin: 'https://app.example',
+          },
           body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
         });
         await response.body.dump();

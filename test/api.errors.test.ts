@@ -11,7 +11,8 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
   let key: string;
   let balance: number;
 
-  const post = (options: { json?: unknown; raw?: string | Buffer; headers?: Record<string, string> }) => call(gw, 'POST', '/chat/completions', { key, ...options });
+  const post = (options: { json?: unknown; raw?: string | Buffer; headers?: Record<string, string> }) =>
+    call(gw, 'POST', '/chat/completions', { key, ...options });
   const rawJson = (raw: string | Buffer) => post({ raw, headers: { 'content-type': 'application/json' } });
 
   /** A refused inference request: the error record and an `x-generation-id`. */
@@ -54,9 +55,18 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
 
   it('missing, empty or malformed messages → 400 naming the field', async () => {
     expect(expectInferenceError(await post({ json: { model: 'test/chat' } }), 400).message).toContain('messages');
-    expect(expectInferenceError(await post({ json: { model: 'test/chat', messages: [] } }), 400).message).toContain('messages');
-    expect(expectInferenceError(await post({ json: { model: 'test/chat', messages: 'hello' } }), 400).message).toContain('messages');
-    expect(expectInferenceError(await post({ json: { model: 'test/chat', messages: [{ role: 'wizard', content: 'hi' }] } }), 400).message).toContain('messages');
+    expect(expectInferenceError(await post({ json: { model: 'test/chat', messages: [] } }), 400).message).toContain(
+      'messages',
+    );
+    expect(
+      expectInferenceError(await post({ json: { model: 'test/chat', messages: 'hello' } }), 400).message,
+    ).toContain('messages');
+    expect(
+      expectInferenceError(
+        await post({ json: { model: 'test/chat', messages: [{ role: 'wizard', content: 'hi' }] } }),
+        400,
+      ).message,
+    ).toContain('messages');
   });
 
   it('mistyped parameters → 400 naming the field', async () => {
@@ -74,7 +84,10 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
       ['provider', 'mock'],
     ];
     for (const [field, value] of cases) {
-      const error = expectInferenceError(await post({ json: { model: 'test/chat', messages: HELLO, [field]: value } }), 400);
+      const error = expectInferenceError(
+        await post({ json: { model: 'test/chat', messages: HELLO, [field]: value } }),
+        400,
+      );
       expect(error.message, `${field}=${JSON.stringify(value)}`).toContain(field);
     }
   });
@@ -82,7 +95,10 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
   it('a non-JSON content type → 400', async () => {
     const body = JSON.stringify({ model: 'test/chat', messages: HELLO });
     expectInferenceError(await post({ raw: body, headers: { 'content-type': 'text/plain' } }), 400);
-    expectInferenceError(await post({ raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 400);
+    expectInferenceError(
+      await post({ raw: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      400,
+    );
     expectInferenceError(await post({ raw: body, headers: { 'content-type': 'application/octet-stream' } }), 400);
     expectInferenceError(await post({ raw: body }), 400);
   });
@@ -91,13 +107,24 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
     const big = JSON.stringify({ model: 'test/chat', messages: [{ role: 'user', content: 'x'.repeat(300 * 1024) }] });
     expectInferenceError(await rawJson(big), 413);
     // Still 413 without a key: the limit is checked before anything else.
-    const anonymous = await call(gw, 'POST', '/chat/completions', { raw: big, headers: { 'content-type': 'application/json' } });
+    const anonymous = await call(gw, 'POST', '/chat/completions', {
+      raw: big,
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(anonymous, 413);
   });
 
   it('an unknown model → 400 "<id> is not a valid model ID"', async () => {
-    expectInferenceError(await post({ json: { model: 'test/nope', messages: HELLO } }), 400, 'test/nope is not a valid model ID');
-    expectInferenceError(await post({ json: { model: 'test/chat', models: ['test/ghost'], messages: HELLO } }), 400, 'test/ghost is not a valid model ID');
+    expectInferenceError(
+      await post({ json: { model: 'test/nope', messages: HELLO } }),
+      400,
+      'test/nope is not a valid model ID',
+    );
+    expectInferenceError(
+      await post({ json: { model: 'test/chat', models: ['test/ghost'], messages: HELLO } }),
+      400,
+      'test/ghost is not a valid model ID',
+    );
   });
 
   it('a wrong method → 405 with Allow', async () => {
@@ -114,7 +141,10 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
 
   it('an unknown route → 404', async () => {
     expectError(await call(gw, 'GET', '/nope'), 404);
-    expectError(await call(gw, 'POST', '/chat/completion', { key, json: { model: 'test/chat', messages: HELLO } }), 404);
+    expectError(
+      await call(gw, 'POST', '/chat/completion', { key, json: { model: 'test/chat', messages: HELLO } }),
+      404,
+    );
     expectError(await call(gw, 'GET', '/models/test/chat'), 404);
     // A trailing slash names no route: 404, never a 405 that allows the very method used.
     for (const path of ['/models/', '/key/', '/credits/', '/chat/completions/']) {
@@ -136,7 +166,10 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
   });
 
   it('a JSON body with a __proto__ key is refused, not merged', async () => {
-    expectInferenceError(await rawJson('{"model":"test/chat","messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}'), 400);
+    expectInferenceError(
+      await rawJson('{"model":"test/chat","messages":[{"role":"user","content":"hi"}],"__proto__":{"polluted":true}}'),
+      400,
+    );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 

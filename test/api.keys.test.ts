@@ -34,7 +34,8 @@ function expectApiKey(data: Record<string, unknown>): void {
   expect(data.hash).toMatch(/^[0-9a-f]{64}$/);
   expect(data.label).toMatch(/^sk-tg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{3}$/);
   expect(Number.isNaN(Date.parse(data.created_at as string))).toBe(false);
-  if ('expires_at' in data && data.expires_at !== null) expect(Number.isNaN(Date.parse(data.expires_at as string))).toBe(false);
+  if ('expires_at' in data && data.expires_at !== null)
+    expect(Number.isNaN(Date.parse(data.expires_at as string))).toBe(false);
   if (data.limit_reset !== null) expect(['daily', 'weekly', 'monthly']).toContain(data.limit_reset);
 }
 
@@ -49,7 +50,8 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
   let otherManagement: string;
   let otherHash: string;
 
-  const keys = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, json?: unknown, key = management) => call(gw, method, `/keys${path}`, json === undefined ? { key } : { key, json });
+  const keys = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, json?: unknown, key = management) =>
+    call(gw, method, `/keys${path}`, json === undefined ? { key } : { key, json });
 
   beforeAll(async () => {
     gw = await startTestGateway({ target });
@@ -71,7 +73,17 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     expectApiKey(data);
     expect(data.hash).toBe(createHash('sha256').update(key).digest('hex'));
     expect(data.label).toBe(`sk-tg-v1-${key.slice(9, 12)}...${key.slice(-3)}`);
-    expect(data).toMatchObject({ name: 'first', disabled: false, limit: null, limit_remaining: null, limit_reset: null, include_byok_in_limit: false, usage: 0, byok_usage: 0, workspace_id: 'default' });
+    expect(data).toMatchObject({
+      name: 'first',
+      disabled: false,
+      limit: null,
+      limit_remaining: null,
+      limit_reset: null,
+      include_byok_in_limit: false,
+      usage: 0,
+      byok_usage: 0,
+      workspace_id: 'default',
+    });
     expect(data.updated_at).toBeNull();
     expect(data.external_user).toBeNull();
     expect(Math.abs(Date.parse(data.created_at) - Date.now())).toBeLessThan(60_000);
@@ -83,15 +95,32 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
 
   it('POST /keys stores limit, limit_reset, include_byok_in_limit and expires_at', async () => {
     const expires = new Date(Date.now() + 86_400_000);
-    const created = await keys('POST', '', { name: 'limited', limit: 2.5, limit_reset: 'weekly', include_byok_in_limit: true, expires_at: expires.toISOString() });
+    const created = await keys('POST', '', {
+      name: 'limited',
+      limit: 2.5,
+      limit_reset: 'weekly',
+      include_byok_in_limit: true,
+      expires_at: expires.toISOString(),
+    });
     expect(created.status).toBe(201);
     const { data } = created.json;
     expectApiKey(data);
-    expect(data).toMatchObject({ name: 'limited', limit: 2.5, limit_remaining: 2.5, limit_reset: 'weekly', include_byok_in_limit: true });
+    expect(data).toMatchObject({
+      name: 'limited',
+      limit: 2.5,
+      limit_remaining: 2.5,
+      limit_reset: 'weekly',
+      include_byok_in_limit: true,
+    });
     expect(Date.parse(data.expires_at)).toBe(expires.getTime());
 
     const noFraction = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
-    const second = await keys('POST', '', { name: 'no fraction', expires_at: noFraction, limit: null, limit_reset: null });
+    const second = await keys('POST', '', {
+      name: 'no fraction',
+      expires_at: noFraction,
+      limit: null,
+      limit_reset: null,
+    });
     expect(second.status).toBe(201);
     expect(Date.parse(second.json.data.expires_at)).toBe(Date.parse(noFraction));
     expect(second.json.data.limit).toBeNull();
@@ -136,7 +165,9 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     const pagedManagement = await gw.createKey(pagedAccount, { management: true });
     const created = new Set<string>([pagedManagement.hash]);
     for (let batch = 0; batch < 105; batch += 15) {
-      const results = await Promise.all(Array.from({ length: 15 }, (_, i) => keys('POST', '', { name: `page ${batch + i}` }, pagedManagement.key)));
+      const results = await Promise.all(
+        Array.from({ length: 15 }, (_, i) => keys('POST', '', { name: `page ${batch + i}` }, pagedManagement.key)),
+      );
       for (const r of results) {
         expect(r.status).toBe(201);
         created.add(r.json.data.hash);
@@ -151,7 +182,9 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     const beyond = await keys('GET', '?offset=1000', undefined, pagedManagement.key);
     for (const r of [first, explicit, second, shifted, beyond]) expect(r.status).toBe(200);
     expect(first.json.data).toHaveLength(100);
-    expect(explicit.json.data.map((k: { hash: string }) => k.hash)).toEqual(first.json.data.map((k: { hash: string }) => k.hash));
+    expect(explicit.json.data.map((k: { hash: string }) => k.hash)).toEqual(
+      first.json.data.map((k: { hash: string }) => k.hash),
+    );
     expect(second.json.data).toHaveLength(6);
     expect(beyond.json.data).toEqual([]);
     const all = [...first.json.data, ...second.json.data] as { hash: string; created_at: string }[];
@@ -189,11 +222,24 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
   it('PATCH /keys/:hash updates name, disabled, limit, limit_reset, include_byok_in_limit', async () => {
     const created = await keys('POST', '', { name: 'before' });
     const hash = created.json.data.hash as string;
-    const patched = await keys('PATCH', `/${hash}`, { name: 'after', limit: 3, limit_reset: 'daily', include_byok_in_limit: true });
+    const patched = await keys('PATCH', `/${hash}`, {
+      name: 'after',
+      limit: 3,
+      limit_reset: 'daily',
+      include_byok_in_limit: true,
+    });
     expect(patched.status).toBe(200);
     expect(Object.keys(patched.json)).toEqual(['data']);
     expectApiKey(patched.json.data);
-    expect(patched.json.data).toMatchObject({ hash, name: 'after', limit: 3, limit_remaining: 3, limit_reset: 'daily', include_byok_in_limit: true, disabled: false });
+    expect(patched.json.data).toMatchObject({
+      hash,
+      name: 'after',
+      limit: 3,
+      limit_remaining: 3,
+      limit_reset: 'daily',
+      include_byok_in_limit: true,
+      disabled: false,
+    });
     expect(patched.json.data.updated_at).not.toBeNull();
     expect(patched.json.data.created_at).toBe(created.json.data.created_at);
     expect(patched.text).not.toContain(created.json.key.slice(9));
@@ -249,8 +295,18 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
       { name: 'x', unknown_field: true },
     ];
     for (const body of bad) expectError(await keys('POST', '', body), 400);
-    expectError(await call(gw, 'POST', '/keys', { key: management, raw: '{"name":', headers: { 'content-type': 'application/json' } }), 400);
-    expectError(await call(gw, 'POST', '/keys', { key: management, raw: '[]', headers: { 'content-type': 'application/json' } }), 400);
+    expectError(
+      await call(gw, 'POST', '/keys', {
+        key: management,
+        raw: '{"name":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+    );
+    expectError(
+      await call(gw, 'POST', '/keys', { key: management, raw: '[]', headers: { 'content-type': 'application/json' } }),
+      400,
+    );
     const after = (await keys('GET', '?include_disabled=true')).json.data.length as number;
     expect(after).toBe(before);
   });
@@ -258,7 +314,14 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
   it('rejects bad update bodies with 400 and changes nothing', async () => {
     const created = await keys('POST', '', { name: 'stable', limit: 1 });
     const hash = created.json.data.hash as string;
-    for (const body of [{ name: '' }, { limit: -1 }, { limit_reset: 'yearly' }, { disabled: 'true' }, { unknown_field: 1 }, { expires_at: '2030-01-01T00:00:00Z', hash: 'x' }]) {
+    for (const body of [
+      { name: '' },
+      { limit: -1 },
+      { limit_reset: 'yearly' },
+      { disabled: 'true' },
+      { unknown_field: 1 },
+      { expires_at: '2030-01-01T00:00:00Z', hash: 'x' },
+    ]) {
       expectError(await keys('PATCH', `/${hash}`, body), 400);
     }
     const read = await keys('GET', `/${hash}`);

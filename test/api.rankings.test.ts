@@ -21,7 +21,8 @@ async function valid<T>(promise: Promise<T>): Promise<T> {
   try {
     return await promise;
   } catch (error) {
-    if (error instanceof errors.ResponseValidationError) throw new Error(`SDK rejected the response: ${error.pretty()}`);
+    if (error instanceof errors.ResponseValidationError)
+      throw new Error(`SDK rejected the response: ${error.pretty()}`);
     throw error;
   }
 }
@@ -92,10 +93,22 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
   });
 
   it('trending: window volume minus the average of the three windows before it; no growth, no row', async () => {
-    const oneDay = await valid(sdk().datasets.getAppRankings({ sort: 'trending', startDate: addDays(today(), -1), endDate: addDays(today(), -1) }));
+    const oneDay = await valid(
+      sdk().datasets.getAppRankings({
+        sort: 'trending',
+        startDate: addDays(today(), -1),
+        endDate: addDays(today(), -1),
+      }),
+    );
     expect(oneDay.result.data.map((r) => r.appName)).toEqual(['Alpha', 'Dev Tool']);
     // Over the last 4 days Alpha made 1 request, after 3 in the 12 days before: no excess growth.
-    const fourDays = await valid(sdk().datasets.getAppRankings({ sort: 'trending', startDate: addDays(today(), -4), endDate: addDays(today(), -1) }));
+    const fourDays = await valid(
+      sdk().datasets.getAppRankings({
+        sort: 'trending',
+        startDate: addDays(today(), -4),
+        endDate: addDays(today(), -1),
+      }),
+    );
     expect(fourDays.result.data.map((r) => [r.rank, r.appName])).toEqual([
       [1, 'Beta <script>alert(1)</script>'],
       [2, 'Dev Tool'],
@@ -112,7 +125,9 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
       [addDays(today(), -1), 'test/chat', String(4 * t)],
       [today(), 'test/chat', String(2 * t)],
     ]);
-    const weekly = await valid(sdk().datasets.getRankingsDaily({ startDate: addDays(today(), -6), endDate: today(), period: 'week' }));
+    const weekly = await valid(
+      sdk().datasets.getRankingsDaily({ startDate: addDays(today(), -6), endDate: today(), period: 'week' }),
+    );
     expect(weekly.data.reduce((n, r) => n + Number(r.totalTokens), 0)).toBe(10 * t);
     expect(weekly.data.every((r) => new Date(`${r.date}T00:00:00Z`).getUTCDay() === 1)).toBe(true);
   });
@@ -126,7 +141,11 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
     expectError(await get('/datasets/app-rankings?end_date=2026-02-30'), 400, /end_date/);
     expectError(await get(`/datasets/app-rankings?end_date=${addDays(today(), 1)}`), 400, /end_date/);
     expectError(await get('/datasets/app-rankings?end_date=2024-12-31'), 400, /2025-01-01/);
-    expectError(await get(`/datasets/app-rankings?start_date=${today()}&end_date=${addDays(today(), -1)}`), 400, /start_date/);
+    expectError(
+      await get(`/datasets/app-rankings?start_date=${today()}&end_date=${addDays(today(), -1)}`),
+      400,
+      /start_date/,
+    );
     expectError(await get('/datasets/app-rankings?start_date=2025-01-01&end_date=2026-06-30'), 400, /366 days/);
     expectError(await get('/datasets/app-rankings?category=coding'), 400, /category/);
     expectError(await get('/datasets/rankings-daily?period=year'), 400, /period/);
@@ -144,14 +163,26 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
       period: 'day',
       start_date: today(),
       end_date: today(),
-      apps: [{ rank: 1, name: 'Beta <script>alert(1)</script>', origin: 'https://beta.example', total_tokens: 2 * tokensPerRequest, requests: 2 }],
+      apps: [
+        {
+          rank: 1,
+          name: 'Beta <script>alert(1)</script>',
+          origin: 'https://beta.example',
+          total_tokens: 2 * tokensPerRequest,
+          requests: 2,
+        },
+      ],
       models: [{ rank: 1, model: 'test/chat', name: 'test/chat', total_tokens: 2 * tokensPerRequest, requests: 2 }],
     });
     const month = (await call(gw, 'GET', '/rankings/summary?period=month')).json.data;
     expect(month.start_date).toBe(`${today().slice(0, 8)}01`);
     const week = (await call(gw, 'GET', '/rankings/summary?period=week')).json.data;
     expect(new Date(`${week.start_date}T00:00:00Z`).getUTCDay()).toBe(1);
-    expect(week.apps.every((a: Record<string, unknown>) => Object.keys(a).sort().join() === 'name,origin,rank,requests,total_tokens')).toBe(true);
+    expect(
+      week.apps.every(
+        (a: Record<string, unknown>) => Object.keys(a).sort().join() === 'name,origin,rank,requests,total_tokens',
+      ),
+    ).toBe(true);
   });
 
   it('no public answer holds an account id, a key, a key hash, an e-mail, money or a referer path', async () => {
@@ -173,7 +204,10 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
 
 describe('rankings configuration', () => {
   it('rankings.public: false → every rankings route is 404 like an unknown route', async () => {
-    const gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file, { rankings: { public: false } }) });
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file, { rankings: { public: false } }),
+    });
     try {
       for (const path of ['/datasets/app-rankings', '/datasets/rankings-daily', '/rankings/summary']) {
         expectError(await call(gw, 'GET', path), 404, /No route/);
@@ -187,13 +221,21 @@ describe('rankings configuration', () => {
   });
 
   it('rankings.min_accounts: an app used by fewer accounts is not listed', async () => {
-    const gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file, { rankings: { min_accounts: 2 } }) });
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file, { rankings: { min_accounts: 2 } }),
+    });
     try {
       const a = await gw.createAccount(10);
       const b = await gw.createAccount(10);
       const keyA = (await gw.createKey(a)).key;
       const keyB = (await gw.createKey(b)).key;
-      for (const [key, headers] of [[keyA, ALPHA], [keyB, ALPHA], [keyA, BETA]] as const) expect((await chat(gw, key, { model: 'test/chat', messages: HELLO }, headers)).status).toBe(200);
+      for (const [key, headers] of [
+        [keyA, ALPHA],
+        [keyB, ALPHA],
+        [keyA, BETA],
+      ] as const)
+        expect((await chat(gw, key, { model: 'test/chat', messages: HELLO }, headers)).status).toBe(200);
       const summary = await call(gw, 'GET', '/rankings/summary');
       expect(summary.json.data.apps.map((app: { name: string }) => app.name)).toEqual(['Alpha']);
       const rankings = await call(gw, 'GET', `/datasets/app-rankings?end_date=${utcDay(Date.now())}`);

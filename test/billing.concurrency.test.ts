@@ -19,7 +19,11 @@ interface Answer {
 
 /** Distinct prompts and lengths, so the costs differ from one request to the next. */
 function bodyFor(i: number, model: string): Record<string, unknown> {
-  return { model, messages: [{ role: 'user', content: `request ${i}: ${'word '.repeat(i % 13)}` }], max_tokens: 5 + (i % 31) };
+  return {
+    model,
+    messages: [{ role: 'user', content: `request ${i}: ${'word '.repeat(i % 13)}` }],
+    max_tokens: 5 + (i % 31),
+  };
 }
 
 describe.each(STORE_TARGETS)('billing under concurrency ($name)', (target) => {
@@ -46,7 +50,10 @@ describe.each(STORE_TARGETS)('billing under concurrency ($name)', (target) => {
   }
 
   async function generationCost(id: string, key: string): Promise<number> {
-    const response = await request(`${gw.api}/generation?id=${id}`, { dispatcher: pool, headers: { authorization: `Bearer ${key}` } });
+    const response = await request(`${gw.api}/generation?id=${id}`, {
+      dispatcher: pool,
+      headers: { authorization: `Bearer ${key}` },
+    });
     const text = await response.body.text();
     expect(response.statusCode, text).toBe(200);
     return toUnits(JSON.parse(text).data.total_cost);
@@ -89,7 +96,9 @@ describe.each(STORE_TARGETS)('billing under concurrency ($name)', (target) => {
     const { key } = await gw.createKey(accountId);
     const before = await balanceUnits(gw, accountId);
 
-    const answers = await Promise.all(Array.from({ length: STREAMS }, (_, i) => streamOnce(key, bodyFor(i, 'test/paced'))));
+    const answers = await Promise.all(
+      Array.from({ length: STREAMS }, (_, i) => streamOnce(key, bodyFor(i, 'test/paced'))),
+    );
     expect(new Set(answers.map((a) => a.id)).size).toBe(STREAMS);
 
     const costs = await Promise.all(answers.map((a) => generationCost(a.id, key)));
@@ -106,7 +115,10 @@ describe.each(STORE_TARGETS)('billing under concurrency ($name)', (target) => {
     const keys = [(await gw.createKey(accountId)).key, (await gw.createKey(accountId)).key];
     const before = await balanceUnits(gw, accountId);
 
-    const jobs = Array.from({ length: NON_STREAMED }, (_, i) => ({ key: keys[i % 2]!, body: bodyFor(i, i % 3 === 0 ? 'test/paced' : 'test/chat') }));
+    const jobs = Array.from({ length: NON_STREAMED }, (_, i) => ({
+      key: keys[i % 2]!,
+      body: bodyFor(i, i % 3 === 0 ? 'test/paced' : 'test/chat'),
+    }));
     const answers = await Promise.all(jobs.map((job) => completeOnce(job.key, job.body)));
     expect(new Set(answers.map((a) => a.id)).size).toBe(NON_STREAMED);
 

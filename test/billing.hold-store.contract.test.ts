@@ -20,10 +20,28 @@ const newAccount = (): string => `acct_${++accounts}_${Date.now().toString(36)}`
 let holdIds = 0;
 
 /** A paid check of `amount` against a fresh snapshot (marks read just now). */
-async function paid(store: HoldStore, accountId: string, amount: bigint, balance: bigint, extra: Partial<HoldCheck> = {}): Promise<HoldCheck> {
+async function paid(
+  store: HoldStore,
+  accountId: string,
+  amount: bigint,
+  balance: bigint,
+  extra: Partial<HoldCheck> = {},
+): Promise<HoldCheck> {
   const keyHash = extra.keyHash ?? 'key_a';
   const marks = await store.marks(accountId, keyHash);
-  return { id: `h${++holdIds}`, accountId, keyHash, amount, paid: true, balance, accountMark: marks.account, keyRemaining: null, keyMark: marks.key, expiresAt: T0 + TTL, ...extra };
+  return {
+    id: `h${++holdIds}`,
+    accountId,
+    keyHash,
+    amount,
+    paid: true,
+    balance,
+    accountMark: marks.account,
+    keyRemaining: null,
+    keyMark: marks.key,
+    expiresAt: T0 + TTL,
+    ...extra,
+  };
 }
 
 describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
@@ -41,7 +59,8 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
   it('admits a paid request while balance − live holds > 0, and reports what refused it', async () => {
     const account = newAccount();
     const admitted: boolean[] = [];
-    for (let i = 0; i < 5; i++) admitted.push((await store.admit(await paid(store, account, 3n * X, 10n * X), T0)).admitted);
+    for (let i = 0; i < 5; i++)
+      admitted.push((await store.admit(await paid(store, account, 3n * X, 10n * X), T0)).admitted);
     // Held 0, 3X, 6X, 9X before each of the first four: available 10X, 7X, 4X, 1X (> 0); then −2X.
     expect(admitted).toEqual([true, true, true, true, false]);
     const refused = await store.admit(await paid(store, account, X, 10n * X), T0);
@@ -65,14 +84,21 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
 
   it('a key limit counts the key’s own holds; another key of the account only shares the balance', async () => {
     const account = newAccount();
-    const onA = async () => store.admit(await paid(store, account, 2n * X, 100n * X, { keyHash: 'key_a', keyRemaining: 3n * X }), T0);
+    const onA = async () =>
+      store.admit(await paid(store, account, 2n * X, 100n * X, { keyHash: 'key_a', keyRemaining: 3n * X }), T0);
     expect((await onA()).admitted).toBe(true); // remaining 3X − 0 held
     expect((await onA()).admitted).toBe(true); // 3X − 2X = X > 0
     expect(await onA()).toEqual({ admitted: false, reason: 'key_limit', balance: 100n * X, held: 4n * X });
-    const onB = await store.admit(await paid(store, account, 2n * X, 100n * X, { keyHash: 'key_b', keyRemaining: 3n * X }), T0);
+    const onB = await store.admit(
+      await paid(store, account, 2n * X, 100n * X, { keyHash: 'key_b', keyRemaining: 3n * X }),
+      T0,
+    );
     expect(onB.admitted).toBe(true);
     // Free requests are refused too once the key's limit is used up by holds.
-    const freeOnA = await store.admit({ ...(await paid(store, account, 0n, 100n * X, { keyHash: 'key_a', keyRemaining: 3n * X })), paid: false }, T0);
+    const freeOnA = await store.admit(
+      { ...(await paid(store, account, 0n, 100n * X, { keyHash: 'key_a', keyRemaining: 3n * X })), paid: false },
+      T0,
+    );
     expect(freeOnA).toMatchObject({ admitted: false, reason: 'key_limit' });
     expect(await store.held(account, T0)).toBe(6n * X);
   });
@@ -99,18 +125,34 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     expect(await store.held(account, T0)).toBe(0n);
 
     // Old snapshot (balance 10X, mark before the charge): effective balance 7X.
-    const stale = { ...(await paid(store, account, 7n * X, balance)), accountMark: before.account, keyMark: before.key };
+    const stale = {
+      ...(await paid(store, account, 7n * X, balance)),
+      accountMark: before.account,
+      keyMark: before.key,
+    };
     expect((await store.admit(stale, T0)).admitted).toBe(true);
-    expect(await store.admit({ ...stale, id: 'stale-2', amount: X }, T0)).toEqual({ admitted: false, reason: 'balance', balance: 7n * X, held: 7n * X });
+    expect(await store.admit({ ...stale, id: 'stale-2', amount: X }, T0)).toEqual({
+      admitted: false,
+      reason: 'balance',
+      balance: 7n * X,
+      held: 7n * X,
+    });
     await store.release(stale);
 
     // Fresh snapshot (balance already 7X, mark after the charge): the charge is not counted twice.
     const fresh = await paid(store, account, X, 7n * X);
     expect(await store.admit({ ...fresh, amount: 0n }, T0)).toEqual({ admitted: true });
     // The key's counter moved too: remaining 20X on an old key snapshot, minus the 3X charged.
-    const keyStale = { ...(await paid(store, account, 17n * X, 100n * X, { keyRemaining: 20n * X })), keyMark: before.key };
+    const keyStale = {
+      ...(await paid(store, account, 17n * X, 100n * X, { keyRemaining: 20n * X })),
+      keyMark: before.key,
+    };
     expect((await store.admit(keyStale, T0)).admitted).toBe(true);
-    expect(await store.admit({ ...keyStale, id: 'key-stale-2', amount: X }, T0)).toMatchObject({ admitted: false, reason: 'key_limit', held: 17n * X });
+    expect(await store.admit({ ...keyStale, id: 'key-stale-2', amount: X }, T0)).toMatchObject({
+      admitted: false,
+      reason: 'key_limit',
+      held: 17n * X,
+    });
   });
 
   it('a key-only charge (BYOK usage counted in the limit, no credits charged) is kept too', async () => {
@@ -119,9 +161,15 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     const check = await paid(store, account, X, 10n * X, { keyRemaining: 4n * X });
     await store.admit(check, T0);
     await store.settle(check, { account: 0n, key: 3n * X });
-    const onOldKeySnapshot = { ...(await paid(store, account, X, 10n * X, { keyRemaining: 4n * X })), keyMark: before.key };
+    const onOldKeySnapshot = {
+      ...(await paid(store, account, X, 10n * X, { keyRemaining: 4n * X })),
+      keyMark: before.key,
+    };
     expect((await store.admit(onOldKeySnapshot, T0)).admitted).toBe(true); // 4X − 3X = X
-    expect(await store.admit({ ...onOldKeySnapshot, id: 'key-only-2' }, T0)).toMatchObject({ admitted: false, reason: 'key_limit' });
+    expect(await store.admit({ ...onOldKeySnapshot, id: 'key-only-2' }, T0)).toMatchObject({
+      admitted: false,
+      reason: 'key_limit',
+    });
   });
 
   it('a charge whose hold already expired or was released is still counted', async () => {
@@ -131,7 +179,10 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     expect((await store.admit(check, T0)).admitted).toBe(true);
     expect(await store.held(account, T0 + 10)).toBe(0n);
     await store.settle(check, { account: 2n * X, key: 2n * X });
-    const refused = await store.admit({ ...(await paid(store, account, X, 2n * X)), accountMark: before.account }, T0 + 20);
+    const refused = await store.admit(
+      { ...(await paid(store, account, X, 2n * X)), accountMark: before.account },
+      T0 + 20,
+    );
     expect(refused).toMatchObject({ admitted: false, reason: 'balance', balance: 0n });
   });
 
@@ -159,7 +210,12 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     expect((await store.admit(kept, T0)).admitted).toBe(true);
     expect((await store.admit(lapsed, T0)).admitted).toBe(true);
     const lost = { id: `h${++holdIds}`, accountId: account, keyHash: 'key_b', amount: 4n * X }; // never seen by this store
-    const owned = [kept, lapsed, lost].map(({ id, accountId, keyHash, amount }) => ({ id, accountId, keyHash, amount }));
+    const owned = [kept, lapsed, lost].map(({ id, accountId, keyHash, amount }) => ({
+      id,
+      accountId,
+      keyHash,
+      amount,
+    }));
     await store.restore(owned, T0 + 3_000, T0 + 2_000);
     await store.restore(owned, T0 + 3_000, T0 + 2_000); // idempotent
     expect(await store.held(account, T0 + 2_999)).toBe(9n * X);
@@ -169,7 +225,10 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     const keyCheck = await paid(store, account, X, 100n * X, { keyHash: 'key_b', keyRemaining: 8n * X });
     await store.restore(owned.slice(1), T0 + 9_000, T0 + 5_000);
     expect((await store.admit({ ...keyCheck, id: `h${++holdIds}` }, T0 + 5_000)).admitted).toBe(true);
-    expect(await store.admit({ ...keyCheck, id: `h${++holdIds}` }, T0 + 5_000)).toMatchObject({ admitted: false, reason: 'key_limit' });
+    expect(await store.admit({ ...keyCheck, id: `h${++holdIds}` }, T0 + 5_000)).toMatchObject({
+      admitted: false,
+      reason: 'key_limit',
+    });
   });
 
   it('settling after expiry leaves the totals consistent (no negative holds)', async () => {
@@ -201,7 +260,10 @@ describe.each(HOLD_TARGETS)('HoldStore contract: $name', (target) => {
     const first = await paid(store, account, balance - 1000n, balance);
     expect((await store.admit(first, T0)).admitted).toBe(true); // leaves exactly 1 µUSD
     expect((await store.admit(await paid(store, account, X, balance), T0)).admitted).toBe(true);
-    expect(await store.admit(await paid(store, account, X, balance), T0)).toMatchObject({ admitted: false, held: balance - 1000n + X });
+    expect(await store.admit(await paid(store, account, X, balance), T0)).toMatchObject({
+      admitted: false,
+      held: balance - 1000n + X,
+    });
   });
 });
 

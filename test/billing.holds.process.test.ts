@@ -30,7 +30,10 @@ const N = 10;
 async function admin(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await response.body.json()) as any;
@@ -39,7 +42,9 @@ async function admin(url: string, method: 'GET' | 'POST', path: string, body?: u
 }
 
 async function accountWithKey(url: string, usd: number): Promise<{ accountId: string; key: string }> {
-  const account = await admin(url, 'POST', '/accounts', { email: `holds-${randomBytes(4).toString('hex')}@example.test` });
+  const account = await admin(url, 'POST', '/accounts', {
+    email: `holds-${randomBytes(4).toString('hex')}@example.test`,
+  });
   const accountId = account.data.id as string;
   await admin(url, 'POST', `/accounts/${accountId}/credits`, { amount: usd, kind: 'grant' });
   const key = await admin(url, 'POST', `/accounts/${accountId}/keys`, { name: 'holds' });
@@ -78,7 +83,11 @@ describe('in-flight holds across gateway processes (Redis + PostgreSQL)', { time
 
   beforeAll(async () => {
     const built = buildOnce();
-    [dir, provider, schema] = await Promise.all([mkdtemp(join(tmpdir(), 'tollgate-holds-')), startMockProvider(), createPgTestSchema()]);
+    [dir, provider, schema] = await Promise.all([
+      mkdtemp(join(tmpdir(), 'tollgate-holds-')),
+      startMockProvider(),
+      createPgTestSchema(),
+    ]);
     prefix = `tollgate:test:${randomBytes(6).toString('hex')}:`;
     const config = {
       providers: [{ id: 'mock', name: 'Mock', kind: 'openai', base_url: provider.url, api_key: 'upstream-key' }],
@@ -90,7 +99,13 @@ describe('in-flight holds across gateway processes (Redis + PostgreSQL)', { time
     await writeFile(configPath, stringify(config));
     await built;
     const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
-    const env = { TOLLGATE_CONFIG: configPath, DATABASE_URL: databaseUrl, REDIS_URL: REDIS_TEST_URL, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' };
+    const env = {
+      TOLLGATE_CONFIG: configPath,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: REDIS_TEST_URL,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'warn',
+    };
     gateways = await Promise.all([startServe(env), startServe(env), startServe(env)]);
     await Promise.all(gateways.map((g) => waitReady(g.url)));
     holds = new RedisHoldStore({ url: REDIS_TEST_URL, keyPrefix: `${prefix}hold:` });
@@ -113,7 +128,10 @@ describe('in-flight holds across gateway processes (Redis + PostgreSQL)', { time
       BURST,
     );
     const balance = await balanceUnits(gateways[1]!.url, accountId);
-    console.log(`[holds] redis x3: admitted ${result.admitted}/${BURST}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`, result.others);
+    console.log(
+      `[holds] redis x3: admitted ${result.admitted}/${BURST}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`,
+      result.others,
+    );
 
     // On an overloaded machine a Redis call may time out: that request fails closed (503), and can
     // have cost at most one admission slot. Nothing else is an acceptable answer.
@@ -142,7 +160,9 @@ describe('in-flight holds across gateway processes (Redis + PostgreSQL)', { time
     const [victim, other] = gateways as [ServeProcess, ServeProcess];
     const { accountId, key } = await accountWithKey(victim.url, X_USD); // worth exactly one request
     // 10 tokens at 4 per second: a 2.5 s stream, longer than the hold TTL.
-    const streaming = post(victim.url, key, fixedBody('test/slow', 0, { stream: true })).catch((error: unknown) => error);
+    const streaming = post(victim.url, key, fixedBody('test/slow', 0, { stream: true })).catch(
+      (error: unknown) => error,
+    );
     await waitFor(async () => (await holds.held(accountId, Date.now())) === BigInt(X_UNITS), 3_000);
 
     // The other process counts the victim's hold: nothing left for a paid request.

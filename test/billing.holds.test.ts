@@ -43,7 +43,9 @@ describe('in-flight holds, one process (in-memory hold store)', () => {
     const { key } = await gw.createKey(accountId);
     const result = await burst([gw.url], key, MODEL.id, BURST);
     const balance = await balanceUnits(gw, accountId);
-    console.log(`[holds] memory: admitted ${result.admitted}/${BURST}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`);
+    console.log(
+      `[holds] memory: admitted ${result.admitted}/${BURST}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`,
+    );
 
     expect(result.admitted + (result.statuses.get(402) ?? 0)).toBe(BURST); // nothing but 200 and 402
     expect(result.admitted).toBeLessThanOrEqual(N);
@@ -107,7 +109,8 @@ describe('fail closed', () => {
           const value: unknown = Reflect.get(target, property, receiver);
           if (typeof value !== 'function') return value;
           return (...args: unknown[]) => {
-            if (broken && (property === 'getAccount' || property === 'getKeyUsage')) return Promise.reject(new TollgateError('store.unavailable', 'Storage is unavailable'));
+            if (broken && (property === 'getAccount' || property === 'getKeyUsage'))
+              return Promise.reject(new TollgateError('store.unavailable', 'Storage is unavailable'));
             return (value as (...a: unknown[]) => unknown).apply(target, args);
           };
         },

@@ -9,7 +9,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChargeJournal } from '../src/billing/charge-journal.js';
 import { journalSettlement } from './helpers/journal.js';
 
-
 let dir: string;
 const open = (options: { compactMinBytes?: number } = {}) => ChargeJournal.open(dir, { now: Date.now, ...options });
 
@@ -23,7 +22,9 @@ afterEach(async () => {
 describe('charge journal', () => {
   it('group-commits concurrent appends: far fewer fsyncs than charges', async () => {
     const { journal } = await open();
-    await Promise.all(Array.from({ length: 300 }, (_, i) => journal.appendCharges([journalSettlement(`g${i}`, BigInt(i))])));
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) => journal.appendCharges([journalSettlement(`g${i}`, BigInt(i))])),
+    );
     expect(journal.depth).toBe(300);
     // The first append goes alone; the others queue behind its fsync and share the next ones.
     expect(journal.syncs).toBeLessThan(30);
@@ -32,7 +33,11 @@ describe('charge journal', () => {
 
   it('keeps every charge not marked done across a restart, exact to the unit', async () => {
     const first = await open();
-    await first.journal.appendCharges([journalSettlement('a', 1n), journalSettlement('b', 2n), journalSettlement('c', 99_999_999_999n)]);
+    await first.journal.appendCharges([
+      journalSettlement('a', 1n),
+      journalSettlement('b', 2n),
+      journalSettlement('c', 99_999_999_999n),
+    ]);
     first.journal.markDone(['b']);
     await first.journal.close();
     const second = await open();
@@ -57,7 +62,12 @@ describe('charge journal', () => {
     await second.journal.close();
     const third = await open();
     expect(third.report.damagedTails).toEqual([]);
-    expect(third.journal.charges().map((e) => e.id).sort()).toEqual(['after', 'whole']);
+    expect(
+      third.journal
+        .charges()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual(['after', 'whole']);
     await third.journal.close();
   });
 

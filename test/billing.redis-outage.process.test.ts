@@ -32,7 +32,10 @@ const FREE_PER_MINUTE = 6;
 async function admin(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await response.body.json()) as any;
@@ -41,7 +44,9 @@ async function admin(url: string, method: 'GET' | 'POST', path: string, body?: u
 }
 
 async function accountWithKey(url: string, usd: number): Promise<{ accountId: string; key: string }> {
-  const account = await admin(url, 'POST', '/accounts', { email: `redis-outage-${randomBytes(4).toString('hex')}@example.test` });
+  const account = await admin(url, 'POST', '/accounts', {
+    email: `redis-outage-${randomBytes(4).toString('hex')}@example.test`,
+  });
   const accountId = account.data.id as string;
   await admin(url, 'POST', `/accounts/${accountId}/credits`, { amount: usd, kind: 'grant' });
   const key = await admin(url, 'POST', `/accounts/${accountId}/keys`, { name: 'outage' });
@@ -85,13 +90,23 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
 
   beforeAll(async () => {
     const built = buildOnce();
-    [dir, provider, schema, redis] = await Promise.all([mkdtemp(join(tmpdir(), 'tollgate-redis-outage-')), startMockProvider(), createPgTestSchema(), startPrivateRedis()]);
+    [dir, provider, schema, redis] = await Promise.all([
+      mkdtemp(join(tmpdir(), 'tollgate-redis-outage-')),
+      startMockProvider(),
+      createPgTestSchema(),
+      startPrivateRedis(),
+    ]);
     const config = {
       providers: [{ id: 'mock', name: 'Mock', kind: 'openai', base_url: provider.url, api_key: 'upstream-key' }],
       models: [
         fixedCostModel('test/fixed', 'mock@latency=50'),
         fixedCostModel('test/slow', 'mock@tps=1'),
-        { id: 'test/chat:free', name: 'free', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@latency=10', pricing: { prompt: '0', completion: '0' } }] },
+        {
+          id: 'test/chat:free',
+          name: 'free',
+          context_length: 8192,
+          endpoints: [{ provider: 'mock', model: 'mock@latency=10', pricing: { prompt: '0', completion: '0' } }],
+        },
       ],
       limits: { edge: { burst: 0 }, redis_prefix: prefix, free_models: { per_minute: FREE_PER_MINUTE } },
     };
@@ -99,7 +114,13 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
     await writeFile(configPath, stringify(config));
     await built;
     const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
-    const env = { TOLLGATE_CONFIG: configPath, DATABASE_URL: databaseUrl, REDIS_URL: redis.url, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' };
+    const env = {
+      TOLLGATE_CONFIG: configPath,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redis.url,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'warn',
+    };
     gateways = await Promise.all(Array.from({ length: PROCESSES }, () => startServe(env)));
     urls = gateways.map((g) => g.url);
     // Every process counts all three (one heartbeat a second) and trusts Redis (first epoch's window over).
@@ -109,7 +130,12 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
 
   afterAll(async () => {
     await Promise.allSettled(gateways.map((g) => g.stop('SIGKILL')));
-    await Promise.allSettled([redis?.destroy(), provider?.close(), schema?.drop(), rm(dir, { recursive: true, force: true })]);
+    await Promise.allSettled([
+      redis?.destroy(),
+      provider?.close(),
+      schema?.drop(),
+      rm(dir, { recursive: true, force: true }),
+    ]);
   });
 
   it('Redis down: paid requests flow from each process’s share (≤ n + N − 1 of a balance worth n), free ones follow on_store_error; /readyz says degraded', async () => {
@@ -118,21 +144,32 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
     const free = await accountWithKey(urls[0]!, 1);
     await redis.stop();
     try {
-      for (const url of urls) expect((await readyz(url)).body).toMatchObject({ status: 'degraded', redis: 'unavailable' });
+      for (const url of urls)
+        expect((await readyz(url)).body).toMatchObject({ status: 'degraded', redis: 'unavailable' });
       const result = await burst(urls, key, 'test/fixed', 300);
       const balance = await balanceUnits(urls[1]!, accountId);
-      console.log(`[redis-outage] Redis down: admitted ${result.admitted}/300 of a balance worth ${n}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`, result.others);
+      console.log(
+        `[redis-outage] Redis down: admitted ${result.admitted}/300 of a balance worth ${n}, statuses ${JSON.stringify([...result.statuses])}, final balance ${balance} units`,
+        result.others,
+      );
       expect(result.others).toEqual([]); // only 200 and 402
       expect(result.admitted).toBeGreaterThanOrEqual(n);
       expect(result.admitted).toBeLessThanOrEqual(n + PROCESSES - 1);
       expect(balance).toBe(n * X_UNITS - result.admitted * X_UNITS);
       expect(balance).toBeGreaterThanOrEqual(-(PROCESSES - 1) * X_UNITS);
       // limits.free_models.on_store_error is `closed` (the default): free requests get 503, nothing forwarded.
-      expect((await post(urls[2]!, free.key, { model: 'test/chat:free', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(503);
+      expect(
+        (await post(urls[2]!, free.key, { model: 'test/chat:free', messages: [{ role: 'user', content: 'hi' }] }))
+          .status,
+      ).toBe(503);
     } finally {
       await redis.start();
     }
-    await until(async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'), 20_000, 'trusting Redis again');
+    await until(
+      async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'),
+      20_000,
+      'trusting Redis again',
+    );
     // Back to the shared rules, exact again.
     const after = await accountWithKey(urls[0]!, n * X_USD);
     const again = await burst(urls, after.key, 'test/fixed', 200);
@@ -145,24 +182,55 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
     const n = 6;
     const { accountId, key } = await accountWithKey(urls[0]!, n * X_USD);
     const free = await accountWithKey(urls[0]!, 1);
-    for (let i = 0; i < FREE_PER_MINUTE; i++) expect((await post(urls[i % PROCESSES]!, free.key, { model: 'test/chat:free', messages: [{ role: 'user', content: `f${i}` }] })).status).toBe(200);
+    for (let i = 0; i < FREE_PER_MINUTE; i++)
+      expect(
+        (
+          await post(urls[i % PROCESSES]!, free.key, {
+            model: 'test/chat:free',
+            messages: [{ role: 'user', content: `f${i}` }],
+          })
+        ).status,
+      ).toBe(200);
     // n streams of 10 s each (10 tokens at 1 per second), two per process: the whole balance is held.
-    const streams = Array.from({ length: n }, (_, i) => post(urls[i % PROCESSES]!, key, fixedBody('test/slow', i, { stream: true })));
+    const streams = Array.from({ length: n }, (_, i) =>
+      post(urls[i % PROCESSES]!, key, fixedBody('test/slow', i, { stream: true })),
+    );
     const probe = new RedisHoldStore({ url: redis.url, keyPrefix: `${prefix}hold:` });
     try {
-      await until(async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt(n * X_UNITS), 5_000, 'all held');
+      await until(
+        async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt(n * X_UNITS),
+        5_000,
+        'all held',
+      );
       await redis.stop();
       await redis.start(); // empty
       const burstAfterRestart = await burst(urls, key, 'test/fixed', 60);
-      console.log(`[redis-outage] after Redis came back empty: ${burstAfterRestart.admitted}/60 admitted, statuses ${JSON.stringify([...burstAfterRestart.statuses])}`);
+      console.log(
+        `[redis-outage] after Redis came back empty: ${burstAfterRestart.admitted}/60 admitted, statuses ${JSON.stringify([...burstAfterRestart.statuses])}`,
+      );
       expect(burstAfterRestart.admitted).toBe(0);
       // Each process re-registers its holds: the new Redis holds the whole balance again.
       await probe.ready();
-      await until(async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt(n * X_UNITS), 6_000, 'holds restored');
+      await until(
+        async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt(n * X_UNITS),
+        6_000,
+        'holds restored',
+      );
       // And its free-model entries: the minute's limit is still used up.
-      await until(async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'), 20_000, 'trusting Redis again');
-      const freeAfter = await post(urls[1]!, free.key, { model: 'test/chat:free', messages: [{ role: 'user', content: 'after' }] });
-      if (freeAfter.status !== 429) console.log(freeAfter.text, gateways.map((g) => g.stdout().slice(-3000) + g.stderr().slice(-2000)).join('\n---\n'));
+      await until(
+        async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'),
+        20_000,
+        'trusting Redis again',
+      );
+      const freeAfter = await post(urls[1]!, free.key, {
+        model: 'test/chat:free',
+        messages: [{ role: 'user', content: 'after' }],
+      });
+      if (freeAfter.status !== 429)
+        console.log(
+          freeAfter.text,
+          gateways.map((g) => g.stdout().slice(-3000) + g.stderr().slice(-2000)).join('\n---\n'),
+        );
       expect(freeAfter.status).toBe(429);
     } finally {
       await probe.close();

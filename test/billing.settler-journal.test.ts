@@ -17,9 +17,15 @@ type Behaviour = 'ok' | 'down' | 'slow';
 
 function scriptedStore() {
   const committed = new Map<string, bigint>();
-  const state = { behaviour: 'ok' as Behaviour, release: null as (() => void) | null, calls: 0, refuse: new Set<string>() };
+  const state = {
+    behaviour: 'ok' as Behaviour,
+    release: null as (() => void) | null,
+    calls: 0,
+    refuse: new Set<string>(),
+  };
   const apply = (batch: readonly Settlement[]): SettleOutcome[] => {
-    if (batch.some((s) => state.refuse.has(s.generation.id))) throw new Error('value too long for type character varying');
+    if (batch.some((s) => state.refuse.has(s.generation.id)))
+      throw new Error('value too long for type character varying');
     return batch.map((s) => {
       const applied = !committed.has(s.generation.id);
       if (applied) committed.set(s.generation.id, s.generation.totalCost);
@@ -57,7 +63,10 @@ describe('settler with a charge journal', () => {
   it('store up: outcomes as before, journal entries done', async () => {
     const { store, committed } = scriptedStore();
     const settler = new Settler({ store, journal, log: quietLog });
-    const outcomes = await Promise.all([settler.settle(journalSettlement('a', 1n)), settler.settle(journalSettlement('b', 2n))]);
+    const outcomes = await Promise.all([
+      settler.settle(journalSettlement('a', 1n)),
+      settler.settle(journalSettlement('b', 2n)),
+    ]);
     expect(outcomes.map((o) => [o.applied, o.deferred])).toEqual([
       [true, undefined],
       [true, undefined],

@@ -19,7 +19,8 @@ function poisonedStore(store: Store, poisoned: string, calls: Settlement[][]): S
       if (property === 'settle') {
         return async (batch: readonly Settlement[]) => {
           calls.push([...batch]);
-          if (batch.some((s) => s.generation.id === poisoned)) throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
+          if (batch.some((s) => s.generation.id === poisoned))
+            throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
           return target.settle(batch);
         };
       }
@@ -62,7 +63,9 @@ describe.each(STORE_TARGETS)('Settler with one bad charge in a batch ($name)', (
   });
 
   it('fails only the bad charge; its neighbours are committed and counted once', async () => {
-    const settlements = Array.from({ length: 10 }, (_, i) => settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: BigInt(1000 + i) })));
+    const settlements = Array.from({ length: 10 }, (_, i) =>
+      settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: BigInt(1000 + i) })),
+    );
     const poisoned = settlements[4]!.generation.id;
     const calls: Settlement[][] = [];
     const before = (await store.getAccount(accountId))!.totalUsage;
@@ -86,7 +89,9 @@ describe.each(STORE_TARGETS)('Settler with one bad charge in a batch ($name)', (
   });
 
   it('does not settle one by one when the store is unavailable: every caller gets that error at once', async () => {
-    const settlements = Array.from({ length: 5 }, () => settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY })));
+    const settlements = Array.from({ length: 5 }, () =>
+      settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY })),
+    );
     let calls = 0;
     const down = new Proxy(store, {
       get(target, property, receiver) {
@@ -112,7 +117,12 @@ describe.each(STORE_TARGETS)('Settler with one bad charge in a batch ($name)', (
   if (target.name === 'postgres') {
     it('a NUL byte in a finish reason fails that charge alone on PostgreSQL (the real refusal)', async () => {
       const settlements = Array.from({ length: 6 }, (_, i) =>
-        settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, ...(i === 2 ? { finishReason: 'st\u0000op' } : {}) })),
+        settlementFixture(
+          generationFixture(accountId, keyHash, {
+            createdAt: WEDNESDAY,
+            ...(i === 2 ? { finishReason: 'st\u0000op' } : {}),
+          }),
+        ),
       );
       const settler = new Settler({ store, retries: 1, retryDelayMs: 1 });
       const results = await settleAll(settler, settlements);

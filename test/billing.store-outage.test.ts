@@ -35,7 +35,10 @@ async function start(broken: Breakable, billing: Record<string, unknown> = {}): 
     extraModels: [SLOW, FIXED, PACED],
     wrapStore: broken.wrap,
     journalDir: dir,
-    configure: (file) => Object.assign(file, { billing: { ...billing, journal: { min_free_bytes: 0, ...((billing.journal as object) ?? {}) } } }),
+    configure: (file) =>
+      Object.assign(file, {
+        billing: { ...billing, journal: { min_free_bytes: 0, ...((billing.journal as object) ?? {}) } },
+      }),
   });
   return gw;
 }
@@ -60,15 +63,29 @@ describe('stream checkpoints', { timeout: 60_000 }, () => {
     let sawCheckpoint = false;
     for await (const chunk of response.body) {
       raw += chunk.toString();
-      if (!sawCheckpoint && raw.includes('data: {') && !raw.includes('[DONE]')) sawCheckpoint = ((await metric(g.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1;
+      if (!sawCheckpoint && raw.includes('data: {') && !raw.includes('[DONE]'))
+        sawCheckpoint = ((await metric(g.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1;
     }
     expect(sawCheckpoint).toBe(true); // a checkpoint was live in the journal mid-stream
     expect(raw).toContain('[DONE]');
-    const cost = Math.round(JSON.parse(raw.split('\n').filter((l) => l.includes('"usage"')).at(-1)!.slice(6)).usage.cost * 1e9);
+    const cost = Math.round(
+      JSON.parse(
+        raw
+          .split('\n')
+          .filter((l) => l.includes('"usage"'))
+          .at(-1)!
+          .slice(6),
+      ).usage.cost * 1e9,
+    );
     // The entry goes once the journal's own sync of the final charge is done (just after the answer).
     await until(async () => (await metric(g.url, 'tollgate_charge_journal_depth')) === 0, 10_000, 'entry done');
     const totals = await moneyTotals(g.database.openDriver(), accountId, hash);
-    expect(totals).toEqual({ generations: BigInt(cost), generationCount: 1, keyUsage: BigInt(cost), accountUsage: BigInt(cost) });
+    expect(totals).toEqual({
+      generations: BigInt(cost),
+      generationCount: 1,
+      keyUsage: BigInt(cost),
+      accountUsage: BigInt(cost),
+    });
     expect(cost).toBe(80 * 100_000);
   });
 });
@@ -84,7 +101,9 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
 
     // 20 requests (half streamed) reach the upstream; the store goes away before any of them settles.
     const forwarded = g.provider.stats.requests;
-    const running = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? chat(g, key, fixedBody(SLOW.id, i)) : chatStream(g, key, fixedBody(SLOW.id, i))));
+    const running = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0 ? chat(g, key, fixedBody(SLOW.id, i)) : chatStream(g, key, fixedBody(SLOW.id, i)),
+    );
     await until(() => g.provider.stats.requests >= forwarded + 20, 20_000, 'all 20 forwarded');
     broken.mode = 'all';
     const answers = await Promise.all(running);
@@ -123,7 +142,10 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
 
   it('grace: accounts whose last known balance covers the request are served, each up to max_exposure_usd per outage (measured)', async () => {
     const broken = breakableStore();
-    const g = await start(broken, { on_store_error: 'grace', grace: { max_exposure_usd: 3 * X_USD, max_duration_ms: 60_000 } });
+    const g = await start(broken, {
+      on_store_error: 'grace',
+      grace: { max_exposure_usd: 3 * X_USD, max_duration_ms: 60_000 },
+    });
     const rich = await g.createAccount(1); // 1000 X: only the exposure cap binds
     const richKey = await g.createKey(rich);
     const poor = await g.createAccount(5 * X_USD); // the last known balance binds, and it is stale by one charge
@@ -137,7 +159,10 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
     expect(ready.status).toBe(200); // a load balancer keeps sending: this process serves under grace
 
     const upstreamBefore = g.provider.stats.requests;
-    const burst = async (key: string) => (await Promise.all(Array.from({ length: 30 }, (_, i) => chat(g, key, fixedBody(FIXED.id, i + 1))))).map((r) => r.status);
+    const burst = async (key: string) =>
+      (await Promise.all(Array.from({ length: 30 }, (_, i) => chat(g, key, fixedBody(FIXED.id, i + 1))))).map(
+        (r) => r.status,
+      );
     const [richStatuses, poorStatuses] = await Promise.all([burst(richKey.key), burst(poorKey.key)]);
     const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
     expect(count(richStatuses, 200)).toBe(3); // the exposure cap: 3 X
@@ -151,12 +176,16 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
     const poorAfter = await moneyTotals(driver, poor, poorKey.hash);
     expect(richAfter.accountUsage).toBe(BigInt(4 * X_UNITS));
     expect(poorAfter.accountUsage).toBe(BigInt(4 * X_UNITS));
-    for (const t of [richAfter, poorAfter]) expect([t.generations, t.keyUsage]).toEqual([t.accountUsage, t.accountUsage]);
+    for (const t of [richAfter, poorAfter])
+      expect([t.generations, t.keyUsage]).toEqual([t.accountUsage, t.accountUsage]);
   });
 
   it('grace: the overspend past zero is at most max_exposure_usd per account (a stale balance, measured)', async () => {
     const broken = breakableStore();
-    const g = await start(broken, { on_store_error: 'grace', grace: { max_exposure_usd: 10 * X_USD, max_duration_ms: 60_000 } });
+    const g = await start(broken, {
+      on_store_error: 'grace',
+      grace: { max_exposure_usd: 10 * X_USD, max_duration_ms: 60_000 },
+    });
     const accountId = await g.createAccount(5 * X_USD);
     const { key, hash } = await g.createKey(accountId);
     expect((await chat(g, key, fixedBody(FIXED.id, 0))).status).toBe(200); // snapshot 5X; balance now 4X
@@ -180,7 +209,11 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
     const { key } = await g.createKey(accountId);
     expect((await chat(g, key, fixedBody(FIXED.id, 0))).status).toBe(200);
     broken.mode = 'all';
-    await until(async () => (await readyz(g.url)).json.reasons?.includes('grace_expired') === true, 10_000, 'grace expired');
+    await until(
+      async () => (await readyz(g.url)).json.reasons?.includes('grace_expired') === true,
+      10_000,
+      'grace expired',
+    );
     const refused = await chat(g, key, fixedBody(FIXED.id, 1));
     expect(refused.status, refused.text).toBe(503);
     expect(JSON.parse(refused.text).error.metadata.reason).toBe('grace_expired');

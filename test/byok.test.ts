@@ -33,7 +33,15 @@ function withRecorder(upstream: RecordingUpstream) {
   return (file: { providers: Record<string, unknown>[]; models: unknown[] }) => {
     // BYOK is opt-in per provider (issue 8, finding 3): `mock` and `rec` accept own keys, `mock-b` does not.
     for (const provider of file.providers) if (provider.id === 'mock') provider.byok = true;
-    file.providers.push({ id: 'rec', name: 'Recorder', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY, byok: true, headers: { 'OpenAI-Organization': 'org-operator-000' } });
+    file.providers.push({
+      id: 'rec',
+      name: 'Recorder',
+      kind: 'openai',
+      base_url: upstream.url,
+      api_key: SHARED_KEY,
+      byok: true,
+      headers: { 'OpenAI-Organization': 'org-operator-000' },
+    });
     file.models.push({
       id: 'test/rec',
       name: 'Recorded',
@@ -53,7 +61,11 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
 
   beforeAll(async () => {
     upstream = await startRecordingUpstream();
-    gw = await startTestGateway({ target, configure: withRecorder(upstream) as never, env: { TOLLGATE_MASTER_KEY: master } });
+    gw = await startTestGateway({
+      target,
+      configure: withRecorder(upstream) as never,
+      env: { TOLLGATE_MASTER_KEY: master },
+    });
     accountId = await gw.createAccount(10);
     manager = (await gw.createKey(accountId, { management: true })).key;
     inference = await gw.createKey(accountId, { name: 'app', limit: 1, include_byok_in_limit: true });
@@ -64,10 +76,29 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
   });
 
   it('manages BYOK keys: 201 on create, never returns the key, stores it encrypted, {deleted: true}', async () => {
-    const created = await call(gw, 'POST', '/byok', manager, { provider: 'mock', key: 'sk-temporary-key-abcdef', name: 'temp' });
+    const created = await call(gw, 'POST', '/byok', manager, {
+      provider: 'mock',
+      key: 'sk-temporary-key-abcdef',
+      name: 'temp',
+    });
     expect(created.status).toBe(201);
     const data = created.json.data;
-    for (const field of ['id', 'label', 'provider', 'created_at', 'disabled', 'is_byok_only', 'is_fallback', 'is_required', 'sort_order', 'allowed_api_key_hashes', 'allowed_models', 'allowed_user_ids', 'declared_zdr', 'workspace_id']) {
+    for (const field of [
+      'id',
+      'label',
+      'provider',
+      'created_at',
+      'disabled',
+      'is_byok_only',
+      'is_fallback',
+      'is_required',
+      'sort_order',
+      'allowed_api_key_hashes',
+      'allowed_models',
+      'allowed_user_ids',
+      'declared_zdr',
+      'workspace_id',
+    ]) {
       expect(data, field).toHaveProperty(field);
     }
     expect(created.text).not.toContain('sk-temporary-key-abcdef');
@@ -88,7 +119,10 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
   it('refuses bad input, inference keys and other accounts', async () => {
     expect((await call(gw, 'POST', '/byok', manager, { provider: 'nope', key: 'sk-1234567890' })).status).toBe(400);
     expect((await call(gw, 'POST', '/byok', manager, { provider: 'mock' })).status).toBe(400);
-    expect((await call(gw, 'POST', '/byok', manager, { provider: 'mock', key: 'sk-1234567890', allowed_models: ['x/none'] })).status).toBe(400);
+    expect(
+      (await call(gw, 'POST', '/byok', manager, { provider: 'mock', key: 'sk-1234567890', allowed_models: ['x/none'] }))
+        .status,
+    ).toBe(400);
     expect((await call(gw, 'GET', '/byok', inference.key)).status).toBe(401);
     const other = await gw.createKey(await gw.createAccount(1), { management: true });
     const mine = await call(gw, 'POST', '/byok', manager, { provider: 'mock', key: 'sk-mine-1234567890' });
@@ -146,7 +180,11 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     expect(upstream.seenKeys).toEqual([SHARED_KEY]);
     await call(gw, 'DELETE', `/byok/${fallback.json.data.id}`, manager);
 
-    const required = await call(gw, 'POST', '/byok', manager, { provider: 'rec', key: 'sk-required-key-0000', is_required: true });
+    const required = await call(gw, 'POST', '/byok', manager, {
+      provider: 'rec',
+      key: 'sk-required-key-0000',
+      is_required: true,
+    });
     upstream.rejectKeys.add('sk-required-key-0000');
     upstream.seenKeys.length = 0;
     const refused = await chat(gw, inference.key, { model: 'test/rec', messages: [{ role: 'user', content: 'hi' }] });
@@ -157,7 +195,11 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     expect(upstream.seenKeys.every((k) => k === 'sk-required-key-0000')).toBe(true);
     await call(gw, 'DELETE', `/byok/${required.json.data.id}`, manager);
 
-    const scoped = await call(gw, 'POST', '/byok', manager, { provider: 'rec', key: OWN_KEY, allowed_api_key_hashes: ['0'.repeat(64)] });
+    const scoped = await call(gw, 'POST', '/byok', manager, {
+      provider: 'rec',
+      key: OWN_KEY,
+      allowed_api_key_hashes: ['0'.repeat(64)],
+    });
     upstream.seenKeys.length = 0;
     await chat(gw, inference.key, { model: 'test/rec', messages: [{ role: 'user', content: 'hi' }] });
     expect(upstream.seenKeys).toEqual([SHARED_KEY]);
@@ -180,8 +222,18 @@ describe('BYOK only where it means something (issue 8, finding 3)', () => {
       configure: ((file: { providers: Record<string, unknown>[]; models: unknown[] }) => {
         withRecorder(upstream)(file);
         // A keyless local server (vLLM, Ollama) and a keyed provider the operator did not opt in.
-        file.providers.push({ id: 'local', name: 'Local', kind: 'openai', base_url: upstream.url }, { id: 'keyed', name: 'Keyed', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY });
-        file.models.push({ id: 'test/keyed', name: 'Keyed', context_length: 8192, endpoints: [{ provider: 'keyed', model: 'keyed-model', pricing: { prompt: '0.000001', completion: '0.000002' } }] });
+        file.providers.push(
+          { id: 'local', name: 'Local', kind: 'openai', base_url: upstream.url },
+          { id: 'keyed', name: 'Keyed', kind: 'openai', base_url: upstream.url, api_key: SHARED_KEY },
+        );
+        file.models.push({
+          id: 'test/keyed',
+          name: 'Keyed',
+          context_length: 8192,
+          endpoints: [
+            { provider: 'keyed', model: 'keyed-model', pricing: { prompt: '0.000001', completion: '0.000002' } },
+          ],
+        });
       }) as never,
       env: { TOLLGATE_MASTER_KEY: master },
     });
@@ -236,10 +288,18 @@ describe('BYOK only where it means something (issue 8, finding 3)', () => {
 
   it('refuses at boot byok: true on a provider without an operator api_key, and on the demo provider', () => {
     const config = (providers: unknown[]) => () => stringify({ providers, models: [] });
-    expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, config([{ id: 'local', name: 'Local', kind: 'openai', base_url: 'http://127.0.0.1:1/v1', byok: true }]))).toThrow(
-      /providers\.0\.byok: byok: true needs the operator's own api_key/,
-    );
-    expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, config([{ id: 'demo', name: 'Demo', kind: 'demo', api_key: 'x', byok: true }]))).toThrow(/the demo provider checks no key/);
+    expect(() =>
+      loadConfig(
+        { TOLLGATE_CONFIG: 'x.yaml' },
+        config([{ id: 'local', name: 'Local', kind: 'openai', base_url: 'http://127.0.0.1:1/v1', byok: true }]),
+      ),
+    ).toThrow(/providers\.0\.byok: byok: true needs the operator's own api_key/);
+    expect(() =>
+      loadConfig(
+        { TOLLGATE_CONFIG: 'x.yaml' },
+        config([{ id: 'demo', name: 'Demo', kind: 'demo', api_key: 'x', byok: true }]),
+      ),
+    ).toThrow(/the demo provider checks no key/);
   });
 });
 
@@ -262,25 +322,44 @@ describe('BYOK master key', () => {
     const upstream = await startRecordingUpstream();
     const database: StoreDatabase = await STORE_TARGETS[0]!.createDatabase();
     try {
-      const first = await startTestGateway({ target: STORE_TARGETS[0]!, database, configure: withRecorder(upstream) as never, env: { TOLLGATE_MASTER_KEY: oldKey } });
+      const first = await startTestGateway({
+        target: STORE_TARGETS[0]!,
+        database,
+        configure: withRecorder(upstream) as never,
+        env: { TOLLGATE_MASTER_KEY: oldKey },
+      });
       const accountId = await first.createAccount(5);
       const manager = (await first.createKey(accountId, { management: true })).key;
       const key = (await first.createKey(accountId)).key;
       await call(first, 'POST', '/byok', manager, { provider: 'rec', key: OWN_KEY });
       await first.close();
 
-      const rotated = await startTestGateway({ target: STORE_TARGETS[0]!, database, configure: withRecorder(upstream) as never, env: { TOLLGATE_MASTER_KEY: newKey, TOLLGATE_MASTER_KEY_PREVIOUS: oldKey } });
+      const rotated = await startTestGateway({
+        target: STORE_TARGETS[0]!,
+        database,
+        configure: withRecorder(upstream) as never,
+        env: { TOLLGATE_MASTER_KEY: newKey, TOLLGATE_MASTER_KEY_PREVIOUS: oldKey },
+      });
       upstream.seenKeys.length = 0;
-      expect((await chat(rotated, key, { model: 'test/rec', messages: [{ role: 'user', content: 'x' }] })).status).toBe(200);
+      expect((await chat(rotated, key, { model: 'test/rec', messages: [{ role: 'user', content: 'x' }] })).status).toBe(
+        200,
+      );
       expect(upstream.seenKeys).toEqual([OWN_KEY]);
       const rewrap = await rotated.admin('POST', '/byok/rewrap');
       expect(rewrap.json.data.reencrypted).toBe(1);
       expect((await rotated.admin('POST', '/byok/rewrap')).json.data.reencrypted).toBe(0);
       await rotated.close();
 
-      const onlyNew = await startTestGateway({ target: STORE_TARGETS[0]!, database, configure: withRecorder(upstream) as never, env: { TOLLGATE_MASTER_KEY: newKey } });
+      const onlyNew = await startTestGateway({
+        target: STORE_TARGETS[0]!,
+        database,
+        configure: withRecorder(upstream) as never,
+        env: { TOLLGATE_MASTER_KEY: newKey },
+      });
       upstream.seenKeys.length = 0;
-      expect((await chat(onlyNew, key, { model: 'test/rec', messages: [{ role: 'user', content: 'x' }] })).status).toBe(200);
+      expect((await chat(onlyNew, key, { model: 'test/rec', messages: [{ role: 'user', content: 'x' }] })).status).toBe(
+        200,
+      );
       expect(upstream.seenKeys).toEqual([OWN_KEY]);
       await onlyNew.close();
     } finally {

@@ -40,7 +40,10 @@ describe('PostgreSQL change bus across a lost LISTEN connection', () => {
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
-      const killed = await admin.query("SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1", [applicationName]);
+      const killed = await admin.query(
+        'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1',
+        [applicationName],
+      );
       expect(killed.rows).toEqual([{ ok: true }]);
     } finally {
       await admin.end();
@@ -79,7 +82,7 @@ describe('PostgreSQL change bus across a lost LISTEN connection', () => {
     expect((await chat(a, key, ASK)).status).toBe(401);
   });
 
-  it("a publisher whose own listener is down still tells the others", async () => {
+  it('a publisher whose own listener is down still tells the others', async () => {
     const { key, hash } = await a.createKey(await a.createAccount(1));
     expect((await chat(a, key, ASK)).status).toBe(200); // cached in A
     const before = busB.connections;

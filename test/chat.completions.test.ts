@@ -67,7 +67,8 @@ describe('POST /chat/completions (non-streaming)', () => {
     expect(usage.prompt_tokens).toBe(promptTokens);
     expect(usage.completion_tokens).toBe(40);
     expect(usage.total_tokens).toBe(promptTokens + 40);
-    for (const field of ['prompt_tokens', 'completion_tokens', 'total_tokens']) expect(Number.isInteger(usage[field]), field).toBe(true);
+    for (const field of ['prompt_tokens', 'completion_tokens', 'total_tokens'])
+      expect(Number.isInteger(usage[field]), field).toBe(true);
     const expectedUnits = promptTokens * PROMPT_UNITS + 40 * COMPLETION_UNITS;
     expect(typeof usage.cost).toBe('number');
     expect(usage.cost).toBe(expectedUnits / 1e9);
@@ -96,7 +97,9 @@ describe('POST /chat/completions (non-streaming)', () => {
       is_byok: false,
     });
     expect(g.json.data.total_cost).toBe(usage.cost);
-    expect(g.json.data.provider_responses).toEqual([{ provider_name: 'Mock', status: 200, latency: expect.any(Number) }]);
+    expect(g.json.data.provider_responses).toEqual([
+      { provider_name: 'Mock', status: 200, latency: expect.any(Number) },
+    ]);
     expect(await balanceUnits(gw, accountId)).toBe(before - expectedUnits);
   });
 
@@ -110,7 +113,12 @@ describe('POST /chat/completions (non-streaming)', () => {
   });
 
   it('records the calling app (HTTP-Referer, X-Service-Title) in the generation', async () => {
-    const r = await chat(gw, key, { model: 'test/chat', messages: MESSAGES }, { 'HTTP-Referer': 'https://app.example.test/chat', 'X-Service-Title': 'Example App' });
+    const r = await chat(
+      gw,
+      key,
+      { model: 'test/chat', messages: MESSAGES },
+      { 'HTTP-Referer': 'https://app.example.test/chat', 'X-Service-Title': 'Example App' },
+    );
     expect(r.status, r.text).toBe(200);
     const g = await getJson(gw, `/generation?id=${r.json.id}`, key);
     expect(g.status).toBe(200);
@@ -119,7 +127,12 @@ describe('POST /chat/completions (non-streaming)', () => {
   });
 
   it('accepts X-Title as the app title', async () => {
-    const r = await chat(gw, key, { model: 'test/chat', messages: MESSAGES }, { 'HTTP-Referer': 'https://other.example.test/', 'X-Title': 'Legacy Title' });
+    const r = await chat(
+      gw,
+      key,
+      { model: 'test/chat', messages: MESSAGES },
+      { 'HTTP-Referer': 'https://other.example.test/', 'X-Title': 'Legacy Title' },
+    );
     expect(r.status, r.text).toBe(200);
     const g = await getJson(gw, `/generation?id=${r.json.id}`, key);
     expect(g.json.data.http_referer).toBe('https://other.example.test/');
@@ -160,7 +173,11 @@ describe('POST /chat/completions (non-streaming)', () => {
   it('renders usage identically in the response, GET /generation and GET /key', async () => {
     const fresh = await gw.createKey(accountId);
     const r1 = await chat(gw, fresh.key, { model: 'test/chat', messages: MESSAGES });
-    const r2 = await chat(gw, fresh.key, { model: 'test/chat', messages: [{ role: 'user', content: 'x' }], max_tokens: 3 });
+    const r2 = await chat(gw, fresh.key, {
+      model: 'test/chat',
+      messages: [{ role: 'user', content: 'x' }],
+      max_tokens: 3,
+    });
     expect([r1.status, r2.status]).toEqual([200, 200]);
     const keyInfo = await getJson(gw, '/key', fresh.key);
     expect(toUnits(keyInfo.json.data.usage)).toBe(toUnits(r1.json.usage.cost) + toUnits(r2.json.usage.cost));

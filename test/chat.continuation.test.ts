@@ -24,7 +24,8 @@ async function startContinuer(): Promise<Continuer> {
     req.on('end', () => {
       bodies.push(JSON.parse(text));
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (choices: unknown[], extra: object = {}) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
+      const chunk = (choices: unknown[], extra: object = {}) =>
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
       res.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]));
       res.write(chunk([{ index: 0, delta: { content: ' fox jumps' }, finish_reason: null }]));
       res.write(chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]));
@@ -42,8 +43,18 @@ function model(id: string) {
     name: id,
     context_length: 8192,
     endpoints: [
-      { provider: 'mock', model: 'mock@behavior=drop,breakAfter=3,tps=100', pricing: { prompt: '0.000001', completion: '0.000002' }, supports_prefill: true },
-      { provider: 'continuer', model: 'c', pricing: { prompt: '0.000003', completion: '0.000004' }, supports_prefill: true },
+      {
+        provider: 'mock',
+        model: 'mock@behavior=drop,breakAfter=3,tps=100',
+        pricing: { prompt: '0.000001', completion: '0.000002' },
+        supports_prefill: true,
+      },
+      {
+        provider: 'continuer',
+        model: 'c',
+        pricing: { prompt: '0.000003', completion: '0.000004' },
+        supports_prefill: true,
+      },
     ],
   };
 }
@@ -57,7 +68,13 @@ describe.each([true, false])('mid-stream continuation enabled=%s', (enabled) => 
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
-        file.providers.push({ id: 'continuer', name: 'Continuer', kind: 'openai', base_url: continuer.url, timeouts: {} });
+        file.providers.push({
+          id: 'continuer',
+          name: 'Continuer',
+          kind: 'openai',
+          base_url: continuer.url,
+          timeouts: {},
+        });
         file.models.push(model('test/continue'));
         (file as { routing: Record<string, unknown> }).routing.mid_stream_continuation = enabled;
       },
@@ -69,39 +86,54 @@ describe.each([true, false])('mid-stream continuation enabled=%s', (enabled) => 
     await new Promise((resolve) => continuer.server.close(resolve));
   });
 
-  it(enabled ? 'continues the answer on the prefill endpoint, one stream, both segments billed' : 'is off: the caller gets the in-band error', async () => {
-    const sse = await chatStream(gw, key, { model: 'test/continue', messages: [{ role: 'user', content: 'Tell me about the fox' }] });
-    expect(sse.status).toBe(200);
-    expect(sse.done).toBe(true);
-    const content = sse.events.flatMap((e) => (e.choices ?? []).map((c: { delta: { content?: string } }) => c.delta.content ?? '')).join('');
-    const finishes = sse.events.flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason)).filter((f: string | null) => f !== null);
-    if (!enabled) {
-      expect(finishes).toEqual(['error']);
-      expect(continuer.bodies).toHaveLength(0);
-      return;
-    }
-    expect(sse.events.some((e) => e.error)).toBe(false);
-    expect(finishes).toEqual(['stop']);
-    expect(content).toBe('The quick brown fox jumps');
-    // Exactly one role delta reached the caller, and every chunk kept the stream's id.
-    expect(sse.events.filter((e) => e.choices?.[0]?.delta?.role).length).toBe(1);
-    expect(new Set(sse.events.map((e) => e.id)).size).toBe(1);
+  it(
+    enabled
+      ? 'continues the answer on the prefill endpoint, one stream, both segments billed'
+      : 'is off: the caller gets the in-band error',
+    async () => {
+      const sse = await chatStream(gw, key, {
+        model: 'test/continue',
+        messages: [{ role: 'user', content: 'Tell me about the fox' }],
+      });
+      expect(sse.status).toBe(200);
+      expect(sse.done).toBe(true);
+      const content = sse.events
+        .flatMap((e) => (e.choices ?? []).map((c: { delta: { content?: string } }) => c.delta.content ?? ''))
+        .join('');
+      const finishes = sse.events
+        .flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason))
+        .filter((f: string | null) => f !== null);
+      if (!enabled) {
+        expect(finishes).toEqual(['error']);
+        expect(continuer.bodies).toHaveLength(0);
+        return;
+      }
+      expect(sse.events.some((e) => e.error)).toBe(false);
+      expect(finishes).toEqual(['stop']);
+      expect(content).toBe('The quick brown fox jumps');
+      // Exactly one role delta reached the caller, and every chunk kept the stream's id.
+      expect(sse.events.filter((e) => e.choices?.[0]?.delta?.role).length).toBe(1);
+      expect(new Set(sse.events.map((e) => e.id)).size).toBe(1);
 
-    // The continuation was asked with the partial answer as a trailing assistant message.
-    expect(continuer.bodies).toHaveLength(1);
-    expect(continuer.bodies[0]!.messages.at(-1)).toEqual({ role: 'assistant', content: 'The quick brown' });
+      // The continuation was asked with the partial answer as a trailing assistant message.
+      expect(continuer.bodies).toHaveLength(1);
+      expect(continuer.bodies[0]!.messages.at(-1)).toEqual({ role: 'assistant', content: 'The quick brown' });
 
-    // Billing: segment 1 estimated (prompt estimate + 3 completion tokens) at the first endpoint's prices,
-    // segment 2 at its own usage and prices.
-    const usage = sse.events.at(-1).usage;
-    const promptEstimate = usage.prompt_tokens - 50;
-    expect(usage.completion_tokens).toBe(3 + 2);
-    const expectedUnits = promptEstimate * 1000 + 3 * 2000 + 50 * 3000 + 2 * 4000;
-    expect(Math.round(usage.cost * 1e9)).toBe(expectedUnits);
-    const generation = (await getJson(gw, `/generation?id=${sse.events[0].id}`, key)).json.data;
-    expect(Math.round(generation.total_cost * 1e9)).toBe(expectedUnits);
-    expect(generation.provider_name).toBe('Continuer');
-    expect(generation.provider_responses.map((r: { provider_name: string }) => r.provider_name)).toEqual(['Mock', 'Continuer']);
-    expect(generation.finish_reason).toBe('stop');
-  });
+      // Billing: segment 1 estimated (prompt estimate + 3 completion tokens) at the first endpoint's prices,
+      // segment 2 at its own usage and prices.
+      const usage = sse.events.at(-1).usage;
+      const promptEstimate = usage.prompt_tokens - 50;
+      expect(usage.completion_tokens).toBe(3 + 2);
+      const expectedUnits = promptEstimate * 1000 + 3 * 2000 + 50 * 3000 + 2 * 4000;
+      expect(Math.round(usage.cost * 1e9)).toBe(expectedUnits);
+      const generation = (await getJson(gw, `/generation?id=${sse.events[0].id}`, key)).json.data;
+      expect(Math.round(generation.total_cost * 1e9)).toBe(expectedUnits);
+      expect(generation.provider_name).toBe('Continuer');
+      expect(generation.provider_responses.map((r: { provider_name: string }) => r.provider_name)).toEqual([
+        'Mock',
+        'Continuer',
+      ]);
+      expect(generation.finish_reason).toBe('stop');
+    },
+  );
 });

@@ -5,7 +5,15 @@
 import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, mockCompletionText } from '../src/providers/mock-server.js';
-import { balanceUnits, chat, chatStream, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
+import {
+  balanceUnits,
+  chat,
+  chatStream,
+  getJson,
+  startTestGateway,
+  toUnits,
+  type TestGateway,
+} from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const MESSAGES = [{ role: 'user', content: 'Fail over, please.' }];
@@ -22,7 +30,11 @@ const EXTRA_MODELS = [
     context_length: 8192,
     endpoints: [
       { provider: 'mock', model: 'mock@status=429,retryAfter=9', pricing: PAID },
-      { provider: 'mock-b', model: 'mock@status=429,retryAfter=7,code=slow_down', pricing: { prompt: '0.000002', completion: '0.000004' } },
+      {
+        provider: 'mock-b',
+        model: 'mock@status=429,retryAfter=7,code=slow_down',
+        pricing: { prompt: '0.000002', completion: '0.000004' },
+      },
     ],
   },
   {
@@ -71,7 +83,11 @@ describe('failover', () => {
 
   beforeAll(async () => {
     // No keep-alive can go out before a failure arrives, however loaded the machine: statuses stay real HTTP statuses.
-    gw = await startTestGateway({ target: sqliteTarget, extraModels: EXTRA_MODELS, configure: (file) => void (file.server.keep_alive_interval_ms = 60_000) });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      extraModels: EXTRA_MODELS,
+      configure: (file) => void (file.server.keep_alive_interval_ms = 60_000),
+    });
     accountId = await gw.createAccount(10);
     key = (await gw.createKey(accountId)).key;
   });
@@ -85,7 +101,7 @@ describe('failover', () => {
     expect(await balanceUnits(gw, accountId)).toBe(before);
   }
 
-  it('moves past a 503 to the second endpoint and bills at the serving endpoint\'s prices', async () => {
+  it("moves past a 503 to the second endpoint and bills at the serving endpoint's prices", async () => {
     const before = await balanceUnits(gw, accountId);
     const r = await chat(gw, key, { model: 'test/failover', messages: MESSAGES });
     expect(r.status, r.text).toBe(200);
@@ -100,7 +116,9 @@ describe('failover', () => {
     expect(g.status).toBe(200);
     expect(g.json.data.provider_name).toBe('Mock B');
     expect(g.json.data.provider_responses).toHaveLength(2);
-    expect(g.json.data.provider_responses.map((a: { provider_name: string; status: number }) => [a.provider_name, a.status])).toEqual([
+    expect(
+      g.json.data.provider_responses.map((a: { provider_name: string; status: number }) => [a.provider_name, a.status]),
+    ).toEqual([
       ['Mock', 503],
       ['Mock B', 200],
     ]);
@@ -148,7 +166,10 @@ describe('failover', () => {
       id = r.json.id;
     }
     const g = await getJson(gw, `/generation?id=${id}`, key);
-    expect(g.json.data.provider_responses.map((a: { provider_name: string }) => a.provider_name)).toEqual(['Mock', 'Mock B']);
+    expect(g.json.data.provider_responses.map((a: { provider_name: string }) => a.provider_name)).toEqual([
+      'Mock',
+      'Mock B',
+    ]);
     expect(g.json.data.provider_responses[1].status).toBe(200);
     expect(await balanceUnits(gw, accountId)).toBe(before - expected);
   });
@@ -181,7 +202,7 @@ describe('failover', () => {
     expect(r.json.error.metadata).toHaveProperty('provider_code');
   });
 
-  it('answers 502 with the provider\'s details when the upstream only fails with server errors', async () => {
+  it("answers 502 with the provider's details when the upstream only fails with server errors", async () => {
     const before = await balanceUnits(gw, accountId);
     const r = await chat(gw, key, { model: 'test/server-error', messages: MESSAGES });
     expect(r.status, r.text).toBe(502);
@@ -195,7 +216,7 @@ describe('failover', () => {
     await expectUncharged(r, before);
   });
 
-  it('passes an upstream 400 through with the provider\'s message, without failing over', async () => {
+  it("passes an upstream 400 through with the provider's message, without failing over", async () => {
     const before = await balanceUnits(gw, accountId);
     const r = await chat(gw, key, { model: 'test/bad-request', messages: MESSAGES });
     expect(r.status, r.text).toBe(400);
@@ -227,7 +248,9 @@ describe('failover', () => {
     const before = await balanceUnits(gw, accountId);
     for (const model of ['test/rate-limited', 'test/server-error', 'test/bad-request', 'test/context']) {
       const s = await chatStream(gw, key, { model, messages: MESSAGES });
-      expect(s.status, `${model}: ${s.raw}`).toBe(model === 'test/rate-limited' ? 429 : model === 'test/server-error' ? 502 : 400);
+      expect(s.status, `${model}: ${s.raw}`).toBe(
+        model === 'test/rate-limited' ? 429 : model === 'test/server-error' ? 502 : 400,
+      );
       await expectUncharged(s, before);
     }
   });
@@ -240,7 +263,11 @@ describe('failover', () => {
 
   it('serves from the next model of the `models` fallback list once the requested model failed twice, named and billed as that model', async () => {
     const before = await balanceUnits(gw, accountId);
-    const r = await chat(gw, key, { model: 'test/server-error', models: ['test/server-error', 'test/chat'], messages: MESSAGES });
+    const r = await chat(gw, key, {
+      model: 'test/server-error',
+      models: ['test/server-error', 'test/chat'],
+      messages: MESSAGES,
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.model).toBe('test/chat');
     expect(r.json.provider).toBe('Mock');
@@ -252,9 +279,12 @@ describe('failover', () => {
     expect(g.json.data.provider_responses.map((a: { status: number }) => a.status)).toEqual([500, 500, 200]);
     expect(await balanceUnits(gw, accountId)).toBe(before - expected);
 
-    const s = await chatStream(gw, key, { model: 'test/server-error', models: ['test/server-error', 'test/chat'], messages: MESSAGES });
+    const s = await chatStream(gw, key, {
+      model: 'test/server-error',
+      models: ['test/server-error', 'test/chat'],
+      messages: MESSAGES,
+    });
     expect(s.status).toBe(200);
     for (const e of s.events) expect(e.model).toBe('test/chat');
   });
-
 });

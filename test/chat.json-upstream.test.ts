@@ -18,7 +18,12 @@ describe('an upstream that only answers JSON', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push({ id: 'json', name: 'JSON only', kind: 'openai', base_url: upstream.url, timeouts: {} });
-        file.models.push({ id: 'test/json', name: 'json', context_length: 4096, endpoints: [{ provider: 'json', model: 'j', pricing: { prompt: '0.000001', completion: '0.000002' } }] });
+        file.models.push({
+          id: 'test/json',
+          name: 'json',
+          context_length: 4096,
+          endpoints: [{ provider: 'json', model: 'j', pricing: { prompt: '0.000001', completion: '0.000002' } }],
+        });
       },
     });
     key = (await gw.createKey(await gw.createAccount(5))).key;
@@ -39,7 +44,9 @@ describe('an upstream that only answers JSON', () => {
     const sse = await chatStream(gw, key, { model: 'test/json', messages: [{ role: 'user', content: 'hi' }] });
     expect(sse.status).toBe(200);
     expect(sse.done).toBe(true);
-    const content = sse.events.flatMap((e) => e.choices.map((c: { delta: { content?: string } }) => c.delta.content ?? '')).join('');
+    const content = sse.events
+      .flatMap((e) => e.choices.map((c: { delta: { content?: string } }) => c.delta.content ?? ''))
+      .join('');
     expect(content).toBe('recorded');
     expect(sse.events.some((e) => e.choices[0]?.finish_reason === 'stop')).toBe(true);
     expect(sse.events.at(-1).usage).toMatchObject({ prompt_tokens: 1000, completion_tokens: 500, cost: 0.002 });

@@ -26,7 +26,16 @@ async function recordingUpstream(): Promise<Upstream> {
     req.on('end', () => {
       bodies.push(body);
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'rec', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 } }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          created: 1,
+          model: 'rec',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -50,11 +59,30 @@ describe.each(['redact', 'block'] as const)('a Tollgate key inside a chat reques
     gw = await startTestGateway({
       target: sqliteTarget,
       env: { TOLLGATE_SMTP_URL: inbox.url },
-      extraModels: [{ id: 'rec/chat', name: 'rec', context_length: 8192, endpoints: [{ provider: 'rec', model: 'rec-model', pricing: { prompt: '0.000001', completion: '0.000001' } }] }],
+      extraModels: [
+        {
+          id: 'rec/chat',
+          name: 'rec',
+          context_length: 8192,
+          endpoints: [{ provider: 'rec', model: 'rec-model', pricing: { prompt: '0.000001', completion: '0.000001' } }],
+        },
+      ],
       configure: (file) => {
-        file.providers.push({ id: 'rec', name: 'Rec', kind: 'openai', base_url: upstream.url, timeouts: { connect_ms: 2000 }, stream_upstream: false });
+        file.providers.push({
+          id: 'rec',
+          name: 'Rec',
+          kind: 'openai',
+          base_url: upstream.url,
+          timeouts: { connect_ms: 2000 },
+          stream_upstream: false,
+        });
         const f = file as Record<string, unknown>;
-        f.mail = { from: 'Tollgate <noreply@tollgate.test>', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+        f.mail = {
+          from: 'Tollgate <noreply@tollgate.test>',
+          poll_interval_ms: 100,
+          retry_base_ms: 100,
+          retry_max_ms: 400,
+        };
         if (mode === 'block') f.secret_scanning = { in_requests: 'block' };
       },
     });
@@ -67,54 +95,62 @@ describe.each(['redact', 'block'] as const)('a Tollgate key inside a chat reques
     await inbox?.close();
   });
 
-  it(mode === 'redact' ? 'forwards the request with the key replaced by its label, and mails the holder once' : 'refuses the request with 400 and forwards nothing, and mails the holder once', async () => {
-    const caller = await gw.createAccount(5);
-    const callerKey = await gw.createKey(caller);
-    const owner = await gw.createAccount(5);
-    const ownerEmail = (await gw.admin('GET', `/accounts/${owner}`)).json.data.email as string;
-    const pasted = await gw.createKey(owner, { name: 'production' });
-    const lookAlike = `sk-tg-v1-${'a'.repeat(64)}`;
-    const messages = [
-      { role: 'system', content: 'be brief' },
-      { role: 'user', content: `my key is ${pasted.key}, and ${lookAlike} is not one` },
-      { role: 'user', content: [{ type: 'text', text: `again: ${pasted.key}` }] },
-    ];
-    const before = upstream.bodies.length;
-    const result = await chat(gw, callerKey.key, { model: 'rec/chat', messages });
+  it(
+    mode === 'redact'
+      ? 'forwards the request with the key replaced by its label, and mails the holder once'
+      : 'refuses the request with 400 and forwards nothing, and mails the holder once',
+    async () => {
+      const caller = await gw.createAccount(5);
+      const callerKey = await gw.createKey(caller);
+      const owner = await gw.createAccount(5);
+      const ownerEmail = (await gw.admin('GET', `/accounts/${owner}`)).json.data.email as string;
+      const pasted = await gw.createKey(owner, { name: 'production' });
+      const lookAlike = `sk-tg-v1-${'a'.repeat(64)}`;
+      const messages = [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: `my key is ${pasted.key}, and ${lookAlike} is not one` },
+        { role: 'user', content: [{ type: 'text', text: `again: ${pasted.key}` }] },
+      ];
+      const before = upstream.bodies.length;
+      const result = await chat(gw, callerKey.key, { model: 'rec/chat', messages });
 
-    if (mode === 'redact') {
-      expect(result.status, result.text).toBe(200);
-      expect(upstream.bodies.length).toBe(before + 1);
-      const sent = upstream.bodies.at(-1)!;
-      expect(sent).not.toContain(pasted.key);
-      const forwarded = JSON.parse(sent) as { messages: Array<{ content: unknown }> };
-      expect(forwarded.messages[1]!.content).toBe(`my key is ${label(pasted.key)}, and ${lookAlike} is not one`);
-      expect(forwarded.messages[2]!.content).toEqual([{ type: 'text', text: `again: ${label(pasted.key)}` }]);
-      expect(forwarded.messages[0]!.content).toBe('be brief');
-    } else {
-      const error = expectError(result, 400, /contains a Tollgate API key/);
-      expect(error.message).toContain(label(pasted.key));
-      expect(error.message).toContain('messages[1].content');
-      expect(error.metadata).toEqual({ reason: 'api_key_in_content', labels: [label(pasted.key)] });
-      expect(result.text).not.toContain(pasted.key);
-      expect(upstream.bodies.length).toBe(before);
-    }
+      if (mode === 'redact') {
+        expect(result.status, result.text).toBe(200);
+        expect(upstream.bodies.length).toBe(before + 1);
+        const sent = upstream.bodies.at(-1)!;
+        expect(sent).not.toContain(pasted.key);
+        const forwarded = JSON.parse(sent) as { messages: Array<{ content: unknown }> };
+        expect(forwarded.messages[1]!.content).toBe(`my key is ${label(pasted.key)}, and ${lookAlike} is not one`);
+        expect(forwarded.messages[2]!.content).toEqual([{ type: 'text', text: `again: ${label(pasted.key)}` }]);
+        expect(forwarded.messages[0]!.content).toBe('be brief');
+      } else {
+        const error = expectError(result, 400, /contains a Tollgate API key/);
+        expect(error.message).toContain(label(pasted.key));
+        expect(error.message).toContain('messages[1].content');
+        expect(error.metadata).toEqual({ reason: 'api_key_in_content', labels: [label(pasted.key)] });
+        expect(result.text).not.toContain(pasted.key);
+        expect(upstream.bodies.length).toBe(before);
+      }
 
-    // The pasted key's holder (not the caller) hears about it, once, however often it is pasted.
-    const arrived = async (count: number) => {
-      for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(ownerEmail)).length < count; i++) await new Promise((r) => setTimeout(r, 50));
-      return inbox.messages.filter((m) => m.to.includes(ownerEmail));
-    };
-    const [notice] = await arrived(1);
-    expect(notice!.subject).toBe(`Your Tollgate API key ${label(pasted.key)} appeared inside a chat request`);
-    expect(notice!.decoded).toContain('"production"');
-    expect(notice!.decoded).not.toContain(pasted.key.slice(9));
-    await chat(gw, callerKey.key, { model: 'rec/chat', messages });
-    await new Promise((r) => setTimeout(r, 600));
-    expect(inbox.messages.filter((m) => m.to.includes(ownerEmail))).toHaveLength(1);
-    // The key itself still works: pasting it is not a report of exposure.
-    expect((await chat(gw, pasted.key, { model: 'rec/chat', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
-  });
+      // The pasted key's holder (not the caller) hears about it, once, however often it is pasted.
+      const arrived = async (count: number) => {
+        for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(ownerEmail)).length < count; i++)
+          await new Promise((r) => setTimeout(r, 50));
+        return inbox.messages.filter((m) => m.to.includes(ownerEmail));
+      };
+      const [notice] = await arrived(1);
+      expect(notice!.subject).toBe(`Your Tollgate API key ${label(pasted.key)} appeared inside a chat request`);
+      expect(notice!.decoded).toContain('"production"');
+      expect(notice!.decoded).not.toContain(pasted.key.slice(9));
+      await chat(gw, callerKey.key, { model: 'rec/chat', messages });
+      await new Promise((r) => setTimeout(r, 600));
+      expect(inbox.messages.filter((m) => m.to.includes(ownerEmail))).toHaveLength(1);
+      // The key itself still works: pasting it is not a report of exposure.
+      expect(
+        (await chat(gw, pasted.key, { model: 'rec/chat', messages: [{ role: 'user', content: 'hi' }] })).status,
+      ).toBe(200);
+    },
+  );
 
   it('a request without a key is forwarded unchanged', async () => {
     const account = await gw.createAccount(5);

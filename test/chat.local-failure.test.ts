@@ -30,7 +30,10 @@ describe('a request that cannot be serialised for the provider', () => {
   let gw: TestGateway;
 
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, configure: (file) => void (file.routing.breaker.failure_threshold = 2) });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => void (file.routing.breaker.failure_threshold = 2),
+    });
   });
 
   afterAll(async () => {

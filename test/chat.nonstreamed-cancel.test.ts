@@ -25,7 +25,10 @@ interface GenerationRow {
 
 /** The account's generations, read with raw SQL (the store has no list API). */
 async function generationsOf(driver: SqlDriver, accountId: string): Promise<GenerationRow[]> {
-  const rows = await driver.all('SELECT id, total_cost, finish_reason, streamed, tokens_prompt, tokens_completion, details FROM generations WHERE account_id = ?', [accountId]);
+  const rows = await driver.all(
+    'SELECT id, total_cost, finish_reason, streamed, tokens_prompt, tokens_completion, details FROM generations WHERE account_id = ?',
+    [accountId],
+  );
   return rows.map((row) => ({
     id: String(row.id),
     totalCost: BigInt(row.total_cost as bigint | number),
@@ -82,11 +85,14 @@ describe('a non-streamed request cut mid-answer', () => {
     expect(generation!.tokensCompletion).toBeGreaterThan(10n); // ~50 tokens/s for ~1 s
     expect(generation!.tokensCompletion).toBeLessThan(1000n); // 10,000 were scripted
     expect(generation!.totalCost).toBeGreaterThan(0n);
-    expect(generation!.totalCost).toBe(generation!.tokensPrompt * PROMPT_UNITS + generation!.tokensCompletion * COMPLETION_UNITS);
+    expect(generation!.totalCost).toBe(
+      generation!.tokensPrompt * PROMPT_UNITS + generation!.tokensCompletion * COMPLETION_UNITS,
+    );
 
     // The upstream request was abandoned, not read to its end.
     const until = Date.now() + 5000;
-    while ((upstream.stats[mockOrigin]?.running ?? 0) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while ((upstream.stats[mockOrigin]?.running ?? 0) > 0 && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
     expect(upstream.stats[mockOrigin]?.running ?? 0).toBe(0);
 
     // Charged once, for exactly that cost.

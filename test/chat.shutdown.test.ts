@@ -14,11 +14,22 @@ const FIREHOSE = {
   name: 'firehose',
   context_length: 1_000_000,
   // The completion budget (sent upstream as max_tokens) must allow the whole firehose.
-  endpoints: [{ provider: 'mock', model: 'mock@tokens=400000', pricing: { prompt: '0.000001', completion: '0.000002' }, max_completion_tokens: 400_000 }],
+  endpoints: [
+    {
+      provider: 'mock',
+      model: 'mock@tokens=400000',
+      pricing: { prompt: '0.000001', completion: '0.000002' },
+      max_completion_tokens: 400_000,
+    },
+  ],
 };
 
 /** Sends a streaming request, reads the response head (for the generation id) and the first content, then stops reading. */
-async function stalledStream(url: string, key: string, model: string): Promise<{ socket: Socket; generationId: string }> {
+async function stalledStream(
+  url: string,
+  key: string,
+  model: string,
+): Promise<{ socket: Socket; generationId: string }> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   socket.on('error', () => undefined);

@@ -8,7 +8,17 @@ import { countTokens } from 'gpt-tokenizer';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, mockCompletionText } from '../src/providers/mock-server.js';
-import { balanceUnits, chat, chatStream, getJson, startTestGateway, toUnits, waitForGeneration, type SseResult, type TestGateway } from './helpers/gateway.js';
+import {
+  balanceUnits,
+  chat,
+  chatStream,
+  getJson,
+  startTestGateway,
+  toUnits,
+  waitForGeneration,
+  type SseResult,
+  type TestGateway,
+} from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const MESSAGES = [{ role: 'user', content: 'Tell me about the fox.' }];
@@ -19,11 +29,23 @@ const SLOW_RATE_LIMITED = {
   id: 'test/slow-rate-limited',
   name: 'slow-rate-limited',
   context_length: 8192,
-  endpoints: [{ provider: 'mock', model: 'mock@status=429,retryAfter=7,latency=1000', pricing: { prompt: '0.000001', completion: '0.000002' } }],
+  endpoints: [
+    {
+      provider: 'mock',
+      model: 'mock@status=429,retryAfter=7,latency=1000',
+      pricing: { prompt: '0.000001', completion: '0.000002' },
+    },
+  ],
 };
 
 function contentOf(s: SseResult): string {
-  return s.events.map((e) => (e.choices ?? []).map((c: { delta?: { content?: unknown } }) => (typeof c.delta?.content === 'string' ? c.delta.content : '')).join('')).join('');
+  return s.events
+    .map((e) =>
+      (e.choices ?? [])
+        .map((c: { delta?: { content?: unknown } }) => (typeof c.delta?.content === 'string' ? c.delta.content : ''))
+        .join(''),
+    )
+    .join('');
 }
 
 function finishReasons(s: SseResult): unknown[] {
@@ -69,7 +91,8 @@ describe('POST /chat/completions (streaming)', () => {
     expect(id).toMatch(/^gen-\d+-[A-Za-z0-9]{20}$/);
 
     // Framing: only `data:` events and comments, each event terminated by a blank line, [DONE] last.
-    for (const line of s.raw.split('\n')) expect(line === '' || line.startsWith('data: ') || line.startsWith(':'), line).toBe(true);
+    for (const line of s.raw.split('\n'))
+      expect(line === '' || line.startsWith('data: ') || line.startsWith(':'), line).toBe(true);
     expect(s.done).toBe(true);
     expect(s.raw.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(s.raw.match(/data: \[DONE\]/g)).toHaveLength(1);
@@ -82,7 +105,9 @@ describe('POST /chat/completions (streaming)', () => {
       expect(Number.isInteger(e.created)).toBe(true);
     }
 
-    const finishIndex = s.events.findIndex((e) => e.choices.some((c: { finish_reason: unknown }) => c.finish_reason !== null));
+    const finishIndex = s.events.findIndex((e) =>
+      e.choices.some((c: { finish_reason: unknown }) => c.finish_reason !== null),
+    );
     expect(finishIndex).toBeGreaterThan(0);
     expect(s.events[finishIndex].choices[0].finish_reason).toBe('stop');
     for (const e of s.events.slice(0, finishIndex)) {
@@ -98,13 +123,24 @@ describe('POST /chat/completions (streaming)', () => {
     expect(usageChunk.choices).toEqual([]);
 
     const promptTokens = countPromptTokens(MESSAGES, (text) => countTokens(text));
-    expect(usageChunk.usage).toMatchObject({ prompt_tokens: promptTokens, completion_tokens: 40, total_tokens: promptTokens + 40, is_byok: false });
+    expect(usageChunk.usage).toMatchObject({
+      prompt_tokens: promptTokens,
+      completion_tokens: 40,
+      total_tokens: promptTokens + 40,
+      is_byok: false,
+    });
     expect(usageChunk.usage.cost).toBe((promptTokens * PROMPT_UNITS + 40 * COMPLETION_UNITS) / 1e9);
 
     expect(contentOf(s)).toBe(mockCompletionText(40));
     const g = await getJson(gw, `/generation?id=${id}`, key);
     expect(g.status).toBe(200);
-    expect(g.json.data).toMatchObject({ streamed: true, cancelled: false, finish_reason: 'stop', tokens_completion: 40, usage_estimated: false });
+    expect(g.json.data).toMatchObject({
+      streamed: true,
+      cancelled: false,
+      finish_reason: 'stop',
+      tokens_completion: 40,
+      usage_estimated: false,
+    });
     expect(g.json.data.total_cost).toBe(usageChunk.usage.cost);
   });
 
@@ -169,7 +205,8 @@ describe('POST /chat/completions (streaming)', () => {
   it('skips a single malformed upstream chunk and completes normally', async () => {
     const s = await chatStream(gw, key, { model: 'test/malformed', messages: MESSAGES });
     expect(s.status).toBe(200);
-    for (const line of s.raw.split('\n')) expect(line === '' || line.startsWith('data: ') || line.startsWith(':'), line).toBe(true);
+    for (const line of s.raw.split('\n'))
+      expect(line === '' || line.startsWith('data: ') || line.startsWith(':'), line).toBe(true);
     for (const e of s.events) expect(e.object).toBe('chat.completion.chunk');
     expect(s.events.filter((e) => e.error !== undefined)).toHaveLength(0);
     expect(contentOf(s)).toBe(mockCompletionText(40));
@@ -203,7 +240,7 @@ describe('POST /chat/completions (streaming)', () => {
     expect(g.json.data.total_cost).toBe(usage.cost);
   });
 
-  it('turns a failure after keep-alives went out into an in-band error, with the upstream\'s details', async () => {
+  it("turns a failure after keep-alives went out into an in-band error, with the upstream's details", async () => {
     const before = await balanceUnits(gw, accountId);
     // 1 s before the 429 with a 200 ms keep-alive: the 200 and a comment are already on the wire.
     const s = await chatStream(gw, key, { model: 'test/slow-rate-limited', messages: MESSAGES });
@@ -223,7 +260,10 @@ describe('POST /chat/completions (streaming)', () => {
     let quietKey: string;
     let quietAccount: string;
     beforeAll(async () => {
-      quiet = await startTestGateway({ target: sqliteTarget, configure: (file) => void (file.server.keep_alive_interval_ms = 60_000) });
+      quiet = await startTestGateway({
+        target: sqliteTarget,
+        configure: (file) => void (file.server.keep_alive_interval_ms = 60_000),
+      });
       quietAccount = await quiet.createAccount(10);
       quietKey = (await quiet.createKey(quietAccount)).key;
     });
@@ -259,7 +299,11 @@ describe('POST /chat/completions (streaming)', () => {
     const received = await new Promise<{ id: string; chunks: number }>((resolve, reject) => {
       const req = httpRequest(
         `${gw.api}/chat/completions`,
-        { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        },
         (res) => {
           let text = '';
           let settled = false;
@@ -294,11 +338,14 @@ describe('POST /chat/completions (streaming)', () => {
     expect(g.json.data.tokens_completion).toBeGreaterThanOrEqual(received.chunks - 1);
     expect(g.json.data.tokens_completion).toBeLessThan(1000); // 10,000 were scripted
     expect(g.json.data.total_cost).toBeGreaterThan(0);
-    expect(toUnits(g.json.data.total_cost)).toBe(g.json.data.tokens_prompt * PROMPT_UNITS + g.json.data.tokens_completion * COMPLETION_UNITS);
+    expect(toUnits(g.json.data.total_cost)).toBe(
+      g.json.data.tokens_prompt * PROMPT_UNITS + g.json.data.tokens_completion * COMPLETION_UNITS,
+    );
 
     // The upstream request is no longer running on the gateway's connection pool.
     const deadline = Date.now() + 5000;
-    while ((upstream.stats[mockOrigin]?.running ?? 0) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((upstream.stats[mockOrigin]?.running ?? 0) > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(upstream.stats[mockOrigin]?.running ?? 0).toBe(0);
 
     // Charged exactly once, for exactly that cost.

@@ -20,7 +20,10 @@ describe('tollgate keys scan', () => {
     await mkdir(join(dir, 'src', 'deep'), { recursive: true });
     await mkdir(join(dir, 'node_modules', 'x'), { recursive: true });
     await writeFile(join(dir, 'README.md'), `# app\nuse ${lookAlike} as an example\n`);
-    await writeFile(join(dir, 'src', 'deep', 'config.ts'), `export const a = 1;\n\nconst KEY = "${key}";\nconst B = '${other}'; // ${key}\n`);
+    await writeFile(
+      join(dir, 'src', 'deep', 'config.ts'),
+      `export const a = 1;\n\nconst KEY = "${key}";\nconst B = '${other}'; // ${key}\n`,
+    );
     await writeFile(join(dir, 'node_modules', 'x', 'index.js'), `"${key}"`);
     await mkdir(join(dir, 'clean'));
     await writeFile(join(dir, 'clean', 'a.txt'), `nothing here but sk-tg-v1- and ${lookAlike}\n`);
@@ -34,7 +37,11 @@ describe('tollgate keys scan', () => {
     const result = await runCli(['keys', 'scan', dir], {});
     expect(result.code, result.stderr).toBe(1);
     const file = join(dir, 'src', 'deep', 'config.ts');
-    expect(result.stdout.trim().split('\n')).toEqual([`${file}:3: ${maskKey(key)}`, `${file}:4: ${maskKey(other)}`, `${file}:4: ${maskKey(key)}`]);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      `${file}:3: ${maskKey(key)}`,
+      `${file}:4: ${maskKey(other)}`,
+      `${file}:4: ${maskKey(key)}`,
+    ]);
     expect(result.stdout + result.stderr).not.toContain(key.slice(9));
     expect(result.stderr).toMatch(/found 3 Tollgate keys/);
   });
@@ -46,10 +53,18 @@ describe('tollgate keys scan', () => {
   });
 
   it('reads standard input without paths', () => {
-    const found = spawnSync(process.execPath, [BIN, 'keys', 'scan'], { cwd: ROOT, input: `line one\nline two ${key}\n`, encoding: 'utf8' });
+    const found = spawnSync(process.execPath, [BIN, 'keys', 'scan'], {
+      cwd: ROOT,
+      input: `line one\nline two ${key}\n`,
+      encoding: 'utf8',
+    });
     expect(found.status).toBe(1);
     expect(found.stdout).toBe(`(stdin):2: ${maskKey(key)}\n`);
-    const clean = spawnSync(process.execPath, [BIN, 'keys', 'scan', '-'], { cwd: ROOT, input: 'nothing', encoding: 'utf8' });
+    const clean = spawnSync(process.execPath, [BIN, 'keys', 'scan', '-'], {
+      cwd: ROOT,
+      input: 'nothing',
+      encoding: 'utf8',
+    });
     expect(clean.status).toBe(0);
   });
 });

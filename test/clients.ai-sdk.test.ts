@@ -59,7 +59,12 @@ describe('@openrouter/ai-sdk-provider + ai', () => {
 
   it('streamText: a provider failure mid-stream ends with finish reason "error"', async () => {
     const errors: unknown[] = [];
-    const result = streamText({ model: openrouter('test/drop'), prompt, maxRetries: 0, onError: ({ error }) => void errors.push(error) });
+    const result = streamText({
+      model: openrouter('test/drop'),
+      prompt,
+      maxRetries: 0,
+      onError: ({ error }) => void errors.push(error),
+    });
     let text = '';
     for await (const delta of result.textStream) text += delta;
     expect(text.length).toBeGreaterThan(0);
@@ -77,7 +82,12 @@ describe('@openrouter/ai-sdk-provider + ai', () => {
     expect((error as APICallError).isRetryable).toBe(false);
 
     const streamErrors: unknown[] = [];
-    const streamed = streamText({ model: bad('test/chat'), prompt, maxRetries: 0, onError: ({ error: e }) => void streamErrors.push(e) });
+    const streamed = streamText({
+      model: bad('test/chat'),
+      prompt,
+      maxRetries: 0,
+      onError: ({ error: e }) => void streamErrors.push(e),
+    });
     for await (const _delta of streamed.textStream) {
       // no text expected
     }
@@ -87,7 +97,9 @@ describe('@openrouter/ai-sdk-provider + ai', () => {
   });
 
   it('surfaces an unknown model (400) as a non-retryable APICallError with the gateway message', async () => {
-    const error = await generateText({ model: openrouter('nobody/nothing'), prompt, maxRetries: 0 }).catch((e: unknown) => e);
+    const error = await generateText({ model: openrouter('nobody/nothing'), prompt, maxRetries: 0 }).catch(
+      (e: unknown) => e,
+    );
     expect(APICallError.isInstance(error)).toBe(true);
     expect((error as APICallError).statusCode).toBe(400);
     expect((error as APICallError).message).toContain('nobody/nothing is not a valid model ID');

@@ -26,7 +26,9 @@ describe('openai client', () => {
   afterAll(() => gw?.close());
 
   it('creates a non-streamed completion', async () => {
-    const { data: completion, response } = await client.chat.completions.create({ model: 'test/chat', messages }).withResponse();
+    const { data: completion, response } = await client.chat.completions
+      .create({ model: 'test/chat', messages })
+      .withResponse();
     expect(completion.object).toBe('chat.completion');
     expect(completion.id).toMatch(/^gen-/);
     expect(response.headers.get('x-generation-id')).toBe(completion.id);
@@ -109,12 +111,16 @@ describe('openai client', () => {
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as ApiError).status).toBe(402);
     // The streaming call fails the same way before any stream starts.
-    const streamed = await broke.chat.completions.create({ model: 'test/chat', messages, stream: true }).catch((e: unknown) => e);
+    const streamed = await broke.chat.completions
+      .create({ model: 'test/chat', messages, stream: true })
+      .catch((e: unknown) => e);
     expect((streamed as ApiError).status).toBe(402);
   });
 
   it('maps an upstream rate limit to RateLimitError (429)', async () => {
-    const error = await client.chat.completions.create({ model: 'test/rate-limited', messages }).catch((e: unknown) => e);
+    const error = await client.chat.completions
+      .create({ model: 'test/rate-limited', messages })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     expect((error as ApiError).status).toBe(429);
   });

@@ -20,13 +20,16 @@ async function valid<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
   } catch (error) {
-    if (error instanceof errors.ResponseValidationError) throw new Error(`SDK rejected the gateway's response: ${error.pretty()}`);
+    if (error instanceof errors.ResponseValidationError)
+      throw new Error(`SDK rejected the gateway's response: ${error.pretty()}`);
     throw error;
   }
 }
 
 /** Reads a streamed `chat.send` to the end; a chunk the SDK rejects ends it with that error. */
-async function collect(result: ChatResult | AsyncIterable<ChatStreamChunk>): Promise<{ chunks: ChatStreamChunk[]; error: unknown }> {
+async function collect(
+  result: ChatResult | AsyncIterable<ChatStreamChunk>,
+): Promise<{ chunks: ChatStreamChunk[]; error: unknown }> {
   if (!(Symbol.asyncIterator in result)) throw new Error('expected a stream, got a non-streamed result');
   const stream: AsyncIterable<ChatStreamChunk> = result;
   const chunks: ChatStreamChunk[] = [];
@@ -48,7 +51,9 @@ async function startNumericErrorUpstream(): Promise<{ server: Server; url: strin
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const base = { id: 'up-1', object: 'chat.completion.chunk', created: 1, model: 'raw' };
-      res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`,
+      );
       res.write(`data: ${JSON.stringify({ error: { code: 502, message: 'Upstream overloaded' } })}\n\n`);
       res.end();
     });
@@ -73,14 +78,36 @@ describe('@openrouter/sdk', () => {
       },
       extraModels: [
         // Also the one model with a tokenizer, so both shapes of a Model's architecture are validated.
-        { id: 'test/stream-error', name: 'stream error', tokenizer: 'GPT', instruct_type: 'chatml', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@behavior=stream_error,breakAfter=2', pricing: { prompt: '0.000001', completion: '0.000002' } }] },
-        { id: 'test/numeric-stream-error', name: 'numeric stream error', context_length: 8192, endpoints: [{ provider: 'raw', model: 'raw', pricing: { prompt: '0.000001', completion: '0.000002' } }] },
+        {
+          id: 'test/stream-error',
+          name: 'stream error',
+          tokenizer: 'GPT',
+          instruct_type: 'chatml',
+          context_length: 8192,
+          endpoints: [
+            {
+              provider: 'mock',
+              model: 'mock@behavior=stream_error,breakAfter=2',
+              pricing: { prompt: '0.000001', completion: '0.000002' },
+            },
+          ],
+        },
+        {
+          id: 'test/numeric-stream-error',
+          name: 'numeric stream error',
+          context_length: 8192,
+          endpoints: [{ provider: 'raw', model: 'raw', pricing: { prompt: '0.000001', completion: '0.000002' } }],
+        },
       ],
     });
     accountId = await gw.createAccount(10, 'purchase');
     key = (await gw.createKey(accountId)).key;
     sdk = new OpenRouter({ apiKey: key, serverURL: gw.api, retryConfig: NO_RETRIES });
-    manager = new OpenRouter({ apiKey: (await gw.createKey(accountId, { management: true })).key, serverURL: gw.api, retryConfig: NO_RETRIES });
+    manager = new OpenRouter({
+      apiKey: (await gw.createKey(accountId, { management: true })).key,
+      serverURL: gw.api,
+      retryConfig: NO_RETRIES,
+    });
   });
   afterAll(async () => {
     await gw?.close();
@@ -195,7 +222,11 @@ describe('@openrouter/sdk', () => {
   });
 
   it('manages keys: create, list, get, update, delete', async () => {
-    const created = await valid(manager.apiKeys.create({ requestBody: { name: 'sdk key', limit: 5, limitReset: 'monthly', expiresAt: new Date(Date.now() + 86_400_000) } }));
+    const created = await valid(
+      manager.apiKeys.create({
+        requestBody: { name: 'sdk key', limit: 5, limitReset: 'monthly', expiresAt: new Date(Date.now() + 86_400_000) },
+      }),
+    );
     expect(created.key).toMatch(/^sk-tg-v1-[0-9a-f]{64}$/);
     const hash = created.data.hash;
     expect(created.data.limit).toBe(5);
@@ -204,7 +235,13 @@ describe('@openrouter/sdk', () => {
     expect(created.data.expiresAt).toBeInstanceOf(Date);
 
     // The new key reads its own limit through GET /key.
-    const own = await valid(new OpenRouter({ apiKey: created.key, serverURL: gw.api, retryConfig: NO_RETRIES }).apiKeys.getCurrentKeyMetadata());
+    const own = await valid(
+      new OpenRouter({
+        apiKey: created.key,
+        serverURL: gw.api,
+        retryConfig: NO_RETRIES,
+      }).apiKeys.getCurrentKeyMetadata(),
+    );
     expect(own.data.limit).toBe(5);
     expect(own.data.limitRemaining).toBe(5);
     expect(own.data.limitReset).toBe('monthly');
@@ -216,7 +253,9 @@ describe('@openrouter/sdk', () => {
     const got = await valid(manager.apiKeys.get({ hash }));
     expect(got.data.name).toBe('sdk key');
 
-    const updated = await valid(manager.apiKeys.update({ hash, requestBody: { name: 'renamed', disabled: true, limit: null } }));
+    const updated = await valid(
+      manager.apiKeys.update({ hash, requestBody: { name: 'renamed', disabled: true, limit: null } }),
+    );
     expect(updated.data.name).toBe('renamed');
     expect(updated.data.disabled).toBe(true);
     expect(updated.data.limit).toBeNull();
@@ -234,7 +273,9 @@ describe('@openrouter/sdk', () => {
 
   it('maps errors to the SDK classes: 401, 402, 400', async () => {
     const bad = new OpenRouter({ apiKey: 'sk-tg-v1-not-a-real-key', serverURL: gw.api, retryConfig: NO_RETRIES });
-    const unauthorized = await bad.chat.send({ chatRequest: { model: 'test/chat', messages } }).catch((e: unknown) => e);
+    const unauthorized = await bad.chat
+      .send({ chatRequest: { model: 'test/chat', messages } })
+      .catch((e: unknown) => e);
     expect(unauthorized).toBeInstanceOf(errors.UnauthorizedResponseError);
     expect((unauthorized as errors.UnauthorizedResponseError).statusCode).toBe(401);
     expect((unauthorized as errors.UnauthorizedResponseError).error.code).toBe(401);
@@ -243,21 +284,35 @@ describe('@openrouter/sdk', () => {
     // An inference key on a management route is refused too.
     await expect(sdk.apiKeys.list()).rejects.toBeInstanceOf(errors.UnauthorizedResponseError);
 
-    const broke = new OpenRouter({ apiKey: (await gw.createKey(await gw.createAccount(0))).key, serverURL: gw.api, retryConfig: NO_RETRIES });
+    const broke = new OpenRouter({
+      apiKey: (await gw.createKey(await gw.createAccount(0))).key,
+      serverURL: gw.api,
+      retryConfig: NO_RETRIES,
+    });
     const payment = await broke.chat.send({ chatRequest: { model: 'test/chat', messages } }).catch((e: unknown) => e);
     expect(payment).toBeInstanceOf(errors.PaymentRequiredResponseError);
     expect((payment as errors.PaymentRequiredResponseError).error.code).toBe(402);
 
-    const badRequest = await sdk.chat.send({ chatRequest: { model: 'nobody/nothing', messages } }).catch((e: unknown) => e);
+    const badRequest = await sdk.chat
+      .send({ chatRequest: { model: 'nobody/nothing', messages } })
+      .catch((e: unknown) => e);
     expect(badRequest).toBeInstanceOf(errors.BadRequestResponseError);
-    expect((badRequest as errors.BadRequestResponseError).error.message).toContain('nobody/nothing is not a valid model ID');
+    expect((badRequest as errors.BadRequestResponseError).error.message).toContain(
+      'nobody/nothing is not a valid model ID',
+    );
 
-    const limited = await sdk.chat.send({ chatRequest: { model: 'test/rate-limited', messages } }).catch((e: unknown) => e);
+    const limited = await sdk.chat
+      .send({ chatRequest: { model: 'test/rate-limited', messages } })
+      .catch((e: unknown) => e);
     expect(limited).toBeInstanceOf(errors.TooManyRequestsResponseError);
 
-    await expect(sdk.endpoints.list({ author: 'nobody', slug: 'nothing' })).rejects.toBeInstanceOf(errors.NotFoundResponseError);
+    await expect(sdk.endpoints.list({ author: 'nobody', slug: 'nothing' })).rejects.toBeInstanceOf(
+      errors.NotFoundResponseError,
+    );
 
-    const unknownGeneration = await sdk.generations.getGeneration({ id: 'gen-does-not-exist' }).catch((e: unknown) => e);
+    const unknownGeneration = await sdk.generations
+      .getGeneration({ id: 'gen-does-not-exist' })
+      .catch((e: unknown) => e);
     expect(unknownGeneration).toBeInstanceOf(errors.NotFoundResponseError);
   });
 });

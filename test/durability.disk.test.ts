@@ -26,7 +26,10 @@ const MIN_FREE = 2 * 1024 * 1024;
 async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await response.body.json()) as any;
@@ -93,11 +96,21 @@ describe('embedded store on a disk that fills up', { timeout: 120_000 }, () => {
         billing: { journal: { min_free_bytes: MIN_FREE } },
       }),
     );
-    gateway = await startServe({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: mountPoint, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' }, 90_000);
+    gateway = await startServe(
+      {
+        TOLLGATE_CONFIG: configPath,
+        TOLLGATE_DATA_DIR: mountPoint,
+        TOLLGATE_ADMIN_TOKEN: ADMIN,
+        TOLLGATE_LOG_LEVEL: 'info',
+      },
+      90_000,
+    );
     const url = gateway.url;
     await waitForOutput(gateway, /"free_bytes":\d+.*data directory headroom/);
     expect(await metric(url, 'tollgate_data_dir_free_bytes')).toBeGreaterThan(MIN_FREE);
-    const account = await adminCall(url, 'POST', '/accounts', { email: `disk-${randomBytes(3).toString('hex')}@example.test` });
+    const account = await adminCall(url, 'POST', '/accounts', {
+      email: `disk-${randomBytes(3).toString('hex')}@example.test`,
+    });
     const accountId = account.data.id as string;
     await adminCall(url, 'POST', `/accounts/${accountId}/credits`, { amount: 1, kind: 'grant' });
     const key = (await adminCall(url, 'POST', `/accounts/${accountId}/keys`, { name: 'disk' })).key as string;
@@ -114,7 +127,11 @@ describe('embedded store on a disk that fills up', { timeout: 120_000 }, () => {
     // 1. Headroom under min_free_bytes.
     const ballast = join(mountPoint, 'ballast');
     await fill(ballast, mountPoint, MIN_FREE / 2);
-    await until(async () => (await readyz(url)).json.reasons?.includes('disk_low') === true, 20_000, 'disk_low reported');
+    await until(
+      async () => (await readyz(url)).json.reasons?.includes('disk_low') === true,
+      20_000,
+      'disk_low reported',
+    );
     expect((await readyz(url)).status).toBe(503);
     let before = provider.stats.requests;
     const low = await paid(1);
@@ -124,7 +141,11 @@ describe('embedded store on a disk that fills up', { timeout: 120_000 }, () => {
 
     // 2. No space at all: the journal's own writes fail.
     await fill(join(mountPoint, 'ballast-2'), mountPoint, 0);
-    await until(async () => (await readyz(url)).json.reasons?.includes('journal_unwritable') === true, 20_000, 'journal_unwritable reported');
+    await until(
+      async () => (await readyz(url)).json.reasons?.includes('journal_unwritable') === true,
+      20_000,
+      'journal_unwritable reported',
+    );
     before = provider.stats.requests;
     expect((await paid(2)).status).toBe(503);
     expect(provider.stats.requests).toBe(before);

@@ -26,7 +26,10 @@ const PRICE_UNITS_PER_TOKEN = 100_000;
 async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await response.body.json()) as any;
@@ -74,21 +77,40 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
       }),
     );
     const dataDir = join(dir, 'data');
-    const env = { TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' };
+    const env = {
+      TOLLGATE_CONFIG: configPath,
+      TOLLGATE_DATA_DIR: dataDir,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'info',
+    };
     first = await startServe(env, 90_000);
-    const account = await adminCall(first.url, 'POST', '/accounts', { email: `kill-${randomBytes(3).toString('hex')}@example.test` });
+    const account = await adminCall(first.url, 'POST', '/accounts', {
+      email: `kill-${randomBytes(3).toString('hex')}@example.test`,
+    });
     const accountId = account.data.id as string;
     await adminCall(first.url, 'POST', `/accounts/${accountId}/credits`, { amount: 10, kind: 'grant' });
     const created = await adminCall(first.url, 'POST', `/accounts/${accountId}/keys`, { name: 'kill' });
     const key = created.key as string;
     const post = (url: string, body: unknown) =>
-      request(`${url}/api/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      request(`${url}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
 
     // Three committed charges before the kill.
-    for (let i = 0; i < 3; i++) expect((await (await post(first.url, fixedBody(FIXED.id, i))).body.json() as any).usage.cost).toBeGreaterThan(0);
+    for (let i = 0; i < 3; i++)
+      expect(((await (await post(first.url, fixedBody(FIXED.id, i))).body.json()) as any).usage.cost).toBeGreaterThan(
+        0,
+      );
 
     // A long stream: read until content has flowed and a checkpoint is in the journal, then SIGKILL.
-    const response = await post(first.url, { model: LONG.id, messages: [{ role: 'user', content: 'long' }], max_tokens: 4000, stream: true });
+    const response = await post(first.url, {
+      model: LONG.id,
+      messages: [{ role: 'user', content: 'long' }],
+      max_tokens: 4000,
+      stream: true,
+    });
     expect(response.statusCode).toBe(200);
     const generationId = String(response.headers['x-generation-id']);
     let raw = '';
@@ -99,8 +121,16 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
         // the connection dies with the process
       }
     })();
-    await until(() => raw.split('\n').filter((l) => l.startsWith('data: {')).length >= 20, 30_000, '20 chunks delivered');
-    await until(async () => ((await metric(first!.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1, 30_000, 'a checkpoint journaled');
+    await until(
+      () => raw.split('\n').filter((l) => l.startsWith('data: {')).length >= 20,
+      30_000,
+      '20 chunks delivered',
+    );
+    await until(
+      async () => ((await metric(first!.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1,
+      30_000,
+      'a checkpoint journaled',
+    );
     await new Promise((resolve) => setTimeout(resolve, 300)); // a later checkpoint, with more of the answer
     first.child.kill('SIGKILL');
     await first.exited;
@@ -119,7 +149,9 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     second = await startServe(env, 90_000);
     await until(async () => (await readyz(second!.url)).status === 200, 30_000, 'ready after replay');
     expect(second.stdout()).toMatch(/"checkpoints_charged":1/);
-    const generation = await request(`${second.url}/api/v1/generation?id=${encodeURIComponent(generationId)}`, { headers: { authorization: `Bearer ${key}` } });
+    const generation = await request(`${second.url}/api/v1/generation?id=${encodeURIComponent(generationId)}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(generation.statusCode).toBe(200);
     const g = ((await generation.body.json()) as any).data;
     expect(g.tokens_completion).toBeGreaterThan(0);
@@ -127,12 +159,21 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     expect(Math.round(g.total_cost * 1e9)).toBe(g.tokens_completion * PRICE_UNITS_PER_TOKEN);
     expect(g.finish_reason).toBe('error');
 
-    const keyInfo = (await (await request(`${second.url}/api/v1/key`, { headers: { authorization: `Bearer ${key}` } })).body.json()) as any;
+    const keyInfo = (await (
+      await request(`${second.url}/api/v1/key`, { headers: { authorization: `Bearer ${key}` } })
+    ).body.json()) as any;
     const accountInfo = await adminCall(second.url, 'GET', `/accounts/${accountId}`);
     const expected = 3 * X_UNITS + g.tokens_completion * PRICE_UNITS_PER_TOKEN;
     expect(Math.round(keyInfo.data.usage * 1e9)).toBe(expected);
     expect(Math.round(accountInfo.data.total_usage * 1e9)).toBe(expected);
-    console.log('kill -9 mid-stream:', JSON.stringify({ delivered_tokens_estimate: estimateCompletionTokens(delivered), charged_tokens: g.tokens_completion, charged_usd: g.total_cost }));
+    console.log(
+      'kill -9 mid-stream:',
+      JSON.stringify({
+        delivered_tokens_estimate: estimateCompletionTokens(delivered),
+        charged_tokens: g.tokens_completion,
+        charged_usd: g.total_cost,
+      }),
+    );
 
     expect(await second.stop()).toBe(0);
     expect(integrityCheck(dbPath)).toBe('ok');

@@ -20,9 +20,24 @@ const MESSAGES = [{ role: 'user', content: 'Prefer what I asked for.' }];
 const PRICE = { prompt: '0.000001', completion: '0.000002' };
 
 const MODELS = [
-  { id: 'fo/429-once', name: '429 once', context_length: 8192, endpoints: [{ provider: 'mock', model: 'fo-a@status=429,retryAfter=1,failFirst=1', pricing: PRICE }] },
-  { id: 'fo/500-once', name: '500 once', context_length: 8192, endpoints: [{ provider: 'mock', model: 'fo-b@status=500,failFirst=1', pricing: PRICE }] },
-  { id: 'fo/reset-once', name: 'reset once', context_length: 8192, endpoints: [{ provider: 'mock', model: 'fo-c@behavior=reset,failFirst=1', pricing: PRICE }] },
+  {
+    id: 'fo/429-once',
+    name: '429 once',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'fo-a@status=429,retryAfter=1,failFirst=1', pricing: PRICE }],
+  },
+  {
+    id: 'fo/500-once',
+    name: '500 once',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'fo-b@status=500,failFirst=1', pricing: PRICE }],
+  },
+  {
+    id: 'fo/reset-once',
+    name: 'reset once',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'fo-c@behavior=reset,failFirst=1', pricing: PRICE }],
+  },
   {
     id: 'fo/silent',
     name: 'first token after 20 s',
@@ -36,7 +51,9 @@ const MODELS = [
     name: 'stalls after 3 chunks',
     context_length: 8192,
     // The endpoint's idle limit overrides its provider's 30 s.
-    endpoints: [{ provider: 'patient', model: 'fo-e@behavior=stall,breakAfter=3', pricing: PRICE, timeouts: { idle_ms: 300 } }],
+    endpoints: [
+      { provider: 'patient', model: 'fo-e@behavior=stall,breakAfter=3', pricing: PRICE, timeouts: { idle_ms: 300 } },
+    ],
   },
 ];
 
@@ -49,7 +66,14 @@ describe('failover prefers the requested model', () => {
       target: sqliteTarget,
       extraModels: MODELS,
       configure: (file) => {
-        file.providers.push({ id: 'patient', name: 'Patient', kind: 'openai', base_url: file.providers[0]!.base_url, api_key: 'k', timeouts: { idle_ms: 30_000, first_token_ms: 30_000 } });
+        file.providers.push({
+          id: 'patient',
+          name: 'Patient',
+          kind: 'openai',
+          base_url: file.providers[0]!.base_url,
+          api_key: 'k',
+          timeouts: { idle_ms: 30_000, first_token_ms: 30_000 },
+        });
       },
     });
     const account = await gw.createAccount(10);
@@ -60,7 +84,10 @@ describe('failover prefers the requested model', () => {
   async function responses(id: string): Promise<[string, number | null][]> {
     const g = await getJson(gw, `/generation?id=${id}`, key);
     expect(g.status).toBe(200);
-    return (g.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((r) => [r.provider_name, r.status]);
+    return (g.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((r) => [
+      r.provider_name,
+      r.status,
+    ]);
   }
 
   it('a 429 whose Retry-After fits max_retry_wait_ms is waited for on the requested model, not handed to the fallback model', async () => {
@@ -84,7 +111,12 @@ describe('failover prefers the requested model', () => {
   }, 15_000);
 
   it('a reset once is retried on the requested model, streamed too', async () => {
-    const s = await chatStream(gw, key, { model: 'fo/reset-once', models: ['fo/reset-once', 'test/chat'], messages: MESSAGES, stream: true });
+    const s = await chatStream(gw, key, {
+      model: 'fo/reset-once',
+      models: ['fo/reset-once', 'test/chat'],
+      messages: MESSAGES,
+      stream: true,
+    });
     expect(s.status).toBe(200);
     for (const event of s.events) expect(event.model).toBe('fo/reset-once');
     expect(await responses(s.events[0].id)).toEqual([
@@ -126,8 +158,24 @@ describe('the execute loop never hammers one endpoint', () => {
 
   it(`gives no endpoint a third attempt within ${HAMMER_WINDOW_MS} ms of the one before the last`, async () => {
     const file = {
-      providers: [{ id: 'only', name: 'Only', kind: 'openai', base_url: mock.url, api_key: 'k', timeouts: { connect_ms: 1000, first_token_ms: 1000, idle_ms: 1000, response_ms: 2000 } }],
-      models: [{ id: 'h/down', name: 'down', context_length: 8192, endpoints: [{ provider: 'only', model: 'mock@status=503', pricing: PRICE }] }],
+      providers: [
+        {
+          id: 'only',
+          name: 'Only',
+          kind: 'openai',
+          base_url: mock.url,
+          api_key: 'k',
+          timeouts: { connect_ms: 1000, first_token_ms: 1000, idle_ms: 1000, response_ms: 2000 },
+        },
+      ],
+      models: [
+        {
+          id: 'h/down',
+          name: 'down',
+          context_length: 8192,
+          endpoints: [{ provider: 'only', model: 'mock@status=503', pricing: PRICE }],
+        },
+      ],
     };
     const catalog = buildCatalog(loadConfig({ TOLLGATE_CONFIG: 'test.yaml', PORT: '0' }, () => stringify(file)));
     let clock = 1_000_000;
@@ -145,10 +193,22 @@ describe('the execute loop never hammers one endpoint', () => {
       },
       random: () => 0,
     };
-    const plan = planAttempts(catalog, { model: 'h/down' }, { allowedModels: null, allowedProviders: null }, health, clock);
+    const plan = planAttempts(
+      catalog,
+      { model: 'h/down' },
+      { allowedModels: null, allowedProviders: null },
+      health,
+      clock,
+    );
     const before = mock.stats.requests;
     const outcome = await executeCompletion(
-      { ...deps, adapterFor: (kind) => ({ ...adapterFor(kind), buildRequest: (...args) => (sent.push(clock), adapterFor(kind).buildRequest(...args)) }) },
+      {
+        ...deps,
+        adapterFor: (kind) => ({
+          ...adapterFor(kind),
+          buildRequest: (...args) => (sent.push(clock), adapterFor(kind).buildRequest(...args)),
+        }),
+      },
       { plan, body: { model: 'h/down', messages: MESSAGES }, signal: new AbortController().signal },
     );
     expect(outcome.ok).toBe(false);
@@ -174,10 +234,24 @@ describe('timeouts per model and endpoint', () => {
         timeouts: { first_token_ms: 60_000 },
         endpoints: [
           { provider: 'p', model: 'm', pricing: PRICE },
-          { provider: 'anth', model: 'm', pricing: PRICE, timeouts: { first_token_ms: 90_000, idle_ms: 5_000 }, supports_prefill: true },
+          {
+            provider: 'anth',
+            model: 'm',
+            pricing: PRICE,
+            timeouts: { first_token_ms: 90_000, idle_ms: 5_000 },
+            supports_prefill: true,
+          },
         ],
       },
-      { id: 'x/plain', name: 'plain', context_length: 8192, endpoints: [{ provider: 'p', model: 'm', pricing: PRICE }, { provider: 'anth', model: 'm', pricing: PRICE }] },
+      {
+        id: 'x/plain',
+        name: 'plain',
+        context_length: 8192,
+        endpoints: [
+          { provider: 'p', model: 'm', pricing: PRICE },
+          { provider: 'anth', model: 'm', pricing: PRICE },
+        ],
+      },
     ],
     ...extra,
   });
@@ -185,9 +259,19 @@ describe('timeouts per model and endpoint', () => {
   it('defaults give up on silence in about 10 s, to first token and mid-stream; continuation is on', () => {
     const config = loadConfig({ TOLLGATE_CONFIG: 'test.yaml', PORT: '0' }, () => stringify(base()));
     const plain = buildCatalog(config).models.get('x/plain')!;
-    expect(plain.endpoints[0]!.timeouts).toEqual({ connect_ms: 10_000, first_token_ms: 10_000, idle_ms: 10_000, response_ms: 300_000 });
+    expect(plain.endpoints[0]!.timeouts).toEqual({
+      connect_ms: 10_000,
+      first_token_ms: 10_000,
+      idle_ms: 10_000,
+      response_ms: 300_000,
+    });
     expect(config.routing.mid_stream_continuation).toBe(true);
-    expect(config.routing.adaptive_first_token).toEqual({ enabled: true, multiplier: 3, min_samples: 20, max_ms: 120_000 });
+    expect(config.routing.adaptive_first_token).toEqual({
+      enabled: true,
+      multiplier: 3,
+      min_samples: 20,
+      max_ms: 120_000,
+    });
   });
 
   it('the endpoint overrides the model, which overrides the provider', () => {

@@ -18,7 +18,10 @@ async function startScripted(scripts: Record<string, Script>): Promise<{ url: st
     req.on('end', () => {
       const body = JSON.parse(text) as { model: string };
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const write = (chunk: object) => res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: body.model, ...chunk })}\n\n`);
+      const write = (chunk: object) =>
+        res.write(
+          `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: body.model, ...chunk })}\n\n`,
+        );
       scripts[body.model]!(write, () => res.end('data: [DONE]\n\n'));
     });
   });
@@ -26,7 +29,9 @@ async function startScripted(scripts: Record<string, Script>): Promise<{ url: st
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server };
 }
 
-const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+const delta = (d: object, finish: string | null = null) => ({
+  choices: [{ index: 0, delta: d, finish_reason: finish }],
+});
 
 describe('hardening', () => {
   let upstream: { url: string; server: Server };
@@ -61,9 +66,20 @@ describe('hardening', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
-        file.providers.push({ id: 'scripted', name: 'Scripted', kind: 'openai', base_url: upstream.url, timeouts: { connect_ms: 1000, first_token_ms: 500, idle_ms: 600 } });
+        file.providers.push({
+          id: 'scripted',
+          name: 'Scripted',
+          kind: 'openai',
+          base_url: upstream.url,
+          timeouts: { connect_ms: 1000, first_token_ms: 500, idle_ms: 600 },
+        });
         for (const id of ['thinker', 'finish-then-stall']) {
-          file.models.push({ id: `test/${id}`, name: id, context_length: 4096, endpoints: [{ provider: 'scripted', model: id, pricing: { prompt: '0.000001', completion: '0.000002' } }] });
+          file.models.push({
+            id: `test/${id}`,
+            name: id,
+            context_length: 4096,
+            endpoints: [{ provider: 'scripted', model: id, pricing: { prompt: '0.000001', completion: '0.000002' } }],
+          });
         }
       },
     });
@@ -80,15 +96,22 @@ describe('hardening', () => {
   it('reasoning deltas are content: they commit the attempt (no first-token timeout) and reach the caller as they come', async () => {
     const sse = await chatStream(gw, key, { model: 'test/thinker', messages: [{ role: 'user', content: 'think' }] });
     expect(sse.status).toBe(200);
-    const reasoning = sse.events.flatMap((e) => (e.choices ?? []).map((c: { delta: { reasoning?: string } }) => c.delta.reasoning ?? '')).join('');
+    const reasoning = sse.events
+      .flatMap((e) => (e.choices ?? []).map((c: { delta: { reasoning?: string } }) => c.delta.reasoning ?? ''))
+      .join('');
     expect(reasoning).toContain('step 7');
     expect(sse.events.at(-1).usage.completion_tokens).toBe(20);
     expect(sse.done).toBe(true);
   });
 
   it('a stream that stalls after its finish reason is finalised as complete, not as an error', async () => {
-    const sse = await chatStream(gw, key, { model: 'test/finish-then-stall', messages: [{ role: 'user', content: 'x' }] });
-    const finishes = sse.events.flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason)).filter(Boolean);
+    const sse = await chatStream(gw, key, {
+      model: 'test/finish-then-stall',
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    const finishes = sse.events
+      .flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason))
+      .filter(Boolean);
     expect(finishes).toEqual(['stop']);
     expect(sse.events.some((e) => e.error)).toBe(false);
     expect(sse.events.at(-1).usage.cost).toBeGreaterThan(0);
@@ -97,22 +120,38 @@ describe('hardening', () => {
 
   it('max_tokens 0 is refused (a provider default would escape the credit hold)', async () => {
     for (const field of ['max_tokens', 'max_completion_tokens']) {
-      const refused = await chat(gw, key, { model: 'test/chat', [field]: 0, messages: [{ role: 'user', content: 'x' }] });
+      const refused = await chat(gw, key, {
+        model: 'test/chat',
+        [field]: 0,
+        messages: [{ role: 'user', content: 'x' }],
+      });
       expect(refused.status).toBe(400);
       expect(refused.json.error.message).toContain(field);
     }
   });
 
   it('max_price takes float noise in numbers and refuses over-precise strings with 400, never 500', async () => {
-    const ok = await chat(gw, key, { model: 'test/chat', provider: { max_price: { prompt: 0.1 + 0.2 + 1, completion: 100 } }, messages: [{ role: 'user', content: 'x' }] });
+    const ok = await chat(gw, key, {
+      model: 'test/chat',
+      provider: { max_price: { prompt: 0.1 + 0.2 + 1, completion: 100 } },
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(ok.status).toBe(200);
-    const refused = await chat(gw, key, { model: 'test/chat', provider: { max_price: { prompt: '0.1234567891' } }, messages: [{ role: 'user', content: 'x' }] });
+    const refused = await chat(gw, key, {
+      model: 'test/chat',
+      provider: { max_price: { prompt: '0.1234567891' } },
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(refused.status).toBe(400);
   });
 
   it('a free fallback model counts against the free-model limits', async () => {
     const before = (await getJson(gw, '/key', key)).json.data.free_model_daily_requests.used as number;
-    const answer = await chat(gw, key, { model: 'test/server-error', models: ['test/chat:free'], messages: [{ role: 'user', content: 'x' }] });
+    const answer = await chat(gw, key, {
+      model: 'test/server-error',
+      models: ['test/chat:free'],
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(answer.status).toBe(200);
     expect(answer.json.model).toBe('test/chat:free');
     expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests.used).toBe(before + 1);
@@ -145,7 +184,10 @@ describe('hardening', () => {
 
 describe('edge guard', () => {
   it('cannot be bypassed with a percent-encoded path', async () => {
-    const gw = await startTestGateway({ target: sqliteTarget, configure: (file) => ((file as { limits?: unknown }).limits = { edge: { burst: 5, per_second: 1 } }) });
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => ((file as { limits?: unknown }).limits = { edge: { burst: 5, per_second: 1 } }),
+    });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 12; i++) {

@@ -29,7 +29,12 @@ const MODELS = [
       { provider: 'mock-b', model: 'cap-two-b', pricing: PRICE },
     ],
   },
-  { id: 'cap/solo', name: 'one endpoint', context_length: 8192, endpoints: [{ provider: 'mock', model: 'cap-solo', pricing: PRICE, limits: { rpm: 2 } }] },
+  {
+    id: 'cap/solo',
+    name: 'one endpoint',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'cap-solo', pricing: PRICE, limits: { rpm: 2 } }],
+  },
   {
     id: 'cap/model',
     name: 'model-wide limit',
@@ -40,7 +45,12 @@ const MODELS = [
       { provider: 'mock-b', model: 'cap-model-b', pricing: PRICE },
     ],
   },
-  { id: 'cap/tpm', name: 'tokens per minute', context_length: 8192, endpoints: [{ provider: 'mock', model: 'cap-tpm', pricing: PRICE, limits: { tpm: 200 } }] },
+  {
+    id: 'cap/tpm',
+    name: 'tokens per minute',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'cap-tpm', pricing: PRICE, limits: { tpm: 200 } }],
+  },
 ];
 
 function upstreamCalls(gw: TestGateway, model: string): number {
@@ -58,7 +68,11 @@ describe.each(LIMITER_TARGETS)('capacity limits through the gateway: $name count
     limiter = await space.open();
     gw = await startTestGateway({
       target: postgresTarget,
-      rateLimiter: { limiter, store: target.name, ...(limiter instanceof RedisRateLimiter ? { ping: () => (limiter as RedisRateLimiter).ping() } : {}) },
+      rateLimiter: {
+        limiter,
+        store: target.name,
+        ...(limiter instanceof RedisRateLimiter ? { ping: () => (limiter as RedisRateLimiter).ping() } : {}),
+      },
       extraModels: MODELS,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
@@ -104,9 +118,12 @@ describe.each(LIMITER_TARGETS)('capacity limits through the gateway: $name count
   it('tokens per minute: each attempt holds its estimate until the real count replaces it', async () => {
     // Estimate: the prompt (a few tokens) + a completion budget of 150 — under 200 one at a time. The
     // real answers are far smaller, so sequential requests keep fitting once reconciled.
-    for (let i = 0; i < 4; i++) expect((await chat(gw, key, { model: 'cap/tpm', messages: HELLO, max_tokens: 150 })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect((await chat(gw, key, { model: 'cap/tpm', messages: HELLO, max_tokens: 150 })).status).toBe(200);
     // Five at once: the first takes ~155 of 200, so the next one still fits (155 < 200), the rest do not.
-    const burst = await Promise.all(Array.from({ length: 5 }, () => chat(gw, key, { model: 'cap/tpm', messages: HELLO, max_tokens: 150 })));
+    const burst = await Promise.all(
+      Array.from({ length: 5 }, () => chat(gw, key, { model: 'cap/tpm', messages: HELLO, max_tokens: 150 })),
+    );
     const refused = burst.filter((r) => r.status === 429);
     expect(burst.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(1);
     expect(refused.length).toBeGreaterThanOrEqual(1);
@@ -114,11 +131,22 @@ describe.each(LIMITER_TARGETS)('capacity limits through the gateway: $name count
   });
 
   it('GET /models/{id}/endpoints shows the configured limits', async () => {
-    const endpoints = (await getJson(gw, '/models/cap/two/endpoints')).json.data.endpoints as Array<{ tag: string; rate_limits: unknown }>;
-    expect(endpoints.find((e) => e.tag === 'mock')?.rate_limits).toEqual({ endpoint: { requests_per_minute: 2, tokens_per_minute: null }, model: null });
+    const endpoints = (await getJson(gw, '/models/cap/two/endpoints')).json.data.endpoints as Array<{
+      tag: string;
+      rate_limits: unknown;
+    }>;
+    expect(endpoints.find((e) => e.tag === 'mock')?.rate_limits).toEqual({
+      endpoint: { requests_per_minute: 2, tokens_per_minute: null },
+      model: null,
+    });
     expect(endpoints.find((e) => e.tag === 'mock-b')?.rate_limits).toEqual({ endpoint: null, model: null });
-    const model = (await getJson(gw, '/models/cap/model/endpoints')).json.data.endpoints as Array<{ rate_limits: unknown }>;
-    expect(model[0]?.rate_limits).toEqual({ endpoint: null, model: { requests_per_minute: 3, tokens_per_minute: null } });
+    const model = (await getJson(gw, '/models/cap/model/endpoints')).json.data.endpoints as Array<{
+      rate_limits: unknown;
+    }>;
+    expect(model[0]?.rate_limits).toEqual({
+      endpoint: null,
+      model: { requests_per_minute: 3, tokens_per_minute: null },
+    });
   });
 });
 
@@ -130,7 +158,13 @@ describe('capacity limits across three gateways sharing Redis', () => {
     space = await LIMITER_TARGETS.find((t) => t.name === 'redis')!.createSpace();
     for (let i = 0; i < 3; i++) {
       const limiter = await space.open();
-      gateways.push(await startTestGateway({ target: postgresTarget, rateLimiter: { limiter, store: 'redis' }, extraModels: MODELS }));
+      gateways.push(
+        await startTestGateway({
+          target: postgresTarget,
+          rateLimiter: { limiter, store: 'redis' },
+          extraModels: MODELS,
+        }),
+      );
     }
   });
 
@@ -141,7 +175,11 @@ describe('capacity limits across three gateways sharing Redis', () => {
 
   it('admits exactly the endpoint limit of 12 concurrent requests over three processes', async () => {
     const keys = await Promise.all(gateways.map(async (g) => (await g.createKey(await g.createAccount(10))).key));
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => chat(gateways[i % 3]!, keys[i % 3]!, { model: 'cap/solo', messages: HELLO })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        chat(gateways[i % 3]!, keys[i % 3]!, { model: 'cap/solo', messages: HELLO }),
+      ),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(2);
     expect(results.filter((r) => r.status === 429)).toHaveLength(10);
   });

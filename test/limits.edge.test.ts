@@ -28,7 +28,9 @@ function rawConnection(url: string): Promise<RawConnection> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     let data = '';
-    const socket = connect({ host: hostname, port: Number(port) }, () => resolve({ socket, received: () => data, closed }));
+    const socket = connect({ host: hostname, port: Number(port) }, () =>
+      resolve({ socket, received: () => data, closed }),
+    );
     const closed = new Promise<number>((done) => socket.once('close', () => done(Date.now() - started)));
     socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
     socket.on('error', () => undefined); // a reset after our 408 is fine
@@ -47,11 +49,33 @@ describe.concurrent('edge timeouts', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       extraModels: [
-        { id: 'test/long-stream', name: 'long', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@tps=20,tokens=50', pricing: { prompt: '0.000001', completion: '0.000002' } }] },
-        { id: 'test/slow-answer', name: 'slow', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@latency=2500', pricing: { prompt: '0.000001', completion: '0.000002' } }] },
+        {
+          id: 'test/long-stream',
+          name: 'long',
+          context_length: 8192,
+          endpoints: [
+            {
+              provider: 'mock',
+              model: 'mock@tps=20,tokens=50',
+              pricing: { prompt: '0.000001', completion: '0.000002' },
+            },
+          ],
+        },
+        {
+          id: 'test/slow-answer',
+          name: 'slow',
+          context_length: 8192,
+          endpoints: [
+            { provider: 'mock', model: 'mock@latency=2500', pricing: { prompt: '0.000001', completion: '0.000002' } },
+          ],
+        },
       ],
       configure: (file) => {
-        Object.assign(file.server, { headers_timeout_ms: HEADERS_TIMEOUT_MS, body_timeout_ms: BODY_TIMEOUT_MS, keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS });
+        Object.assign(file.server, {
+          headers_timeout_ms: HEADERS_TIMEOUT_MS,
+          body_timeout_ms: BODY_TIMEOUT_MS,
+          keep_alive_timeout_ms: KEEP_ALIVE_TIMEOUT_MS,
+        });
         // Upstream timeouts well above the slow answer's 2.5 s, so only the edge timeouts could cut it.
         file.providers[0]!.timeouts = { connect_ms: 5_000, first_token_ms: 5_000, idle_ms: 5_000, response_ms: 10_000 }; // replaced: the harness shares one object
       },
@@ -120,7 +144,10 @@ describe('edge guard: per-client-IP burst limit', () => {
   const BURST = 20;
   const REFILL_PER_SECOND = 2;
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file.limits, { edge: { burst: BURST, per_second: REFILL_PER_SECOND } }) });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file.limits, { edge: { burst: BURST, per_second: REFILL_PER_SECOND } }),
+    });
     proxied = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
@@ -141,7 +168,13 @@ describe('edge guard: per-client-IP burst limit', () => {
     const pool = new Agent({ connections: 50 });
     try {
       const flood = await Promise.all(
-        Array.from({ length: 100 }, () => request(`${gw.api}/models`, { dispatcher: pool }).then(async (r) => ({ status: r.statusCode, headers: r.headers, text: await r.body.text() }))),
+        Array.from({ length: 100 }, () =>
+          request(`${gw.api}/models`, { dispatcher: pool }).then(async (r) => ({
+            status: r.statusCode,
+            headers: r.headers,
+            text: await r.body.text(),
+          })),
+        ),
       );
       const refilled = Math.ceil(((Date.now() - started) / 1000) * REFILL_PER_SECOND);
       const ok = flood.filter((r) => r.status === 200).length;
@@ -157,7 +190,11 @@ describe('edge guard: per-client-IP burst limit', () => {
           metadata: {
             error_type: 'rate_limit_exceeded',
             limit_source: 'edge',
-            headers: { 'X-RateLimit-Limit': String(BURST), 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': expect.stringMatching(/^\d+$/) },
+            headers: {
+              'X-RateLimit-Limit': String(BURST),
+              'X-RateLimit-Remaining': '0',
+              'X-RateLimit-Reset': expect.stringMatching(/^\d+$/),
+            },
           },
         },
       });
@@ -172,21 +209,31 @@ describe('edge guard: per-client-IP burst limit', () => {
 
       // Refused before any auth work: a garbage key gets 429, not 401; a spoofed X-Forwarded-For changes nothing (trust_proxy off).
       const upstreamRequests = gw.provider.stats.requests;
-      const garbage = await chat(gw, 'sk-tg-v1-garbage', { model: 'test/chat', messages: [] }, { 'x-forwarded-for': '198.51.100.7' });
+      const garbage = await chat(
+        gw,
+        'sk-tg-v1-garbage',
+        { model: 'test/chat', messages: [] },
+        { 'x-forwarded-for': '198.51.100.7' },
+      );
       expect(garbage.status).toBe(429);
       expect(garbage.json.error.metadata.limit_source).toBe('edge');
       expect(gw.provider.stats.requests).toBe(upstreamRequests);
 
       // The bucket refills: after a pause the client is served again.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      expect((await chat(gw, key, { model: 'test/chat', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(200);
+      expect((await chat(gw, key, { model: 'test/chat', messages: [{ role: 'user', content: 'hi' }] })).status).toBe(
+        200,
+      );
     } finally {
       await pool.close();
     }
   });
 
   it('with server.trust_proxy the client is the X-Forwarded-For address: one client is limited, another is not', async () => {
-    const get = (ip: string) => request(`${proxied.api}/models`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.body.dump(), r.statusCode));
+    const get = (ip: string) =>
+      request(`${proxied.api}/models`, { headers: { 'x-forwarded-for': ip } }).then(
+        async (r) => (await r.body.dump(), r.statusCode),
+      );
     const first = [];
     for (let i = 0; i < 4; i++) first.push(await get('203.0.113.1'));
     expect(first).toEqual([200, 200, 200, 429]);

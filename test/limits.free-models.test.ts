@@ -47,7 +47,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
     gw = await startTestGateway({
       target: postgresTarget,
       clock,
-      rateLimiter: { limiter: opened, store: target.name, ...(opened instanceof RedisRateLimiter ? { ping: () => opened.ping() } : {}) },
+      rateLimiter: {
+        limiter: opened,
+        store: target.name,
+        ...(opened instanceof RedisRateLimiter ? { ping: () => opened.ping() } : {}),
+      },
       extraModels: [
         {
           id: 'test/broken:free',
@@ -57,7 +61,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
         },
       ],
       // One failure opens a breaker, so a request can end before reaching any provider (refund test).
-      configure: (file) => Object.assign(file.routing, { tries_per_endpoint: 1, breaker: { failure_threshold: 1, open_ms: 30_000, max_open_ms: 30_000 } }),
+      configure: (file) =>
+        Object.assign(file.routing, {
+          tries_per_endpoint: 1,
+          breaker: { failure_threshold: 1, open_ms: 30_000, max_open_ms: 30_000 },
+        }),
     });
   });
 
@@ -67,7 +75,9 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
   });
 
   async function generationCount(accountId: string): Promise<number> {
-    const rows = await gw.database.openDriver().all('SELECT COUNT(*) AS n FROM generations WHERE account_id = ?', [accountId]);
+    const rows = await gw.database
+      .openDriver()
+      .all('SELECT COUNT(*) AS n FROM generations WHERE account_id = ?', [accountId]);
     return Number((rows[0] as { n: unknown }).n);
   }
 
@@ -127,7 +137,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
 
     const info = await getJson(gw, '/key', b.key);
     expect(info.json.data.free_model_daily_requests).toEqual({ limit: 50, used: 20, remaining: 30 });
-    expect((await getJson(gw, '/key', otherKey.key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 1, remaining: 49 });
+    expect((await getJson(gw, '/key', otherKey.key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 1,
+      remaining: 49,
+    });
 
     // A minute later the account may send again.
     clock.advance(61_000);
@@ -151,7 +165,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
     expect(refused.headers['x-ratelimit-remaining']).toBe('0');
     expect(refused.headers['x-ratelimit-reset']).toBe(String(utcDayEnd(clock.now())));
     expect(refused.headers['retry-after']).toBeUndefined(); // only per-minute refusals say when to retry
-    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 50, remaining: 0 });
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 50,
+      remaining: 0,
+    });
 
     // Grants do not count: only purchases (all time) do.
     expect((await gw.admin('POST', `/accounts/${account}/credits`, { amount: 20, kind: 'grant' })).status).toBe(201);
@@ -160,7 +178,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
     const after = await chat(gw, key, FREE);
     expect(after.status).toBe(200);
     expectNoRateLimitHeaders(after.headers);
-    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 1000, used: 51, remaining: 949 });
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 1000,
+      used: 51,
+      remaining: 949,
+    });
 
     // Fill the day up to 999 directly in the counter store (one rule, the same counter the gateway uses).
     const dayRule = { name: FREE_PER_DAY, kind: 'utc_day' as const, limit: 1000 };
@@ -171,15 +193,25 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
     expect(capped.status).toBe(429);
     expect(capped.headers['x-ratelimit-limit']).toBe('1000');
     expect(capped.json.error.message).not.toContain('Add 10 credits');
-    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 1000, used: 1000, remaining: 0 });
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 1000,
+      used: 1000,
+      remaining: 0,
+    });
   });
 
   it('a 402 takes no free-model slot', async () => {
     const account = await gw.createAccount(1);
     const { key } = await gw.createKey(account);
-    expect((await gw.admin('POST', `/accounts/${account}/credits`, { amount: -2, kind: 'adjustment' })).status).toBe(201);
+    expect((await gw.admin('POST', `/accounts/${account}/credits`, { amount: -2, kind: 'adjustment' })).status).toBe(
+      201,
+    );
     for (let i = 0; i < 3; i++) expect((await chat(gw, key, FREE)).status).toBe(402);
-    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 0, remaining: 50 });
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 0,
+      remaining: 50,
+    });
   });
 
   it('gives the slot back when the request never reached a provider', async () => {
@@ -192,7 +224,11 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
     const blocked = await chat(gw, key, broken); // the breaker is open now: no attempt is made
     expect(blocked.status).toBeGreaterThanOrEqual(500);
     expect(gw.provider.stats.requests).toBe(upstreamRequests);
-    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 1, remaining: 49 });
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 1,
+      remaining: 49,
+    });
   });
 });
 
@@ -234,7 +270,10 @@ describe('free-model rate limits when Redis is unreachable (REDIS_URL on a close
       const upstreamRequests = gw.provider.stats.requests;
       const refused = await chat(gw, key, FREE);
       expect(refused.status).toBe(503);
-      expect(refused.json.error).toMatchObject({ code: 503, message: expect.stringContaining('rate-limit store is unavailable') });
+      expect(refused.json.error).toMatchObject({
+        code: 503,
+        message: expect.stringContaining('rate-limit store is unavailable'),
+      });
       expect(gw.provider.stats.requests).toBe(upstreamRequests);
       expect(await balanceUnits(gw, account)).toBe(balance);
       expect((await chatStream(gw, key, FREE)).status).toBe(503);
@@ -259,7 +298,11 @@ describe('free-model rate limits when Redis is unreachable (REDIS_URL on a close
         expect(served.status).toBe(200);
         expectNoRateLimitHeaders(served.headers);
       }
-      expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 0, remaining: 50 });
+      expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+        limit: 50,
+        used: 0,
+        remaining: 50,
+      });
       const warnings = lines.filter((l) => l.includes('free-model rate limits not enforced'));
       expect(warnings).toHaveLength(1);
       expect((await getJson(gw, '/../../readyz')).status).toBe(503);

@@ -5,7 +5,7 @@
  * addresses on loopback: 127.0.0.1 and 127.0.0.2 (Linux routes all of 127/8 to lo).
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { Agent} from 'undici';
+import type { Agent } from 'undici';
 import { Pool, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -21,7 +21,10 @@ async function send(dispatcher: Agent | Pool, url: string, key: string): Promise
     body: BODY,
   });
   const json = (await response.body.json()) as { error?: { metadata?: { limit_source?: string } } };
-  return { status: response.statusCode, ...(json.error?.metadata?.limit_source ? { source: json.error.metadata.limit_source } : {}) };
+  return {
+    status: response.statusCode,
+    ...(json.error?.metadata?.limit_source ? { source: json.error.metadata.limit_source } : {}),
+  };
 }
 
 describe('edge guard defaults: no per-address cap while the gateway has capacity', () => {
@@ -29,7 +32,10 @@ describe('edge guard defaults: no per-address cap while the gateway has capacity
   let key: string;
   beforeAll(async () => {
     // The test harness turns the edge guard off; put the shipped defaults back.
-    gw = await startTestGateway({ target: sqliteTarget, configure: (file) => ((file.limits as Record<string, unknown>).edge = {}) });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => ((file.limits as Record<string, unknown>).edge = {}),
+    });
     key = (await gw.createKey(await gw.createAccount(100))).key;
   }, 30_000);
   afterAll(async () => gw?.close());
@@ -62,7 +68,16 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
   beforeAll(async () => {
     gw = await startTestGateway({
       target: sqliteTarget,
-      extraModels: [{ id: 'test/slowish', name: 'slowish', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@latency=150', pricing: { prompt: '0.000001', completion: '0.000002' } }] }],
+      extraModels: [
+        {
+          id: 'test/slowish',
+          name: 'slowish',
+          context_length: 8192,
+          endpoints: [
+            { provider: 'mock', model: 'mock@latency=150', pricing: { prompt: '0.000001', completion: '0.000002' } },
+          ],
+        },
+      ],
       // A tiny in-flight threshold stands for an overloaded process.
       configure: (file) => ((file.limits as Record<string, unknown>).edge = { overload: { max_in_flight: 10 } }),
     });
@@ -77,15 +92,33 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
     const body = BODY.replace('test/chat', 'test/slowish');
     const { port } = new URL(gw.url);
     const post = (agent: HttpAgent, localAddress: string) =>
-      new Promise<{ status: number; meta?: { limit_source?: string; error_type?: string }; retryAfter?: string | string[] }>((resolve, reject) => {
+      new Promise<{
+        status: number;
+        meta?: { limit_source?: string; error_type?: string };
+        retryAfter?: string | string[];
+      }>((resolve, reject) => {
         const req = httpRequest(
-          { host: '127.0.0.1', port: Number(port), path: '/api/v1/chat/completions', method: 'POST', agent, localAddress, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } },
+          {
+            host: '127.0.0.1',
+            port: Number(port),
+            path: '/api/v1/chat/completions',
+            method: 'POST',
+            agent,
+            localAddress,
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          },
           (res) => {
             let text = '';
             res.on('data', (chunk: Buffer) => (text += chunk.toString()));
             res.on('end', () => {
-              const json = JSON.parse(text) as { error?: { metadata?: { limit_source?: string; error_type?: string } } };
-              resolve({ status: res.statusCode ?? 0, ...(json.error?.metadata ? { meta: json.error.metadata } : {}), ...(res.headers['retry-after'] ? { retryAfter: res.headers['retry-after'] } : {}) });
+              const json = JSON.parse(text) as {
+                error?: { metadata?: { limit_source?: string; error_type?: string } };
+              };
+              resolve({
+                status: res.statusCode ?? 0,
+                ...(json.error?.metadata ? { meta: json.error.metadata } : {}),
+                ...(res.headers['retry-after'] ? { retryAfter: res.headers['retry-after'] } : {}),
+              });
             });
           },
         );
@@ -115,6 +148,10 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
       normal.destroy();
     }
     expect(floodRefusals.length).toBeGreaterThan(0);
-    expect(floodRefusals[0]).toMatchObject({ status: 429, meta: { limit_source: 'edge', error_type: 'rate_limit_exceeded' }, retryAfter: '1' });
+    expect(floodRefusals[0]).toMatchObject({
+      status: 429,
+      meta: { limit_source: 'edge', error_type: 'rate_limit_exceeded' },
+      retryAfter: '1',
+    });
   }, 120_000);
 });

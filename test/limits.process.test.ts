@@ -20,17 +20,29 @@ const FREE = { model: 'sim/chat:free', messages: [{ role: 'user', content: 'hi' 
 async function call(url: string, method: 'GET' | 'POST', path: string, token: string, body?: unknown) {
   const response = await request(`${url}/api/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, json: text.startsWith('{') ? JSON.parse(text) : null };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    json: text.startsWith('{') ? JSON.parse(text) : null,
+  };
 }
 
 async function newAccountKey(url: string): Promise<string> {
-  const account = await call(url, 'POST', '/admin/accounts', ADMIN, { email: `limits-${Date.now()}-${Math.random()}@example.test` });
+  const account = await call(url, 'POST', '/admin/accounts', ADMIN, {
+    email: `limits-${Date.now()}-${Math.random()}@example.test`,
+  });
   expect(account.status).toBe(201);
-  expect((await call(url, 'POST', `/admin/accounts/${account.json.data.id}/credits`, ADMIN, { amount: 1, kind: 'grant' })).status).toBe(201);
+  expect(
+    (await call(url, 'POST', `/admin/accounts/${account.json.data.id}/credits`, ADMIN, { amount: 1, kind: 'grant' }))
+      .status,
+  ).toBe(201);
   const key = await call(url, 'POST', `/admin/accounts/${account.json.data.id}/keys`, ADMIN, { name: 'k' });
   expect(key.status).toBe(201);
   return key.json.key as string;
@@ -74,7 +86,13 @@ describe('free-model limits across gateway processes', { timeout: 90_000 }, () =
 
   it('three processes sharing Redis admit exactly 20 of 30 free requests of one account in a minute', async () => {
     const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
-    const env = { TOLLGATE_CONFIG: configPath, DATABASE_URL: databaseUrl, REDIS_URL: REDIS_TEST_URL, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' };
+    const env = {
+      TOLLGATE_CONFIG: configPath,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: REDIS_TEST_URL,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'info',
+    };
     const gateways: ServeProcess[] = await Promise.all([startServe(env), startServe(env), startServe(env)]);
     try {
       for (const gw of gateways) {
@@ -86,7 +104,9 @@ describe('free-model limits across gateway processes', { timeout: 90_000 }, () =
       }
       const key = await newAccountKey(gateways[0]!.url);
       const before = provider.stats.requests;
-      const results = await Promise.all(Array.from({ length: 30 }, (_, i) => call(gateways[i % 3]!.url, 'POST', '/chat/completions', key, FREE)));
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => call(gateways[i % 3]!.url, 'POST', '/chat/completions', key, FREE)),
+      );
       const statuses = results.map((r) => r.status);
       expect(statuses.filter((s) => s === 200)).toHaveLength(20);
       expect(statuses.filter((s) => s === 429)).toHaveLength(10);
@@ -97,7 +117,12 @@ describe('free-model limits across gateway processes', { timeout: 90_000 }, () =
         expect(refused.json.error.metadata.limit_source).toBe('free_model_per_minute');
       }
       // Every process sees the same daily count.
-      for (const gw of gateways) expect((await call(gw.url, 'GET', '/key', key)).json.data.free_model_daily_requests).toEqual({ limit: 50, used: 20, remaining: 30 });
+      for (const gw of gateways)
+        expect((await call(gw.url, 'GET', '/key', key)).json.data.free_model_daily_requests).toEqual({
+          limit: 50,
+          used: 20,
+          remaining: 30,
+        });
       // Another account is untouched, on any process.
       const other = await newAccountKey(gateways[1]!.url);
       expect((await call(gateways[2]!.url, 'POST', '/chat/completions', other, FREE)).status).toBe(200);
@@ -111,7 +136,13 @@ describe('free-model limits across gateway processes', { timeout: 90_000 }, () =
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const gw = await startServe({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: join(dir, 'no-redis'), REDIS_URL: `redis://127.0.0.1:${port}`, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'info' });
+    const gw = await startServe({
+      TOLLGATE_CONFIG: configPath,
+      TOLLGATE_DATA_DIR: join(dir, 'no-redis'),
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'info',
+    });
     try {
       await waitForOutput(gw, /Redis \(REDIS_URL\) is unreachable at boot; free-model requests fail closed/);
       await waitForOutput(gw, /if the counter store is unreachable, free-model requests fail closed/);

@@ -8,7 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateError } from '../src/core/errors.js';
 import type { RateDecision, RateLimiter, RateRule, WeightedRule } from '../src/limits/rate-limit.js';
 import { RedisRateLimiter } from '../src/limits/redis-rate-limiter.js';
-import { deleteKeys, LIMITER_TARGETS, REDIS_TEST_URL, redisTarget, uniqueTestPrefix, type LimiterSpace } from './helpers/limiter-targets.js';
+import {
+  deleteKeys,
+  LIMITER_TARGETS,
+  REDIS_TEST_URL,
+  redisTarget,
+  uniqueTestPrefix,
+  type LimiterSpace,
+} from './helpers/limiter-targets.js';
 
 // Wednesday 2026-11-18 12:00:00 UTC.
 const T0 = Date.UTC(2026, 10, 18, 12);
@@ -27,7 +34,13 @@ let subjects = 0;
 /** A fresh account per test, so tests share a limiter without sharing counters. */
 const newAccount = (): string => `acct_${++subjects}_${Date.now().toString(36)}`;
 
-async function consumeMany(limiter: RateLimiter, subject: string, count: number, at: (i: number) => number, rules = freeRules()): Promise<RateDecision[]> {
+async function consumeMany(
+  limiter: RateLimiter,
+  subject: string,
+  count: number,
+  at: (i: number) => number,
+  rules = freeRules(),
+): Promise<RateDecision[]> {
   const decisions: RateDecision[] = [];
   for (let i = 0; i < count; i++) decisions.push(await limiter.consume(subject, rules, at(i)));
   return decisions;
@@ -54,7 +67,8 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     const accountOfKey: Record<string, string> = { key_a: account, key_b: account };
     const keys = ['key_a', 'key_b'];
     const decisions: RateDecision[] = [];
-    for (let i = 0; i < 20; i++) decisions.push(await limiter.consume(accountOfKey[keys[i % 2] as string] as string, freeRules(), T0 + i * 100));
+    for (let i = 0; i < 20; i++)
+      decisions.push(await limiter.consume(accountOfKey[keys[i % 2] as string] as string, freeRules(), T0 + i * 100));
     expect(allowedCount(decisions)).toBe(20);
 
     const refused = await limiter.consume(accountOfKey.key_b as string, freeRules(), T0 + 2_500);
@@ -88,7 +102,14 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     ]);
     // Near the daily cap the day becomes the tightest rule.
     const nearCap = await limiter.consume(account, freeRules(6), T0 + 6_000);
-    expect(nearCap).toEqual({ allowed: true, rule: freeRules(6)[1], limit: 6, remaining: 0, resetAt: NEXT_MIDNIGHT, retryAfterMs: 0 });
+    expect(nearCap).toEqual({
+      allowed: true,
+      rule: freeRules(6)[1],
+      limit: 6,
+      remaining: 0,
+      resetAt: NEXT_MIDNIGHT,
+      retryAfterMs: 0,
+    });
   });
 
   it('peek consumes nothing and reports an untouched account as empty', async () => {
@@ -104,19 +125,35 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     const account = newAccount();
     expect(allowedCount(await consumeMany(limiter, account, 20, (i) => T0 + i * 1_000))).toBe(20);
 
-    expect(await limiter.consume(account, freeRules(), T0 + 59_999)).toMatchObject({ allowed: false, resetAt: T0 + MINUTE, retryAfterMs: 1 });
+    expect(await limiter.consume(account, freeRules(), T0 + 59_999)).toMatchObject({
+      allowed: false,
+      resetAt: T0 + MINUTE,
+      retryAfterMs: 1,
+    });
     for (let slot = 0; slot < 3; slot++) {
       const at = T0 + MINUTE + slot * 1_000;
       // The request made at T0 + slot s has left the window: exactly one slot is free.
-      expect(await limiter.consume(account, freeRules(), at)).toMatchObject({ allowed: true, remaining: 0, resetAt: T0 + MINUTE + (slot + 1) * 1_000 });
-      expect(await limiter.consume(account, freeRules(), at)).toMatchObject({ allowed: false, resetAt: T0 + MINUTE + (slot + 1) * 1_000, retryAfterMs: 1_000 });
+      expect(await limiter.consume(account, freeRules(), at)).toMatchObject({
+        allowed: true,
+        remaining: 0,
+        resetAt: T0 + MINUTE + (slot + 1) * 1_000,
+      });
+      expect(await limiter.consume(account, freeRules(), at)).toMatchObject({
+        allowed: false,
+        resetAt: T0 + MINUTE + (slot + 1) * 1_000,
+        retryAfterMs: 1_000,
+      });
     }
   });
 
   it('has no burst at a window edge: 20 at t=59.9 s then 20 at t=60.1 s admit only the first 20', async () => {
     const account = newAccount();
-    const early = await Promise.all(Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0 + 59_900)));
-    const late = await Promise.all(Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0 + 60_100)));
+    const early = await Promise.all(
+      Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0 + 59_900)),
+    );
+    const late = await Promise.all(
+      Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0 + 60_100)),
+    );
     expect(allowedCount(early)).toBe(20);
     expect(allowedCount(late)).toBe(0);
     expect(late[0]).toMatchObject({ rule: freeRules()[0], resetAt: T0 + 119_900, retryAfterMs: 59_800 });
@@ -141,9 +178,19 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     });
     expect((await limiter.consume(account, freeRules(), NEXT_MIDNIGHT - 1)).allowed).toBe(false);
 
-    expect(await limiter.consume(account, freeRules(), NEXT_MIDNIGHT)).toMatchObject({ allowed: true, rule: freeRules()[0], remaining: 19 });
+    expect(await limiter.consume(account, freeRules(), NEXT_MIDNIGHT)).toMatchObject({
+      allowed: true,
+      rule: freeRules()[0],
+      remaining: 19,
+    });
     const [, day] = await limiter.peek(account, freeRules(), NEXT_MIDNIGHT);
-    expect(day).toEqual({ rule: freeRules()[1], limit: 50, used: 1, remaining: 49, resetAt: NEXT_MIDNIGHT + 86_400_000 });
+    expect(day).toEqual({
+      rule: freeRules()[1],
+      limit: 50,
+      used: 1,
+      remaining: 49,
+      resetAt: NEXT_MIDNIGHT + 86_400_000,
+    });
   });
 
   it('admits more at once when the daily limit rises from 50 to 1000 (credits purchased)', async () => {
@@ -161,7 +208,11 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
     const account = newAccount();
     await consumeMany(limiter, account, 20, () => NEXT_MIDNIGHT - 30_000);
     const now = NEXT_MIDNIGHT + 10_000;
-    expect(await limiter.consume(account, freeRules(), now)).toMatchObject({ allowed: false, rule: freeRules()[0], resetAt: NEXT_MIDNIGHT + 30_000 });
+    expect(await limiter.consume(account, freeRules(), now)).toMatchObject({
+      allowed: false,
+      rule: freeRules()[0],
+      resetAt: NEXT_MIDNIGHT + 30_000,
+    });
     const [, day] = await limiter.peek(account, freeRules(), now);
     expect(day).toMatchObject({ used: 0, remaining: 50 });
   });
@@ -191,7 +242,11 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
   it('when several rules refuse, reports the one that frees latest', async () => {
     const account = newAccount();
     await consumeMany(limiter, account, 20, () => T0, freeRules(20));
-    expect(await limiter.consume(account, freeRules(20), T0 + 1)).toMatchObject({ allowed: false, rule: freeRules(20)[1], resetAt: NEXT_MIDNIGHT });
+    expect(await limiter.consume(account, freeRules(20), T0 + 1)).toMatchObject({
+      allowed: false,
+      rule: freeRules(20)[1],
+      resetAt: NEXT_MIDNIGHT,
+    });
   });
 
   it('a limit lowered below current usage frees a slot only once enough requests left the window', async () => {
@@ -206,7 +261,9 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
 
   it('allows exactly 20 of 100 concurrent calls', async () => {
     const account = newAccount();
-    const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.consume(account, freeRules(), T0 + (i % 10))));
+    const decisions = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => limiter.consume(account, freeRules(), T0 + (i % 10))),
+    );
     expect(allowedCount(decisions)).toBe(20);
     const [minute, day] = await limiter.peek(account, freeRules(), T0 + 10);
     expect(minute).toMatchObject({ used: 20 });
@@ -232,12 +289,30 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
 
     it('admits while the window total is under the limit; one call may pass it by its own weight, never two', async () => {
       const subject = newAccount();
-      expect(await limiter.consumeWeighted(subject, TPM, 600, T0)).toMatchObject({ allowed: true, limit: 1_000, remaining: 400, resetAt: T0 + MINUTE, retryAfterMs: 0 });
-      expect(await limiter.consumeWeighted(subject, TPM, 300, T0 + 1_000)).toMatchObject({ allowed: true, remaining: 100 });
-      expect(await limiter.consumeWeighted(subject, TPM, 500, T0 + 2_000)).toMatchObject({ allowed: true, remaining: 0 }); // 900 < 1000: room
+      expect(await limiter.consumeWeighted(subject, TPM, 600, T0)).toMatchObject({
+        allowed: true,
+        limit: 1_000,
+        remaining: 400,
+        resetAt: T0 + MINUTE,
+        retryAfterMs: 0,
+      });
+      expect(await limiter.consumeWeighted(subject, TPM, 300, T0 + 1_000)).toMatchObject({
+        allowed: true,
+        remaining: 100,
+      });
+      expect(await limiter.consumeWeighted(subject, TPM, 500, T0 + 2_000)).toMatchObject({
+        allowed: true,
+        remaining: 0,
+      }); // 900 < 1000: room
       // 1400 in the window: refused until enough weight leaves — the 600 at T0 leaves at T0 + 60 s, 1400 − 600 = 800 < 1000.
       const refused = await limiter.consumeWeighted(subject, TPM, 1, T0 + 3_000);
-      expect(refused).toMatchObject({ allowed: false, remaining: 0, resetAt: T0 + MINUTE, retryAfterMs: MINUTE - 3_000, entry: null });
+      expect(refused).toMatchObject({
+        allowed: false,
+        remaining: 0,
+        resetAt: T0 + MINUTE,
+        retryAfterMs: MINUTE - 3_000,
+        entry: null,
+      });
       expect((await limiter.consumeWeighted(subject, TPM, 1, T0 + MINUTE)).allowed).toBe(true);
     });
 
@@ -245,8 +320,15 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
       const subject = newAccount();
       for (let i = 0; i < 5; i++) await limiter.consumeWeighted(subject, TPM, 300, T0 + i * 1_000); // 300 .. 1500 (the 5th is refused)
       // Window: 300@0, 300@1, 300@2, 300@3 = 1200; under 1000 once 201 has left: the entry at T0 (300).
-      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + 10_000)).toMatchObject({ allowed: false, resetAt: T0 + MINUTE });
-      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + MINUTE)).toMatchObject({ allowed: true, remaining: 1_000 - 910, resetAt: T0 + MINUTE + 1_000 });
+      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + 10_000)).toMatchObject({
+        allowed: false,
+        resetAt: T0 + MINUTE,
+      });
+      expect(await limiter.consumeWeighted(subject, TPM, 10, T0 + MINUTE)).toMatchObject({
+        allowed: true,
+        remaining: 1_000 - 910,
+        resetAt: T0 + MINUTE + 1_000,
+      });
     });
 
     it('adjust replaces an entry’s weight with the real usage; 0 removes it; a gone entry is a no-op', async () => {
@@ -265,7 +347,9 @@ describe.each(LIMITER_TARGETS)('RateLimiter contract: $name', (target) => {
 
     it('exactly the calls that fit are admitted out of 50 concurrent ones of 100 each', async () => {
       const subject = newAccount();
-      const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.consumeWeighted(subject, TPM, 100, T0)));
+      const decisions = await Promise.all(
+        Array.from({ length: 50 }, () => limiter.consumeWeighted(subject, TPM, 100, T0)),
+      );
       expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     });
   });
@@ -287,9 +371,12 @@ describe('RedisRateLimiter across processes', () => {
   it('three instances on separate connections share one limit: exactly 20 of 60 concurrent calls pass', async () => {
     const processes = await Promise.all([space.open(), space.open(), space.open()]);
     const account = newAccount();
-    const calls = processes.flatMap((limiter) => Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0)));
+    const calls = processes.flatMap((limiter) =>
+      Array.from({ length: 20 }, () => limiter.consume(account, freeRules(), T0)),
+    );
     expect(allowedCount(await Promise.all(calls))).toBe(20);
-    for (const limiter of processes) expect(await limiter.peek(account, freeRules(), T0)).toMatchObject([{ used: 20 }, { used: 20 }]);
+    for (const limiter of processes)
+      expect(await limiter.peek(account, freeRules(), T0)).toMatchObject([{ used: 20 }, { used: 20 }]);
   });
 
   it('keeps every counter under its prefix with a TTL, and deletes nothing of others', async () => {

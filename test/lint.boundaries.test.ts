@@ -19,29 +19,70 @@ async function restrictedIn(filePath: string, code: string): Promise<string[]> {
 describe('lint-enforced boundaries', { timeout: 60_000 }, () => {
   it('Fastify only in src/http/', async () => {
     const code = "import Fastify from 'fastify';\nexport const app = Fastify;\n";
-    expect(await restrictedIn('src/pipeline/x.ts', code)).toEqual([expect.stringContaining('Fastify is used only in src/http/')]);
-    expect(await restrictedIn('src/billing/x.ts', "import cors from '@fastify/cors';\nexport const c = cors;\n")).toHaveLength(1);
+    expect(await restrictedIn('src/pipeline/x.ts', code)).toEqual([
+      expect.stringContaining('Fastify is used only in src/http/'),
+    ]);
+    expect(
+      await restrictedIn('src/billing/x.ts', "import cors from '@fastify/cors';\nexport const c = cors;\n"),
+    ).toHaveLength(1);
     expect(await restrictedIn('src/http/x.ts', code)).toEqual([]);
   });
 
   it('store and Redis implementations only in the composition root', async () => {
     const code = "import { SqlStore } from '../store/sql-store.js';\nexport const s = SqlStore;\n";
     expect(await restrictedIn('src/routing/x.ts', code)).toEqual([expect.stringContaining('composition root')]);
-    expect(await restrictedIn('src/http/routes/x.ts', "import { RedisHoldStore } from '../../billing/redis-hold-store.js';\nexport const r = RedisHoldStore;\n")).toHaveLength(1);
-    expect(await restrictedIn('src/pipeline/x.ts', "import type { Store } from '../store/types.js';\nexport type S = Store;\n")).toEqual([]);
+    expect(
+      await restrictedIn(
+        'src/http/routes/x.ts',
+        "import { RedisHoldStore } from '../../billing/redis-hold-store.js';\nexport const r = RedisHoldStore;\n",
+      ),
+    ).toHaveLength(1);
+    expect(
+      await restrictedIn(
+        'src/pipeline/x.ts',
+        "import type { Store } from '../store/types.js';\nexport type S = Store;\n",
+      ),
+    ).toEqual([]);
     expect(await restrictedIn('src/main.ts', code.replace('../store', './store'))).toEqual([]);
   });
 
   it('no upward imports: domain → pipeline/http, core → anything', async () => {
-    expect(await restrictedIn('src/routing/x.ts', "import { settle } from '../pipeline/settle.js';\nexport const s = settle;\n")).toEqual([expect.stringContaining('dependencies point inwards')]);
-    expect(await restrictedIn('src/billing/x.ts', "import type { Services } from '../http/services.js';\nexport type S = Services;\n")).toHaveLength(1);
-    expect(await restrictedIn('src/core/x.ts', "import type { Units } from '../billing/settler.js';\nexport type U = Units;\n")).toEqual([expect.stringContaining('src/core/ imports nothing else')]);
-    expect(await restrictedIn('src/core/x.ts', "import type { Units } from './money.js';\nexport type U = Units;\n")).toEqual([]);
-    expect(await restrictedIn('src/pipeline/x.ts', "import { planAttempts } from '../routing/plan.js';\nexport const p = planAttempts;\n")).toEqual([]);
+    expect(
+      await restrictedIn(
+        'src/routing/x.ts',
+        "import { settle } from '../pipeline/settle.js';\nexport const s = settle;\n",
+      ),
+    ).toEqual([expect.stringContaining('dependencies point inwards')]);
+    expect(
+      await restrictedIn(
+        'src/billing/x.ts',
+        "import type { Services } from '../http/services.js';\nexport type S = Services;\n",
+      ),
+    ).toHaveLength(1);
+    expect(
+      await restrictedIn(
+        'src/core/x.ts',
+        "import type { Units } from '../billing/settler.js';\nexport type U = Units;\n",
+      ),
+    ).toEqual([expect.stringContaining('src/core/ imports nothing else')]);
+    expect(
+      await restrictedIn('src/core/x.ts', "import type { Units } from './money.js';\nexport type U = Units;\n"),
+    ).toEqual([]);
+    expect(
+      await restrictedIn(
+        'src/pipeline/x.ts',
+        "import { planAttempts } from '../routing/plan.js';\nexport const p = planAttempts;\n",
+      ),
+    ).toEqual([]);
   });
 
   it('the cycle check finds cycles, type-only ones included, and passes an acyclic graph', () => {
-    expect(importsOf('a.ts', "import type { B } from './b.js';\nexport { c } from './c.js';\nimport x from 'undici';\nconst d = import('./d.js');")).toEqual(['./b.js', './c.js', './d.js']);
+    expect(
+      importsOf(
+        'a.ts',
+        "import type { B } from './b.js';\nexport { c } from './c.js';\nimport x from 'undici';\nconst d = import('./d.js');",
+      ),
+    ).toEqual(['./b.js', './c.js', './d.js']);
     const graph = new Map([
       ['a', ['b']],
       ['b', ['c']],
@@ -50,6 +91,13 @@ describe('lint-enforced boundaries', { timeout: 60_000 }, () => {
       ['e', ['e']],
     ]);
     expect(cyclesOf(graph)).toEqual([['a', 'b', 'c'], ['e']]);
-    expect(cyclesOf(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 });

@@ -23,7 +23,12 @@ describe('notifications', () => {
       env: { TOLLGATE_SMTP_URL: inbox.url },
       configure: (file) => {
         const f = file as Record<string, unknown>;
-        f.mail = { from: 'Tollgate <noreply@tollgate.test>', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+        f.mail = {
+          from: 'Tollgate <noreply@tollgate.test>',
+          poll_interval_ms: 100,
+          retry_base_ms: 100,
+          retry_max_ms: 400,
+        };
         f.notifications = { check_delay_ms: 0, sweep_interval_ms: 150 };
       },
     });
@@ -55,7 +60,8 @@ describe('notifications', () => {
   /** The outbox is empty and a few sender polls and sweeps have passed. */
   async function quiet(): Promise<void> {
     await new Promise((r) => setTimeout(r, 400));
-    for (let i = 0; i < 100 && (await gw.admin('GET', '/outbox')).json.data.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await gw.admin('GET', '/outbox')).json.data.length > 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 300));
   }
 
@@ -64,12 +70,39 @@ describe('notifications', () => {
     const inference = await gw.createKey(h.id);
     const got = await call(gw, 'GET', '/account/notifications', { key: h.management });
     expect(got.status).toBe(200);
-    expect(got.json).toEqual({ data: { low_balance: { enabled: true, threshold: 1 }, key_limit: { enabled: true }, key_expiry: { enabled: true } } });
-    const patched = await call(gw, 'PATCH', '/account/notifications', { key: h.management, json: { low_balance: { threshold: 2.5 }, key_limit: { enabled: false } } });
-    expect(patched.json).toEqual({ data: { low_balance: { enabled: true, threshold: 2.5 }, key_limit: { enabled: false }, key_expiry: { enabled: true } } });
+    expect(got.json).toEqual({
+      data: {
+        low_balance: { enabled: true, threshold: 1 },
+        key_limit: { enabled: true },
+        key_expiry: { enabled: true },
+      },
+    });
+    const patched = await call(gw, 'PATCH', '/account/notifications', {
+      key: h.management,
+      json: { low_balance: { threshold: 2.5 }, key_limit: { enabled: false } },
+    });
+    expect(patched.json).toEqual({
+      data: {
+        low_balance: { enabled: true, threshold: 2.5 },
+        key_limit: { enabled: false },
+        key_expiry: { enabled: true },
+      },
+    });
     expect((await call(gw, 'GET', '/account/notifications', { key: h.management })).json).toEqual(patched.json);
-    expectError(await call(gw, 'PATCH', '/account/notifications', { key: h.management, json: { low_balance: { threshold: -1 } } }), 400);
-    expectError(await call(gw, 'PATCH', '/account/notifications', { key: h.management, json: { key_exposure: { enabled: false } } }), 400);
+    expectError(
+      await call(gw, 'PATCH', '/account/notifications', {
+        key: h.management,
+        json: { low_balance: { threshold: -1 } },
+      }),
+      400,
+    );
+    expectError(
+      await call(gw, 'PATCH', '/account/notifications', {
+        key: h.management,
+        json: { key_exposure: { enabled: false } },
+      }),
+      400,
+    );
     expectError(await call(gw, 'GET', '/account/notifications', { key: inference.key }), 401);
     expectError(await call(gw, 'GET', '/account/notifications'), 401);
   });
@@ -77,9 +110,19 @@ describe('notifications', () => {
   it('the dashboard session reads and changes the same settings (CSRF required)', async () => {
     const h = await createHolder(gw);
     const session = await signIn(gw, h.email, h.password);
-    expect((await asBrowser(gw, session, 'GET', '/account/notifications')).json.data.key_expiry).toEqual({ enabled: true });
-    expectError(await asBrowser(gw, session, 'PATCH', '/account/notifications', { json: { key_expiry: { enabled: false } }, csrf: null }), 403);
-    const changed = await asBrowser(gw, session, 'PATCH', '/account/notifications', { json: { key_expiry: { enabled: false } } });
+    expect((await asBrowser(gw, session, 'GET', '/account/notifications')).json.data.key_expiry).toEqual({
+      enabled: true,
+    });
+    expectError(
+      await asBrowser(gw, session, 'PATCH', '/account/notifications', {
+        json: { key_expiry: { enabled: false } },
+        csrf: null,
+      }),
+      403,
+    );
+    const changed = await asBrowser(gw, session, 'PATCH', '/account/notifications', {
+      json: { key_expiry: { enabled: false } },
+    });
     expect(changed.status, changed.text).toBe(200);
     expect(changed.json.data.key_expiry).toEqual({ enabled: false });
   });
@@ -120,7 +163,9 @@ describe('notifications', () => {
     const limit = Math.floor(cost * 1.2) / 1e9;
     const key = await gw.createKey(h.id, { name: 'budget', limit, limit_reset: 'daily' });
     expect((await chat(gw, key.key, body)).status).toBe(200);
-    const [at80] = (await waitForMail(h.email, 1)).filter((m) => m.subject?.includes('budget') || m.decoded.includes('"budget"'));
+    const [at80] = (await waitForMail(h.email, 1)).filter(
+      (m) => m.subject?.includes('budget') || m.decoded.includes('"budget"'),
+    );
     expect(at80!.subject).toMatch(/has used 80 % of its daily limit$/);
     expect(at80!.decoded).toContain('"budget"');
     expect(at80!.decoded).not.toContain(key.key.slice(9));
@@ -134,13 +179,25 @@ describe('notifications', () => {
 
   it('keys expiring within 7 days are announced once; an account that turned it off hears nothing', async () => {
     const quietHolder = await holder(5);
-    expect((await call(gw, 'PATCH', '/account/notifications', { key: quietHolder.management, json: { key_expiry: { enabled: false } } })).status).toBe(200);
-    await gw.createKey(quietHolder.id, { name: 'quiet soon', expires_at: new Date(Date.now() + 2 * DAY).toISOString() });
+    expect(
+      (
+        await call(gw, 'PATCH', '/account/notifications', {
+          key: quietHolder.management,
+          json: { key_expiry: { enabled: false } },
+        })
+      ).status,
+    ).toBe(200);
+    await gw.createKey(quietHolder.id, {
+      name: 'quiet soon',
+      expires_at: new Date(Date.now() + 2 * DAY).toISOString(),
+    });
     const h = await holder(5);
     await gw.createKey(h.id, { name: 'later', expires_at: new Date(Date.now() + 30 * DAY).toISOString() });
     await gw.createKey(h.id, { name: 'soon', expires_at: new Date(Date.now() + 3 * DAY).toISOString() });
     const [notice] = await waitForMail(h.email, 1);
-    expect(notice!.subject).toMatch(/^Your Tollgate API key sk-tg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{3} expires on \d{4}-\d{2}-\d{2}$/);
+    expect(notice!.subject).toMatch(
+      /^Your Tollgate API key sk-tg-v1-[0-9a-f]{3}\.\.\.[0-9a-f]{3} expires on \d{4}-\d{2}-\d{2}$/,
+    );
     expect(notice!.decoded).toContain('"soon"');
     await quiet();
     expect(mailTo(h.email)).toHaveLength(1);

@@ -41,13 +41,22 @@ describe('outbox: SMTP down, gateway restarted, SMTP back', () => {
     const first: TestGateway = await start();
     first.gateway.startBackground();
     const account = await first.createAccount(5);
-    const keys = [await first.createKey(account, { name: 'a' }), await first.createKey(account, { name: 'b' }), await first.createKey(account, { name: 'c' })];
+    const keys = [
+      await first.createKey(account, { name: 'a' }),
+      await first.createKey(account, { name: 'b' }),
+      await first.createKey(account, { name: 'c' }),
+    ];
     for (const key of keys) expect((await first.admin('POST', `/keys/${key.hash}/compromised`, {})).status).toBe(200);
     // The sender has tried and failed at least once for each (last_error recorded), and retries.
     for (let i = 0; ; i++) {
       const outbox = await first.admin('GET', '/outbox');
       expect(outbox.json.data).toHaveLength(3);
-      if (outbox.json.data.every((m: { attempts: number; last_error: string | null }) => m.attempts >= 1 && m.last_error !== null)) break;
+      if (
+        outbox.json.data.every(
+          (m: { attempts: number; last_error: string | null }) => m.attempts >= 1 && m.last_error !== null,
+        )
+      )
+        break;
       if (i > 200) throw new Error('the sender never tried');
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -60,7 +69,8 @@ describe('outbox: SMTP down, gateway restarted, SMTP back', () => {
     const inbox: Inbox = await startInbox({ port });
     cleanup.push(() => inbox.close());
     const received = await inbox.waitFor(3);
-    for (let i = 0; i < 100 && (await second.admin('GET', '/outbox')).json.data.length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await second.admin('GET', '/outbox')).json.data.length > 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await second.admin('GET', '/outbox')).json.data).toEqual([]);
     // Several more sender polls: nothing is sent twice.
     await new Promise((r) => setTimeout(r, 500));
@@ -82,17 +92,42 @@ describe('outbox: stale messages', () => {
     const inbox = await startInbox();
     try {
       let now = 1_000_000;
-      const mail = new MailOutbox(store.outbox, registerMailMetrics(new Registry(), store.outbox, () => now), () => now, MAIL.from);
-      const compose = (recipient: string) => mail.compose(lowBalanceMail({ balanceUsd: '0', thresholdUsd: '1' }), { kind: 'password_reset', recipient, accountId: null, dedupeKey: null });
+      const mail = new MailOutbox(
+        store.outbox,
+        registerMailMetrics(new Registry(), store.outbox, () => now),
+        () => now,
+        MAIL.from,
+      );
+      const compose = (recipient: string) =>
+        mail.compose(lowBalanceMail({ balanceUsd: '0', thresholdUsd: '1' }), {
+          kind: 'password_reset',
+          recipient,
+          accountId: null,
+          dedupeKey: null,
+        });
       await mail.enqueue([compose('late@example.test')]);
       now += 30 * 60_000;
       await mail.enqueue([compose('fresh@example.test')]);
-      const sender = new OutboxSender({ store: store.outbox, transport: smtpTransport(inbox.url, MAIL.from, 5000), metrics: registerMailMetrics(new Registry(), store.outbox, () => now), log: silent, now: () => now, pollMs: 20, retryBaseMs: 50, retryMaxMs: 100, maxAttempts: 3, leaseMs: 60_000, expiresAfterMs: { password_reset: 30 * 60_000 } });
+      const sender = new OutboxSender({
+        store: store.outbox,
+        transport: smtpTransport(inbox.url, MAIL.from, 5000),
+        metrics: registerMailMetrics(new Registry(), store.outbox, () => now),
+        log: silent,
+        now: () => now,
+        pollMs: 20,
+        retryBaseMs: 50,
+        retryMaxMs: 100,
+        maxAttempts: 3,
+        leaseMs: 60_000,
+        expiresAfterMs: { password_reset: 30 * 60_000 },
+      });
       sender.start();
       await inbox.waitFor(1);
       await sender.stop();
       expect(inbox.messages.map((m) => m.to)).toEqual([['fresh@example.test']]);
-      expect((await store.outbox.listUndelivered(10, 0)).map((m) => [m.recipient, m.lastError])).toEqual([['late@example.test', 'expired before it could be sent']]);
+      expect((await store.outbox.listUndelivered(10, 0)).map((m) => [m.recipient, m.lastError])).toEqual([
+        ['late@example.test', 'expired before it could be sent'],
+      ]);
     } finally {
       await inbox.close();
       await database.cleanup();
@@ -117,16 +152,30 @@ describe('outbox on PostgreSQL: several senders', () => {
   }
 
   function outboxOf(store: Store): MailOutbox {
-    return new MailOutbox(store.outbox, registerMailMetrics(new Registry(), store.outbox, Date.now), Date.now, MAIL.from);
+    return new MailOutbox(
+      store.outbox,
+      registerMailMetrics(new Registry(), store.outbox, Date.now),
+      Date.now,
+      MAIL.from,
+    );
   }
 
   it('concurrent claims never hand one message to two claimers (FOR UPDATE SKIP LOCKED)', async () => {
     const [a, b] = await twoStores();
     const mail = outboxOf(a);
-    const messages = Array.from({ length: 20 }, (_, i) => mail.compose(lowBalanceMail({ balanceUsd: '0.5', thresholdUsd: '1' }), { kind: 'low_balance', recipient: `u${i}@example.test`, accountId: null, dedupeKey: null }));
+    const messages = Array.from({ length: 20 }, (_, i) =>
+      mail.compose(lowBalanceMail({ balanceUsd: '0.5', thresholdUsd: '1' }), {
+        kind: 'low_balance',
+        recipient: `u${i}@example.test`,
+        accountId: null,
+        dedupeKey: null,
+      }),
+    );
     expect(await mail.enqueue(messages)).toBe(20);
     const now = Date.now();
-    const claims = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).outbox.claim(`owner-${i}`, now, now + 60_000)));
+    const claims = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).outbox.claim(`owner-${i}`, now, now + 60_000)),
+    );
     const claimed = claims.filter((c) => c !== null).map((c) => c!.id);
     expect(claimed).toHaveLength(20);
     expect(new Set(claimed).size).toBe(20);
@@ -156,11 +205,19 @@ describe('outbox on PostgreSQL: several senders', () => {
         }),
     );
     for (const sender of senders) cleanup.push(() => sender.stop());
-    const messages = Array.from({ length: 30 }, (_, i) => mail.compose(lowBalanceMail({ balanceUsd: String(i), thresholdUsd: '100' }), { kind: 'low_balance', recipient: `u${i}@example.test`, accountId: null, dedupeKey: `test:${i}` }));
+    const messages = Array.from({ length: 30 }, (_, i) =>
+      mail.compose(lowBalanceMail({ balanceUsd: String(i), thresholdUsd: '100' }), {
+        kind: 'low_balance',
+        recipient: `u${i}@example.test`,
+        accountId: null,
+        dedupeKey: `test:${i}`,
+      }),
+    );
     expect(await mail.enqueue(messages)).toBe(30);
     for (const sender of senders) sender.start();
     const received = await inbox.waitFor(30);
-    for (let i = 0; i < 100 && (await a.outbox.stats()).undelivered > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await a.outbox.stats()).undelivered > 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 300));
     expect(received).toHaveLength(30);
     expect(new Set(received.map((m) => m.messageId))).toEqual(new Set(messages.map((m) => m.messageId)));

@@ -28,11 +28,17 @@ function keyPair(): { privateKey: KeyObject; publicPem: string } {
 const signer = keyPair();
 const stranger = keyPair();
 
-async function report(gw: TestGateway, entries: unknown, options: { key?: KeyObject; id?: string | null; signature?: string } = {}) {
+async function report(
+  gw: TestGateway,
+  entries: unknown,
+  options: { key?: KeyObject; id?: string | null; signature?: string } = {},
+) {
   const body = JSON.stringify(entries);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (options.id !== null) headers['github-public-key-identifier'] = options.id ?? KEY_ID;
-  headers['github-public-key-signature'] = options.signature ?? sign('sha256', Buffer.from(body), { key: options.key ?? signer.privateKey, dsaEncoding: 'der' }).toString('base64');
+  headers['github-public-key-signature'] =
+    options.signature ??
+    sign('sha256', Buffer.from(body), { key: options.key ?? signer.privateKey, dsaEncoding: 'der' }).toString('base64');
   return call(gw, 'POST', '/secret-scanning/verify', { raw: body, headers });
 }
 
@@ -57,7 +63,12 @@ describe('secret-scanning reports and exposed-key mail', () => {
       env: { TOLLGATE_SMTP_URL: inbox.url },
       configure: (file) => {
         const f = file as Record<string, unknown>;
-        f.mail = { from: 'Tollgate <noreply@tollgate.test>', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+        f.mail = {
+          from: 'Tollgate <noreply@tollgate.test>',
+          poll_interval_ms: 100,
+          retry_base_ms: 100,
+          retry_max_ms: 400,
+        };
         f.secret_scanning = { public_keys: [{ key_identifier: KEY_ID, key: signer.publicPem }] };
       },
     });
@@ -133,9 +144,15 @@ describe('secret-scanning reports and exposed-key mail', () => {
     expectError(await report(gw, entries, { signature: 'bm90IGEgc2lnbmF0dXJl' }), 401);
     expectError(await report(gw, entries, { signature: '!!!' }), 401);
     // A valid signature over other bytes.
-    const otherSignature = sign('sha256', Buffer.from('[]'), { key: signer.privateKey, dsaEncoding: 'der' }).toString('base64');
+    const otherSignature = sign('sha256', Buffer.from('[]'), { key: signer.privateKey, dsaEncoding: 'der' }).toString(
+      'base64',
+    );
     expectError(await report(gw, entries, { signature: otherSignature }), 401);
-    const noHeaders = await request(`${gw.api}/secret-scanning/verify`, { method: 'POST', body: JSON.stringify(entries), headers: { 'content-type': 'application/json' } });
+    const noHeaders = await request(`${gw.api}/secret-scanning/verify`, {
+      method: 'POST',
+      body: JSON.stringify(entries),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(noHeaders.statusCode).toBe(401);
     await noHeaders.body.dump();
 
@@ -160,7 +177,9 @@ describe('secret-scanning reports and exposed-key mail', () => {
     const account = await gw.createAccount(5);
     const key = await gw.createKey(account, { name: 'laptop <script>' });
     const before = inbox.messages.length;
-    expect((await gw.admin('POST', `/keys/${key.hash}/compromised`, { reason: 'pasted in a public issue' })).status).toBe(200);
+    expect(
+      (await gw.admin('POST', `/keys/${key.hash}/compromised`, { reason: 'pasted in a public issue' })).status,
+    ).toBe(200);
     const [mail] = (await inbox.waitFor(before + 1)).slice(before);
     expect(mail!.decoded).toContain('Reason: pasted in a public issue');
     // HTML values are escaped.
@@ -186,15 +205,24 @@ describe('secret-scanning reports and exposed-key mail', () => {
       const publicPem = readFileSync(join(dir, 'scanning-public.pem'), 'utf8');
       const other = await startTestGateway({
         target: sqliteTarget,
-        configure: (file) => void ((file as Record<string, unknown>).secret_scanning = { public_keys: [{ key_identifier: 'test-key', key: publicPem }] }),
+        configure: (file) =>
+          void ((file as Record<string, unknown>).secret_scanning = {
+            public_keys: [{ key_identifier: 'test-key', key: publicPem }],
+          }),
       });
       try {
         const account = await other.createAccount(1);
         const key = await other.createKey(account);
         // Asynchronously: the gateway answering it runs in this process.
-        const { stdout: printed } = await promisify(execFile)(process.execPath, [script, 'send', '--key', join(dir, 'scanning-private.pem'), '--url', other.url, key.key], { encoding: 'utf8' });
+        const { stdout: printed } = await promisify(execFile)(
+          process.execPath,
+          [script, 'send', '--key', join(dir, 'scanning-private.pem'), '--url', other.url, key.key],
+          { encoding: 'utf8' },
+        );
         expect(printed).toContain('HTTP 200');
-        expect(JSON.parse(printed.split('\n')[1]!)).toEqual([{ token_raw: key.key, token_type: 'tollgate_api_key', label: 'true_positive' }]);
+        expect(JSON.parse(printed.split('\n')[1]!)).toEqual([
+          { token_raw: key.key, token_type: 'tollgate_api_key', label: 'true_positive' },
+        ]);
         expectError(await chat(other, key.key, { model: 'test/chat', messages: HELLO }), 401);
       } finally {
         await other.close();

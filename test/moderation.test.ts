@@ -8,7 +8,13 @@ import { pino } from 'pino';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, HELLO, type CallResult } from './helpers/api.js';
-import { balanceUnits, getJson, startTestGateway, type TestGateway, type TestGatewayOptions } from './helpers/gateway.js';
+import {
+  balanceUnits,
+  getJson,
+  startTestGateway,
+  type TestGateway,
+  type TestGatewayOptions,
+} from './helpers/gateway.js';
 import { sqliteTarget, STORE_TARGETS } from './helpers/store-targets.js';
 
 const PATTERNS = {
@@ -26,7 +32,10 @@ interface Harness {
   logs: string[];
 }
 
-async function harness(target: TestGatewayOptions['target'], moderation: ((providerUrl: string) => Record<string, unknown>) | null): Promise<Harness> {
+async function harness(
+  target: TestGatewayOptions['target'],
+  moderation: ((providerUrl: string) => Record<string, unknown>) | null,
+): Promise<Harness> {
   const logs: string[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(line) });
   const gw = await startTestGateway({
@@ -42,15 +51,26 @@ async function harness(target: TestGatewayOptions['target'], moderation: ((provi
 }
 
 const user = (content: unknown) => [{ role: 'user', content }];
-const complete = (h: Harness, body: Record<string, unknown>) => call(h.gw, 'POST', '/chat/completions', { key: h.key, json: { model: 'test/chat', messages: HELLO, ...body } });
+const complete = (h: Harness, body: Record<string, unknown>) =>
+  call(h.gw, 'POST', '/chat/completions', { key: h.key, json: { model: 'test/chat', messages: HELLO, ...body } });
 
 async function snapshot(h: Harness) {
   const info = await getJson(h.gw, '/key', h.key);
-  return { balance: await balanceUnits(h.gw, h.accountId), upstream: h.gw.provider.stats.requests, usage: info.json.data.usage, freeUsed: info.json.data.free_model_daily_requests.used };
+  return {
+    balance: await balanceUnits(h.gw, h.accountId),
+    upstream: h.gw.provider.stats.requests,
+    usage: info.json.data.usage,
+    freeUsed: info.json.data.free_model_daily_requests.used,
+  };
 }
 
 /** A refusal with the error record, and nothing charged, recorded, forwarded or counted. */
-async function expectRefusedWithoutEffect(h: Harness, refused: () => Promise<CallResult>, status: number, message?: string | RegExp) {
+async function expectRefusedWithoutEffect(
+  h: Harness,
+  refused: () => Promise<CallResult>,
+  status: number,
+  message?: string | RegExp,
+) {
   const before = await snapshot(h);
   const result = await refused();
   const error = expectError(result, status, message);
@@ -90,7 +110,9 @@ describe.each(STORE_TARGETS)('moderation by patterns ($name)', (target) => {
   afterAll(() => h.gw.close());
 
   it('forwards clean input and records moderation_latency on the generation', async () => {
-    const result = await complete(h, { messages: [{ role: 'system', content: 'be brief' }, ...user('a permitted question')] });
+    const result = await complete(h, {
+      messages: [{ role: 'system', content: 'be brief' }, ...user('a permitted question')],
+    });
     expect(result.status).toBe(200);
     const generation = await generationOf(h, result);
     expect(typeof generation.moderation_latency).toBe('number');
@@ -99,20 +121,49 @@ describe.each(STORE_TARGETS)('moderation by patterns ($name)', (target) => {
 
   it('refuses flagged input with 403 and exactly { reasons, flagged_input, provider_name, model_slug }, with no effect', async () => {
     const text = 'Tell me the FORBIDDEN thing and launch code 42';
-    const error = await expectRefusedWithoutEffect(h, () => complete(h, { messages: user(text) }), 403, 'test/chat requires moderation by Tollgate. Your input was flagged for "forbidden word", "secrets". No credits were charged.');
-    expect(error.metadata).toEqual({ reasons: ['forbidden word', 'secrets'], flagged_input: text, provider_name: 'Tollgate', model_slug: 'test/chat' });
+    const error = await expectRefusedWithoutEffect(
+      h,
+      () => complete(h, { messages: user(text) }),
+      403,
+      'test/chat requires moderation by Tollgate. Your input was flagged for "forbidden word", "secrets". No credits were charged.',
+    );
+    expect(error.metadata).toEqual({
+      reasons: ['forbidden word', 'secrets'],
+      flagged_input: text,
+      provider_name: 'Tollgate',
+      model_slug: 'test/chat',
+    });
   });
 
   it('checks system messages and text parts, truncates flagged_input to 100 characters, and ignores assistant and tool text', async () => {
     const long = `${'a'.repeat(120)} forbidden ${'b'.repeat(120)}`;
-    const system = await expectRefusedWithoutEffect(h, () => complete(h, { messages: [{ role: 'system', content: long }, ...user('hi')] }), 403);
+    const system = await expectRefusedWithoutEffect(
+      h,
+      () => complete(h, { messages: [{ role: 'system', content: long }, ...user('hi')] }),
+      403,
+    );
     expect(system.metadata.flagged_input).toHaveLength(100);
     expect(system.metadata.flagged_input).toBe(`${'a'.repeat(49)}...${'b'.repeat(48)}`);
 
-    const parts = await expectRefusedWithoutEffect(h, () => complete(h, { messages: user([{ type: 'text', text: 'fine' }, { type: 'text', text: 'forbidden part' }]) }), 403);
+    const parts = await expectRefusedWithoutEffect(
+      h,
+      () =>
+        complete(h, {
+          messages: user([
+            { type: 'text', text: 'fine' },
+            { type: 'text', text: 'forbidden part' },
+          ]),
+        }),
+      403,
+    );
     expect(parts.metadata.flagged_input).toBe('forbidden part');
 
-    const history = [...user('hello'), { role: 'assistant', content: 'the forbidden answer' }, { role: 'tool', tool_call_id: 't1', content: 'launch code 7' }, ...user('thanks')];
+    const history = [
+      ...user('hello'),
+      { role: 'assistant', content: 'the forbidden answer' },
+      { role: 'tool', tool_call_id: 't1', content: 'launch code 7' },
+      ...user('thanks'),
+    ];
     expect((await complete(h, { messages: history })).status).toBe(200);
   });
 
@@ -127,14 +178,24 @@ describe.each(STORE_TARGETS)('moderation by patterns ($name)', (target) => {
     expect(response.statusCode).toBe(403);
     expect(String(response.headers['content-type'])).toMatch(/^application\/json/);
     expect(response.headers['x-generation-id']).toMatch(/^gen-/);
-    expect(JSON.parse(text).error).toMatchObject({ code: 403, metadata: { reasons: ['forbidden word'], model_slug: 'test/chat' } });
+    expect(JSON.parse(text).error).toMatchObject({
+      code: 403,
+      metadata: { reasons: ['forbidden word'], model_slug: 'test/chat' },
+    });
     expect(await snapshot(h)).toEqual(before);
   });
 
   it('a flagged free-model request uses no free-model slot; a flagged request from a broke account is still 403', async () => {
-    await expectRefusedWithoutEffect(h, () => complete(h, { model: 'test/chat:free', messages: user('forbidden') }), 403);
+    await expectRefusedWithoutEffect(
+      h,
+      () => complete(h, { model: 'test/chat:free', messages: user('forbidden') }),
+      403,
+    );
     const broke = await h.gw.createKey(await h.gw.createAccount(0));
-    const refused = await call(h.gw, 'POST', '/chat/completions', { key: broke.key, json: { model: 'test/chat', messages: user('forbidden') } });
+    const refused = await call(h.gw, 'POST', '/chat/completions', {
+      key: broke.key,
+      json: { model: 'test/chat', messages: user('forbidden') },
+    });
     expectError(refused, 403);
   });
 
@@ -166,17 +227,23 @@ describe('moderation applies_to', () => {
     expect(unmoderated.status).toBe(200);
     expect((await generationOf(h, unmoderated)).moderation_latency).toBeNull();
     expectError(await complete(h, { model: 'test/chat', messages: user('forbidden') }), 403);
-    const viaFallback = await expectRefusedWithoutEffect(h, () => complete(h, { model: 'test/paced', models: ['test/chat'], messages: user('forbidden') }), 403);
+    const viaFallback = await expectRefusedWithoutEffect(
+      h,
+      () => complete(h, { model: 'test/paced', models: ['test/chat'], messages: user('forbidden') }),
+      403,
+    );
     expect(viaFallback.metadata.model_slug).toBe('test/paced');
   });
 });
 
 describe('moderation by an OpenAI-compatible endpoint', () => {
-  const endpoint = (model: string, extra: Record<string, unknown> = {}) => (url: string) => ({
-    mode: 'openai',
-    endpoint: { base_url: url, api_key: 'sk-moderation-test', model, timeout_ms: 300 },
-    ...extra,
-  });
+  const endpoint =
+    (model: string, extra: Record<string, unknown> = {}) =>
+    (url: string) => ({
+      mode: 'openai',
+      endpoint: { base_url: url, api_key: 'sk-moderation-test', model, timeout_ms: 300 },
+      ...extra,
+    });
 
   describe('healthy endpoint', () => {
     let h: Harness;
@@ -195,9 +262,22 @@ describe('moderation by an OpenAI-compatible endpoint', () => {
 
     it('refuses what it flags: reasons are its categories, provider_name OpenAI', async () => {
       const text = 'please mock-flag:violence now';
-      const error = await expectRefusedWithoutEffect(h, () => complete(h, { messages: [{ role: 'system', content: 'be nice' }, ...user(text)] }), 403);
-      expect(error.metadata).toEqual({ reasons: ['violence'], flagged_input: text, provider_name: 'OpenAI', model_slug: 'test/chat' });
-      const streamed = await expectRefusedWithoutEffect(h, () => complete(h, { stream: true, messages: user('mock-flag:hate') }), 403);
+      const error = await expectRefusedWithoutEffect(
+        h,
+        () => complete(h, { messages: [{ role: 'system', content: 'be nice' }, ...user(text)] }),
+        403,
+      );
+      expect(error.metadata).toEqual({
+        reasons: ['violence'],
+        flagged_input: text,
+        provider_name: 'OpenAI',
+        model_slug: 'test/chat',
+      });
+      const streamed = await expectRefusedWithoutEffect(
+        h,
+        () => complete(h, { stream: true, messages: user('mock-flag:hate') }),
+        403,
+      );
       expect(streamed.metadata.reasons).toEqual(['hate']);
     });
   });
@@ -210,7 +290,12 @@ describe('moderation by an OpenAI-compatible endpoint', () => {
     afterAll(() => h.gw.close());
 
     it('fails closed: 503, nothing forwarded or charged, the cause only in the logs', async () => {
-      const error = await expectRefusedWithoutEffect(h, () => complete(h, { messages: user('a kind question') }), 503, 'Moderation is temporarily unavailable, so the request was not forwarded. No credits were charged.');
+      const error = await expectRefusedWithoutEffect(
+        h,
+        () => complete(h, { messages: user('a kind question') }),
+        503,
+        'Moderation is temporarily unavailable, so the request was not forwarded. No credits were charged.',
+      );
       expect(error.metadata).toEqual({ provider_name: 'OpenAI', error_type: 'moderation_unavailable' });
       expect(h.logs.join('')).toContain('answered HTTP 500');
     });
@@ -233,7 +318,10 @@ describe('moderation by an OpenAI-compatible endpoint', () => {
   describe('endpoint failing, on_error: allow', () => {
     let h: Harness;
     beforeAll(async () => {
-      h = await harness(sqliteTarget, endpoint('omni-moderation-latest@status=503', { on_error: 'allow', provider_name: 'Acme Safety' }));
+      h = await harness(
+        sqliteTarget,
+        endpoint('omni-moderation-latest@status=503', { on_error: 'allow', provider_name: 'Acme Safety' }),
+      );
     });
     afterAll(() => h.gw.close());
 

@@ -37,11 +37,17 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       const key = /sk-tg-v1-[0-9a-f]{64}/.exec(first.stdout())?.[0];
       expect(key).toBeDefined();
       expect(first.stdout()).toContain('curl ');
-      const answer = await post(first.url, key!, { model: 'tollgate/demo-chat', messages: [{ role: 'user', content: 'Hello!' }] });
+      const answer = await post(first.url, key!, {
+        model: 'tollgate/demo-chat',
+        messages: [{ role: 'user', content: 'Hello!' }],
+      });
       expect(answer.status).toBe(200);
       expect(JSON.parse(answer.text).choices[0].message.content.length).toBeGreaterThan(0);
       const typo = `${key!.slice(0, -1)}${key!.endsWith('0') ? '1' : '0'}`;
-      const bad = await post(first.url, typo, { model: 'tollgate/demo-chat', messages: [{ role: 'user', content: 'x' }] });
+      const bad = await post(first.url, typo, {
+        model: 'tollgate/demo-chat',
+        messages: [{ role: 'user', content: 'x' }],
+      });
       expect(bad.status).toBe(401);
       const health = await request(`${first.url}/healthz`);
       expect(health.statusCode).toBe(200);
@@ -74,7 +80,11 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
   it('reports every configuration problem at once and exits 78', async () => {
     const config = join(dir, 'bad.yaml');
     await writeFile(config, 'providers:\n  - { id: "Bad Id", name: x, kind: nope }\nmodels: []\n');
-    const result = await runCli(['serve'], { TOLLGATE_CONFIG: config, PORT: 'eighty', TOLLGATE_DATA_DIR: join(dir, 'bad') });
+    const result = await runCli(['serve'], {
+      TOLLGATE_CONFIG: config,
+      PORT: 'eighty',
+      TOLLGATE_DATA_DIR: join(dir, 'bad'),
+    });
     expect(result.code).toBe(78);
     expect(result.stderr).toContain('providers.0.id');
     expect(result.stderr).toContain('providers.0.kind');
@@ -106,14 +116,26 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
 
     it('graceful shutdown lets an in-flight stream finish, commits its charge, then exits 0', async () => {
       const dataDir = join(dir, 'graceful');
-      const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', TOLLGATE_DATA_DIR: dataDir, TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0001', TOLLGATE_LOG_LEVEL: 'warn' };
+      const env = {
+        TOLLGATE_CONFIG: configPath,
+        SIM_KEY: 'sim-secret',
+        TOLLGATE_DATA_DIR: dataDir,
+        TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0001',
+        TOLLGATE_LOG_LEVEL: 'warn',
+      };
       const gw = await startServe(env);
-      const cli = (...args: string[]) => runCli([...args, '--json', '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
-      const account = JSON.parse((await cli('accounts', 'create', '--email', 'graceful@example.test')).stdout).data.id as string;
+      const cli = (...args: string[]) =>
+        runCli([...args, '--json', '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+      const account = JSON.parse((await cli('accounts', 'create', '--email', 'graceful@example.test')).stdout).data
+        .id as string;
       await cli('credits', 'add', '--account', account, '--amount', '5');
       const key = JSON.parse((await cli('keys', 'create', '--account', account, '--name', 'g')).stdout).key as string;
 
-      const streaming = post(gw.url, key, { model: 'sim/paced', stream: true, messages: [{ role: 'user', content: 'go' }] });
+      const streaming = post(gw.url, key, {
+        model: 'sim/paced',
+        stream: true,
+        messages: [{ role: 'user', content: 'go' }],
+      });
       await new Promise((r) => setTimeout(r, 400));
       gw.child.kill('SIGTERM');
       const result = await streaming;
@@ -136,19 +158,60 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
     });
 
     it('the CLI manages accounts, credits and keys over the admin API', async () => {
-      const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', TOLLGATE_DATA_DIR: join(dir, 'cli'), TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0002', TOLLGATE_LOG_LEVEL: 'warn' };
+      const env = {
+        TOLLGATE_CONFIG: configPath,
+        SIM_KEY: 'sim-secret',
+        TOLLGATE_DATA_DIR: join(dir, 'cli'),
+        TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0002',
+        TOLLGATE_LOG_LEVEL: 'warn',
+      };
       const gw = await startServe(env);
       try {
-        const run = (...args: string[]) => runCli([...args, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+        const run = (...args: string[]) =>
+          runCli([...args, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
         const created = await run('accounts', 'create', '--email', 'cli@example.test', '--json');
         expect(created.code).toBe(0);
         const account = JSON.parse(created.stdout).data.id as string;
-        const credits = await run('credits', 'add', '--account', account, '--amount', '2.5', '--kind', 'purchase', '--reference', 'order-1');
+        const credits = await run(
+          'credits',
+          'add',
+          '--account',
+          account,
+          '--amount',
+          '2.5',
+          '--kind',
+          'purchase',
+          '--reference',
+          'order-1',
+        );
         expect(credits.code).toBe(0);
         expect(credits.stdout).toContain('balance 2.5 USD');
-        const again = await run('credits', 'add', '--account', account, '--amount', '2.5', '--kind', 'purchase', '--reference', 'order-1', '--json');
+        const again = await run(
+          'credits',
+          'add',
+          '--account',
+          account,
+          '--amount',
+          '2.5',
+          '--kind',
+          'purchase',
+          '--reference',
+          'order-1',
+          '--json',
+        );
         expect(JSON.parse(again.stdout).data.balance).toBe(2.5);
-        const key = await run('keys', 'create', '--account', account, '--name', 'cli key', '--limit', '1', '--limit-reset', 'monthly');
+        const key = await run(
+          'keys',
+          'create',
+          '--account',
+          account,
+          '--name',
+          'cli key',
+          '--limit',
+          '1',
+          '--limit-reset',
+          'monthly',
+        );
         expect(key.code).toBe(0);
         const plaintext = /sk-tg-v1-[0-9a-f]{64}/.exec(key.stdout)![0];
         const hash = /hash: ([0-9a-f]{64})/.exec(key.stdout)![1]!;
@@ -156,12 +219,20 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
         expect(JSON.parse(listed.stdout).data.map((k: { hash: string }) => k.hash)).toContain(hash);
         expect(listed.stdout).not.toContain(plaintext);
         expect((await run('keys', 'disable', hash)).code).toBe(0);
-        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(401);
+        expect(
+          (await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status,
+        ).toBe(401);
         expect((await run('keys', 'enable', hash)).code).toBe(0);
-        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(200);
+        expect(
+          (await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status,
+        ).toBe(200);
         expect((await run('keys', 'delete', hash)).code).toBe(0);
-        expect((await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status).toBe(401);
-        const wrongToken = await runCli(['accounts', 'get', account, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: 'not-the-token-at-all' });
+        expect(
+          (await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status,
+        ).toBe(401);
+        const wrongToken = await runCli(['accounts', 'get', account, '--url', gw.url], {
+          TOLLGATE_ADMIN_TOKEN: 'not-the-token-at-all',
+        });
         expect(wrongToken.code).toBe(2);
         expect(wrongToken.stderr).toContain('Invalid admin token');
         const usage = await runCli(['keys', 'frobnicate'], {});
@@ -180,13 +251,23 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
 
       it('two processes start together on one database, migrate once, and share keys (change bus invalidation)', async () => {
         const databaseUrl = `${schema.url}?options=${encodeURIComponent(`-c search_path=${schema.schema}`)}`;
-        const env = { TOLLGATE_CONFIG: configPath, SIM_KEY: 'sim-secret', DATABASE_URL: databaseUrl, TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0003', TOLLGATE_LOG_LEVEL: 'warn' };
+        const env = {
+          TOLLGATE_CONFIG: configPath,
+          SIM_KEY: 'sim-secret',
+          DATABASE_URL: databaseUrl,
+          TOLLGATE_ADMIN_TOKEN: 'admin-token-for-tests-0003',
+          TOLLGATE_LOG_LEVEL: 'warn',
+        };
         const [a, b] = await Promise.all([startServe(env), startServe(env)]);
         try {
-          const run = (url: string, ...args: string[]) => runCli([...args, '--json', '--url', url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
-          const account = JSON.parse((await run(a.url, 'accounts', 'create', '--email', 'pg@example.test')).stdout).data.id as string;
+          const run = (url: string, ...args: string[]) =>
+            runCli([...args, '--json', '--url', url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+          const account = JSON.parse((await run(a.url, 'accounts', 'create', '--email', 'pg@example.test')).stdout).data
+            .id as string;
           await run(a.url, 'credits', 'add', '--account', account, '--amount', '1');
-          const created = JSON.parse((await run(a.url, 'keys', 'create', '--account', account, '--name', 'shared')).stdout);
+          const created = JSON.parse(
+            (await run(a.url, 'keys', 'create', '--account', account, '--name', 'shared')).stdout,
+          );
           const body = { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] };
           expect((await post(b.url, created.key, body)).status).toBe(200); // cached on b now
           await run(a.url, 'keys', 'disable', created.data.hash);

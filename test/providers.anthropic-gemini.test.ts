@@ -4,7 +4,13 @@
  * and their rate-limit and overload errors mapped or failed over.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAKE_ANTHROPIC_KEY, FAKE_CLAUDE_TEXT, FAKE_CLAUDE_TOOL_ANSWER, startFakeAnthropic, type FakeUpstream } from './helpers/fake-anthropic.js';
+import {
+  FAKE_ANTHROPIC_KEY,
+  FAKE_CLAUDE_TEXT,
+  FAKE_CLAUDE_TOOL_ANSWER,
+  startFakeAnthropic,
+  type FakeUpstream,
+} from './helpers/fake-anthropic.js';
 import { FAKE_GEMINI_KEY, FAKE_GEMINI_TEXT, FAKE_GEMINI_TOOL_ANSWER, startFakeGemini } from './helpers/fake-gemini.js';
 import { chat, chatStream, startTestGateway, toUnits, waitForGeneration, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
@@ -15,14 +21,28 @@ const MESSAGES = [
   { role: 'system', content: 'You are terse.' },
   { role: 'user', content: 'Say hello.' },
 ];
-const WEATHER_TOOL = { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { location: { type: 'string' } } } } };
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather',
+    parameters: { type: 'object', properties: { location: { type: 'string' } } },
+  },
+};
 
 function model(id: string, ...endpoints: [provider: string, upstream: string][]) {
-  return { id, name: id, context_length: 200_000, endpoints: endpoints.map(([provider, upstream]) => ({ provider, model: upstream, pricing: PRICES })) };
+  return {
+    id,
+    name: id,
+    context_length: 200_000,
+    endpoints: endpoints.map(([provider, upstream]) => ({ provider, model: upstream, pricing: PRICES })),
+  };
 }
 
 /** The tool calls an OpenAI client rebuilds from stream chunks. */
-function streamedToolCalls(events: any[]): { id: string; type: string; function: { name: string; arguments: string } }[] {
+function streamedToolCalls(
+  events: any[],
+): { id: string; type: string; function: { name: string; arguments: string } }[] {
   const calls: { id: string; type: string; function: { name: string; arguments: string } }[] = [];
   for (const event of events) {
     for (const call of event.choices?.[0]?.delta?.tool_calls ?? []) {
@@ -51,8 +71,24 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push(
-          { id: 'anthropic', name: 'Anthropic', kind: 'anthropic', base_url: anthropic.url, api_key: FAKE_ANTHROPIC_KEY, timeouts: FAST, stream_upstream: false },
-          { id: 'gemini', name: 'Google', kind: 'gemini', base_url: gemini.url, api_key: FAKE_GEMINI_KEY, timeouts: FAST, stream_upstream: false },
+          {
+            id: 'anthropic',
+            name: 'Anthropic',
+            kind: 'anthropic',
+            base_url: anthropic.url,
+            api_key: FAKE_ANTHROPIC_KEY,
+            timeouts: FAST,
+            stream_upstream: false,
+          },
+          {
+            id: 'gemini',
+            name: 'Google',
+            kind: 'gemini',
+            base_url: gemini.url,
+            api_key: FAKE_GEMINI_KEY,
+            timeouts: FAST,
+            stream_upstream: false,
+          },
         );
       },
       extraModels: [
@@ -82,10 +118,24 @@ describe('Anthropic and Gemini providers through the gateway', () => {
     it('answers a non-streamed request in OpenAI format with usage and exact cost', async () => {
       const r = await chat(gw, key, { model: 'anthropic/claude-fake', messages: MESSAGES, temperature: 0.5 });
       expect(r.status, r.text).toBe(200);
-      expect(r.json).toMatchObject({ object: 'chat.completion', model: 'anthropic/claude-fake', provider: 'Anthropic' });
-      expect(r.json.choices[0]).toMatchObject({ index: 0, message: { role: 'assistant', content: FAKE_CLAUDE_TEXT }, finish_reason: 'stop', native_finish_reason: 'end_turn' });
+      expect(r.json).toMatchObject({
+        object: 'chat.completion',
+        model: 'anthropic/claude-fake',
+        provider: 'Anthropic',
+      });
+      expect(r.json.choices[0]).toMatchObject({
+        index: 0,
+        message: { role: 'assistant', content: FAKE_CLAUDE_TEXT },
+        finish_reason: 'stop',
+        native_finish_reason: 'end_turn',
+      });
       // 20 input + 4 cache reads; 9 output.
-      expect(r.json.usage).toMatchObject({ prompt_tokens: 24, completion_tokens: 9, total_tokens: 33, prompt_tokens_details: { cached_tokens: 4 } });
+      expect(r.json.usage).toMatchObject({
+        prompt_tokens: 24,
+        completion_tokens: 9,
+        total_tokens: 33,
+        prompt_tokens_details: { cached_tokens: 4 },
+      });
       expect(toUnits(r.json.usage.cost)).toBe(24 * 1000 + 9 * 2000);
 
       const sent = anthropic.requests.at(-1);
@@ -109,29 +159,64 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       const finish = r.events.find((e) => e.choices?.[0]?.finish_reason);
       expect(finish.choices[0]).toMatchObject({ finish_reason: 'stop', native_finish_reason: 'end_turn' });
       const usage = r.events.at(-1).usage;
-      expect(usage).toMatchObject({ prompt_tokens: 24, completion_tokens: 9, prompt_tokens_details: { cached_tokens: 4 } });
+      expect(usage).toMatchObject({
+        prompt_tokens: 24,
+        completion_tokens: 9,
+        prompt_tokens_details: { cached_tokens: 4 },
+      });
       expect(toUnits(usage.cost)).toBe(24 * 1000 + 9 * 2000);
       expect(anthropic.requests.at(-1)?.body.stream).toBe(true);
     });
 
     it('makes a tool round trip, streamed and not', async () => {
-      const ask = { model: 'anthropic/claude-fake', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], tool_choice: 'auto' };
+      const ask = {
+        model: 'anthropic/claude-fake',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [WEATHER_TOOL],
+        tool_choice: 'auto',
+      };
       const first = await chat(gw, key, ask);
       expect(first.status, first.text).toBe(200);
-      const call = { id: 'toolu_fake_01', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris","unit":"celsius"}' } };
-      expect(first.json.choices[0]).toMatchObject({ message: { content: 'Let me check.', tool_calls: [call] }, finish_reason: 'tool_calls', native_finish_reason: 'tool_use' });
-      expect(anthropic.requests.at(-1)?.body).toMatchObject({ tools: [{ name: 'get_weather', description: 'Current weather' }], tool_choice: { type: 'auto' } });
+      const call = {
+        id: 'toolu_fake_01',
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"location":"Paris","unit":"celsius"}' },
+      };
+      expect(first.json.choices[0]).toMatchObject({
+        message: { content: 'Let me check.', tool_calls: [call] },
+        finish_reason: 'tool_calls',
+        native_finish_reason: 'tool_use',
+      });
+      expect(anthropic.requests.at(-1)?.body).toMatchObject({
+        tools: [{ name: 'get_weather', description: 'Current weather' }],
+        tool_choice: { type: 'auto' },
+      });
 
       const streamed = await chatStream(gw, key, ask);
       expect(streamedToolCalls(streamed.events)).toEqual([call]);
       expect(streamed.events.find((e) => e.choices?.[0]?.finish_reason)?.choices[0].finish_reason).toBe('tool_calls');
 
-      const messages = [...ask.messages, first.json.choices[0].message, { role: 'tool', tool_call_id: 'toolu_fake_01', content: '{"temp_c":18}' }];
+      const messages = [
+        ...ask.messages,
+        first.json.choices[0].message,
+        { role: 'tool', tool_call_id: 'toolu_fake_01', content: '{"temp_c":18}' },
+      ];
       const second = await chat(gw, key, { ...ask, messages });
       expect(second.json.choices[0].message.content).toBe(FAKE_CLAUDE_TOOL_ANSWER);
       expect(anthropic.requests.at(-1)?.body.messages).toEqual([
         { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_fake_01', name: 'get_weather', input: { location: 'Paris', unit: 'celsius' } }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Let me check.' },
+            {
+              type: 'tool_use',
+              id: 'toolu_fake_01',
+              name: 'get_weather',
+              input: { location: 'Paris', unit: 'celsius' },
+            },
+          ],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_fake_01', content: '{"temp_c":18}' }] },
       ]);
     });
@@ -150,7 +235,10 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       const r = await chat(gw, key, { model: 'anthropic/claude-rate-limited', messages: MESSAGES });
       expect(r.status, r.text).toBe(429);
       expect(r.headers['retry-after']).toBe('7');
-      expect(r.json.error.metadata).toMatchObject({ error_type: 'rate_limit_exceeded', provider_code: 'rate_limit_error' });
+      expect(r.json.error.metadata).toMatchObject({
+        error_type: 'rate_limit_exceeded',
+        provider_code: 'rate_limit_error',
+      });
     });
   });
 
@@ -159,8 +247,17 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       const r = await chat(gw, key, { model: 'google/gemini-fake', messages: MESSAGES, max_tokens: 64 });
       expect(r.status, r.text).toBe(200);
       expect(r.json).toMatchObject({ model: 'google/gemini-fake', provider: 'Google' });
-      expect(r.json.choices[0]).toMatchObject({ message: { role: 'assistant', content: FAKE_GEMINI_TEXT }, finish_reason: 'stop', native_finish_reason: 'STOP' });
-      expect(r.json.usage).toMatchObject({ prompt_tokens: 30, completion_tokens: 13, prompt_tokens_details: { cached_tokens: 10 }, completion_tokens_details: { reasoning_tokens: 5 } });
+      expect(r.json.choices[0]).toMatchObject({
+        message: { role: 'assistant', content: FAKE_GEMINI_TEXT },
+        finish_reason: 'stop',
+        native_finish_reason: 'STOP',
+      });
+      expect(r.json.usage).toMatchObject({
+        prompt_tokens: 30,
+        completion_tokens: 13,
+        prompt_tokens_details: { cached_tokens: 10 },
+        completion_tokens_details: { reasoning_tokens: 5 },
+      });
       expect(toUnits(r.json.usage.cost)).toBe(30 * 1000 + 13 * 2000);
 
       const sent = gemini.requests.at(-1);
@@ -172,7 +269,12 @@ describe('Anthropic and Gemini providers through the gateway', () => {
         generationConfig: { maxOutputTokens: 64 },
       });
       const generation = await waitForGeneration(gw, r.json.id, key);
-      expect(generation.json.data).toMatchObject({ native_tokens_reasoning: 5, native_tokens_cached: 10, finish_reason: 'stop', native_finish_reason: 'STOP' });
+      expect(generation.json.data).toMatchObject({
+        native_tokens_reasoning: 5,
+        native_tokens_cached: 10,
+        finish_reason: 'stop',
+        native_finish_reason: 'STOP',
+      });
     });
 
     it('streams a body that has no end marker and ends it with usage and [DONE]', async () => {
@@ -181,7 +283,10 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       expect(gemini.requests.at(-1)?.path).toBe('/v1beta/models/gemini-fake:streamGenerateContent?alt=sse');
       expect(r.events[0].choices[0].delta.role).toBe('assistant');
       expect(streamedText(r.events)).toBe(FAKE_GEMINI_TEXT);
-      expect(r.events.find((e) => e.choices?.[0]?.finish_reason)?.choices[0]).toMatchObject({ finish_reason: 'stop', native_finish_reason: 'STOP' });
+      expect(r.events.find((e) => e.choices?.[0]?.finish_reason)?.choices[0]).toMatchObject({
+        finish_reason: 'stop',
+        native_finish_reason: 'STOP',
+      });
       expect(r.done).toBe(true);
       const usage = r.events.at(-1).usage;
       expect(usage).toMatchObject({ prompt_tokens: 30, completion_tokens: 13 });
@@ -189,7 +294,12 @@ describe('Anthropic and Gemini providers through the gateway', () => {
     });
 
     it('makes a tool round trip, naming the functionResponse from the earlier call', async () => {
-      const ask = { model: 'google/gemini-fake', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], tool_choice: 'required' };
+      const ask = {
+        model: 'google/gemini-fake',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [WEATHER_TOOL],
+        tool_choice: 'required',
+      };
       const first = await chat(gw, key, ask);
       expect(first.status, first.text).toBe(200);
       const call = {
@@ -198,21 +308,47 @@ describe('Anthropic and Gemini providers through the gateway', () => {
         function: { name: 'get_weather', arguments: '{"location":"Paris","unit":"celsius"}' },
         extra_content: { google: { thought_signature: 'fake-signature' } },
       };
-      expect(first.json.choices[0]).toMatchObject({ message: { content: null, tool_calls: [call] }, finish_reason: 'tool_calls', native_finish_reason: 'STOP' });
+      expect(first.json.choices[0]).toMatchObject({
+        message: { content: null, tool_calls: [call] },
+        finish_reason: 'tool_calls',
+        native_finish_reason: 'STOP',
+      });
       expect(gemini.requests.at(-1)?.body).toMatchObject({
-        tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Current weather', parametersJsonSchema: WEATHER_TOOL.function.parameters }] }],
+        tools: [
+          {
+            functionDeclarations: [
+              {
+                name: 'get_weather',
+                description: 'Current weather',
+                parametersJsonSchema: WEATHER_TOOL.function.parameters,
+              },
+            ],
+          },
+        ],
         toolConfig: { functionCallingConfig: { mode: 'ANY' } },
       });
 
       const streamed = await chatStream(gw, key, ask);
       expect(streamedToolCalls(streamed.events)).toEqual([{ id: call.id, type: 'function', function: call.function }]);
 
-      const messages = [...ask.messages, first.json.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp_c":18}' }];
+      const messages = [
+        ...ask.messages,
+        first.json.choices[0].message,
+        { role: 'tool', tool_call_id: call.id, content: '{"temp_c":18}' },
+      ];
       const second = await chat(gw, key, { ...ask, messages, tool_choice: 'auto' });
       expect(second.json.choices[0].message.content).toBe(FAKE_GEMINI_TOOL_ANSWER);
       expect(gemini.requests.at(-1)?.body.contents).toEqual([
         { role: 'user', parts: [{ text: 'Weather in Paris?' }] },
-        { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { location: 'Paris', unit: 'celsius' } }, thoughtSignature: 'fake-signature' }] },
+        {
+          role: 'model',
+          parts: [
+            {
+              functionCall: { name: 'get_weather', args: { location: 'Paris', unit: 'celsius' } },
+              thoughtSignature: 'fake-signature',
+            },
+          ],
+        },
         { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { temp_c: 18 } } }] },
       ]);
     });
@@ -228,7 +364,11 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       const before = anthropic.requests.length;
       const r = await chat(gw, key, { model: 'google/gemini-bad-request', messages: MESSAGES });
       expect(r.status, r.text).toBe(400);
-      expect(r.json.error.metadata).toMatchObject({ error_type: 'bad_request', provider_code: 'INVALID_ARGUMENT', provider_name: 'Google' });
+      expect(r.json.error.metadata).toMatchObject({
+        error_type: 'bad_request',
+        provider_code: 'INVALID_ARGUMENT',
+        provider_name: 'Google',
+      });
       expect(anthropic.requests.length).toBe(before);
     });
   });

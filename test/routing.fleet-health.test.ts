@@ -24,7 +24,13 @@ async function process_(channel: string) {
   const publisher = new Redis(REDIS_TEST_URL, failFastRedisOptions(500));
   await new Promise((resolve) => publisher.once('ready', resolve));
   const health = new HealthRegistry(BREAKER);
-  const fleet = new FleetHealth({ health, channel: new RedisHealthChannel({ publisher, url: REDIS_TEST_URL, channel }), now: Date.now, knows: (key) => key === KEY, outcomeEveryMs: 100 });
+  const fleet = new FleetHealth({
+    health,
+    channel: new RedisHealthChannel({ publisher, url: REDIS_TEST_URL, channel }),
+    now: Date.now,
+    knows: (key) => key === KEY,
+    outcomeEveryMs: 100,
+  });
   closers.push(async () => {
     await fleet.close();
     publisher.disconnect();
@@ -74,7 +80,18 @@ describe('fleet-wide endpoint health over Redis', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const raw = new Redis(REDIS_TEST_URL);
     try {
-      for (const junk of ['not json', '{"from":"x"}', JSON.stringify({ from: 'x', events: [{ type: 'opened', key: KEY, ms: -5 }, { type: 'opened', key: 'other|x', ms: 1000 }, { type: 'outcomes', key: KEY, ok: 1.5, failed: 0 }] })]) {
+      for (const junk of [
+        'not json',
+        '{"from":"x"}',
+        JSON.stringify({
+          from: 'x',
+          events: [
+            { type: 'opened', key: KEY, ms: -5 },
+            { type: 'opened', key: 'other|x', ms: 1000 },
+            { type: 'outcomes', key: KEY, ok: 1.5, failed: 0 },
+          ],
+        }),
+      ]) {
         await raw.publish(channel, junk);
       }
       await raw.publish(channel, JSON.stringify({ from: 'x', events: [{ type: 'opened', key: KEY, ms: 10_000 }] })); // the last one is valid

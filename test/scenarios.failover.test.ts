@@ -17,7 +17,12 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { countPromptTokens, mockCompletionText, startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
+import {
+  countPromptTokens,
+  mockCompletionText,
+  startMockProvider,
+  type MockProvider,
+} from '../src/providers/mock-server.js';
 import { completionBody, openAiUsage } from '../src/providers/mock/wire.js';
 import { adapterFor } from '../src/providers/registry.js';
 import { buildCatalog, type Catalog } from '../src/routing/catalog.js';
@@ -27,7 +32,18 @@ import { executeCompletion, type ExecuteDeps, type RetryPolicy } from '../src/ro
 import { HealthRegistry } from '../src/routing/health.js';
 import { planAttempts } from '../src/routing/plan.js';
 import { createUpstreamAgent } from '../src/routing/upstream-client.js';
-import { balanceUnits, chat, chatStream, getJson, startTestGateway, testCatalog, toUnits, waitForGeneration, type SseResult, type TestGateway } from './helpers/gateway.js';
+import {
+  balanceUnits,
+  chat,
+  chatStream,
+  getJson,
+  startTestGateway,
+  testCatalog,
+  toUnits,
+  waitForGeneration,
+  type SseResult,
+  type TestGateway,
+} from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const MESSAGES = [{ role: 'user', content: 'Keep answering, whatever the providers do.' }];
@@ -133,9 +149,26 @@ async function startFlipServer(): Promise<FlipServer> {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model: string };
       const text =
         state.mode === 'down'
-          ? JSON.stringify({ error: { message: 'The server is overloaded or not ready yet.', type: 'server_error', param: null, code: null } })
-          : JSON.stringify(completionBody({ id: `chatcmpl-flip${state.hits}`, created: Math.floor(Date.now() / 1000), model: body.model }, 'Served by the primary.', 'stop', openAiUsage(PROMPT_TOKENS, 5)));
-      res.writeHead(state.mode === 'down' ? 503 : 200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+          ? JSON.stringify({
+              error: {
+                message: 'The server is overloaded or not ready yet.',
+                type: 'server_error',
+                param: null,
+                code: null,
+              },
+            })
+          : JSON.stringify(
+              completionBody(
+                { id: `chatcmpl-flip${state.hits}`, created: Math.floor(Date.now() / 1000), model: body.model },
+                'Served by the primary.',
+                'stop',
+                openAiUsage(PROMPT_TOKENS, 5),
+              ),
+            );
+      res.writeHead(state.mode === 'down' ? 503 : 200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+      });
       res.end(text);
     });
   });
@@ -196,7 +229,9 @@ function streamText(sse: SseResult): string {
   return sse.events.map((e) => (e.choices?.[0]?.delta?.content as string | undefined) ?? '').join('');
 }
 function finishReasons(sse: SseResult): string[] {
-  return sse.events.flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason)).filter((r): r is string => r !== null);
+  return sse.events
+    .flatMap((e) => (e.choices ?? []).map((c: { finish_reason: string | null }) => c.finish_reason))
+    .filter((r): r is string => r !== null);
 }
 
 /** A stream that ended with exactly one in-band error chunk of `errorType`, never as a success. */
@@ -210,7 +245,10 @@ function expectInBandError(o: Outcome, errorType: string) {
   expect(errors).toHaveLength(1);
   expect(errors[0]).toBe(sse.events.at(-1));
   expect(errors[0].error.metadata.error_type).toBe(errorType);
-  expect(sse.events.some((e) => Array.isArray(e.choices) && e.choices.length === 0 && e.usage), 'no usage chunk after an error').toBe(false);
+  expect(
+    sse.events.some((e) => Array.isArray(e.choices) && e.choices.length === 0 && e.usage),
+    'no usage chunk after an error',
+  ).toBe(false);
   expect(sse.done).toBe(true);
 }
 
@@ -255,7 +293,11 @@ const SCENARIOS: Scenario[] = [
     ms: [0, FAST_MS],
     check: (o) => {
       expect(o.headers['retry-after']).toBe('5');
-      expect(o.json.error.metadata).toMatchObject({ error_type: 'rate_limit_exceeded', provider_code: 'rate_limit_exceeded', provider_name: NAMES.A });
+      expect(o.json.error.metadata).toMatchObject({
+        error_type: 'rate_limit_exceeded',
+        provider_code: 'rate_limit_exceeded',
+        provider_name: NAMES.A,
+      });
     },
   },
   {
@@ -441,16 +483,21 @@ const SCENARIOS: Scenario[] = [
     check: (o) => expect(o.json.model).toBe('sc/context-fallback'),
   },
   {
-    name: 'context length exceeded without a fallback model: 400, the same model\'s healthy endpoint untried',
+    name: "context length exceeded without a fallback model: 400, the same model's healthy endpoint untried",
     model: 'sc/context',
     stream: false,
     status: 400,
     attempts: { A: 1 },
     ms: [0, FAST_MS],
-    check: (o) => expect(o.json.error.metadata).toMatchObject({ error_type: 'context_length_exceeded', provider_code: 'context_length_exceeded', provider_name: NAMES.A }),
+    check: (o) =>
+      expect(o.json.error.metadata).toMatchObject({
+        error_type: 'context_length_exceeded',
+        provider_code: 'context_length_exceeded',
+        provider_name: NAMES.A,
+      }),
   },
   {
-    name: 'content-policy rejection: returned with the provider\'s reason, no failover (endpoint or model)',
+    name: "content-policy rejection: returned with the provider's reason, no failover (endpoint or model)",
     model: 'sc/policy',
     models: ['sc/policy', 'sc/policy-fallback'],
     stream: false,
@@ -459,7 +506,11 @@ const SCENARIOS: Scenario[] = [
     ms: [0, FAST_MS],
     check: (o) => {
       expect(o.json.error.message).toContain('safety system');
-      expect(o.json.error.metadata).toMatchObject({ error_type: 'content_policy', provider_code: 'content_policy_violation', provider_name: NAMES.A });
+      expect(o.json.error.metadata).toMatchObject({
+        error_type: 'content_policy',
+        provider_code: 'content_policy_violation',
+        provider_name: NAMES.A,
+      });
     },
   },
   {
@@ -512,7 +563,14 @@ describe('failover scenarios', () => {
       target: sqliteTarget,
       extraModels: MODELS,
       configure: (file) => {
-        const provider = (id: string, name: string, url: string, timeouts: typeof SHORT) => ({ id, name, kind: 'openai', base_url: url, api_key: 'upstream-secret', timeouts });
+        const provider = (id: string, name: string, url: string, timeouts: typeof SHORT) => ({
+          id,
+          name,
+          kind: 'openai',
+          base_url: url,
+          api_key: 'upstream-secret',
+          timeouts,
+        });
         file.providers.push(
           provider(PROVIDER_IDS.A, NAMES.A, mocks.A.url, SHORT),
           provider(PROVIDER_IDS.B, NAMES.B, mocks.B.url, PATIENT),
@@ -536,7 +594,9 @@ describe('failover scenarios', () => {
   afterAll(async () => {
     if (rows.length > 0) {
       const lines = rows.map((r) => `| ${r.scenario} | ${r.got} | ${r.attempts} | ${r.ms} ms |`);
-      console.log(['| scenario | caller got | attempts per endpoint | time |', '|---|---|---|---|', ...lines].join('\n'));
+      console.log(
+        ['| scenario | caller got | attempts per endpoint | time |', '|---|---|---|---|', ...lines].join('\n'),
+      );
     }
     await gw?.close();
     await Promise.all([...Object.values(mocks).map((m) => m.close()), flip?.close()]);
@@ -585,98 +645,142 @@ describe('failover scenarios', () => {
     if (sse) {
       const error = sse.events.find((e) => e.error !== undefined);
       const provider = String(sse.events[0]?.provider ?? '');
-      return error ? `200 stream from ${provider}, in-band error (${String(error.error.metadata.error_type)}), finish_reason error` : `200 stream from ${provider}, complete`;
+      return error
+        ? `200 stream from ${provider}, in-band error (${String(error.error.metadata.error_type)}), finish_reason error`
+        : `200 stream from ${provider}, complete`;
     }
     return `200 from ${String(o.json.provider)}`;
   }
 
-  it.each(SCENARIOS)('$name', async (s) => {
-    const o = await send({ model: s.model, ...(s.models ? { models: s.models } : {}), messages: MESSAGES }, s.stream);
-    rows.push({ scenario: s.name, got: summary(o), attempts: describeCounts(o.attempts), ms: o.ms });
+  it.each(SCENARIOS)(
+    '$name',
+    async (s) => {
+      const o = await send({ model: s.model, ...(s.models ? { models: s.models } : {}), messages: MESSAGES }, s.stream);
+      rows.push({ scenario: s.name, got: summary(o), attempts: describeCounts(o.attempts), ms: o.ms });
 
-    expect(o.status, o.sse?.raw ?? JSON.stringify(o.json)).toBe(s.status);
-    expect(o.attempts).toEqual({ A: s.attempts.A ?? 0, B: s.attempts.B ?? 0, C: s.attempts.C ?? 0 });
-    expect(o.ms).toBeGreaterThanOrEqual(s.ms[0]);
-    expect(o.ms).toBeLessThanOrEqual(s.ms[1]);
-    if (s.servedBy !== undefined) {
-      if (o.sse) expect(o.sse.events.every((e) => e.provider === s.servedBy)).toBe(true);
-      else {
-        expect(o.json.provider).toBe(s.servedBy);
-        expect(o.json.choices[0].message.content).toBe(FULL_TEXT);
-        expect(o.json.choices[0].finish_reason).toBe('stop');
+      expect(o.status, o.sse?.raw ?? JSON.stringify(o.json)).toBe(s.status);
+      expect(o.attempts).toEqual({ A: s.attempts.A ?? 0, B: s.attempts.B ?? 0, C: s.attempts.C ?? 0 });
+      expect(o.ms).toBeGreaterThanOrEqual(s.ms[0]);
+      expect(o.ms).toBeLessThanOrEqual(s.ms[1]);
+      if (s.servedBy !== undefined) {
+        if (o.sse) expect(o.sse.events.every((e) => e.provider === s.servedBy)).toBe(true);
+        else {
+          expect(o.json.provider).toBe(s.servedBy);
+          expect(o.json.choices[0].message.content).toBe(FULL_TEXT);
+          expect(o.json.choices[0].finish_reason).toBe('stop');
+        }
       }
-    }
-    if (o.status !== 200) expect(o.json.error.code).toBe(o.status);
-    if (s.statuses) {
-      const id = String(o.headers['x-generation-id']);
-      const g = await waitForGeneration(gw, id, key);
+      if (o.status !== 200) expect(o.json.error.code).toBe(o.status);
+      if (s.statuses) {
+        const id = String(o.headers['x-generation-id']);
+        const g = await waitForGeneration(gw, id, key);
+        expect(g.status).toBe(200);
+        expect(g.json.data.provider_responses.map((a: { status: number | null }) => a.status)).toEqual(s.statuses);
+        expect(g.json.data.provider_name).toBe(s.servedBy);
+      }
+      s.check?.(o);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it(
+    'fail-over accounting: served model and provider named, every attempt listed, only the serving attempt billed at its prices',
+    async () => {
+      const before = await balanceUnits(gw, accountId);
+      const o = await send(
+        { model: 'sc/accounting', models: ['sc/accounting', 'sc/accounting-fallback'], messages: MESSAGES },
+        false,
+      );
+      rows.push({
+        scenario: 'fail-over accounting (503, reset, 503 again, then the fallback model)',
+        got: summary(o),
+        attempts: describeCounts(o.attempts),
+        ms: o.ms,
+      });
+      expect(o.status, JSON.stringify(o.json)).toBe(200);
+      // max_attempts 4: the requested model gets one retry (at whichever endpoint's backoff ends first);
+      // the last attempt is kept for the fallback model.
+      expect(o.attempts.A + o.attempts.C).toBe(3);
+      expect(o.attempts.B).toBe(1);
+      expect(o.json.model).toBe('sc/accounting-fallback');
+      expect(o.json.provider).toBe(NAMES.B);
+      // Fallback B's prices: 0.000002 prompt, 0.000004 completion per token; nothing for the failed attempts.
+      const expected = PROMPT_TOKENS * 2000 + 40 * 4000;
+      expect(toUnits(o.json.usage.cost)).toBe(expected);
+
+      const g = await getJson(gw, `/generation?id=${o.json.id}`, key);
       expect(g.status).toBe(200);
-      expect(g.json.data.provider_responses.map((a: { status: number | null }) => a.status)).toEqual(s.statuses);
-      expect(g.json.data.provider_name).toBe(s.servedBy);
-    }
-    s.check?.(o);
-  }, CASE_TIMEOUT_MS);
+      expect(g.json.data.model).toBe('sc/accounting-fallback');
+      expect(g.json.data.provider_name).toBe(NAMES.B);
+      const responses = g.json.data.provider_responses as {
+        provider_name: string;
+        status: number | null;
+        latency: number;
+      }[];
+      const statuses = responses.map((r) => [r.provider_name, r.status]);
+      expect(statuses.slice(0, 2)).toEqual([
+        [NAMES.A, 503],
+        [NAMES.C, null],
+      ]);
+      expect([
+        [NAMES.A, 503],
+        [NAMES.C, null],
+      ]).toContainEqual(statuses[2]);
+      expect(statuses[3]).toEqual([NAMES.B, 200]);
+      for (const r of responses) {
+        expect(typeof r.latency).toBe('number');
+        expect(r.latency).toBeGreaterThanOrEqual(0);
+        expect(r.latency).toBeLessThanOrEqual(o.ms);
+      }
+      expect(toUnits(g.json.data.total_cost)).toBe(expected);
+      expect(g.json.data.tokens_completion).toBe(40);
+      expect(await balanceUnits(gw, accountId)).toBe(before - expected);
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('fail-over accounting: served model and provider named, every attempt listed, only the serving attempt billed at its prices', async () => {
-    const before = await balanceUnits(gw, accountId);
-    const o = await send({ model: 'sc/accounting', models: ['sc/accounting', 'sc/accounting-fallback'], messages: MESSAGES }, false);
-    rows.push({ scenario: 'fail-over accounting (503, reset, 503 again, then the fallback model)', got: summary(o), attempts: describeCounts(o.attempts), ms: o.ms });
-    expect(o.status, JSON.stringify(o.json)).toBe(200);
-    // max_attempts 4: the requested model gets one retry (at whichever endpoint's backoff ends first);
-    // the last attempt is kept for the fallback model.
-    expect(o.attempts.A + o.attempts.C).toBe(3);
-    expect(o.attempts.B).toBe(1);
-    expect(o.json.model).toBe('sc/accounting-fallback');
-    expect(o.json.provider).toBe(NAMES.B);
-    // Fallback B's prices: 0.000002 prompt, 0.000004 completion per token; nothing for the failed attempts.
-    const expected = PROMPT_TOKENS * 2000 + 40 * 4000;
-    expect(toUnits(o.json.usage.cost)).toBe(expected);
+  it(
+    'circuit breaker: a persistently failing model is not hammered — open breakers answer 502 at once, then one probe per endpoint',
+    async () => {
+      const model = 'sc/503-breaker';
+      const first = await send({ model, messages: MESSAGES }, false);
+      expect(first.status).toBe(502);
+      expect(first.attempts).toEqual({ A: 2, B: 2, C: 0 }); // threshold 2: both breakers are open now
+      rows.push({
+        scenario: 'breaker 1: persistent 503',
+        got: summary(first),
+        attempts: describeCounts(first.attempts),
+        ms: first.ms,
+      });
 
-    const g = await getJson(gw, `/generation?id=${o.json.id}`, key);
-    expect(g.status).toBe(200);
-    expect(g.json.data.model).toBe('sc/accounting-fallback');
-    expect(g.json.data.provider_name).toBe(NAMES.B);
-    const responses = g.json.data.provider_responses as { provider_name: string; status: number | null; latency: number }[];
-    const statuses = responses.map((r) => [r.provider_name, r.status]);
-    expect(statuses.slice(0, 2)).toEqual([
-      [NAMES.A, 503],
-      [NAMES.C, null],
-    ]);
-    expect([[NAMES.A, 503], [NAMES.C, null]]).toContainEqual(statuses[2]);
-    expect(statuses[3]).toEqual([NAMES.B, 200]);
-    for (const r of responses) {
-      expect(typeof r.latency).toBe('number');
-      expect(r.latency).toBeGreaterThanOrEqual(0);
-      expect(r.latency).toBeLessThanOrEqual(o.ms);
-    }
-    expect(toUnits(g.json.data.total_cost)).toBe(expected);
-    expect(g.json.data.tokens_completion).toBe(40);
-    expect(await balanceUnits(gw, accountId)).toBe(before - expected);
-  }, CASE_TIMEOUT_MS);
+      const second = await send({ model, messages: MESSAGES }, false);
+      rows.push({
+        scenario: 'breaker 2: at once, every endpoint open',
+        got: summary(second),
+        attempts: describeCounts(second.attempts),
+        ms: second.ms,
+      });
+      expect(second.status).toBe(502);
+      expect(second.attempts).toEqual(first.attempts); // nothing sent upstream
+      expect(second.headers['retry-after']).toBe('1');
+      expect(second.json.error.metadata).toMatchObject({ error_type: 'provider_unavailable' });
+      expect(second.json.error.message).toContain('temporarily unavailable');
 
-  it('circuit breaker: a persistently failing model is not hammered — open breakers answer 502 at once, then one probe per endpoint', async () => {
-    const model = 'sc/503-breaker';
-    const first = await send({ model, messages: MESSAGES }, false);
-    expect(first.status).toBe(502);
-    expect(first.attempts).toEqual({ A: 2, B: 2, C: 0 }); // threshold 2: both breakers are open now
-    rows.push({ scenario: 'breaker 1: persistent 503', got: summary(first), attempts: describeCounts(first.attempts), ms: first.ms });
-
-    const second = await send({ model, messages: MESSAGES }, false);
-    rows.push({ scenario: 'breaker 2: at once, every endpoint open', got: summary(second), attempts: describeCounts(second.attempts), ms: second.ms });
-    expect(second.status).toBe(502);
-    expect(second.attempts).toEqual(first.attempts); // nothing sent upstream
-    expect(second.headers['retry-after']).toBe('1');
-    expect(second.json.error.metadata).toMatchObject({ error_type: 'provider_unavailable' });
-    expect(second.json.error.message).toContain('temporarily unavailable');
-
-    await sleep(OPEN_MS + 150);
-    const third = await send({ model, messages: MESSAGES }, false);
-    rows.push({ scenario: 'breaker 3: after open_ms, one probe each', got: summary(third), attempts: describeCounts({ A: third.attempts.A - first.attempts.A, B: third.attempts.B - first.attempts.B }), ms: third.ms });
-    expect(third.status).toBe(502);
-    expect(third.json.error.metadata.error_type).toBe('server');
-    // One probe per endpoint: a failed probe re-opens the breaker (for twice as long), so no retries.
-    expect(third.attempts).toEqual({ A: 3, B: 3, C: 0 });
-  }, CASE_TIMEOUT_MS);
+      await sleep(OPEN_MS + 150);
+      const third = await send({ model, messages: MESSAGES }, false);
+      rows.push({
+        scenario: 'breaker 3: after open_ms, one probe each',
+        got: summary(third),
+        attempts: describeCounts({ A: third.attempts.A - first.attempts.A, B: third.attempts.B - first.attempts.B }),
+        ms: third.ms,
+      });
+      expect(third.status).toBe(502);
+      expect(third.json.error.metadata.error_type).toBe('server');
+      // One probe per endpoint: a failed probe re-opens the breaker (for twice as long), so no retries.
+      expect(third.attempts).toEqual({ A: 3, B: 3, C: 0 });
+    },
+    CASE_TIMEOUT_MS,
+  );
 
   it('a primary down for a while, then healthy: fallback serves throughout, the primary sees only probes, and traffic is back on it within max_open_ms + slack', async () => {
     flip.mode = 'down';
@@ -693,11 +797,16 @@ describe('failover scenarios', () => {
     }
     const outageElapsed = performance.now() - outageStart;
     const primaryHitsDuringOutage = flip.hits;
-    expect(outage.every((r) => r.status === 200 && r.provider === NAMES.B), JSON.stringify(outage)).toBe(true);
+    expect(
+      outage.every((r) => r.status === 200 && r.provider === NAMES.B),
+      JSON.stringify(outage),
+    ).toBe(true);
     expect(mocks.B.stats.requests).toBe(outage.length);
     // Without a breaker the primary would see every request; with it: the threshold, then at most
     // one probe per open period (which doubles up to max_open_ms on failed probes).
-    expect(primaryHitsDuringOutage).toBeLessThanOrEqual(ROUTING.breaker.failure_threshold + 1 + Math.ceil(outageElapsed / OPEN_MS));
+    expect(primaryHitsDuringOutage).toBeLessThanOrEqual(
+      ROUTING.breaker.failure_threshold + 1 + Math.ceil(outageElapsed / OPEN_MS),
+    );
     expect(primaryHitsDuringOutage).toBeLessThanOrEqual(callers / 2);
     rows.push({
       scenario: `primary down ${Math.round(outageElapsed)} ms, a request every ${interval} ms`,
@@ -720,7 +829,12 @@ describe('failover scenarios', () => {
       }
       await sleep(interval);
     }
-    rows.push({ scenario: 'primary healthy again: first request served by it', got: `200 from ${NAMES.flip} after ${sent} requests`, attempts: describeCounts({ Flip: flip.hits - primaryHitsDuringOutage }), ms: Math.round(backAfter ?? -1) });
+    rows.push({
+      scenario: 'primary healthy again: first request served by it',
+      got: `200 from ${NAMES.flip} after ${sent} requests`,
+      attempts: describeCounts({ Flip: flip.hits - primaryHitsDuringOutage }),
+      ms: Math.round(backAfter ?? -1),
+    });
     expect(backAfter, 'traffic never came back to the recovered primary').not.toBeNull();
     expect(backAfter!).toBeLessThanOrEqual(MAX_OPEN_MS + interval + 800);
 
@@ -763,7 +877,11 @@ describe('execute loop (unit, fake clock)', () => {
   });
 
   /** `tick`: how far the clock moves at every reading (0: only sleeps move it). */
-  function run(modelId: string, policy: Partial<RetryPolicy>, { random = Math.random, tick = 0 }: { random?: () => number; tick?: number } = {}) {
+  function run(
+    modelId: string,
+    policy: Partial<RetryPolicy>,
+    { random = Math.random, tick = 0 }: { random?: () => number; tick?: number } = {},
+  ) {
     let clock = 1_000_000;
     const sleeps: number[] = [];
     const health = new HealthRegistry({ failureThreshold: 5, openMs: 1000, maxOpenMs: 2000, probeTimeoutMs: 60_000 });
@@ -772,7 +890,14 @@ describe('execute loop (unit, fake clock)', () => {
       adapterFor,
       now: () => (clock += tick),
       health,
-      policy: { maxAttempts: 4, budgetMs: 10_000, triesPerEndpoint: 2, retryBackoffMs: 20, maxRetryWaitMs: 5000, ...policy },
+      policy: {
+        maxAttempts: 4,
+        budgetMs: 10_000,
+        triesPerEndpoint: 2,
+        retryBackoffMs: 20,
+        maxRetryWaitMs: 5000,
+        ...policy,
+      },
       sleep: (ms) => {
         sleeps.push(ms);
         clock += ms;
@@ -780,53 +905,78 @@ describe('execute loop (unit, fake clock)', () => {
       },
       random,
     };
-    const plan = planAttempts(catalog, { model: modelId }, { allowedModels: null, allowedProviders: null }, health, clock);
+    const plan = planAttempts(
+      catalog,
+      { model: modelId },
+      { allowedModels: null, allowedProviders: null },
+      health,
+      clock,
+    );
     const signal = new AbortController().signal;
     return { sleeps, outcome: executeCompletion(deps, { plan, body: { model: modelId, messages: MESSAGES }, signal }) };
   }
 
-  it('does not wait for a Retry-After that fits max_retry_wait_ms but not the time budget', async () => {
-    const { sleeps, outcome } = run('sc/unit-budget', { budgetMs: 1000 });
-    const result = await outcome;
-    expect(result.ok).toBe(false);
-    expect(sleeps).toEqual([]);
-    expect(result.attempts.map((a) => a.status)).toEqual([429]);
-    expect(mocks.A.stats.requests).toBe(1);
-    if (!result.ok) expect(result.error.code).toBe('upstream.rate_limited');
-  }, CASE_TIMEOUT_MS);
+  it(
+    'does not wait for a Retry-After that fits max_retry_wait_ms but not the time budget',
+    async () => {
+      const { sleeps, outcome } = run('sc/unit-budget', { budgetMs: 1000 });
+      const result = await outcome;
+      expect(result.ok).toBe(false);
+      expect(sleeps).toEqual([]);
+      expect(result.attempts.map((a) => a.status)).toEqual([429]);
+      expect(mocks.A.stats.requests).toBe(1);
+      if (!result.ok) expect(result.error.code).toBe('upstream.rate_limited');
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('waits exactly the Retry-After when it fits both, then retries the same endpoint', async () => {
-    const { sleeps, outcome } = run('sc/unit-hint', { budgetMs: 1000 });
-    const result = await outcome;
-    expect(result.ok).toBe(true);
-    expect(sleeps).toEqual([500]);
-    expect(result.attempts.map((a) => a.status)).toEqual([429, 200]);
-  }, CASE_TIMEOUT_MS);
+  it(
+    'waits exactly the Retry-After when it fits both, then retries the same endpoint',
+    async () => {
+      const { sleeps, outcome } = run('sc/unit-hint', { budgetMs: 1000 });
+      const result = await outcome;
+      expect(result.ok).toBe(true);
+      expect(sleeps).toEqual([500]);
+      expect(result.attempts.map((a) => a.status)).toEqual([429, 200]);
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('tries every endpoint once before retrying a failed one, even when the jittered backoff is 0', async () => {
-    const { outcome } = run('sc/unit-order', {}, { random: () => 0 });
-    const result = await outcome;
-    expect(result.ok).toBe(true);
-    expect(result.attempts.map((a) => [a.providerName, a.status])).toEqual([
-      [NAMES.A, 503],
-      [NAMES.B, 200],
-    ]);
-    expect(mocks.A.stats.requests).toBe(1);
-  }, CASE_TIMEOUT_MS);
+  it(
+    'tries every endpoint once before retrying a failed one, even when the jittered backoff is 0',
+    async () => {
+      const { outcome } = run('sc/unit-order', {}, { random: () => 0 });
+      const result = await outcome;
+      expect(result.ok).toBe(true);
+      expect(result.attempts.map((a) => [a.providerName, a.status])).toEqual([
+        [NAMES.A, 503],
+        [NAMES.B, 200],
+      ]);
+      expect(mocks.A.stats.requests).toBe(1);
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('starts no new attempt once the time budget is spent, even with an untried endpoint left', async () => {
-    // Every reading of the clock is 1 s later: the first attempt ends past the 2.5 s budget.
-    const { sleeps, outcome } = run('sc/unit-order', { budgetMs: 2500 }, { tick: 1000 });
-    const result = await outcome;
-    expect(result.ok).toBe(false);
-    expect(sleeps).toEqual([]);
-    expect(result.attempts.map((a) => a.status)).toEqual([503]);
-    expect(mocks.B.stats.requests).toBe(0);
-  }, CASE_TIMEOUT_MS);
+  it(
+    'starts no new attempt once the time budget is spent, even with an untried endpoint left',
+    async () => {
+      // Every reading of the clock is 1 s later: the first attempt ends past the 2.5 s budget.
+      const { sleeps, outcome } = run('sc/unit-order', { budgetMs: 2500 }, { tick: 1000 });
+      const result = await outcome;
+      expect(result.ok).toBe(false);
+      expect(sleeps).toEqual([]);
+      expect(result.attempts.map((a) => a.status)).toEqual([503]);
+      expect(mocks.B.stats.requests).toBe(0);
+    },
+    CASE_TIMEOUT_MS,
+  );
 
   it('plans a half-open endpoint first (its probe is free) and behind the others while its probe is out', () => {
     const health = new HealthRegistry({ failureThreshold: 2, openMs: 300, maxOpenMs: 600, probeTimeoutMs: 60_000 });
-    const order = (now: number) => planAttempts(catalog, { model: 'sc/flip' }, { allowedModels: null, allowedProviders: null }, health, now).map((p) => p.endpoint.provider.id);
+    const order = (now: number) =>
+      planAttempts(catalog, { model: 'sc/flip' }, { allowedModels: null, allowedProviders: null }, health, now).map(
+        (p) => p.endpoint.provider.id,
+      );
     const primary = HealthRegistry.keyOf('sc/flip', PROVIDER_IDS.flip);
     expect(order(0)).toEqual([PROVIDER_IDS.flip, PROVIDER_IDS.B]);
     health.recordFailure(primary, 0, 'server', null);

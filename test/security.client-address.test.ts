@@ -18,7 +18,10 @@ afterAll(async () => {
 
 async function gatewayTrusting(trust: unknown, logLines?: string[]): Promise<TestGateway> {
   const logger = logLines
-    ? pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(chunk.toString()), done()) }))
+    ? pino(
+        { level: 'info' },
+        new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(chunk.toString()), done()) }),
+      )
     : undefined;
   const gw = await startTestGateway({
     target: sqliteTarget,
@@ -33,7 +36,9 @@ async function gatewayTrusting(trust: unknown, logLines?: string[]): Promise<Tes
 }
 
 const get = (gw: TestGateway, forwardedFor: string) =>
-  request(`${gw.api}/models`, { headers: { 'x-forwarded-for': forwardedFor } }).then(async (r) => (await r.body.dump(), r.statusCode));
+  request(`${gw.api}/models`, { headers: { 'x-forwarded-for': forwardedFor } }).then(
+    async (r) => (await r.body.dump(), r.statusCode),
+  );
 
 describe('client address behind a trusted proxy', () => {
   it('trust_proxy: true means one proxy: a different left-most entry per request does not escape the limit', async () => {
@@ -46,7 +51,9 @@ describe('client address behind a trusted proxy', () => {
     // Another client, as seen by the proxy, has its own bucket.
     expect(await get(gw, '198.51.100.1, 203.0.113.2')).toBe(200);
     // The logs name the address the guard used, never the spoofed one.
-    const addresses = lines.map((line) => JSON.parse(line) as { req?: { remoteAddress?: string } }).flatMap((entry) => (entry.req?.remoteAddress ? [entry.req.remoteAddress] : []));
+    const addresses = lines
+      .map((line) => JSON.parse(line) as { req?: { remoteAddress?: string } })
+      .flatMap((entry) => (entry.req?.remoteAddress ? [entry.req.remoteAddress] : []));
     expect(addresses).toContain('203.0.113.1');
     expect(addresses.filter((a) => a.startsWith('198.51.100.') || a.startsWith('10.0.0.'))).toEqual([]);
   });

@@ -21,7 +21,10 @@ describe('hostile request bodies', () => {
   let key: string;
 
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file.server, { body_limit_bytes: FOUR_MIB }) });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file.server, { body_limit_bytes: FOUR_MIB }),
+    });
     accountId = await gw.createAccount(5);
     // A key of an account with money: the "valid key" case; a zero balance would change nothing here.
     key = (await gw.createKey(accountId)).key;
@@ -41,7 +44,12 @@ describe('hostile request bodies', () => {
   async function upload(body: Buffer, headers: Record<string, string>) {
     const events: string[] = [];
     const conn = await rawExchange(gw.url, (event) => events.push(event));
-    const head = Object.entries({ host: '127.0.0.1', 'content-type': 'application/json', 'content-length': String(body.length), ...headers })
+    const head = Object.entries({
+      host: '127.0.0.1',
+      'content-type': 'application/json',
+      'content-length': String(body.length),
+      ...headers,
+    })
       .map(([name, value]) => `${name}: ${value}\r\n`)
       .join('');
     await conn.write(`POST /api/v1/chat/completions HTTP/1.1\r\n${head}\r\n`);
@@ -116,6 +124,8 @@ describe('hostile request bodies', () => {
       body: JSON.stringify({ model: 'test/chat', messages }),
     });
     expect(response.statusCode).toBe(400);
-    expect(await response.body.json()).toEqual({ error: { code: 400, message: 'Invalid request: messages[0].content: is required' } });
+    expect(await response.body.json()).toEqual({
+      error: { code: 400, message: 'Invalid request: messages[0].content: is required' },
+    });
   });
 });

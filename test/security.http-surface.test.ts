@@ -18,7 +18,10 @@ describe('HTTP surface', () => {
   let management: string;
 
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, env: { TOLLGATE_METRICS_TOKEN: 'metrics-token-for-tests-01' } });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      env: { TOLLGATE_METRICS_TOKEN: 'metrics-token-for-tests-01' },
+    });
     accountId = await gw.createAccount(1);
     management = (await gw.createKey(accountId, { management: true })).key;
   });
@@ -27,7 +30,9 @@ describe('HTTP surface', () => {
   it('every route declares who may call it', () => {
     const undeclared = gw.gateway.routes.declarations().filter((route) => route.auth === undefined);
     expect(undeclared).toEqual([]);
-    const byUrl = new Map(gw.gateway.routes.declarations().map((route) => [`${route.method} ${route.url}`, route.auth]));
+    const byUrl = new Map(
+      gw.gateway.routes.declarations().map((route) => [`${route.method} ${route.url}`, route.auth]),
+    );
     expect(byUrl.get('POST /api/v1/chat/completions')).toBe('inference');
     expect(byUrl.get('POST /api/v1/keys')).toBe('account'); // a management key or the dashboard's session
     expect(byUrl.get('POST /api/v1/admin/accounts')).toBe('admin');
@@ -36,7 +41,14 @@ describe('HTTP surface', () => {
 
   it('offset=1e20 (and other non-integers) on key listings → 400, never a 500', async () => {
     for (const offset of ['1e20', '1e3', '0x10', '-1', '1.5', '99999999']) {
-      expectError(await gw.admin('GET', `/accounts/${accountId}/keys?offset=${offset}`).then((r) => ({ status: r.status, headers: { 'content-type': 'application/json' }, text: JSON.stringify(r.json) })), 400);
+      expectError(
+        await gw.admin('GET', `/accounts/${accountId}/keys?offset=${offset}`).then((r) => ({
+          status: r.status,
+          headers: { 'content-type': 'application/json' },
+          text: JSON.stringify(r.json),
+        })),
+        400,
+      );
       expectError(await call(gw, 'GET', `/keys?offset=${offset}`, { key: management }), 400);
     }
     expect((await gw.admin('GET', `/accounts/${accountId}/keys?offset=0`)).status).toBe(200);
@@ -66,16 +78,28 @@ describe('HTTP surface', () => {
 
   it('the admin API sends no CORS headers and refuses preflights; the public API keeps them', async () => {
     const origin = { origin: 'https://evil.example' };
-    const admin = await request(`${gw.api}/admin/accounts/${accountId}`, { headers: { ...origin, authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const admin = await request(`${gw.api}/admin/accounts/${accountId}`, {
+      headers: { ...origin, authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     await admin.body.dump();
     expect(admin.statusCode).toBe(200);
     expect(admin.headers['access-control-allow-origin']).toBeUndefined();
-    const preflight = await request(`${gw.api}/admin/accounts`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' } });
+    const preflight = await request(`${gw.api}/admin/accounts`, {
+      method: 'OPTIONS',
+      headers: {
+        ...origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization',
+      },
+    });
     await preflight.body.dump();
     expect(preflight.statusCode).toBeGreaterThanOrEqual(400);
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
     expect(preflight.headers['access-control-allow-methods']).toBeUndefined();
-    const publicPreflight = await request(`${gw.api}/keys`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } });
+    const publicPreflight = await request(`${gw.api}/keys`, {
+      method: 'OPTIONS',
+      headers: { ...origin, 'access-control-request-method': 'POST' },
+    });
     await publicPreflight.body.dump();
     expect(publicPreflight.statusCode).toBe(204);
     expect(publicPreflight.headers['access-control-allow-origin']).toBe('*');
@@ -88,7 +112,9 @@ describe('HTTP surface', () => {
     const wrong = await request(`${gw.url}/metrics`, { headers: { authorization: 'Bearer not-the-metrics-token' } });
     expect(wrong.statusCode).toBe(401);
     await wrong.body.dump();
-    const scraped = await request(`${gw.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-for-tests-01' } });
+    const scraped = await request(`${gw.url}/metrics`, {
+      headers: { authorization: 'Bearer metrics-token-for-tests-01' },
+    });
     expect(scraped.statusCode).toBe(200);
     expect(await scraped.body.text()).toContain('tollgate_');
     // The admin token is not a metrics token.
@@ -100,7 +126,10 @@ describe('HTTP surface', () => {
 
 describe('/metrics on its own listener', () => {
   it('leaves the API listener without /metrics and serves it on the configured address', async () => {
-    const gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file.server, { metrics: { host: '127.0.0.1', port: 0 } }) });
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file.server, { metrics: { host: '127.0.0.1', port: 0 } }),
+    });
     const listener = await startMetricsListener(gw.gateway.services.metrics, { host: '127.0.0.1', port: 0 }, null);
     try {
       const onApi = await request(`${gw.url}/metrics`);
@@ -121,7 +150,10 @@ describe('/metrics on its own listener', () => {
 
 describe('connection cap', () => {
   it('beyond server.max_connections a new connection is closed at once, the open ones keep working', async () => {
-    const gw = await startTestGateway({ target: sqliteTarget, configure: (file) => Object.assign(file.server, { max_connections: 3 }) });
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file.server, { max_connections: 3 }),
+    });
     const open = [];
     try {
       // Three idle (slow) clients hold every slot.
@@ -169,7 +201,13 @@ describe('upstream SSE line limit', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
-        file.providers.push({ id: 'endless-line', name: 'Endless line', kind: 'openai', base_url: url, timeouts: { connect_ms: 2000, first_token_ms: 120_000, idle_ms: 120_000 } });
+        file.providers.push({
+          id: 'endless-line',
+          name: 'Endless line',
+          kind: 'openai',
+          base_url: url,
+          timeouts: { connect_ms: 2000, first_token_ms: 120_000, idle_ms: 120_000 },
+        });
         file.models.push({
           id: 'test/long-line',
           name: 'long line',
@@ -195,6 +233,9 @@ describe('upstream SSE line limit', () => {
     expect(answer.status, answer.text).toBe(200);
     expect(answer.json.provider).toBe('Mock B');
     const generation = await call(gw, 'GET', `/generation?id=${answer.json.id}`, { key });
-    expect(generation.json.data.provider_responses.map((r: { provider_name: string }) => r.provider_name)).toEqual(['Endless line', 'Mock B']);
+    expect(generation.json.data.provider_responses.map((r: { provider_name: string }) => r.provider_name)).toEqual([
+      'Endless line',
+      'Mock B',
+    ]);
   }, 30_000);
 });

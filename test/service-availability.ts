@@ -61,7 +61,9 @@ export async function serviceAvailability(root: string): Promise<{ env: Record<s
     for (const file of filesNeeding(root, 'redis')) exclude.add(file);
   }
   if (missing.length > 0) {
-    console.log(`skipped service suites (${missing.join(' and ')} not reachable; CI=true requires them): ${[...exclude].sort().join(', ')}`);
+    console.log(
+      `skipped service suites (${missing.join(' and ')} not reachable; CI=true requires them): ${[...exclude].sort().join(', ')}`,
+    );
   }
   return { env, exclude: [...exclude] };
 }

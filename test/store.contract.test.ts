@@ -77,8 +77,12 @@ for (const target of STORE_TARGETS) {
         try {
           const stores = [fresh.openStore(), fresh.openStore(), fresh.openStore()];
           await Promise.all(stores.map((instance) => instance.migrate()));
-          const rows = await fresh.openDriver().all('SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version');
-          expect(rows.map((row) => [asNumber(row.version), asNumber(row.n)])).toEqual(MIGRATIONS.map((m) => [m.version, 1]));
+          const rows = await fresh
+            .openDriver()
+            .all('SELECT version, COUNT(*) AS n FROM schema_migrations GROUP BY version ORDER BY version');
+          expect(rows.map((row) => [asNumber(row.version), asNumber(row.n)])).toEqual(
+            MIGRATIONS.map((m) => [m.version, 1]),
+          );
           for (const instance of stores) expect(await instance.countAccounts()).toBe(0);
         } finally {
           await fresh.cleanup();
@@ -138,17 +142,26 @@ for (const target of STORE_TARGETS) {
         expect(result.account).toMatchObject({ totalCredits: 7n * USD, totalPurchased: 5n * USD });
         result = await store.addCredits(creditEntryFixture(accountId, { kind: 'adjustment', amount: -1_500_000_000n }));
         expect(result.account).toMatchObject({ totalCredits: 5_500_000_000n, totalPurchased: 5n * USD });
-        expect(await store.getAccount(accountId)).toMatchObject({ totalCredits: 5_500_000_000n, totalPurchased: 5n * USD });
+        expect(await store.getAccount(accountId)).toMatchObject({
+          totalCredits: 5_500_000_000n,
+          totalPurchased: 5n * USD,
+        });
       });
 
       it('is idempotent on (account, reference)', async () => {
         const accountId = await newAccount();
         const otherId = await newAccount();
-        const first = await store.addCredits(creditEntryFixture(accountId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }));
+        const first = await store.addCredits(
+          creditEntryFixture(accountId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }),
+        );
         expect(first.applied).toBe(true);
-        const replay = await store.addCredits(creditEntryFixture(accountId, { kind: 'purchase', amount: 9n * USD, reference: 'stripe:pi_1' }));
+        const replay = await store.addCredits(
+          creditEntryFixture(accountId, { kind: 'purchase', amount: 9n * USD, reference: 'stripe:pi_1' }),
+        );
         expect(replay).toEqual({ applied: false, account: first.account });
-        const elsewhere = await store.addCredits(creditEntryFixture(otherId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }));
+        const elsewhere = await store.addCredits(
+          creditEntryFixture(otherId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }),
+        );
         expect(elsewhere.applied).toBe(true);
         // Entries without a reference are never deduplicated.
         await store.addCredits(creditEntryFixture(accountId, { amount: 1n }));
@@ -218,7 +231,14 @@ for (const target of STORE_TARGETS) {
         const key = await newKey(accountId, { limit: 5n * USD, limitReset: 'daily', allowedModels: ['a/b'] });
         const updated = await store.updateKey(
           key.hash,
-          { name: 'renamed', disabled: true, limit: null, limitReset: null, allowedProviders: ['openai'], includeByokInLimit: true },
+          {
+            name: 'renamed',
+            disabled: true,
+            limit: null,
+            limitReset: null,
+            allowedProviders: ['openai'],
+            includeByokInLimit: true,
+          },
           1_700_000_123_000,
         );
         const expected: KeyRecord = {
@@ -233,8 +253,20 @@ for (const target of STORE_TARGETS) {
         };
         expect(updated).toEqual(expected);
         expect(await store.getKey(key.hash)).toEqual(expected);
-        const again = await store.updateKey(key.hash, { limit: 7n, limitReset: 'monthly', expiresAt: 42, compromisedAt: 43, allowedModels: null }, 1_700_000_124_000);
-        expect(again).toEqual({ ...expected, limit: 7n, limitReset: 'monthly', expiresAt: 42, compromisedAt: 43, allowedModels: null, updatedAt: 1_700_000_124_000 });
+        const again = await store.updateKey(
+          key.hash,
+          { limit: 7n, limitReset: 'monthly', expiresAt: 42, compromisedAt: 43, allowedModels: null },
+          1_700_000_124_000,
+        );
+        expect(again).toEqual({
+          ...expected,
+          limit: 7n,
+          limitReset: 'monthly',
+          expiresAt: 42,
+          compromisedAt: 43,
+          allowedModels: null,
+          updatedAt: 1_700_000_124_000,
+        });
         expect(await store.updateKey('f'.repeat(64), { name: 'x' }, 1)).toBeNull();
       });
 
@@ -285,7 +317,10 @@ for (const target of STORE_TARGETS) {
       it('applies only the first of two settlements with the same id in one batch', async () => {
         const { accountId, keyHash } = await setup();
         const generation = generationFixture(accountId, keyHash, { totalCost: 10n });
-        const outcome = await store.settle([settlementFixture(generation), settlementFixture({ ...generation, totalCost: 20n })]);
+        const outcome = await store.settle([
+          settlementFixture(generation),
+          settlementFixture({ ...generation, totalCost: 20n }),
+        ]);
         expect(outcome).toEqual([
           { id: generation.id, applied: true },
           { id: generation.id, applied: false },
@@ -325,7 +360,12 @@ for (const target of STORE_TARGETS) {
           upstreamPromptCost: 400n,
           upstreamCompletionCost: 600n,
         });
-        const credit = generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: 7n, upstreamPromptCost: 3n, upstreamCompletionCost: 4n });
+        const credit = generationFixture(accountId, keyHash, {
+          createdAt: WEDNESDAY,
+          totalCost: 7n,
+          upstreamPromptCost: 3n,
+          upstreamCompletionCost: 4n,
+        });
         await store.settle([settlementFixture(byok), settlementFixture(credit)]);
         const usage = (await store.getKeyUsage([keyHash], usagePeriods(WEDNESDAY))).get(keyHash);
         const totals = { usage: 57n, byokUsage: 1000n };
@@ -337,11 +377,17 @@ for (const target of STORE_TARGETS) {
         const { accountId, keyHash } = await setup();
         const other = await newKey(accountId);
         const batch: Settlement[] = Array.from({ length: 500 }, (_, i) =>
-          settlementFixture(generationFixture(accountId, i % 2 === 0 ? keyHash : other.hash, { createdAt: WEDNESDAY, totalCost: BigInt(1_000_003 + i) })),
+          settlementFixture(
+            generationFixture(accountId, i % 2 === 0 ? keyHash : other.hash, {
+              createdAt: WEDNESDAY,
+              totalCost: BigInt(1_000_003 + i),
+            }),
+          ),
         );
         const outcome = await store.settle(batch);
         expect(outcome.every((o, i) => o.applied && o.id === batch[i]?.generation.id)).toBe(true);
-        const sum = (parity: number) => batch.reduce((total, s, i) => (i % 2 === parity ? total + s.generation.totalCost : total), 0n);
+        const sum = (parity: number) =>
+          batch.reduce((total, s, i) => (i % 2 === parity ? total + s.generation.totalCost : total), 0n);
         expect((await store.getAccount(accountId))?.totalUsage).toBe(sum(0) + sum(1));
         const usage = await store.getKeyUsage([keyHash, other.hash], usagePeriods(WEDNESDAY));
         expect(usage.get(keyHash)?.day.usage).toBe(sum(0));
@@ -352,7 +398,9 @@ for (const target of STORE_TARGETS) {
         const { accountId, keyHash } = await setup();
         const batches = Array.from({ length: 20 }, (_, b) =>
           Array.from({ length: 25 }, (_, i) =>
-            settlementFixture(generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: BigInt(b * 1000 + i + 1) })),
+            settlementFixture(
+              generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: BigInt(b * 1000 + i + 1) }),
+            ),
           ),
         );
         const outcomes = await Promise.all(batches.map((batch) => store.settle(batch)));
@@ -360,11 +408,19 @@ for (const target of STORE_TARGETS) {
         const expected = batches.flat().reduce((total, s) => total + s.generation.totalCost, 0n);
         expect((await store.getAccount(accountId))?.totalUsage).toBe(expected);
         const usage = (await store.getKeyUsage([keyHash], usagePeriods(WEDNESDAY))).get(keyHash);
-        expect(usage).toMatchObject({ all: { usage: expected }, day: { usage: expected }, week: { usage: expected }, month: { usage: expected } });
+        expect(usage).toMatchObject({
+          all: { usage: expected },
+          day: { usage: expected },
+          week: { usage: expected },
+          month: { usage: expected },
+        });
       });
 
       it('getKeyUsage returns zeroes for every requested hash without counters', async () => {
-        const usage = await store.getKeyUsage(['1'.repeat(64), '2'.repeat(64), '1'.repeat(64)], usagePeriods(WEDNESDAY));
+        const usage = await store.getKeyUsage(
+          ['1'.repeat(64), '2'.repeat(64), '1'.repeat(64)],
+          usagePeriods(WEDNESDAY),
+        );
         const zero = { usage: 0n, byokUsage: 0n };
         expect([...usage.keys()]).toEqual(['1'.repeat(64), '2'.repeat(64)]);
         for (const entry of usage.values()) expect(entry).toEqual({ all: zero, day: zero, week: zero, month: zero });
@@ -456,10 +512,10 @@ describe('PostgreSQL driver', () => {
   it('parses int8 and numeric as bigint without touching the global pg.types', async () => {
     const driver = openPgDriver(await pgTestUrl());
     try {
-      const [row] = await driver.all('SELECT CAST(? AS BIGINT) AS big, SUM(x) AS total, COUNT(*) AS n FROM (VALUES (CAST(? AS BIGINT))) AS v (x)', [
-        2n ** 62n,
-        2n ** 61n,
-      ]);
+      const [row] = await driver.all(
+        'SELECT CAST(? AS BIGINT) AS big, SUM(x) AS total, COUNT(*) AS n FROM (VALUES (CAST(? AS BIGINT))) AS v (x)',
+        [2n ** 62n, 2n ** 61n],
+      );
       expect(row).toMatchObject({ big: 2n ** 62n, total: 2n ** 61n, n: 1n });
       expect(pg.types.getTypeParser(20, 'text')('5')).toBe('5');
     } finally {

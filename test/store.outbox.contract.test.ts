@@ -11,7 +11,19 @@ import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
 let counter = 0;
 function message(overrides: Partial<OutboxMessage> = {}): OutboxMessage {
   const id = `mail_${++counter}_${Date.now()}`;
-  return { id, kind: 'low_balance', dedupeKey: null, accountId: null, recipient: 'a@example.test', subject: 's', text: 't', html: '<p>h</p>', messageId: `<${id}@x>`, createdAt: 1_000, ...overrides };
+  return {
+    id,
+    kind: 'low_balance',
+    dedupeKey: null,
+    accountId: null,
+    recipient: 'a@example.test',
+    subject: 's',
+    text: 't',
+    html: '<p>h</p>',
+    messageId: `<${id}@x>`,
+    createdAt: 1_000,
+    ...overrides,
+  };
 }
 
 describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
@@ -55,7 +67,8 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
     const m = message({ createdAt: 100 });
     await store.outbox.enqueue([m]);
     let claimed;
-    while ((claimed = await store.outbox.claim('old', 20_000, 30_000)) && claimed.id !== m.id) await store.outbox.markSent(claimed.id, 'old', 20_000);
+    while ((claimed = await store.outbox.claim('old', 20_000, 30_000)) && claimed.id !== m.id)
+      await store.outbox.markSent(claimed.id, 'old', 20_000);
     expect(claimed?.id).toBe(m.id);
     const taken = await store.outbox.claim('new', 30_000, 90_000);
     expect(taken?.id).toBe(m.id);
@@ -68,10 +81,18 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
     const key = keyFixture(account.id);
     await store.insertKey(key);
     // A failure while composing the mail rolls the whole change back.
-    await expect(store.markKeyCompromised(key.hash, 50_000, () => { throw new Error('template failed'); })).rejects.toThrow('template failed');
+    await expect(
+      store.markKeyCompromised(key.hash, 50_000, () => {
+        throw new Error('template failed');
+      }),
+    ).rejects.toThrow('template failed');
     expect((await store.getKey(key.hash))?.compromisedAt).toBeNull();
 
-    const notice = message({ kind: 'key_compromised', dedupeKey: `key_compromised:${key.hash}`, recipient: account.email });
+    const notice = message({
+      kind: 'key_compromised',
+      dedupeKey: `key_compromised:${key.hash}`,
+      recipient: account.email,
+    });
     const first = await store.markKeyCompromised(key.hash, 50_000, (k, a) => {
       expect(k.hash).toBe(key.hash);
       expect(a.id).toBe(account.id);
@@ -87,16 +108,41 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
 
   it('notification settings: defaults, partial updates, expiring keys', async () => {
     const account = await store.createAccount(newAccountFixture());
-    expect(await store.notifications.settings(account.id)).toEqual({ lowBalanceEnabled: true, lowBalanceThreshold: null, keyLimitEnabled: true, keyExpiryEnabled: true });
-    expect(await store.notifications.updateSettings(account.id, { lowBalanceThreshold: 5_000_000_000n }, 1)).toMatchObject({ lowBalanceThreshold: 5_000_000_000n, keyExpiryEnabled: true });
-    expect(await store.notifications.updateSettings(account.id, { keyLimitEnabled: false }, 2)).toEqual({ lowBalanceEnabled: true, lowBalanceThreshold: 5_000_000_000n, keyLimitEnabled: false, keyExpiryEnabled: true });
+    expect(await store.notifications.settings(account.id)).toEqual({
+      lowBalanceEnabled: true,
+      lowBalanceThreshold: null,
+      keyLimitEnabled: true,
+      keyExpiryEnabled: true,
+    });
+    expect(
+      await store.notifications.updateSettings(account.id, { lowBalanceThreshold: 5_000_000_000n }, 1),
+    ).toMatchObject({ lowBalanceThreshold: 5_000_000_000n, keyExpiryEnabled: true });
+    expect(await store.notifications.updateSettings(account.id, { keyLimitEnabled: false }, 2)).toEqual({
+      lowBalanceEnabled: true,
+      lowBalanceThreshold: 5_000_000_000n,
+      keyLimitEnabled: false,
+      keyExpiryEnabled: true,
+    });
     const soon = keyFixture(account.id, { expiresAt: 900_000_000 });
     const late = keyFixture(account.id, { expiresAt: 2_000_000_000 });
     const disabled = keyFixture(account.id, { expiresAt: 900_000_000, disabled: true });
     for (const k of [soon, late, disabled]) await store.insertKey(k);
-    const found = (await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id);
-    expect(found).toEqual([{ hash: soon.hash, accountId: account.id, name: soon.name, label: soon.label, expiresAt: 900_000_000, email: account.email }]);
+    const found = (await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter(
+      (k) => k.accountId === account.id,
+    );
+    expect(found).toEqual([
+      {
+        hash: soon.hash,
+        accountId: account.id,
+        name: soon.name,
+        label: soon.label,
+        expiresAt: 900_000_000,
+        email: account.email,
+      },
+    ]);
     await store.notifications.updateSettings(account.id, { keyExpiryEnabled: false }, 3);
-    expect((await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id)).toEqual([]);
+    expect(
+      (await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id),
+    ).toEqual([]);
   });
 });

@@ -67,7 +67,10 @@ const MODEL = fixedCostModel('test/fixed', 'mock@latency=40,tps=200');
 async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await response.body.json()) as any;
@@ -90,11 +93,17 @@ async function ask(url: string, key: string, i: number): Promise<Answer> {
     const response = await request(`${url}/api/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL.id, messages: [{ role: 'user', content: `load ${i}` }], max_tokens: 10, stream: streamed }),
+      body: JSON.stringify({
+        model: MODEL.id,
+        messages: [{ role: 'user', content: `load ${i}` }],
+        max_tokens: 10,
+        stream: streamed,
+      }),
     });
     const text = await response.body.text();
     if (response.statusCode !== 200) return { status: response.statusCode, cost: null, streamed, inBandError: false };
-    if (!streamed) return { status: 200, cost: Math.round(JSON.parse(text).usage.cost * 1e9), streamed, inBandError: false };
+    if (!streamed)
+      return { status: 200, cost: Math.round(JSON.parse(text).usage.cost * 1e9), streamed, inBandError: false };
     const { events } = parseSse(text);
     const usage = events.find((e) => e.usage)?.usage;
     const inBandError = events.some((e) => e.error);
@@ -112,7 +121,11 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
 
   beforeAll(async () => {
     const built = buildOnce();
-    [pgServer, provider, dir] = await Promise.all([startPrivatePostgres(), startMockProvider(), mkdtemp(join(tmpdir(), 'tollgate-pg-outage-'))]);
+    [pgServer, provider, dir] = await Promise.all([
+      startPrivatePostgres(),
+      startMockProvider(),
+      mkdtemp(join(tmpdir(), 'tollgate-pg-outage-')),
+    ]);
     await built;
   }, 180_000);
 
@@ -136,7 +149,16 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
       }),
     );
     // PostgreSQL is not running yet.
-    gateway = await startServe({ TOLLGATE_CONFIG: configPath, DATABASE_URL: pgServer.url, TOLLGATE_DATA_DIR: join(dir, 'data'), TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' }, 90_000);
+    gateway = await startServe(
+      {
+        TOLLGATE_CONFIG: configPath,
+        DATABASE_URL: pgServer.url,
+        TOLLGATE_DATA_DIR: join(dir, 'data'),
+        TOLLGATE_ADMIN_TOKEN: ADMIN,
+        TOLLGATE_LOG_LEVEL: 'warn',
+      },
+      90_000,
+    );
     const url = gateway.url;
     const notReady = await readyz(url);
     expect(notReady.status).toBe(503);
@@ -144,7 +166,9 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
 
     await pgServer.start();
     await until(async () => (await readyz(url)).status === 200, 60_000, 'ready after PostgreSQL started');
-    const account = await adminCall(url, 'POST', '/accounts', { email: `pg-outage-${randomBytes(3).toString('hex')}@example.test` });
+    const account = await adminCall(url, 'POST', '/accounts', {
+      email: `pg-outage-${randomBytes(3).toString('hex')}@example.test`,
+    });
     const accountId = account.data.id as string;
     await adminCall(url, 'POST', `/accounts/${accountId}/credits`, { amount: 100, kind: 'grant' });
     const created = await adminCall(url, 'POST', `/accounts/${accountId}/keys`, { name: 'load' });
@@ -172,7 +196,11 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
     await pgServer.start();
     await until(async () => (await readyz(url)).status === 200, 60_000, 'ready after PostgreSQL restarted');
     const afterRestart = answers.length;
-    await until(() => answers.slice(afterRestart).filter((a) => a.status === 200).length >= 20, 60_000, 'load served again');
+    await until(
+      () => answers.slice(afterRestart).filter((a) => a.status === 200).length >= 20,
+      60_000,
+      'load served again',
+    );
     running = false;
     await Promise.all(workers);
 
@@ -188,13 +216,36 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
     const client = new pg.Client({ connectionString: pgServer.url });
     await client.connect();
     try {
-      const g = await client.query('SELECT COUNT(*)::int AS n, COALESCE(SUM(total_cost), 0)::text AS total FROM generations WHERE account_id = $1', [accountId]);
-      const k = await client.query("SELECT usage::text AS usage FROM key_usage WHERE key_hash = $1 AND period = 'all'", [keyHash]);
+      const g = await client.query(
+        'SELECT COUNT(*)::int AS n, COALESCE(SUM(total_cost), 0)::text AS total FROM generations WHERE account_id = $1',
+        [accountId],
+      );
+      const k = await client.query(
+        "SELECT usage::text AS usage FROM key_usage WHERE key_hash = $1 AND period = 'all'",
+        [keyHash],
+      );
       const a = await client.query('SELECT total_usage::text AS usage FROM accounts WHERE id = $1', [accountId]);
-      const figures = { answers200: ok.length, generations: g.rows[0].n, generationCost: g.rows[0].total, keyUsage: k.rows[0].usage, accountUsage: a.rows[0].usage };
-      console.log('PostgreSQL stopped 4 s under load:', JSON.stringify({ ...figures, journaledMax, refusedDuringOutage: duringOutage.filter((x) => x.status === 503).length }));
+      const figures = {
+        answers200: ok.length,
+        generations: g.rows[0].n,
+        generationCost: g.rows[0].total,
+        keyUsage: k.rows[0].usage,
+        accountUsage: a.rows[0].usage,
+      };
+      console.log(
+        'PostgreSQL stopped 4 s under load:',
+        JSON.stringify({
+          ...figures,
+          journaledMax,
+          refusedDuringOutage: duringOutage.filter((x) => x.status === 503).length,
+        }),
+      );
       expect(figures.generations).toBe(ok.length);
-      expect([figures.generationCost, figures.keyUsage, figures.accountUsage]).toEqual([String(answered), String(answered), String(answered)]);
+      expect([figures.generationCost, figures.keyUsage, figures.accountUsage]).toEqual([
+        String(answered),
+        String(answered),
+        String(answered),
+      ]);
     } finally {
       await client.end();
     }

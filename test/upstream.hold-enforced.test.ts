@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { budgetCost, DEFAULT_COMPLETION_BUDGET } from '../src/billing/completion-budget.js';
 import { estimatePromptTokens } from '../src/billing/token-estimate.js';
 import { parsePricePerToken } from '../src/core/money.js';
-import { balanceUnits, chat, chatStream, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
+import {
+  balanceUnits,
+  chat,
+  chatStream,
+  getJson,
+  startTestGateway,
+  toUnits,
+  type TestGateway,
+} from './helpers/gateway.js';
 import { startRecordingUpstream, type RecordingUpstream } from './helpers/recording-upstream.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
@@ -86,16 +94,41 @@ describe('each attempt carries its own endpoint budget', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push(
-          { id: 'rec-a', name: 'Recorder A', kind: 'openai', base_url: upstream.url, api_key: 'rec-key-a-000000', timeouts: {} },
-          { id: 'rec-b', name: 'Recorder B', kind: 'openai', base_url: upstream.url, api_key: 'rec-key-b-000000', timeouts: {} },
+          {
+            id: 'rec-a',
+            name: 'Recorder A',
+            kind: 'openai',
+            base_url: upstream.url,
+            api_key: 'rec-key-a-000000',
+            timeouts: {},
+          },
+          {
+            id: 'rec-b',
+            name: 'Recorder B',
+            kind: 'openai',
+            base_url: upstream.url,
+            api_key: 'rec-key-b-000000',
+            timeouts: {},
+          },
         );
         file.models.push({
           id: 'test/two-budgets',
           name: 'two budgets',
           context_length: 8192,
           endpoints: [
-            { provider: 'rec-a', model: 'a', pricing: { prompt: PRICE, completion: '0.0000001' }, max_completion_tokens: 100 },
-            { provider: 'rec-b', model: 'b', pricing: { prompt: PRICE, completion: PRICE }, max_completion_tokens: 300, supported_parameters: ['max_completion_tokens'] },
+            {
+              provider: 'rec-a',
+              model: 'a',
+              pricing: { prompt: PRICE, completion: '0.0000001' },
+              max_completion_tokens: 100,
+            },
+            {
+              provider: 'rec-b',
+              model: 'b',
+              pricing: { prompt: PRICE, completion: PRICE },
+              max_completion_tokens: 300,
+              supported_parameters: ['max_completion_tokens'],
+            },
           ],
         });
       },
@@ -126,7 +159,9 @@ describe('each attempt carries its own endpoint budget', () => {
 
     // A caller limit above every endpoint's budget is lowered to each one's, in the field the caller used.
     upstream.seen.length = 0;
-    expect((await chat(gw, key, { model: 'test/two-budgets', messages: MESSAGES, max_completion_tokens: 5000 })).status).toBe(200);
+    expect(
+      (await chat(gw, key, { model: 'test/two-budgets', messages: MESSAGES, max_completion_tokens: 5000 })).status,
+    ).toBe(200);
     expect(upstream.seen.map((s) => [s.body.model, s.body.max_completion_tokens])).toEqual([
       ['a', 100],
       ['b', 300],

@@ -22,15 +22,34 @@ describe('what is forwarded upstream', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
-        file.providers.push({ id: 'rec', name: 'Recorder', kind: 'openai', base_url: upstream.url, api_key: 'rec-key-000000', timeouts: {} });
+        file.providers.push({
+          id: 'rec',
+          name: 'Recorder',
+          kind: 'openai',
+          base_url: upstream.url,
+          api_key: 'rec-key-000000',
+          timeouts: {},
+        });
         file.models.push(
-          { id: 'test/plain', name: 'plain', context_length: 8192, endpoints: [{ provider: 'rec', model: 'plain', pricing: PRICES }] },
+          {
+            id: 'test/plain',
+            name: 'plain',
+            context_length: 8192,
+            endpoints: [{ provider: 'rec', model: 'plain', pricing: PRICES }],
+          },
           {
             id: 'test/extras',
             name: 'extras',
             context_length: 8192,
             // The operator lists an extra parameter and takes priority processing into its prices.
-            endpoints: [{ provider: 'rec', model: 'extras', pricing: PRICES, supported_parameters: ['max_tokens', 'reasoning_effort', 'service_tier'] }],
+            endpoints: [
+              {
+                provider: 'rec',
+                model: 'extras',
+                pricing: PRICES,
+                supported_parameters: ['max_tokens', 'reasoning_effort', 'service_tier'],
+              },
+            ],
           },
         );
       },
@@ -75,9 +94,28 @@ describe('what is forwarded upstream', () => {
     expect(upstream.seen).toHaveLength(1);
     const body = upstream.seen[0]!.body;
     expect(Object.keys(body).sort()).toEqual(
-      ['messages', 'model', 'stream', 'stream_options', 'temperature', 'top_p', 'seed', 'stop', 'user', 'parallel_tool_calls', 'response_format', 'max_tokens'].sort(),
+      [
+        'messages',
+        'model',
+        'stream',
+        'stream_options',
+        'temperature',
+        'top_p',
+        'seed',
+        'stop',
+        'user',
+        'parallel_tool_calls',
+        'response_format',
+        'max_tokens',
+      ].sort(),
     );
-    expect(body).toMatchObject({ model: 'plain', temperature: 0.3, stream: true, stream_options: { include_usage: true }, max_tokens: 4096 });
+    expect(body).toMatchObject({
+      model: 'plain',
+      temperature: 0.3,
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 4096,
+    });
   });
 
   it.each([
@@ -102,11 +140,26 @@ describe('what is forwarded upstream', () => {
 
   it("forwards an endpoint's listed extras (a costly one included) to that endpoint only", async () => {
     upstream.seen.length = 0;
-    const answer = await chat(gw, key, { model: 'test/extras', messages: MESSAGES, reasoning_effort: 'low', service_tier: 'priority', metadata: { x: 1 } });
+    const answer = await chat(gw, key, {
+      model: 'test/extras',
+      messages: MESSAGES,
+      reasoning_effort: 'low',
+      service_tier: 'priority',
+      metadata: { x: 1 },
+    });
     expect(answer.status, answer.text).toBe(200);
     expect(upstream.seen[0]!.body).toMatchObject({ reasoning_effort: 'low', service_tier: 'priority' });
     expect(upstream.seen[0]!.body).not.toHaveProperty('metadata');
     // The same request for a model whose endpoint does not list service_tier is refused.
-    expect((await chat(gw, key, { model: 'test/plain', messages: MESSAGES, service_tier: 'priority', models: ['test/extras'] })).status).toBe(400);
+    expect(
+      (
+        await chat(gw, key, {
+          model: 'test/plain',
+          messages: MESSAGES,
+          service_tier: 'priority',
+          models: ['test/extras'],
+        })
+      ).status,
+    ).toBe(400);
   });
 });

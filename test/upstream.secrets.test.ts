@@ -44,12 +44,30 @@ describe('no secret echoed from upstream errors', () => {
       configure: (file) => {
         file.providers.push(
           { id: 'echo', name: 'Echo', kind: 'openai', base_url: echo.url, api_key: OPERATOR_KEY, timeouts: {} },
-          { id: 'echo-own', name: 'Echo own', kind: 'openai', base_url: echo.url, api_key: 'operator-echo-own-key-0003', byok: true, timeouts: {} },
+          {
+            id: 'echo-own',
+            name: 'Echo own',
+            kind: 'openai',
+            base_url: echo.url,
+            api_key: 'operator-echo-own-key-0003',
+            byok: true,
+            timeouts: {},
+          },
         );
         for (const name of ['echo-400', 'echo-429', 'echo-502', 'echo-stream']) {
-          file.models.push({ id: `test/${name}`, name, context_length: 8192, endpoints: [{ provider: 'echo', model: name, pricing: PRICES }] });
+          file.models.push({
+            id: `test/${name}`,
+            name,
+            context_length: 8192,
+            endpoints: [{ provider: 'echo', model: name, pricing: PRICES }],
+          });
         }
-        file.models.push({ id: 'test/echo-own-400', name: 'own', context_length: 8192, endpoints: [{ provider: 'echo-own', model: 'echo-400', pricing: PRICES }] });
+        file.models.push({
+          id: 'test/echo-own-400',
+          name: 'own',
+          context_length: 8192,
+          endpoints: [{ provider: 'echo-own', model: 'echo-400', pricing: PRICES }],
+        });
       },
     });
     const accountId = await gw.createAccount(1);

@@ -75,7 +75,11 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       'SELECT COALESCE(SUM(usage), 0) AS usage, COALESCE(SUM(byok_usage), 0) AS byok, COALESCE(SUM(requests), 0) AS requests, ' +
         'COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion, COALESCE(SUM(reasoning_tokens), 0) AS reasoning FROM usage_rollups',
     );
-    return Object.fromEntries(Object.entries(row!).filter(([k]) => k !== '_metadata').map(([k, v]) => [k, BigInt(v as bigint)]));
+    return Object.fromEntries(
+      Object.entries(row!)
+        .filter(([k]) => k !== '_metadata')
+        .map(([k, v]) => [k, BigInt(v as bigint)]),
+    );
   }
 
   let settlements: Settlement[] = [];
@@ -88,7 +92,10 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
     expect(outcomes.flat().every((o) => o.applied)).toBe(true);
 
     // The expected cells, computed independently from the settlements.
-    const expected = new Map<string, { usage: bigint; byok: bigint; requests: number; prompt: number; completion: number; reasoning: number }>();
+    const expected = new Map<
+      string,
+      { usage: bigint; byok: bigint; requests: number; prompt: number; completion: number; reasoning: number }
+    >();
     for (const { generation: g, periods } of settlements) {
       const appId = appIdentity(g.httpReferer, g.appTitle)?.id ?? 0;
       const cell = [g.accountId, periods.day.slice(2), g.model, g.providerName, g.keyHash, appId].join('|');
@@ -116,19 +123,31 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
     }
 
     // The coarser rollups are the detail summed along their own keys.
-    const sums = 'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens';
-    const plain = (rows: Record<string, unknown>[]) => rows.map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => k !== '_metadata').map(([k, v]) => [k, typeof v === 'string' ? v : String(v)])));
+    const sums =
+      'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens';
+    const plain = (rows: Record<string, unknown>[]) =>
+      rows.map((row) =>
+        Object.fromEntries(
+          Object.entries(row)
+            .filter(([k]) => k !== '_metadata')
+            .map(([k, v]) => [k, typeof v === 'string' ? v : String(v)]),
+        ),
+      );
     for (const [table, keys] of [
       ['usage_rollups_model', 'account_id, day, model, provider_name'],
       ['usage_rollups_source', 'account_id, day, key_hash, app_id'],
     ] as const) {
-      const coarse = await driver.all(`SELECT ${keys}, usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens FROM ${table} ORDER BY ${keys}`);
+      const coarse = await driver.all(
+        `SELECT ${keys}, usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens FROM ${table} ORDER BY ${keys}`,
+      );
       const summed = await driver.all(`SELECT ${keys}, ${sums} FROM usage_rollups GROUP BY ${keys} ORDER BY ${keys}`);
       expect(plain(coarse), table).toEqual(plain(summed));
     }
 
     // And in total, against the generations table itself.
-    const [generations] = await driver.all('SELECT COUNT(*) AS n, SUM(total_cost) AS cost, SUM(tokens_prompt) AS prompt, SUM(tokens_completion) AS completion FROM generations');
+    const [generations] = await driver.all(
+      'SELECT COUNT(*) AS n, SUM(total_cost) AS cost, SUM(tokens_prompt) AS prompt, SUM(tokens_completion) AS completion FROM generations',
+    );
     const totals = await rollupTotals();
     expect(totals.requests).toBe(BigInt(generations!.n as bigint));
     expect(totals.usage).toBe(BigInt(generations!.cost as bigint));
@@ -149,7 +168,9 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
     expect(after.requests).toBe(before.requests! + 1n);
     expect(after.usage).toBe(before.usage! + fresh.generation.totalCost);
     const publicAfter = await driver.all('SELECT day, model, requests FROM usage_model_daily ORDER BY day, model');
-    expect(publicAfter.reduce((n, r) => n + Number(r.requests), 0)).toBe(publicBefore.reduce((n, r) => n + Number(r.requests), 0) + 1);
+    expect(publicAfter.reduce((n, r) => n + Number(r.requests), 0)).toBe(
+      publicBefore.reduce((n, r) => n + Number(r.requests), 0) + 1,
+    );
   });
 
   it('apps: normalised origins, loopback only with a title, first title kept, no account data in public tables', async () => {
@@ -160,7 +181,9 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       ['https://other.example.org', 'other.example.org'],
     ]);
     expect(apps.find((a) => a.origin === 'http://localhost:5173')!.app_key).toBe('http://localhost:5173#Local Tool');
-    expect(Number(apps.find((a) => a.name === 'Example App')!.id)).toBe(appIdentity('https://app.example.com', 'Example App')!.id);
+    expect(Number(apps.find((a) => a.name === 'Example App')!.id)).toBe(
+      appIdentity('https://app.example.com', 'Example App')!.id,
+    );
 
     // A later title neither renames a titled app nor is lost for an untitled one.
     const renamed = settlement(20_000);
@@ -174,7 +197,9 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
     expect([...names.values()].map((a) => a.name).sort()).toEqual(['Example App', 'Local Tool', 'Other Org']);
 
     for (const table of ['usage_app_daily', 'usage_model_daily']) {
-      const text = JSON.stringify(await driver.all(`SELECT * FROM ${table}`), (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+      const text = JSON.stringify(await driver.all(`SELECT * FROM ${table}`), (_, v: unknown) =>
+        typeof v === 'bigint' ? v.toString() : v,
+      );
       for (const account of accounts) {
         expect(text).not.toContain(account.id);
         for (const key of account.keys) expect(text).not.toContain(key);

@@ -14,7 +14,8 @@ import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const target = sqliteTarget;
-const INDEX = '<!doctype html><html><head><title>t</title><script type="module" src="/assets/index-abc123.js"></script></head><body><div id="root"></div></body></html>';
+const INDEX =
+  '<!doctype html><html><head><title>t</title><script type="module" src="/assets/index-abc123.js"></script></head><body><div id="root"></div></body></html>';
 
 async function get(url: string, headers: Record<string, string> = {}) {
   const response = await request(url, { headers });
@@ -71,7 +72,12 @@ describe('dashboard serving', () => {
   });
 
   it('an unknown asset, a source map and a traversal attempt are JSON 404s', async () => {
-    for (const path of ['/assets/index-zzz.js', '/assets/index-abc123.js.map', '/assets/..%2Findex.html', '/assets/%2e%2e%2f%2e%2e%2fpackage.json']) {
+    for (const path of [
+      '/assets/index-zzz.js',
+      '/assets/index-abc123.js.map',
+      '/assets/..%2Findex.html',
+      '/assets/%2e%2e%2f%2e%2e%2fpackage.json',
+    ]) {
       const answer = await get(`${gw.url}${path}`);
       expect(answer.status, path).toBe(404);
       expect(answer.headers['content-type']).toMatch(/^application\/json/);
@@ -88,16 +94,28 @@ describe('dashboard serving', () => {
     }
     expect((await get(`${gw.url}/healthz`, html)).body).toContain('"ok"');
     expect((await get(`${gw.url}/metrics`, html)).headers['content-type']).toMatch(/^text\/plain/);
-    const wrongMethod = await request(`${gw.url}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const wrongMethod = await request(`${gw.url}/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(wrongMethod.statusCode).toBe(405);
     expect((await wrongMethod.body.json()) as any).toMatchObject({ error: { code: 405 } });
   });
 
   it('/auth with a valid callback_url is the page; with a bad one it is the page with status 400 and the reason', async () => {
-    const ok = await get(`${gw.url}/auth?callback_url=${encodeURIComponent('http://localhost:3000/cb')}&code_challenge=abc&code_challenge_method=S256`);
+    const ok = await get(
+      `${gw.url}/auth?callback_url=${encodeURIComponent('http://localhost:3000/cb')}&code_challenge=abc&code_challenge_method=S256`,
+    );
     expect(ok.status).toBe(200);
     expect(ok.body).toBe(INDEX);
-    for (const bad of ['javascript:alert(1)', 'http://evil.example/cb', 'https://user:pw@example.com/cb', 'https://example.com/cb#x', '']) {
+    for (const bad of [
+      'javascript:alert(1)',
+      'http://evil.example/cb',
+      'https://user:pw@example.com/cb',
+      'https://example.com/cb#x',
+      '',
+    ]) {
       const refused = await get(`${gw.url}/auth?callback_url=${encodeURIComponent(bad)}`);
       expect(refused.status, bad).toBe(400);
       expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');

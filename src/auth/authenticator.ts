@@ -49,11 +49,16 @@ export class Authenticator {
     // depends on the hash, which an attacker cannot steer towards a real key.
     if (!key) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     // A key reported compromised stays dead even if someone flips `disabled` back.
-    if (key.compromisedAt !== null) throw new TollgateError('auth.invalid_key', 'API key was disabled because it was exposed; create a new key');
+    if (key.compromisedAt !== null)
+      throw new TollgateError('auth.invalid_key', 'API key was disabled because it was exposed; create a new key');
     if (key.disabled) throw new TollgateError('auth.invalid_key', 'API key is disabled');
-    if (key.expiresAt !== null && key.expiresAt <= this.now()) throw new TollgateError('auth.invalid_key', 'API key has expired');
+    if (key.expiresAt !== null && key.expiresAt <= this.now())
+      throw new TollgateError('auth.invalid_key', 'API key has expired');
     if (kind === 'inference' && key.isManagement) {
-      throw new TollgateError('auth.wrong_key_kind', 'Management keys cannot be used for inference; use an inference key');
+      throw new TollgateError(
+        'auth.wrong_key_kind',
+        'Management keys cannot be used for inference; use an inference key',
+      );
     }
     if (kind === 'management' && !key.isManagement) {
       throw new TollgateError('auth.wrong_key_kind', 'This route requires a management key');

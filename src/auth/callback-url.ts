@@ -39,7 +39,11 @@ export function checkCallbackUrl(raw: unknown): CallbackUrlResult {
   } catch {
     return refuse('unparsable');
   }
-  if (url.username !== '' || url.password !== '' || raw.slice(0, raw.indexOf(url.host === '' ? '/' : url.host)).includes('@')) {
+  if (
+    url.username !== '' ||
+    url.password !== '' ||
+    raw.slice(0, raw.indexOf(url.host === '' ? '/' : url.host)).includes('@')
+  ) {
     return refuse('credentials');
   }
   if (raw.includes('#')) return refuse('fragment');

@@ -13,10 +13,22 @@ const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
 const SALT_BYTES = 16;
 const HASH_BYTES = 32;
 
-function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }, length: number): Promise<Buffer> {
+function derive(
+  password: string,
+  salt: Buffer,
+  params: { N: number; r: number; p: number },
+  length: number,
+): Promise<Buffer> {
   // 128·N·r bytes are needed; Node's default cap (32 MiB) is exactly N=2^15·r=8, so leave headroom.
-  const options: ScryptOptions = { N: params.N, r: params.r, p: params.p, maxmem: 256 * params.N * params.r + 1024 * 1024 };
-  return new Promise((resolve, reject) => scrypt(password.normalize('NFC'), salt, length, options, (error, key) => (error ? reject(error) : resolve(key))));
+  const options: ScryptOptions = {
+    N: params.N,
+    r: params.r,
+    p: params.p,
+    maxmem: 256 * params.N * params.r + 1024 * 1024,
+  };
+  return new Promise((resolve, reject) =>
+    scrypt(password.normalize('NFC'), salt, length, options, (error, key) => (error ? reject(error) : resolve(key))),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {
@@ -36,7 +48,11 @@ function parseHash(stored: string): ParsedHash | null {
   if (parts[0] !== 'scrypt') return null;
   if (parts.length === 3) {
     // The first format (before sign-in existed): hex salt and hash, Node's default parameters.
-    return { params: { N: 16384, r: 8, p: 1 }, salt: Buffer.from(parts[1]!, 'hex'), hash: Buffer.from(parts[2]!, 'hex') };
+    return {
+      params: { N: 16384, r: 8, p: 1 },
+      salt: Buffer.from(parts[1]!, 'hex'),
+      hash: Buffer.from(parts[2]!, 'hex'),
+    };
   }
   if (parts.length !== 4) return null;
   const match = /^N=(\d+),r=(\d+),p=(\d+)$/.exec(parts[1]!);

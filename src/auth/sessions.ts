@@ -82,7 +82,13 @@ export class SessionService {
     if (token === undefined || !TOKEN_PATTERN.test(token)) throw noSession();
     const session = await this.store.getSessionByTokenHash(hashSessionToken(token));
     const now = this.now();
-    if (!session || session.revokedAt !== null || now >= session.expiresAt || now >= session.lastSeenAt + this.policy.idleMs) throw noSession();
+    if (
+      !session ||
+      session.revokedAt !== null ||
+      now >= session.expiresAt ||
+      now >= session.lastSeenAt + this.policy.idleMs
+    )
+      throw noSession();
     if (now - session.lastSeenAt >= this.policy.renewEveryMs) {
       await this.store.touchSession(session.id, now);
       session.lastSeenAt = now;
@@ -100,7 +106,11 @@ export class SessionService {
   }
 
   private view(session: SessionRecord, token: string): ActiveSession {
-    return { session, expiresAt: Math.min(session.expiresAt, session.lastSeenAt + this.policy.idleMs), csrfToken: csrfTokenFor(token) };
+    return {
+      session,
+      expiresAt: Math.min(session.expiresAt, session.lastSeenAt + this.policy.idleMs),
+      csrfToken: csrfTokenFor(token),
+    };
   }
 }
 

@@ -31,8 +31,18 @@ export class SignInGuard {
     limits: SignInLimits,
     private readonly now: () => number,
   ) {
-    this.accountRule = { name: 'sign_in_per_account', kind: 'sliding', limit: limits.perAccount, windowMs: limits.windowMs };
-    this.addressRule = { name: 'sign_in_per_address', kind: 'sliding', limit: limits.perAddress, windowMs: limits.windowMs };
+    this.accountRule = {
+      name: 'sign_in_per_account',
+      kind: 'sliding',
+      limit: limits.perAccount,
+      windowMs: limits.windowMs,
+    };
+    this.addressRule = {
+      name: 'sign_in_per_address',
+      kind: 'sliding',
+      limit: limits.perAddress,
+      windowMs: limits.windowMs,
+    };
   }
 
   /** Takes one slot per subject, or throws 429 with `Retry-After` naming when a slot frees. */

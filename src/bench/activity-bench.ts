@@ -39,19 +39,27 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function seedRollups(driver: SqlDriver, accountId: string, keyHashes: readonly string[], today: string): Promise<void> {
+async function seedRollups(
+  driver: SqlDriver,
+  accountId: string,
+  keyHashes: readonly string[],
+  today: string,
+): Promise<void> {
   const cells = DAYS * MODELS * KEYS * APPS;
   const base = Math.floor(REQUESTS / cells);
   let extra = REQUESTS - base * cells; // the first `extra` cells get one more, so the total is exact
   await driver.transaction(async (tx) => {
-    await tx.run('INSERT INTO usage_apps (id, app_key, origin, name, titled, created_at) VALUES (1, ?, ?, ?, 1, 0), (2, ?, ?, ?, 1, 0)', [
-      'https://one.example',
-      'https://one.example',
-      'App One',
-      'https://two.example',
-      'https://two.example',
-      'App Two',
-    ]);
+    await tx.run(
+      'INSERT INTO usage_apps (id, app_key, origin, name, titled, created_at) VALUES (1, ?, ?, ?, 1, 0), (2, ?, ?, ?, 1, 0)',
+      [
+        'https://one.example',
+        'https://one.example',
+        'App One',
+        'https://two.example',
+        'https://two.example',
+        'App Two',
+      ],
+    );
     let rows: SqlParam[][] = [];
     const flush = async () => {
       if (rows.length === 0) return;
@@ -70,7 +78,20 @@ async function seedRollups(driver: SqlDriver, accountId: string, keyHashes: read
             const requests = base + (extra-- > 0 ? 1 : 0);
             const prompt = requests * (200 + m * 10);
             const completion = requests * (100 + m * 5);
-            rows.push([accountId, keyHash, day, `vendor-${m % 7}/model-${m}`, m % 3 === 0 ? 'Provider B' : 'Provider A', app, BigInt(prompt + 2 * completion) * 1000n, 0n, requests, prompt, completion, m % 5 === 0 ? requests * 50 : 0]);
+            rows.push([
+              accountId,
+              keyHash,
+              day,
+              `vendor-${m % 7}/model-${m}`,
+              m % 3 === 0 ? 'Provider B' : 'Provider A',
+              app,
+              BigInt(prompt + 2 * completion) * 1000n,
+              0n,
+              requests,
+              prompt,
+              completion,
+              m % 5 === 0 ? requests * 50 : 0,
+            ]);
             if (rows.length === 100) await flush();
           }
         }
@@ -78,13 +99,24 @@ async function seedRollups(driver: SqlDriver, accountId: string, keyHashes: read
     }
     await flush();
     // The coarser rollups hold the same sums, as the settle transaction writes them.
-    const sums = 'SUM(usage), SUM(byok_usage), SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(reasoning_tokens)';
-    await tx.run(`INSERT INTO usage_rollups_model SELECT account_id, day, model, provider_name, ${sums} FROM usage_rollups GROUP BY account_id, day, model, provider_name`);
-    await tx.run(`INSERT INTO usage_rollups_source SELECT account_id, day, key_hash, app_id, ${sums} FROM usage_rollups GROUP BY account_id, day, key_hash, app_id`);
+    const sums =
+      'SUM(usage), SUM(byok_usage), SUM(requests), SUM(prompt_tokens), SUM(completion_tokens), SUM(reasoning_tokens)';
+    await tx.run(
+      `INSERT INTO usage_rollups_model SELECT account_id, day, model, provider_name, ${sums} FROM usage_rollups GROUP BY account_id, day, model, provider_name`,
+    );
+    await tx.run(
+      `INSERT INTO usage_rollups_source SELECT account_id, day, key_hash, app_id, ${sums} FROM usage_rollups GROUP BY account_id, day, key_hash, app_id`,
+    );
   });
 }
 
-async function seedGenerations(driver: SqlDriver, accountId: string, keyHashes: readonly string[], count: number, nowMs: number): Promise<void> {
+async function seedGenerations(
+  driver: SqlDriver,
+  accountId: string,
+  keyHashes: readonly string[],
+  count: number,
+  nowMs: number,
+): Promise<void> {
   const span = DAYS * 86_400_000;
   const perTransaction = 20_000;
   for (let done = 0; done < count; done += perTransaction) {
@@ -126,7 +158,10 @@ async function seedGenerations(driver: SqlDriver, accountId: string, keyHashes: 
             }),
           );
         }
-        await tx.run(`INSERT INTO generations (${GENERATION_COLUMNS}) VALUES ${Array.from({ length: size }, () => placeholderTuple(GENERATION_COLUMN_COUNT)).join(', ')}`, chunk);
+        await tx.run(
+          `INSERT INTO generations (${GENERATION_COLUMNS}) VALUES ${Array.from({ length: size }, () => placeholderTuple(GENERATION_COLUMN_COUNT)).join(', ')}`,
+          chunk,
+        );
       }
     });
   }
@@ -150,12 +185,35 @@ async function measure(url: string, key: string, count: number): Promise<{ p50: 
 
 export async function runActivityBench(log: (line: string) => void): Promise<ActivityBenchResult> {
   const generations = Number(process.env.BENCH_ACTIVITY_GENERATIONS ?? REQUESTS);
-  if (!Number.isInteger(generations) || generations < 0) throw new Error('BENCH_ACTIVITY_GENERATIONS must be a non-negative integer');
+  if (!Number.isInteger(generations) || generations < 0)
+    throw new Error('BENCH_ACTIVITY_GENERATIONS must be a non-negative integer');
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-activity-'));
   const configPath = join(dataDir, 'bench.yaml');
   // No request goes upstream: the provider only makes the config valid.
-  writeFileSync(configPath, stringify({ providers: [{ id: 'p', name: 'P', kind: 'openai', base_url: 'http://127.0.0.1:9/v1' }], models: [{ id: 'p/m', name: 'm', context_length: 8192, endpoints: [{ provider: 'p', model: 'm', pricing: { prompt: '0', completion: '0' } }] }] }));
-  const running = await startGateway({ TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_LOG_LEVEL: 'silent' }, pino({ level: 'silent' }));
+  writeFileSync(
+    configPath,
+    stringify({
+      providers: [{ id: 'p', name: 'P', kind: 'openai', base_url: 'http://127.0.0.1:9/v1' }],
+      models: [
+        {
+          id: 'p/m',
+          name: 'm',
+          context_length: 8192,
+          endpoints: [{ provider: 'p', model: 'm', pricing: { prompt: '0', completion: '0' } }],
+        },
+      ],
+    }),
+  );
+  const running = await startGateway(
+    {
+      TOLLGATE_CONFIG: configPath,
+      TOLLGATE_DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      TOLLGATE_LOG_LEVEL: 'silent',
+    },
+    pino({ level: 'silent' }),
+  );
   const failures: string[] = [];
   try {
     const { services } = running.gateway;
@@ -163,17 +221,22 @@ export async function runActivityBench(log: (line: string) => void): Promise<Act
     const account = await createAccount(deps, { email: 'activity-bench@example.test' });
     const management = await createKey(deps, account.id, { name: 'bench management' }, { management: true });
     const keyHashes: string[] = [];
-    for (let k = 0; k < KEYS; k++) keyHashes.push((await createKey(deps, account.id, { name: `key ${k}` }, { management: false })).key.hash);
+    for (let k = 0; k < KEYS; k++)
+      keyHashes.push((await createKey(deps, account.id, { name: `key ${k}` }, { management: false })).key.hash);
     const today = utcDay(services.now());
 
     const driver = openSqliteDriver(join(dataDir, 'tollgate.db'));
     try {
       let started = performance.now();
       await seedRollups(driver, account.id, keyHashes, today);
-      log(`bench: activity: ${(DAYS * MODELS * KEYS * APPS).toLocaleString('en-US')} rollup cells seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log(
+        `bench: activity: ${(DAYS * MODELS * KEYS * APPS).toLocaleString('en-US')} rollup cells seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
       started = performance.now();
       await seedGenerations(driver, account.id, keyHashes, generations, services.now());
-      log(`bench: activity: ${generations.toLocaleString('en-US')} generation rows seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log(
+        `bench: activity: ${generations.toLocaleString('en-US')} generation rows seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
       await driver.exec('ANALYZE');
     } finally {
       await driver.close();
@@ -191,9 +254,13 @@ export async function runActivityBench(log: (line: string) => void): Promise<Act
       const { p50, p99, body } = await measure(`${api}${path}`, management.plaintext, MEASURED);
       const data = (body as { data: { requests: number }[] }).data;
       const requests = data.reduce((n, row) => n + row.requests, 0);
-      rows.push(`| ${name} | ${data.length.toLocaleString('en-US')} | ${requests.toLocaleString('en-US')} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`);
-      if (path === '/activity' && requests !== REQUESTS) failures.push(`/activity counted ${requests} requests, the rollups hold ${REQUESTS}`);
-      if (path === '/activity' && p99 >= 50) failures.push(`/activity p99 ${p99.toFixed(2)} ms is not under the 50 ms target`);
+      rows.push(
+        `| ${name} | ${data.length.toLocaleString('en-US')} | ${requests.toLocaleString('en-US')} | ${p50.toFixed(2)} | ${p99.toFixed(2)} |`,
+      );
+      if (path === '/activity' && requests !== REQUESTS)
+        failures.push(`/activity counted ${requests} requests, the rollups hold ${REQUESTS}`);
+      if (path === '/activity' && p99 >= 50)
+        failures.push(`/activity p99 ${p99.toFixed(2)} ms is not under the 50 ms target`);
     }
     return {
       lines: [

@@ -67,15 +67,33 @@ export async function startBenchGateway(providerUrl: string): Promise<BenchGatew
     stringify({
       providers: [
         { id: 'sim', name: 'Simulator', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key' },
-        { id: 'sim-plain', name: 'Simulator (plain)', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key', stream_upstream: false },
+        {
+          id: 'sim-plain',
+          name: 'Simulator (plain)',
+          kind: 'openai',
+          base_url: providerUrl,
+          api_key: 'bench-upstream-key',
+          stream_upstream: false,
+        },
       ],
-      models: Object.entries(BENCH_MODELS).map(([id, { provider, upstream }]) => ({ id, name: id, context_length: 8192, endpoints: [{ provider, model: upstream, pricing: PRICING }] })),
+      models: Object.entries(BENCH_MODELS).map(([id, { provider, upstream }]) => ({
+        id,
+        name: id,
+        context_length: 8192,
+        endpoints: [{ provider, model: upstream, pricing: PRICING }],
+      })),
       // Every request comes from 127.0.0.1: the per-IP edge guard stays on (its cost is part of the
       // path) with a bucket far above what the load generator can send.
       limits: { edge: { burst: 1_000_000, per_second: 1_000_000 } },
     }),
   );
-  const env = { TOLLGATE_CONFIG: configPath, TOLLGATE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', TOLLGATE_LOG_LEVEL: 'silent' as const };
+  const env = {
+    TOLLGATE_CONFIG: configPath,
+    TOLLGATE_DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    TOLLGATE_LOG_LEVEL: 'silent' as const,
+  };
   const running = await startGateway(env, pino({ level: 'silent' }));
   const { services } = running.gateway;
   const deps = { store: services.store, bus: services.bus, now: services.now };
@@ -138,7 +156,8 @@ export async function startBenchGateway(providerUrl: string): Promise<BenchGatew
     },
     async commits() {
       const { values } = await services.metrics.settleBatch.get();
-      const find = (suffix: string) => values.find((v) => v.metricName === `tollgate_settle_batch_size_${suffix}`)?.value ?? 0;
+      const find = (suffix: string) =>
+        values.find((v) => v.metricName === `tollgate_settle_batch_size_${suffix}`)?.value ?? 0;
       return { transactions: find('count'), charges: find('sum') };
     },
     async stop() {

@@ -27,7 +27,11 @@ export interface HelperProcess {
 /** Forks `dist/bench/<module>` and waits for its `{ ready: true }` message. */
 export async function startHelper(module: string): Promise<HelperProcess> {
   const path = fileURLToPath(new URL(`./${module}`, import.meta.url));
-  const child: ChildProcess = fork(path, [], { execArgv: ['--enable-source-maps'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(path, [], {
+    execArgv: ['--enable-source-maps'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextId = 1;
   let exited = false;
@@ -41,7 +45,8 @@ export async function startHelper(module: string): Promise<HelperProcess> {
   });
   child.on('exit', (code, signal) => {
     exited = true;
-    for (const waiter of pending.values()) waiter.reject(new Error(`${module} exited (code ${code}, signal ${signal})`));
+    for (const waiter of pending.values())
+      waiter.reject(new Error(`${module} exited (code ${code}, signal ${signal})`));
     pending.clear();
   });
 
@@ -83,7 +88,12 @@ export function serveHelper(handlers: Record<string, (args: never) => unknown>):
       .then(() => handler(message.args as never))
       .then(
         (value) => reply({ id: message.id, ok: true, value }),
-        (error: unknown) => reply({ id: message.id, ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+        (error: unknown) =>
+          reply({
+            id: message.id,
+            ok: false,
+            error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+          }),
       );
   });
   process.on('disconnect', () => process.exit(0));

@@ -53,7 +53,19 @@ async function freePort(): Promise<number> {
 }
 
 function fixedModel(id: string, upstream: string) {
-  return { id, name: id, context_length: 8192, endpoints: [{ provider: 'mock', model: upstream, pricing: { prompt: '0', completion: '0.0001' }, max_completion_tokens: 1024 }] };
+  return {
+    id,
+    name: id,
+    context_length: 8192,
+    endpoints: [
+      {
+        provider: 'mock',
+        model: upstream,
+        pricing: { prompt: '0', completion: '0.0001' },
+        max_completion_tokens: 1024,
+      },
+    ],
+  };
 }
 
 /** Everything started, for the cleanup in `finally`. */
@@ -72,7 +84,15 @@ async function privatePostgres(): Promise<{ url: string; stop(): Promise<void>; 
   const asPostgres = (args: string[]) => run('runuser', ['-u', 'postgres', '--', ...args], { timeout: 120_000 });
   await asPostgres([`${bin}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres']);
   const ctl = (args: string[]) => asPostgres([`${bin}/pg_ctl`, '-D', data, ...args]);
-  const start = () => ctl(['-o', `-p ${port} -k ${pgDir} -c listen_addresses=127.0.0.1 -c max_connections=200`, '-l', join(pgDir, 'log'), '-w', 'start']);
+  const start = () =>
+    ctl([
+      '-o',
+      `-p ${port} -k ${pgDir} -c listen_addresses=127.0.0.1 -c max_connections=200`,
+      '-l',
+      join(pgDir, 'log'),
+      '-w',
+      'start',
+    ]);
   await start();
   cleanups.push(() => ctl(['-m', 'immediate', '-w', 'stop']).catch(() => undefined));
   return {
@@ -87,7 +107,11 @@ async function privateRedis(dir: string): Promise<{ url: string; restart(): Prom
   const port = await freePort();
   let child: ChildProcess | null = null;
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      { stdio: 'ignore' },
+    );
     for (let i = 0; i < 100; i++) {
       const ok = await run('redis-cli', ['-p', String(port), 'ping']).then(
         (r) => r.stdout.trim() === 'PONG',
@@ -124,7 +148,10 @@ async function startNginx(dir: string, ports: number[]): Promise<string> {
   if (!nginx) throw new Error('nginx is not installed (apt-get install -y nginx; .ci/run does it)');
   const port = await freePort();
   const site = (await readFile(join(ROOT, 'deploy/nginx.conf'), 'utf8'))
-    .replace(/(upstream tollgate \{)[\s\S]*?(keepalive)/, `$1\n${ports.map((p) => `    server 127.0.0.1:${p} max_fails=0;`).join('\n')}\n    $2`)
+    .replace(
+      /(upstream tollgate \{)[\s\S]*?(keepalive)/,
+      `$1\n${ports.map((p) => `    server 127.0.0.1:${p} max_fails=0;`).join('\n')}\n    $2`,
+    )
     .replace(/listen 8080;/, `listen 127.0.0.1:${port};`);
   const prefix = join(dir, 'nginx');
   await mkdir(join(prefix, 'logs'), { recursive: true });
@@ -163,7 +190,14 @@ interface Gateway {
 async function startGateway(port: number, env: Record<string, string>, dataDir: string): Promise<Gateway> {
   const child = spawn(process.execPath, [join(ROOT, 'bin/tollgate.js'), 'serve'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: String(port), TOLLGATE_DATA_DIR: dataDir, ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      TOLLGATE_DATA_DIR: dataDir,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const gateway: Gateway = { port, url: `http://127.0.0.1:${port}`, child, output: '' };
@@ -200,7 +234,10 @@ async function waitAllReady(gateways: Gateway[], timeoutMs: number): Promise<num
 async function admin<T>(url: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
   const response = await request(`${url}/api/v1/admin${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? null : JSON.stringify(body),
   });
   const json = (await response.body.json()) as T;
@@ -209,10 +246,13 @@ async function admin<T>(url: string, method: 'GET' | 'POST', path: string, body?
 }
 
 async function newAccount(url: string, usd: number, keys: number): Promise<{ id: string; keys: string[] }> {
-  const account = await admin<{ data: { id: string } }>(url, 'POST', '/accounts', { email: `cluster-${randomBytes(5).toString('hex')}@example.test` });
+  const account = await admin<{ data: { id: string } }>(url, 'POST', '/accounts', {
+    email: `cluster-${randomBytes(5).toString('hex')}@example.test`,
+  });
   if (usd > 0) await admin(url, 'POST', `/accounts/${account.data.id}/credits`, { amount: usd, kind: 'grant' });
   const out: string[] = [];
-  for (let i = 0; i < keys; i++) out.push((await admin<{ key: string }>(url, 'POST', `/accounts/${account.data.id}/keys`, { name: `k${i}` })).key);
+  for (let i = 0; i < keys; i++)
+    out.push((await admin<{ key: string }>(url, 'POST', `/accounts/${account.data.id}/keys`, { name: `k${i}` })).key);
   return { id: account.data.id, keys: out };
 }
 
@@ -228,8 +268,18 @@ interface Outcome {
 }
 
 async function chat(base: string, dispatcher: Agent, key: string, kind: Kind, i: number): Promise<Outcome> {
-  const model = { free: 'cluster/chat:free', paid: 'cluster/fixed', 'paid-stream': 'cluster/stream', capped: 'cluster/capped' }[kind];
-  const body = { model, messages: [{ role: 'user', content: `cluster ${i}` }], max_tokens: 10, ...(kind === 'paid-stream' ? { stream: true } : {}) };
+  const model = {
+    free: 'cluster/chat:free',
+    paid: 'cluster/fixed',
+    'paid-stream': 'cluster/stream',
+    capped: 'cluster/capped',
+  }[kind];
+  const body = {
+    model,
+    messages: [{ role: 'user', content: `cluster ${i}` }],
+    max_tokens: 10,
+    ...(kind === 'paid-stream' ? { stream: true } : {}),
+  };
   try {
     const response = await request(`${base}/api/v1/chat/completions`, {
       method: 'POST',
@@ -261,7 +311,11 @@ async function chat(base: string, dispatcher: Agent, key: string, kind: Kind, i:
 }
 
 /** One query on a connection of its own (PostgreSQL is restarted during the run). */
-async function query<T extends pg.QueryResultRow>(url: string, text: string, params: unknown[]): Promise<pg.QueryResult<T>> {
+async function query<T extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  params: unknown[],
+): Promise<pg.QueryResult<T>> {
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => undefined);
   await client.connect();
@@ -298,18 +352,36 @@ async function main(): Promise<void> {
       models: [
         fixedModel('cluster/fixed', 'mock@latency=30'),
         fixedModel('cluster/stream', 'mock@tps=5'), // 10 tokens: a 2 s stream
-        { ...fixedModel('cluster/capped', 'mock@latency=30'), endpoints: [{ ...fixedModel('x', 'mock@latency=30').endpoints[0]!, limits: { rpm: CAPACITY_RPM } }] },
-        { id: 'cluster/chat:free', name: 'free', context_length: 8192, endpoints: [{ provider: 'mock', model: 'mock@latency=20', pricing: { prompt: '0', completion: '0' } }] },
+        {
+          ...fixedModel('cluster/capped', 'mock@latency=30'),
+          endpoints: [{ ...fixedModel('x', 'mock@latency=30').endpoints[0]!, limits: { rpm: CAPACITY_RPM } }],
+        },
+        {
+          id: 'cluster/chat:free',
+          name: 'free',
+          context_length: 8192,
+          endpoints: [{ provider: 'mock', model: 'mock@latency=20', pricing: { prompt: '0', completion: '0' } }],
+        },
       ],
       limits: { edge: { burst: 0 }, redis_prefix: prefix, free_models: { per_minute: FREE_PER_MINUTE, per_day: 1000 } },
       server: { trust_proxy: 1 },
       // Paid requests are served through the database outage within each account's grace exposure, and
       // charged from the journal once it returns (README "The charge journal and store outages").
-      billing: { on_store_error: 'grace', grace: { max_exposure_usd: 5, max_duration_ms: 60_000 }, journal: { checkpoint_ms: 500 } },
+      billing: {
+        on_store_error: 'grace',
+        grace: { max_exposure_usd: 5, max_duration_ms: 60_000 },
+        journal: { checkpoint_ms: 500 },
+      },
     };
     const configPath = join(dir, 'tollgate.json');
     await writeFile(configPath, JSON.stringify(config));
-    const env = { TOLLGATE_CONFIG: configPath, DATABASE_URL: postgres.url, REDIS_URL: redis.url, TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_LOG_LEVEL: 'warn' };
+    const env = {
+      TOLLGATE_CONFIG: configPath,
+      DATABASE_URL: postgres.url,
+      REDIS_URL: redis.url,
+      TOLLGATE_ADMIN_TOKEN: ADMIN,
+      TOLLGATE_LOG_LEVEL: 'warn',
+    };
     const ports = await Promise.all(Array.from({ length: GATEWAYS }, () => freePort()));
     const dataDirs = ports.map((p) => join(dir, `data-${p}`));
     const gateways: Gateway[] = [];
@@ -321,8 +393,18 @@ async function main(): Promise<void> {
     // Accounts: four paid ones with two keys each, two free-only ones; balances read before the load.
     const paid = await Promise.all([1, 2, 3, 4].map(() => newAccount(base, 100, 2)));
     const free = await Promise.all([1, 2].map(() => newAccount(base, 0, 1)));
-    const db = { query: <T extends pg.QueryResultRow>(text: string, params: unknown[]) => query<T>(postgres.url, text, params) };
-    const usageOf = async (ids: string[]) => new Map((await db.query<{ id: string; total_usage: string }>('SELECT id, total_usage FROM accounts WHERE id = ANY($1)', [ids])).rows.map((r) => [r.id, BigInt(r.total_usage)]));
+    const db = {
+      query: <T extends pg.QueryResultRow>(text: string, params: unknown[]) => query<T>(postgres.url, text, params),
+    };
+    const usageOf = async (ids: string[]) =>
+      new Map(
+        (
+          await db.query<{ id: string; total_usage: string }>(
+            'SELECT id, total_usage FROM accounts WHERE id = ANY($1)',
+            [ids],
+          )
+        ).rows.map((r) => [r.id, BigInt(r.total_usage)]),
+      );
     const accountIds = [...paid, ...free].map((a) => a.id);
     const usageBefore = await usageOf(accountIds);
 
@@ -381,47 +463,90 @@ async function main(): Promise<void> {
     await sleep(1_000);
 
     const statusCounts = new Map<string, number>();
-    for (const r of results) statusCounts.set(`${r.kind} ${r.status}`, (statusCounts.get(`${r.kind} ${r.status}`) ?? 0) + 1);
+    for (const r of results)
+      statusCounts.set(`${r.kind} ${r.status}`, (statusCounts.get(`${r.kind} ${r.status}`) ?? 0) + 1);
     const complete = results.filter((r) => r.status === 200 && r.complete && r.id !== null && r.kind !== 'free');
     const cut = results.filter((r) => r.status === 200 && !r.complete && r.kind === 'paid-stream');
-    const generations = await db.query<{ id: string; total_cost: string; account_id: string }>('SELECT id, total_cost, account_id FROM generations WHERE account_id = ANY($1)', [accountIds]);
+    const generations = await db.query<{ id: string; total_cost: string; account_id: string }>(
+      'SELECT id, total_cost, account_id FROM generations WHERE account_id = ANY($1)',
+      [accountIds],
+    );
     const charged = new Map(generations.rows.map((g) => [g.id, BigInt(g.total_cost)]));
     const uncharged = complete.filter((r) => !charged.has(r.id!));
     const wrongAmount = complete.filter((r) => charged.has(r.id!) && charged.get(r.id!) !== X_UNITS);
     const cutCharged = cut.filter((r) => r.id !== null && charged.has(r.id)).length;
     const sumGenerations = generations.rows.reduce((sum, g) => sum + BigInt(g.total_cost), 0n);
-    const keyUsage = await db.query<{ sum: string | null }>("SELECT SUM(u.usage) AS sum FROM key_usage u JOIN api_keys k ON k.hash = u.key_hash WHERE u.period = 'all' AND k.account_id = ANY($1)", [accountIds]);
+    const keyUsage = await db.query<{ sum: string | null }>(
+      "SELECT SUM(u.usage) AS sum FROM key_usage u JOIN api_keys k ON k.hash = u.key_hash WHERE u.period = 'all' AND k.account_id = ANY($1)",
+      [accountIds],
+    );
     const sumKeys = BigInt(keyUsage.rows[0]?.sum ?? '0');
     const usageAfter = await usageOf(accountIds);
     const sumAccounts = accountIds.reduce((sum, id) => sum + (usageAfter.get(id)! - usageBefore.get(id)!), 0n);
     const answered = results.filter((r) => r.status === 200).length;
 
-    rows.push({ check: 'requests: answered 200 / total', value: `${answered} / ${results.length}  (${[...statusCounts].sort().map(([k, v]) => `${k}: ${v}`).join(', ')})`, ok: answered > 0 });
-    rows.push({ check: 'Σ generation costs = Σ key usage = Σ account usage change', value: `${sumGenerations} = ${sumKeys} = ${sumAccounts} units`, ok: sumGenerations === sumKeys && sumKeys === sumAccounts });
-    rows.push({ check: 'complete paid answers charged exactly once (X each)', value: `${complete.length - uncharged.length - wrongAmount.length} / ${complete.length}`, ok: uncharged.length === 0 && wrongAmount.length === 0 });
-    rows.push({ check: 'streams cut by SIGKILL, charged from checkpoints', value: `${cutCharged} / ${cut.length}`, ok: true });
+    rows.push({
+      check: 'requests: answered 200 / total',
+      value: `${answered} / ${results.length}  (${[...statusCounts]
+        .sort()
+        .map(([k, v]) => `${k}: ${v}`)
+        .join(', ')})`,
+      ok: answered > 0,
+    });
+    rows.push({
+      check: 'Σ generation costs = Σ key usage = Σ account usage change',
+      value: `${sumGenerations} = ${sumKeys} = ${sumAccounts} units`,
+      ok: sumGenerations === sumKeys && sumKeys === sumAccounts,
+    });
+    rows.push({
+      check: 'complete paid answers charged exactly once (X each)',
+      value: `${complete.length - uncharged.length - wrongAmount.length} / ${complete.length}`,
+      ok: uncharged.length === 0 && wrongAmount.length === 0,
+    });
+    rows.push({
+      check: 'streams cut by SIGKILL, charged from checkpoints',
+      value: `${cutCharged} / ${cut.length}`,
+      ok: true,
+    });
     rows.push({ check: 'holds left in Redis after recovery', value: `${stuck} units`, ok: stuck === 0n });
 
     // Free-model admissions across the three processes: exactly the per-minute limit.
     await sleep(1_000);
     const freeAccount = await newAccount(base, 0, 2);
-    const freeBurst = await Promise.all(Array.from({ length: FREE_PER_MINUTE * 3 }, (_, i) => chat(base, dispatcher, freeAccount.keys[i % 2]!, 'free', i)));
+    const freeBurst = await Promise.all(
+      Array.from({ length: FREE_PER_MINUTE * 3 }, (_, i) =>
+        chat(base, dispatcher, freeAccount.keys[i % 2]!, 'free', i),
+      ),
+    );
     const freeAdmitted = freeBurst.filter((r) => r.status === 200).length;
-    rows.push({ check: `free-model admissions, ${FREE_PER_MINUTE * 3} requests over 3 processes`, value: `${freeAdmitted} (limit ${FREE_PER_MINUTE})`, ok: freeAdmitted === FREE_PER_MINUTE });
+    rows.push({
+      check: `free-model admissions, ${FREE_PER_MINUTE * 3} requests over 3 processes`,
+      value: `${freeAdmitted} (limit ${FREE_PER_MINUTE})`,
+      ok: freeAdmitted === FREE_PER_MINUTE,
+    });
 
     // The overspend bound: 500 concurrent requests against credit worth 10.
     const tight = await newAccount(base, Number(OVERSPEND_BALANCE_X) / 1000, 1);
-    const tightBurst = await Promise.all(Array.from({ length: 500 }, (_, i) => chat(base, dispatcher, tight.keys[0]!, 'paid', i)));
+    const tightBurst = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => chat(base, dispatcher, tight.keys[0]!, 'paid', i)),
+    );
     const tightAdmitted = tightBurst.filter((r) => r.status === 200).length;
     const tightBalance = await admin<{ data: { balance: number } }>(base, 'GET', `/accounts/${tight.id}`);
     const balanceUnits = BigInt(Math.round(tightBalance.data.balance * 1e9));
     rows.push({
       check: '500 concurrent against credit worth 10 (bound: 9..10 admitted, balance ≥ 0)',
       value: `${tightAdmitted} admitted, balance ${balanceUnits} units`,
-      ok: tightAdmitted <= 10 && tightAdmitted >= 9 && balanceUnits === (OVERSPEND_BALANCE_X - BigInt(tightAdmitted)) * X_UNITS,
+      ok:
+        tightAdmitted <= 10 &&
+        tightAdmitted >= 9 &&
+        balanceUnits === (OVERSPEND_BALANCE_X - BigInt(tightAdmitted)) * X_UNITS,
     });
     // A capacity limit of 30 requests per minute on one endpoint, over the three processes.
-    const cappedBurst = await Promise.all(Array.from({ length: CAPACITY_RPM * 3 }, (_, i) => chat(base, dispatcher, paid[i % paid.length]!.keys[0]!, 'capped', i)));
+    const cappedBurst = await Promise.all(
+      Array.from({ length: CAPACITY_RPM * 3 }, (_, i) =>
+        chat(base, dispatcher, paid[i % paid.length]!.keys[0]!, 'capped', i),
+      ),
+    );
     const cappedAdmitted = cappedBurst.filter((r) => r.status === 200).length;
     const cappedRefused = cappedBurst.filter((r) => r.status === 429).length;
     rows.push({
@@ -433,12 +558,15 @@ async function main(): Promise<void> {
     await dispatcher.close();
 
     const width = Math.max(...rows.map((r) => r.check.length));
-    console.log(`\nTollgate cluster run: 3 processes behind nginx, SIGKILL + PostgreSQL stopped ${PG_OUTAGE_MS / 1000} s + Redis restart under load\n`);
+    console.log(
+      `\nTollgate cluster run: 3 processes behind nginx, SIGKILL + PostgreSQL stopped ${PG_OUTAGE_MS / 1000} s + Redis restart under load\n`,
+    );
     for (const line of events) console.log(`  ${line}`);
     console.log('');
     console.log(`| ${'check'.padEnd(width)} | result | figures`);
     console.log(`|${'-'.repeat(width + 2)}|--------|--------`);
-    for (const row of rows) console.log(`| ${row.check.padEnd(width)} | ${row.ok ? 'ok    ' : 'FAILED'} | ${row.value}`);
+    for (const row of rows)
+      console.log(`| ${row.check.padEnd(width)} | ${row.ok ? 'ok    ' : 'FAILED'} | ${row.value}`);
     if (rows.some((r) => !r.ok)) {
       for (const g of gateways) console.log(`--- gateway :${g.port} output (tail) ---\n${g.output.slice(-3_000)}`);
       process.exitCode = 1;
@@ -452,7 +580,9 @@ async function main(): Promise<void> {
 // Whatever ends the run early, the private servers and processes go too.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    void Promise.all(cleanups.reverse().map((cleanup) => cleanup().catch(() => undefined))).finally(() => process.exit(130));
+    void Promise.all(cleanups.reverse().map((cleanup) => cleanup().catch(() => undefined))).finally(() =>
+      process.exit(130),
+    );
   });
 }
 

@@ -17,7 +17,15 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
   let finish: (outcome: { error: unknown; result: autocannon.Result }) => void = () => {};
   const finished = new Promise<{ error: unknown; result: autocannon.Result }>((resolve) => (finish = resolve));
   const instance = autocannon(
-    { url: job.url, method: 'POST', connections: job.connections, duration: job.durationSec, headers: job.headers, body: job.body, timeout: 10 },
+    {
+      url: job.url,
+      method: 'POST',
+      connections: job.connections,
+      duration: job.durationSec,
+      headers: job.headers,
+      body: job.body,
+      timeout: 10,
+    },
     (error, result) => finish({ error, result }),
   );
   instance.on('response', (_client, status, _bytes, responseTime) => {

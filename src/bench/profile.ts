@@ -17,7 +17,9 @@ export function createProfiler(dir: string): Profiler {
   const session = new Session();
   session.connect();
   const post = <T>(method: string, params: object = {}) =>
-    new Promise<T>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))));
+    new Promise<T>((resolve, reject) =>
+      session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))),
+    );
   return {
     async start() {
       await post('Profiler.enable');

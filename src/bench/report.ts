@@ -41,7 +41,14 @@ export function loadTable(rows: readonly LoadRow[]): string {
   return table(
     ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx'],
     ['l', 'l', 'r', 'r', 'r', 'r'],
-    rows.map(({ scenario, target, result: r }) => [scenario, target, int(r.requestsPerSec), ms(r.p50Ms), ms(r.p99Ms), `${r.errors}/${r.non2xx}`]),
+    rows.map(({ scenario, target, result: r }) => [
+      scenario,
+      target,
+      int(r.requestsPerSec),
+      ms(r.p50Ms),
+      ms(r.p99Ms),
+      `${r.errors}/${r.non2xx}`,
+    ]),
   );
 }
 
@@ -65,14 +72,25 @@ export function overheadLines(rows: readonly LoadRow[]): string[] {
 export function cpuTable(rows: readonly LoadRow[]): string {
   const perRequest = (micros: number, r: LoadResult) => (r.completed > 0 ? int(micros / r.completed) : 'n/a');
   return table(
-    ['scenario', 'target', 'gateway CPU µs/req', 'gateway event loop busy', 'charges per commit', 'provider CPU µs/req', 'load generator CPU µs/req', 'other processes (cores)'],
+    [
+      'scenario',
+      'target',
+      'gateway CPU µs/req',
+      'gateway event loop busy',
+      'charges per commit',
+      'provider CPU µs/req',
+      'load generator CPU µs/req',
+      'other processes (cores)',
+    ],
     ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
     rows.map((row) => [
       row.scenario,
       row.target,
       row.target !== 'direct' ? perRequest(row.gatewayCpuMicros, row.result) : '–',
       row.target !== 'direct' ? `${(100 * row.gatewayEventLoop).toFixed(0)} %` : '–',
-      row.target !== 'direct' && row.commits.transactions > 0 ? (row.commits.charges / row.commits.transactions).toFixed(1) : '–',
+      row.target !== 'direct' && row.commits.transactions > 0
+        ? (row.commits.charges / row.commits.transactions).toFixed(1)
+        : '–',
       perRequest(row.providerCpuMicros, row.result),
       perRequest(row.result.loadCpuMicros, row.result),
       row.otherCpuMicros === null ? 'n/a' : (row.otherCpuMicros / (row.result.durationSec * 1e6)).toFixed(2),
@@ -84,6 +102,13 @@ export function probeTable(rows: readonly ProbeRow[]): string {
   return table(
     ['stream', 'target', 'requests', 'TTFB p50 ms', 'TTFB p99 ms', 'total p50 ms'],
     ['l', 'l', 'r', 'r', 'r', 'r'],
-    rows.map(({ scenario, target, result: r }) => [scenario, target, String(r.measured), ms(r.ttfbP50Ms), ms(r.ttfbP99Ms), ms(r.totalP50Ms)]),
+    rows.map(({ scenario, target, result: r }) => [
+      scenario,
+      target,
+      String(r.measured),
+      ms(r.ttfbP50Ms),
+      ms(r.ttfbP99Ms),
+      ms(r.totalP50Ms),
+    ]),
   );
 }

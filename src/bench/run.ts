@@ -22,7 +22,16 @@ import { cpuNow, startHelper, type CpuTime, type HelperProcess } from './child-p
 import type { LoadJob, LoadResult, ProbeJob, ProbeResult } from './measure.js';
 import { machineBusyMicros } from './machine-cpu.js';
 import { createProfiler, type Profiler } from './profile.js';
-import { cpuTable, loadTable, overheadLines, PLAIN_UPSTREAM, probeTable, type LoadRow, type ProbeRow, type Target } from './report.js';
+import {
+  cpuTable,
+  loadTable,
+  overheadLines,
+  PLAIN_UPSTREAM,
+  probeTable,
+  type LoadRow,
+  type ProbeRow,
+  type Target,
+} from './report.js';
 
 const DURATION = positiveNumber('BENCH_DURATION', 10);
 const CONNECTIONS = positiveNumber('BENCH_CONNECTIONS', 50);
@@ -39,7 +48,11 @@ function positiveNumber(name: string, fallback: number): number {
 }
 
 interface Targets {
-  request(target: Target, model: BenchModel, stream: boolean): { url: string; headers: Record<string, string>; body: string };
+  request(
+    target: Target,
+    model: BenchModel,
+    stream: boolean,
+  ): { url: string; headers: Record<string, string>; body: string };
 }
 
 function targetsFor(providerUrl: string, gateway: BenchGateway): Targets {
@@ -49,11 +62,18 @@ function targetsFor(providerUrl: string, gateway: BenchGateway): Targets {
       // (A non-streamed request through the gateway goes upstream as a stream unless the provider has `stream_upstream: false`.)
       const body =
         target === 'direct'
-          ? { model: BENCH_MODELS[model].upstream, messages: PROMPT, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }
+          ? {
+              model: BENCH_MODELS[model].upstream,
+              messages: PROMPT,
+              ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+            }
           : { model, messages: PROMPT, ...(stream ? { stream: true } : {}) };
       return {
         url: target === 'direct' ? `${providerUrl}/chat/completions` : `${gateway.url}/api/v1/chat/completions`,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${target === 'direct' ? 'bench-upstream-key' : gateway.key}` },
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${target === 'direct' ? 'bench-upstream-key' : gateway.key}`,
+        },
         body: JSON.stringify(body),
       };
     },
@@ -67,7 +87,8 @@ async function chargesOf(targets: Targets): Promise<Map<BenchModel, bigint>> {
     const { url, headers, body } = targets.request('gateway', model, false);
     const response = await request(url, { method: 'POST', headers, body });
     const text = await response.body.text();
-    if (response.statusCode !== 200) throw new Error(`probe request for ${model} failed: ${response.statusCode} ${text}`);
+    if (response.statusCode !== 200)
+      throw new Error(`probe request for ${model} failed: ${response.statusCode} ${text}`);
     const cost = (JSON.parse(text) as { usage?: { cost?: unknown } }).usage?.cost;
     if (typeof cost !== 'number' || cost <= 0) throw new Error(`probe request for ${model} reported no cost: ${text}`);
     charges.set(model, usdToUnits(cost));
@@ -87,13 +108,18 @@ interface Bench {
 }
 
 function check(bench: Bench, what: string, r: LoadResult): void {
-  if (r.errors > 0 || r.timeouts > 0 || r.non2xx > 0) bench.failures.push(`${what}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
+  if (r.errors > 0 || r.timeouts > 0 || r.non2xx > 0)
+    bench.failures.push(`${what}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
   if (r.ok2xx === 0) bench.failures.push(`${what}: no successful response`);
 }
 
 async function measureLoad(bench: Bench, scenario: string, target: Target, stream: boolean): Promise<LoadRow> {
   const model: BenchModel = target === PLAIN_UPSTREAM ? 'bench/instant-plain' : 'bench/instant';
-  const job = (durationSec: number): LoadJob => ({ ...bench.targets.request(target, model, stream), connections: CONNECTIONS, durationSec });
+  const job = (durationSec: number): LoadJob => ({
+    ...bench.targets.request(target, model, stream),
+    connections: CONNECTIONS,
+    durationSec,
+  });
   const warm = await bench.load.call<LoadResult>('load', job(WARMUP));
   check(bench, `${scenario} ${target} (warm-up)`, warm);
 
@@ -109,7 +135,10 @@ async function measureLoad(bench: Bench, scenario: string, target: Target, strea
   const machineAfter = machineBusyMicros();
   const gatewayCpu = cpuNow().micros - gatewayBefore.micros;
   const providerCpu = (await bench.provider.call<CpuTime>('cpu')).micros - providerBefore.micros;
-  const otherCpu = machineBefore === null || machineAfter === null ? null : Math.max(0, machineAfter - machineBefore - gatewayCpu - providerCpu - result.loadCpuMicros);
+  const otherCpu =
+    machineBefore === null || machineAfter === null
+      ? null
+      : Math.max(0, machineAfter - machineBefore - gatewayCpu - providerCpu - result.loadCpuMicros);
   const commitsAfter = await bench.gateway.commits();
   if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`${scenario}-${model}`)}`);
   check(bench, `${scenario} ${target}`, result);
@@ -126,11 +155,20 @@ async function measureLoad(bench: Bench, scenario: string, target: Target, strea
     providerCpuMicros: providerCpu,
     gatewayEventLoop: loop.utilization,
     otherCpuMicros: otherCpu,
-    commits: { transactions: commitsAfter.transactions - commitsBefore.transactions, charges: commitsAfter.charges - commitsBefore.charges },
+    commits: {
+      transactions: commitsAfter.transactions - commitsBefore.transactions,
+      charges: commitsAfter.charges - commitsBefore.charges,
+    },
   };
 }
 
-async function measureProbe(bench: Bench, scenario: string, target: Target, model: BenchModel, count: number): Promise<ProbeRow> {
+async function measureProbe(
+  bench: Bench,
+  scenario: string,
+  target: Target,
+  model: BenchModel,
+  count: number,
+): Promise<ProbeRow> {
   const warmup = Math.max(1, Math.floor(count / 10));
   const job: ProbeJob = { ...bench.targets.request(target, model, true), count, warmup };
   const result = await bench.load.call<ProbeResult>('probe', job);
@@ -143,17 +181,24 @@ async function measureProbe(bench: Bench, scenario: string, target: Target, mode
 function checkLedger(bench: Bench, ledger: Ledger, charges: Map<BenchModel, bigint>): string {
   const usd = (units: bigint) => (Number(units) / 1e9).toFixed(6);
   if (ledger.keyUsage !== ledger.generationsCost || ledger.accountUsage !== ledger.generationsCost) {
-    bench.failures.push(`ledger mismatch: key usage ${ledger.keyUsage}, account usage ${ledger.accountUsage}, sum of generations ${ledger.generationsCost} (units of 1e-9 USD)`);
+    bench.failures.push(
+      `ledger mismatch: key usage ${ledger.keyUsage}, account usage ${ledger.accountUsage}, sum of generations ${ledger.generationsCost} (units of 1e-9 USD)`,
+    );
   }
   if (ledger.errored > 0) bench.failures.push(`${ledger.errored} generations ended in an error`);
   // Each answer is charged exactly once; requests cut off when a run ended may be charged without being counted by autocannon.
   const floor = bench.gatewayOk + charges.size;
   if (ledger.generations < floor || ledger.generations > floor + bench.gatewayCutOff) {
-    bench.failures.push(`expected ${floor}..${floor + bench.gatewayCutOff} generations (2xx answers + cut-off requests), found ${ledger.generations}`);
+    bench.failures.push(
+      `expected ${floor}..${floor + bench.gatewayCutOff} generations (2xx answers + cut-off requests), found ${ledger.generations}`,
+    );
   }
   const expected = new Set(charges.values());
   const odd = [...ledger.costs].filter(([cost]) => !expected.has(cost));
-  if (odd.length > 0) bench.failures.push(`completed generations with unexpected charges: ${odd.map(([c, n]) => `${n}×${c}`).join(', ')}`);
+  if (odd.length > 0)
+    bench.failures.push(
+      `completed generations with unexpected charges: ${odd.map(([c, n]) => `${n}×${c}`).join(', ')}`,
+    );
   return (
     `Accounting: ${ledger.generations.toLocaleString('en-US')} generations (${ledger.cancelled} cut off by the end of a run), ` +
     `key usage ${usd(ledger.keyUsage)} USD, account usage ${usd(ledger.accountUsage)} USD, sum of generation charges ${usd(ledger.generationsCost)} USD; ` +
@@ -175,7 +220,8 @@ async function activitySection(): Promise<number> {
 
 async function main(): Promise<number> {
   const only = process.env.BENCH_ONLY;
-  if (only !== undefined && only !== '' && only !== 'activity') throw new Error(`BENCH_ONLY must be "activity", got "${only}"`);
+  if (only !== undefined && only !== '' && only !== 'activity')
+    throw new Error(`BENCH_ONLY must be "activity", got "${only}"`);
   if (only === 'activity') return activitySection();
   const proxy = await proxyBench();
   const activity = await activitySection();
@@ -198,8 +244,13 @@ async function proxyBench(): Promise<number> {
     const bench: Bench = { gateway, load, provider, targets, failures: [], gatewayOk: 0, gatewayCutOff: 0 };
 
     const loadBefore = loadavg()[0]!;
-    if (loadBefore > 0.5) console.error(`bench: WARNING the machine is not idle (load average ${loadBefore.toFixed(2)}): other processes will skew the numbers`);
-    console.error(`bench: ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s warm-up; 5 runs + TTFB probes...`);
+    if (loadBefore > 0.5)
+      console.error(
+        `bench: WARNING the machine is not idle (load average ${loadBefore.toFixed(2)}): other processes will skew the numbers`,
+      );
+    console.error(
+      `bench: ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s warm-up; 5 runs + TTFB probes...`,
+    );
     const rows: LoadRow[] = [];
     const runs: [string, Target[], boolean][] = [
       ['non-streaming', ['direct', 'gateway', PLAIN_UPSTREAM], false],
@@ -213,8 +264,18 @@ async function proxyBench(): Promise<number> {
     }
     const probes: ProbeRow[] = [];
     const instantCount = Math.max(50, Math.round(50 * DURATION));
-    for (const target of ['direct', 'gateway'] as const) probes.push(await measureProbe(bench, 'instant (40 tokens)', target, 'bench/instant', instantCount));
-    for (const target of ['direct', 'gateway'] as const) probes.push(await measureProbe(bench, 'paced (20 tokens at 100/s)', target, 'bench/paced', Math.max(5, Math.round(DURATION))));
+    for (const target of ['direct', 'gateway'] as const)
+      probes.push(await measureProbe(bench, 'instant (40 tokens)', target, 'bench/instant', instantCount));
+    for (const target of ['direct', 'gateway'] as const)
+      probes.push(
+        await measureProbe(
+          bench,
+          'paced (20 tokens at 100/s)',
+          target,
+          'bench/paced',
+          Math.max(5, Math.round(DURATION)),
+        ),
+      );
 
     const loadAfter = loadavg()[0]!;
     await gateway.quiesce();
@@ -245,7 +306,8 @@ async function proxyBench(): Promise<number> {
     }
     return 0;
   } finally {
-    for (const part of started.reverse()) await part.stop().catch((error: unknown) => console.error('bench: stop failed', error));
+    for (const part of started.reverse())
+      await part.stop().catch((error: unknown) => console.error('bench: stop failed', error));
   }
 }
 

@@ -75,7 +75,9 @@ const REASON_MESSAGES: Record<string, string> = {
 };
 
 function refused(reason: string): TollgateError {
-  return new TollgateError('store.unavailable', REASON_MESSAGES[reason] ?? 'Storage is unavailable', { metadata: { reason } });
+  return new TollgateError('store.unavailable', REASON_MESSAGES[reason] ?? 'Storage is unavailable', {
+    metadata: { reason },
+  });
 }
 
 export class ChargeAdmission {
@@ -97,15 +99,31 @@ export class ChargeAdmission {
       }
       options.log[inOutage ? 'warn' : 'info'](
         { on_store_error: options.policy.onStoreError },
-        inOutage ? `store outage: paid requests ${options.policy.onStoreError === 'closed' ? 'refused (503)' : 'served under the grace policy'}` : 'store reachable again',
+        inOutage
+          ? `store outage: paid requests ${options.policy.onStoreError === 'closed' ? 'refused (503)' : 'served under the grace policy'}`
+          : 'store reachable again',
       );
     });
     if (options.registry) {
       const registers = [options.registry];
       const journal = options.journal;
       const freeBytes = () => this.freeBytes;
-      new Gauge({ name: 'tollgate_charge_journal_depth', help: 'Live entries in the charge journal (charges not yet in the store, stream checkpoints)', registers, collect() { this.set(journal?.depth ?? 0); } });
-      new Gauge({ name: 'tollgate_charge_journal_backlog', help: 'Journaled charges waiting for the store', registers, collect() { this.set(options.settler.backlogSize); } });
+      new Gauge({
+        name: 'tollgate_charge_journal_depth',
+        help: 'Live entries in the charge journal (charges not yet in the store, stream checkpoints)',
+        registers,
+        collect() {
+          this.set(journal?.depth ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'tollgate_charge_journal_backlog',
+        help: 'Journaled charges waiting for the store',
+        registers,
+        collect() {
+          this.set(options.settler.backlogSize);
+        },
+      });
       new Gauge({
         name: 'tollgate_charge_journal_oldest_entry_age_seconds',
         help: 'Age of the oldest live charge journal entry (0 when empty)',
@@ -115,11 +133,42 @@ export class ChargeAdmission {
           this.set(oldest === null ? 0 : Math.max(0, options.now() - oldest) / 1000);
         },
       });
-      new Gauge({ name: 'tollgate_charge_journal_writable', help: '1 while the charge journal accepts writes', registers, collect() { this.set(journal === null || journal.writable ? 1 : 0); } });
-      new Gauge({ name: 'tollgate_data_dir_free_bytes', help: 'Free bytes in TOLLGATE_DATA_DIR (journal and embedded store headroom)', registers, collect() { const free = freeBytes(); if (free !== null) this.set(free); } });
-      new Gauge({ name: 'tollgate_store_outage', help: '1 while the store is unavailable to this process', registers, collect() { this.set(options.health.inOutage ? 1 : 0); } });
-      this.graceAdmissions = new Counter({ name: 'tollgate_grace_admissions_total', help: 'Paid requests admitted under billing.on_store_error: grace', registers });
-      this.refusals = new Counter({ name: 'tollgate_charge_admission_refusals_total', help: 'Paid requests refused because a charge could not be made durable, by reason', labelNames: ['reason'], registers });
+      new Gauge({
+        name: 'tollgate_charge_journal_writable',
+        help: '1 while the charge journal accepts writes',
+        registers,
+        collect() {
+          this.set(journal === null || journal.writable ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'tollgate_data_dir_free_bytes',
+        help: 'Free bytes in TOLLGATE_DATA_DIR (journal and embedded store headroom)',
+        registers,
+        collect() {
+          const free = freeBytes();
+          if (free !== null) this.set(free);
+        },
+      });
+      new Gauge({
+        name: 'tollgate_store_outage',
+        help: '1 while the store is unavailable to this process',
+        registers,
+        collect() {
+          this.set(options.health.inOutage ? 1 : 0);
+        },
+      });
+      this.graceAdmissions = new Counter({
+        name: 'tollgate_grace_admissions_total',
+        help: 'Paid requests admitted under billing.on_store_error: grace',
+        registers,
+      });
+      this.refusals = new Counter({
+        name: 'tollgate_charge_admission_refusals_total',
+        help: 'Paid requests refused because a charge could not be made durable, by reason',
+        labelNames: ['reason'],
+        registers,
+      });
     }
   }
 
@@ -187,7 +236,14 @@ export class ChargeAdmission {
     return {
       state,
       reasons,
-      journal: journal ? { depth: journal.depth, oldest_entry_age_ms: oldest === null ? null : Math.max(0, this.options.now() - oldest), backlog: settler.backlogSize, writable: journal.writable } : null,
+      journal: journal
+        ? {
+            depth: journal.depth,
+            oldest_entry_age_ms: oldest === null ? null : Math.max(0, this.options.now() - oldest),
+            backlog: settler.backlogSize,
+            writable: journal.writable,
+          }
+        : null,
       free_bytes: this.freeBytes,
     };
   }
@@ -231,7 +287,8 @@ export class ChargeAdmission {
       this.refusals?.inc({ reason });
       throw refused(reason);
     };
-    if (this.options.now() - (this.options.health.since ?? this.options.now()) > policy.maxDurationMs) refuse('grace_expired');
+    if (this.options.now() - (this.options.health.since ?? this.options.now()) > policy.maxDurationMs)
+      refuse('grace_expired');
     const account = lastKnown.account(key.accountId);
     if (!account) return refuse('store_unavailable');
     const amount = isPaid ? estimate : 0n;
@@ -255,7 +312,14 @@ export class ChargeAdmission {
     this.exposure.set(key.accountId, used + amount);
     if (isPaid) this.graceAdmissions?.inc();
     // Not registered in the hold store (it may be out too): the exposure cap bounds these instead.
-    return { id: `grace:${key.hash.slice(0, 12)}:${this.options.now()}:${Math.random().toString(36).slice(2)}`, accountId: key.accountId, keyHash: key.hash, amount, countsByok: key.includeByokInLimit, state: amount > 0n ? 'held' : 'done' };
+    return {
+      id: `grace:${key.hash.slice(0, 12)}:${this.options.now()}:${Math.random().toString(36).slice(2)}`,
+      accountId: key.accountId,
+      keyHash: key.hash,
+      amount,
+      countsByok: key.includeByokInLimit,
+      state: amount > 0n ? 'held' : 'done',
+    };
   }
 
   private async measureDisk(): Promise<void> {

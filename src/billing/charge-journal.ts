@@ -96,10 +96,19 @@ export class ChargeJournal {
   }
 
   /** Claims a slot in `dir`, recovers its entries and those of dead processes' slots, and rewrites them into a fresh file. */
-  static async open(dir: string, options: ChargeJournalOptions): Promise<{ journal: ChargeJournal; report: JournalOpenReport }> {
+  static async open(
+    dir: string,
+    options: ChargeJournalOptions,
+  ): Promise<{ journal: ChargeJournal; report: JournalOpenReport }> {
     mkdirSync(dir, { recursive: true });
     const lock = claimSlot(dir);
-    const report: JournalOpenReport = { slot: lock.slot, recovered: 0, checkpointsCharged: 0, adoptedSlots: [], damagedTails: [] };
+    const report: JournalOpenReport = {
+      slot: lock.slot,
+      recovered: 0,
+      checkpointsCharged: 0,
+      adoptedSlots: [],
+      damagedTails: [],
+    };
     const adopted: SlotLock[] = [];
     try {
       const records: JournalRecord[] = [...(await readJournalFile(lock.journalPath, report))];
@@ -120,7 +129,10 @@ export class ChargeJournal {
         }
       }
       report.recovered = live.size;
-      const handle = await writeFresh(lock.journalPath, [...live.values()].map((e) => ({ t: 'charge', s: e.settlement, at: e.at }) as const));
+      const handle = await writeFresh(
+        lock.journalPath,
+        [...live.values()].map((e) => ({ t: 'charge', s: e.settlement, at: e.at }) as const),
+      );
       const journal = new ChargeJournal(lock, handle.handle, handle.size, options);
       for (const entry of live.values()) journal.track(entry);
       // Only now that their entries are durable in our file may the orphans' files go.
@@ -177,7 +189,9 @@ export class ChargeJournal {
     const records = settlements.map((s) => ({ t: 'charge', s, at }) as const);
     const buffers = records.map(encodeRecord); // once: written, and sized for compaction
     await this.writeEncoded(buffers, true);
-    records.forEach((record, i) => this.track({ id: record.s.generation.id, kind: 'charge', settlement: record.s, at, bytes: buffers[i]!.length }));
+    records.forEach((record, i) =>
+      this.track({ id: record.s.generation.id, kind: 'charge', settlement: record.s, at, bytes: buffers[i]!.length }),
+    );
   }
 
   /** A running stream's usage so far (superseded by the next checkpoint or its final charge). */
@@ -242,7 +256,13 @@ export class ChargeJournal {
   }
 
   private entryOf(record: Extract<JournalRecord, { t: 'charge' | 'checkpoint' }>): JournalEntry {
-    return { id: record.s.generation.id, kind: record.t, settlement: record.s, at: record.at, bytes: encodeRecord(record).length };
+    return {
+      id: record.s.generation.id,
+      kind: record.t,
+      settlement: record.s,
+      at: record.at,
+      bytes: encodeRecord(record).length,
+    };
   }
 
   private track(entry: JournalEntry): void {
@@ -336,7 +356,8 @@ async function readJournalFile(path: string, report: JournalOpenReport): Promise
     throw error;
   }
   const decoded = decodeRecords(buffer);
-  if (decoded.tail !== null) report.damagedTails.push({ file: path, reason: decoded.tail, ignoredBytes: buffer.length - decoded.validBytes });
+  if (decoded.tail !== null)
+    report.damagedTails.push({ file: path, reason: decoded.tail, ignoredBytes: buffer.length - decoded.validBytes });
   return decoded.records;
 }
 
@@ -352,13 +373,22 @@ export function foldRecords(records: readonly JournalRecord[]): Map<string, Jour
     const previous = live.get(id);
     // A final charge is never superseded by a checkpoint (a late checkpoint write cannot undo it).
     if (previous?.kind === 'charge' && record.t === 'checkpoint') continue;
-    live.set(id, { id, kind: record.t, settlement: record.s, at: previous?.at ?? record.at, bytes: encodeRecord(record).length });
+    live.set(id, {
+      id,
+      kind: record.t,
+      settlement: record.s,
+      at: previous?.at ?? record.at,
+      bytes: encodeRecord(record).length,
+    });
   }
   return live;
 }
 
 /** Writes `records` to `<path>.tmp`, syncs it, renames it over `path`, syncs the directory; returns an append handle. */
-async function writeFresh(path: string, records: readonly JournalRecord[]): Promise<{ handle: FileHandle; size: number }> {
+async function writeFresh(
+  path: string,
+  records: readonly JournalRecord[],
+): Promise<{ handle: FileHandle; size: number }> {
   const temp = `${path}.tmp`;
   const buffer = Buffer.concat(records.map(encodeRecord));
   const handle = await open(temp, 'w');

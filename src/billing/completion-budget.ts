@@ -19,7 +19,11 @@ export interface BudgetedEndpoint {
  * after the prompt), and at least 1: a prompt that fills the context is the provider's to refuse, and
  * a limit of 0 reads as "no limit" on some servers.
  */
-export function completionBudget(requested: number | null, endpoint: Pick<BudgetedEndpoint, 'contextLength' | 'maxCompletionTokens'>, promptTokens: number): number {
+export function completionBudget(
+  requested: number | null,
+  endpoint: Pick<BudgetedEndpoint, 'contextLength' | 'maxCompletionTokens'>,
+  promptTokens: number,
+): number {
   const available = endpoint.contextLength - promptTokens;
   const cap = endpoint.maxCompletionTokens === null ? available : Math.min(endpoint.maxCompletionTokens, available);
   const wanted = requested ?? endpoint.maxCompletionTokens ?? DEFAULT_COMPLETION_BUDGET;
@@ -27,7 +31,14 @@ export function completionBudget(requested: number | null, endpoint: Pick<Budget
 }
 
 /** The most a request costs on an endpoint: its prompt estimate and its full completion budget, rounded up to units. */
-export function budgetCost(endpoint: Pick<BudgetedEndpoint, 'prices'>, promptTokens: number, completionTokens: number): Units {
-  const femto = endpoint.prices.prompt * BigInt(promptTokens) + endpoint.prices.completion * BigInt(completionTokens) + endpoint.prices.request;
+export function budgetCost(
+  endpoint: Pick<BudgetedEndpoint, 'prices'>,
+  promptTokens: number,
+  completionTokens: number,
+): Units {
+  const femto =
+    endpoint.prices.prompt * BigInt(promptTokens) +
+    endpoint.prices.completion * BigInt(completionTokens) +
+    endpoint.prices.request;
   return (femto + 999_999n) / 1_000_000n;
 }

@@ -47,9 +47,19 @@ function switchable(inner: HoldStore) {
   return { store, state };
 }
 
-const key = (accountId: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({ hash: 'k1', accountId, limit: null, limitReset: null, includeByokInLimit: false, ...extra }) as KeyRecord;
-const account = (credits: bigint): AccountRecord => ({ id: 'acct', email: 'a@example.test', passwordHash: null, createdAt: 0, totalCredits: credits, totalPurchased: 0n, totalUsage: 0n });
-const charge = (cost: bigint) => ({ totalCost: cost, isByok: false, upstreamPromptCost: 0n, upstreamCompletionCost: 0n }) as GenerationRecord;
+const key = (accountId: string, extra: Partial<KeyRecord> = {}): KeyRecord =>
+  ({ hash: 'k1', accountId, limit: null, limitReset: null, includeByokInLimit: false, ...extra }) as KeyRecord;
+const account = (credits: bigint): AccountRecord => ({
+  id: 'acct',
+  email: 'a@example.test',
+  passwordHash: null,
+  createdAt: 0,
+  totalCredits: credits,
+  totalPurchased: 0n,
+  totalUsage: 0n,
+});
+const charge = (cost: bigint) =>
+  ({ totalCost: cost, isByok: false, upstreamPromptCost: 0n, upstreamCompletionCost: 0n }) as GenerationRecord;
 
 /** A fleet the test steers: how many processes, whether Redis is trusted, and resync events. */
 function fakeFleet(size: number) {
@@ -80,7 +90,11 @@ function gateOf(store: Store, holds: HoldStore, holdTtlMs = 120_000, now: () => 
 }
 afterEach(() => gates.splice(0).forEach((g) => g.close()));
 
-const codeOf = (promise: Promise<unknown>) => promise.then(() => 'admitted', (e: unknown) => (e instanceof TollgateError ? e.code : String(e)));
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'admitted',
+    (e: unknown) => (e instanceof TollgateError ? e.code : String(e)),
+  );
 
 describe('CreditGate', () => {
   it('a settled charge counts at once, although the balance snapshot is older than it', async () => {
@@ -144,7 +158,12 @@ describe('CreditGate', () => {
   it('a key limit counts BYOK charges only when the key says so', async () => {
     const { store } = fakeStore(account(100n * X));
     const gate = gateOf(store, new MemoryHoldStore());
-    const byok = { ...charge(0n), isByok: true, upstreamPromptCost: 2n * X, upstreamCompletionCost: X } as GenerationRecord;
+    const byok = {
+      ...charge(0n),
+      isByok: true,
+      upstreamPromptCost: 2n * X,
+      upstreamCompletionCost: X,
+    } as GenerationRecord;
     const counting = key('acct', { hash: 'k-incl', limit: 4n * X, includeByokInLimit: true });
     await gate.settle(await gate.admit(counting, true, X), byok);
     expect(await codeOf(gate.admit(counting, true, X))).toBe('admitted'); // 4X − 3X = X left
@@ -156,7 +175,15 @@ describe('CreditGate', () => {
 
   describe('with a fleet sharing the hold store (Redis)', () => {
     function fleetGate(store: Store, holds: HoldStore, fleet: FleetView, onHoldStoreError?: 'share' | 'closed') {
-      const gate = new CreditGate({ store, bus: new LocalChangeBus(), now: Date.now, ttlMs: 60_000, holds, fleet, ...(onHoldStoreError ? { onHoldStoreError } : {}) });
+      const gate = new CreditGate({
+        store,
+        bus: new LocalChangeBus(),
+        now: Date.now,
+        ttlMs: 60_000,
+        holds,
+        fleet,
+        ...(onHoldStoreError ? { onHoldStoreError } : {}),
+      });
       gates.push(gate);
       return gate;
     }

@@ -24,7 +24,14 @@ import { fleetShare, type FleetView } from '../core/fleet.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import { unitsToUsd, type Units } from '../core/money.js';
 import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
-import { decideHold, type ChargeMark, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore } from './hold-store.js';
+import {
+  decideHold,
+  type ChargeMark,
+  type HoldCheck,
+  type HoldDecision,
+  type HoldRef,
+  type HoldStore,
+} from './hold-store.js';
 import { limitedUsage, windowName } from './key-view.js';
 import { MemoryHoldStore } from './memory-hold-store.js';
 import { usagePeriods, type UsagePeriods } from '../core/usage-window.js';
@@ -142,10 +149,20 @@ export class CreditGate {
 
   private async admitOnce(key: KeyRecord, isPaid: boolean, estimate: Units, trusted: boolean): Promise<Hold> {
     const needMark = isPaid && trusted;
-    const [account, usage] = await Promise.all([this.accountSnapshot(key.accountId, needMark), key.limit === null ? null : this.keySnapshot(key, needMark)]);
+    const [account, usage] = await Promise.all([
+      this.accountSnapshot(key.accountId, needMark),
+      key.limit === null ? null : this.keySnapshot(key, needMark),
+    ]);
     if (!account.account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     const now = this.options.now();
-    const hold: Hold = { id: `${this.idPrefix}:${++this.sequence}`, accountId: key.accountId, keyHash: key.hash, amount: isPaid ? estimate : 0n, countsByok: key.includeByokInLimit, state: 'held' };
+    const hold: Hold = {
+      id: `${this.idPrefix}:${++this.sequence}`,
+      accountId: key.accountId,
+      keyHash: key.hash,
+      amount: isPaid ? estimate : 0n,
+      countsByok: key.includeByokInLimit,
+      state: 'held',
+    };
     const check: HoldCheck = {
       ...hold,
       paid: isPaid,
@@ -155,7 +172,9 @@ export class CreditGate {
       keyMark: usage?.mark ?? 0n,
       expiresAt: now + this.holdTtlMs,
     };
-    const decision = trusted ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now) : await this.decideByShare(check, account, usage, now);
+    const decision = trusted
+      ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now)
+      : await this.decideByShare(check, account, usage, now);
     if (!decision.admitted) throw refusal(decision, key, isPaid);
     if (hold.amount > 0n) {
       this.live.add(hold);
@@ -187,10 +206,16 @@ export class CreditGate {
    * The shared store is not trusted: a paid request is admitted from this process's share of what the
    * outage's first snapshot showed, counting this process's own holds and charges since (see the header).
    */
-  private async decideByShare(check: HoldCheck, account: AccountSnapshot, usage: KeySnapshot | null, now: number): Promise<HoldDecision> {
+  private async decideByShare(
+    check: HoldCheck,
+    account: AccountSnapshot,
+    usage: KeySnapshot | null,
+    now: number,
+  ): Promise<HoldDecision> {
     if (!check.paid) return snapshotOnly(check);
     const fleet = this.fleet!;
-    if (this.options.onHoldStoreError === 'closed' || !fleet.seen) throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
+    if (this.options.onHoldStoreError === 'closed' || !fleet.seen)
+      throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
     let accountShare = this.accountShares.get(check.accountId);
     if (!accountShare) {
       accountShare = { amount: fleetShare(check.balance, fleet.size), mark: account.ownMark };
@@ -198,11 +223,23 @@ export class CreditGate {
     }
     let keyShare = this.keyShares.get(check.keyHash);
     if (keyShare === undefined) {
-      keyShare = check.keyRemaining === null || !usage ? null : { amount: fleetShare(check.keyRemaining, fleet.size), mark: usage.ownMark };
+      keyShare =
+        check.keyRemaining === null || !usage
+          ? null
+          : { amount: fleetShare(check.keyRemaining, fleet.size), mark: usage.ownMark };
       this.keyShares.set(check.keyHash, keyShare);
     }
     // MemoryHoldStore.admit runs synchronously up to its answer: the check and the new hold are one step.
-    return this.own!.admit({ ...check, balance: accountShare.amount, accountMark: accountShare.mark, keyRemaining: keyShare?.amount ?? null, keyMark: keyShare?.mark ?? 0n }, now);
+    return this.own!.admit(
+      {
+        ...check,
+        balance: accountShare.amount,
+        accountMark: accountShare.mark,
+        keyRemaining: keyShare?.amount ?? null,
+        keyMark: keyShare?.mark ?? 0n,
+      },
+      now,
+    );
   }
 
   /**
@@ -275,14 +312,18 @@ export class CreditGate {
     const now = this.options.now();
     const live = [...this.live];
     void this.own?.renew(live, now + this.holdTtlMs, now);
-    this.holds.renew(live, now + this.holdTtlMs, now).catch((error: unknown) => this.options.onHoldError?.(error, 'renew'));
+    this.holds
+      .renew(live, now + this.holdTtlMs, now)
+      .catch((error: unknown) => this.options.onHoldError?.(error, 'renew'));
   }
 
   /** Redis came back (empty, or after this process was cut off): put this process's holds back. */
   private restore(): void {
     if (this.live.size === 0) return;
     const now = this.options.now();
-    this.holds.restore([...this.live], now + this.holdTtlMs, now).catch((error: unknown) => this.options.onHoldError?.(error, 'restore'));
+    this.holds
+      .restore([...this.live], now + this.holdTtlMs, now)
+      .catch((error: unknown) => this.options.onHoldError?.(error, 'restore'));
   }
 
   /**
@@ -319,7 +360,13 @@ export class CreditGate {
    * replaced once the store answers again; while it does not, the probe's 503 goes to the caller and
    * the database is not asked again for every request.
    */
-  private async withMark<T extends { mark: ChargeMark | null }>(cache: TtlCache<T>, id: string, load: () => Promise<T>, probe: () => Promise<unknown>, needMark: boolean): Promise<T> {
+  private async withMark<T extends { mark: ChargeMark | null }>(
+    cache: TtlCache<T>,
+    id: string,
+    load: () => Promise<T>,
+    probe: () => Promise<unknown>,
+    needMark: boolean,
+  ): Promise<T> {
     const snapshot = await cache.get(id, load);
     if (!needMark || snapshot.mark !== null) return snapshot;
     await probe().catch((error: unknown) => {
@@ -361,7 +408,15 @@ export class CreditGate {
 
 /** The rules against the snapshot alone: for a free request, which holds nothing. */
 function snapshotOnly(check: HoldCheck): HoldDecision {
-  return decideHold({ paid: check.paid, balance: check.balance, accountRecent: 0n, accountHeld: 0n, keyRemaining: check.keyRemaining, keyRecent: 0n, keyHeld: 0n });
+  return decideHold({
+    paid: check.paid,
+    balance: check.balance,
+    accountRecent: 0n,
+    accountHeld: 0n,
+    keyRemaining: check.keyRemaining,
+    keyRecent: 0n,
+    keyHeld: 0n,
+  });
 }
 
 function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyRecord, isPaid: boolean): TollgateError {

@@ -116,7 +116,8 @@ export function chargedSince<T extends bigint | number>(counter: T, mark: T): T 
 /** docs/api.md over live figures. `RedisHoldStore`'s Lua script implements the same rules. */
 export function decideHold(f: HoldFigures): HoldDecision {
   const balance = f.balance - f.accountRecent;
-  if (balance < 0n || (f.paid && balance - f.accountHeld <= 0n)) return { admitted: false, reason: 'balance', balance, held: f.accountHeld };
+  if (balance < 0n || (f.paid && balance - f.accountHeld <= 0n))
+    return { admitted: false, reason: 'balance', balance, held: f.accountHeld };
   if (f.keyRemaining !== null && f.keyRemaining - f.keyRecent - f.keyHeld <= 0n) {
     return { admitted: false, reason: 'key_limit', balance, held: f.keyHeld };
   }

@@ -4,7 +4,35 @@ import type { Settlement } from '../store/types.js';
 
 function settlement(id: string, cost: bigint): Settlement {
   return {
-    generation: { id, accountId: 'acct', keyHash: 'k'.repeat(64), createdAt: 1, model: 'm', providerName: 'p', totalCost: cost, upstreamPromptCost: cost, upstreamCompletionCost: 0n, isByok: false, streamed: true, cancelled: false, finishReason: null, nativeFinishReason: null, tokensPrompt: 1, tokensCompletion: 2, tokensReasoning: null, tokensCached: null, usageEstimated: false, latencyMs: null, generationTimeMs: null, upstreamId: null, appTitle: null, httpReferer: null, userAgent: null, externalUser: null, providerResponses: [] },
+    generation: {
+      id,
+      accountId: 'acct',
+      keyHash: 'k'.repeat(64),
+      createdAt: 1,
+      model: 'm',
+      providerName: 'p',
+      totalCost: cost,
+      upstreamPromptCost: cost,
+      upstreamCompletionCost: 0n,
+      isByok: false,
+      streamed: true,
+      cancelled: false,
+      finishReason: null,
+      nativeFinishReason: null,
+      tokensPrompt: 1,
+      tokensCompletion: 2,
+      tokensReasoning: null,
+      tokensCached: null,
+      usageEstimated: false,
+      latencyMs: null,
+      generationTimeMs: null,
+      upstreamId: null,
+      appTitle: null,
+      httpReferer: null,
+      userAgent: null,
+      externalUser: null,
+      providerResponses: [],
+    },
     periods: { day: 'd:2026-11-23', week: 'w:2026-11-23', month: 'm:2026-11' },
   };
 }
@@ -46,7 +74,10 @@ describe('journal record framing', () => {
   });
 
   it('an absurd length (garbage header) is not trusted', () => {
-    const garbage = Buffer.concat([encodeRecord(records[0]!), Buffer.from([0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, 1, 2, 3])]);
+    const garbage = Buffer.concat([
+      encodeRecord(records[0]!),
+      Buffer.from([0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, 1, 2, 3]),
+    ]);
     const decoded = decodeRecords(garbage);
     expect(decoded.records).toHaveLength(1);
     expect(decoded.tail).toBe('invalid');

@@ -34,7 +34,8 @@ function reviver(_key: string, value: unknown): unknown {
 
 export function encodeRecord(record: JournalRecord): Buffer {
   const payload = Buffer.from(JSON.stringify(record, replacer), 'utf8');
-  if (payload.length > MAX_RECORD_BYTES) throw new RangeError(`journal record of ${payload.length} bytes exceeds ${MAX_RECORD_BYTES}`);
+  if (payload.length > MAX_RECORD_BYTES)
+    throw new RangeError(`journal record of ${payload.length} bytes exceeds ${MAX_RECORD_BYTES}`);
   const header = Buffer.alloc(HEADER_BYTES);
   header.writeUInt32LE(payload.length, 0);
   header.writeUInt32LE(crc32(payload) >>> 0, 4);
@@ -53,7 +54,9 @@ function isRecord(value: unknown): value is JournalRecord {
   if (value === null || typeof value !== 'object') return false;
   const r = value as { t?: unknown; s?: { generation?: { id?: unknown } }; ids?: unknown; at?: unknown };
   if (r.t === 'done') return Array.isArray(r.ids) && r.ids.every((id) => typeof id === 'string');
-  return (r.t === 'charge' || r.t === 'checkpoint') && typeof r.at === 'number' && typeof r.s?.generation?.id === 'string';
+  return (
+    (r.t === 'charge' || r.t === 'checkpoint') && typeof r.at === 'number' && typeof r.s?.generation?.id === 'string'
+  );
 }
 
 /** Decodes every whole record; stops at the first torn or damaged one. */

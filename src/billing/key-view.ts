@@ -26,7 +26,11 @@ export function limitedUsage(key: Pick<KeyRecord, 'limitReset' | 'includeByokInL
 }
 
 /** null = unlimited; never below zero. */
-export function limitRemaining(key: Pick<KeyRecord, 'limit' | 'limitReset' | 'includeByokInLimit'>, usage: KeyUsage, inFlight: Units = 0n): Units | null {
+export function limitRemaining(
+  key: Pick<KeyRecord, 'limit' | 'limitReset' | 'includeByokInLimit'>,
+  usage: KeyUsage,
+  inFlight: Units = 0n,
+): Units | null {
   if (key.limit === null) return null;
   const remaining = key.limit - limitedUsage(key, usage) - inFlight;
   return remaining > 0n ? remaining : 0n;

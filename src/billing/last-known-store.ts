@@ -65,7 +65,12 @@ export function lastKnownStore(store: Store, health: StoreHealth): { store: Stor
       account: (id) => accounts.get(id) ?? null,
       keyUsage: (hash, periods) => {
         const hit = usages.get(hash);
-        return hit && hit.periods.day === periods.day && hit.periods.week === periods.week && hit.periods.month === periods.month ? hit.usage : null;
+        return hit &&
+          hit.periods.day === periods.day &&
+          hit.periods.week === periods.week &&
+          hit.periods.month === periods.month
+          ? hit.usage
+          : null;
       },
     },
   };

@@ -4,7 +4,17 @@
  * and adds a hold with nothing interleaved. Amounts are exact units.
  */
 import type { Units } from '../core/money.js';
-import { chargedSince, decideHold, type ChargedAmounts, type ChargeMarks, type HoldCheck, type HoldDecision, type HoldRef, type HoldStore, type OwnedHold } from './hold-store.js';
+import {
+  chargedSince,
+  decideHold,
+  type ChargedAmounts,
+  type ChargeMarks,
+  type HoldCheck,
+  type HoldDecision,
+  type HoldRef,
+  type HoldStore,
+  type OwnedHold,
+} from './hold-store.js';
 
 interface LiveHold {
   keyHash: string;
@@ -112,7 +122,8 @@ export class MemoryHoldStore implements HoldStore {
     const entry = this.of(hold.accountId);
     entry.drop(hold.id);
     entry.charged += charged.account;
-    if (charged.key !== 0n) entry.keyCharged.set(hold.keyHash, (entry.keyCharged.get(hold.keyHash) ?? 0n) + charged.key);
+    if (charged.key !== 0n)
+      entry.keyCharged.set(hold.keyHash, (entry.keyCharged.get(hold.keyHash) ?? 0n) + charged.key);
     if (entry.idle) this.accounts.delete(hold.accountId);
   }
 

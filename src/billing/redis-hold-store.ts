@@ -17,7 +17,15 @@
  */
 import type { Units } from '../core/money.js';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
-import type { ChargedAmounts, ChargeMarks, HoldCheck, HoldDecision, HoldRef, HoldStore, OwnedHold } from './hold-store.js';
+import type {
+  ChargedAmounts,
+  ChargeMarks,
+  HoldCheck,
+  HoldDecision,
+  HoldRef,
+  HoldStore,
+  OwnedHold,
+} from './hold-store.js';
 import { HOLD_LUA } from './redis-hold-script.js';
 
 const UNITS_PER_MICRO = 1000n;
@@ -40,7 +48,8 @@ function floorMicros(units: Units): bigint {
 }
 
 function checked(micros: bigint): bigint {
-  if (micros > MAX_MICROS || micros < -MAX_MICROS) throw new RangeError(`amount of ${micros} µUSD is beyond the hold store's exact range (2^53 µUSD)`);
+  if (micros > MAX_MICROS || micros < -MAX_MICROS)
+    throw new RangeError(`amount of ${micros} µUSD is beyond the hold store's exact range (2^53 µUSD)`);
   return micros;
 }
 
@@ -52,7 +61,12 @@ export class RedisHoldStore implements HoldStore {
   constructor(options: RedisHoldStoreOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:hold:';
     this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
-    this.client = new RedisScriptClient({ ...options, lua: HOLD_LUA, commandName: 'tollgateHoldsV2', unavailableMessage: 'The credit hold store (Redis) is unavailable' });
+    this.client = new RedisScriptClient({
+      ...options,
+      lua: HOLD_LUA,
+      commandName: 'tollgateHoldsV2',
+      unavailableMessage: 'The credit hold store (Redis) is unavailable',
+    });
   }
 
   /** The last connection error, for logs. */
@@ -103,7 +117,15 @@ export class RedisHoldStore implements HoldStore {
   }
 
   async settle(hold: HoldRef, charged: ChargedAmounts): Promise<void> {
-    await this.run(hold.accountId, ['settle', 0, this.retentionMs, hold.id, hold.keyHash, ceilMicros(charged.account).toString(), ceilMicros(charged.key).toString()]);
+    await this.run(hold.accountId, [
+      'settle',
+      0,
+      this.retentionMs,
+      hold.id,
+      hold.keyHash,
+      ceilMicros(charged.account).toString(),
+      ceilMicros(charged.key).toString(),
+    ]);
   }
 
   async release(hold: HoldRef): Promise<void> {
@@ -118,7 +140,11 @@ export class RedisHoldStore implements HoldStore {
       byAccount.set(hold.accountId, ids);
     }
     // One call per account (its keys share a hash slot); the calls go out together.
-    await Promise.all([...byAccount].map(([accountId, ids]) => this.run(accountId, ['renew', now, this.retentionMs, expiresAt, ...ids])));
+    await Promise.all(
+      [...byAccount].map(([accountId, ids]) =>
+        this.run(accountId, ['renew', now, this.retentionMs, expiresAt, ...ids]),
+      ),
+    );
   }
 
   async restore(holds: readonly OwnedHold[], expiresAt: number, now: number): Promise<void> {
@@ -128,7 +154,11 @@ export class RedisHoldStore implements HoldStore {
       args.push(hold.id, ceilMicros(hold.amount).toString(), hold.keyHash);
       byAccount.set(hold.accountId, args);
     }
-    await Promise.all([...byAccount].map(([accountId, args]) => this.run(accountId, ['restore', now, this.retentionMs, expiresAt, ...args])));
+    await Promise.all(
+      [...byAccount].map(([accountId, args]) =>
+        this.run(accountId, ['restore', now, this.retentionMs, expiresAt, ...args]),
+      ),
+    );
   }
 
   async held(accountId: string, now: number): Promise<Units> {

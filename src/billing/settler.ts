@@ -121,7 +121,10 @@ export class Settler {
     try {
       await this.journal.appendCheckpoint(settlement);
     } catch (error) {
-      this.options.log?.warn({ err: error, generation_id: settlement.generation.id }, 'could not journal a stream checkpoint');
+      this.options.log?.warn(
+        { err: error, generation_id: settlement.generation.id },
+        'could not journal a stream checkpoint',
+      );
     }
   }
 
@@ -283,7 +286,12 @@ export class Settler {
   private giveUp(settlement: Settlement, error: unknown): void {
     const id = settlement.generation.id;
     this.options.log?.error(
-      { err: error, generation_id: id, account_id: settlement.generation.accountId, total_cost_units: settlement.generation.totalCost.toString() },
+      {
+        err: error,
+        generation_id: id,
+        account_id: settlement.generation.accountId,
+        total_cost_units: settlement.generation.totalCost.toString(),
+      },
       'the store refused a journaled charge; it is dropped from the journal',
     );
     const entry = this.backlog.get(id);

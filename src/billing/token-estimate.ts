@@ -18,7 +18,8 @@ const CHARS_PER_TOKEN_FALLBACK = 3;
 function count(text: string): number {
   if (text.length > TOKENIZE_UP_TO_CHARS) return Math.ceil(text.length / CHARS_PER_TOKEN_FALLBACK);
   let tokens = 0;
-  for (let start = 0; start < text.length; start += SLICE_CHARS) tokens += countTokens(text.slice(start, start + SLICE_CHARS), AS_TEXT);
+  for (let start = 0; start < text.length; start += SLICE_CHARS)
+    tokens += countTokens(text.slice(start, start + SLICE_CHARS), AS_TEXT);
   return tokens;
 }
 const PER_REQUEST_OVERHEAD = 3;
@@ -27,7 +28,11 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
     return content
-      .map((part: unknown) => (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+      .map((part: unknown) =>
+        part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string'
+          ? (part as { text: string }).text
+          : '',
+      )
       .join('\n');
   }
   return '';

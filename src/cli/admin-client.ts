@@ -19,12 +19,19 @@ export class AdminClient {
 
   async call(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     const token = await this.token();
-    if (!token) throw new AdminApiError(0, 'an admin token is required: set TOLLGATE_ADMIN_TOKEN (or run the command in a terminal to be prompted)');
+    if (!token)
+      throw new AdminApiError(
+        0,
+        'an admin token is required: set TOLLGATE_ADMIN_TOKEN (or run the command in a terminal to be prompted)',
+      );
     let response;
     try {
       response = await request(`${this.baseUrl.replace(/\/+$/, '')}/api/v1/admin${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
@@ -38,7 +45,8 @@ export class AdminClient {
       throw new AdminApiError(response.statusCode, `unexpected response (HTTP ${response.statusCode})`);
     }
     if (response.statusCode >= 400) {
-      const message = (json as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${response.statusCode}`;
+      const message =
+        (json as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${response.statusCode}`;
       throw new AdminApiError(response.statusCode, message);
     }
     return json;

@@ -13,7 +13,9 @@ function fakeIo(tty: boolean) {
 describe('the CLI admin token source', () => {
   it('prefers the environment and prints nothing', async () => {
     const { io, stderr } = fakeIo(false);
-    expect(await adminTokenSource(undefined, { TOLLGATE_ADMIN_TOKEN: 'from-the-environment' }, io)()).toBe('from-the-environment');
+    expect(await adminTokenSource(undefined, { TOLLGATE_ADMIN_TOKEN: 'from-the-environment' }, io)()).toBe(
+      'from-the-environment',
+    );
     expect(stderr()).toBe('');
   });
 

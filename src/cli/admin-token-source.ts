@@ -30,7 +30,11 @@ function promptHidden(question: string, io: TokenSourceIo): Promise<string> {
   });
 }
 
-export function adminTokenSource(flag: string | undefined, env: NodeJS.ProcessEnv, io: TokenSourceIo = { stdin: process.stdin, stderr: process.stderr }): () => Promise<string | undefined> {
+export function adminTokenSource(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  io: TokenSourceIo = { stdin: process.stdin, stderr: process.stderr },
+): () => Promise<string | undefined> {
   let resolved: Promise<string | undefined> | null = null;
   return () => {
     resolved ??= (async () => {

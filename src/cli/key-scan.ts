@@ -64,11 +64,19 @@ async function readStdin(): Promise<string> {
 }
 
 /** Returns the exit code: 1 when a key was found, else 0. */
-export async function runKeyScan(paths: readonly string[], out: (line: string) => void, warn: (line: string) => void): Promise<number> {
+export async function runKeyScan(
+  paths: readonly string[],
+  out: (line: string) => void,
+  warn: (line: string) => void,
+): Promise<number> {
   const hits: ScanHit[] = [];
-  if (paths.length === 0 || (paths.length === 1 && paths[0] === '-')) hits.push(...scanText('(stdin)', await readStdin()));
+  if (paths.length === 0 || (paths.length === 1 && paths[0] === '-'))
+    hits.push(...scanText('(stdin)', await readStdin()));
   else for (const path of paths) await scanPath(path, hits, warn);
   for (const hit of hits) out(`${hit.file}:${hit.line}: ${hit.label}`);
-  if (hits.length > 0) warn(`found ${hits.length} Tollgate key${hits.length === 1 ? '' : 's'}: delete ${hits.length === 1 ? 'it' : 'them'} from the files and replace the exposed keys (tollgate keys delete HASH, then create new ones)`);
+  if (hits.length > 0)
+    warn(
+      `found ${hits.length} Tollgate key${hits.length === 1 ? '' : 's'}: delete ${hits.length === 1 ? 'it' : 'them'} from the files and replace the exposed keys (tollgate keys delete HASH, then create new ones)`,
+    );
   return hits.length > 0 ? 1 : 0;
 }

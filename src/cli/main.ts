@@ -50,7 +50,9 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   const base = running.url.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
-  const lines = [`Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`];
+  const lines = [
+    `Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`,
+  ];
   if (running.demoKey) {
     lines.push(
       '',
@@ -84,15 +86,20 @@ async function serve(): Promise<void> {
       `Demo mode: the demo account already exists (its key and dashboard password were printed on first start). Dashboard: ${base}/ — delete the data directory to start over.`,
     );
   }
-  if (!running.config.adminToken) lines.push('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI.');
+  if (!running.config.adminToken)
+    lines.push('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI.');
   process.stdout.write(`${lines.join('\n')}\n`);
-
 }
 
 async function mockProvider(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { port: { type: 'string', default: '8081' }, host: { type: 'string', default: '127.0.0.1' }, latency: { type: 'string' }, tps: { type: 'string' } },
+    options: {
+      port: { type: 'string', default: '8081' },
+      host: { type: 'string', default: '127.0.0.1' },
+      latency: { type: 'string' },
+      tps: { type: 'string' },
+    },
   });
   const defaults: Record<string, number> = {};
   if (values.latency !== undefined) defaults.latencyMs = Number(values.latency);
@@ -128,7 +135,11 @@ async function run(argv: string[]): Promise<void> {
 }
 
 run(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || error instanceof AdminApiError || (error as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')) {
+  if (
+    error instanceof UsageError ||
+    error instanceof AdminApiError ||
+    (error as { code?: string })?.code?.startsWith('ERR_PARSE_ARGS')
+  ) {
     process.stderr.write(`tollgate: ${(error as Error).message}\n`);
     process.exit(2);
   }

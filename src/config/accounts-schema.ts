@@ -4,11 +4,26 @@ import { z } from 'zod';
 const sessionSchema = z
   .object({
     /** A session ends this long after sign-in, however active (absolute expiry). */
-    absolute_hours: z.number().int().positive().max(24 * 365).default(24 * 30),
+    absolute_hours: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 365)
+      .default(24 * 30),
     /** A session unused this long ends (rolling: each use pushes it forward). */
-    idle_hours: z.number().int().positive().max(24 * 365).default(24 * 7),
+    idle_hours: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 365)
+      .default(24 * 7),
     /** The rolling renewal is written at most this often per session (a store write per request would be waste). */
-    renew_every_minutes: z.number().int().positive().max(24 * 60).default(5),
+    renew_every_minutes: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 60)
+      .default(5),
   })
   .strict();
 
@@ -18,7 +33,12 @@ const signInLimitsSchema = z
     per_account: z.number().int().positive().default(5),
     /** Failed sign-ins allowed per client address within the window. */
     per_address: z.number().int().positive().default(20),
-    window_minutes: z.number().int().positive().max(24 * 60).default(15),
+    window_minutes: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 60)
+      .default(15),
   })
   .strict();
 

@@ -19,16 +19,31 @@ export const demoFileConfig = {
     {
       id: 'tollgate/demo-chat',
       name: 'Tollgate Demo Chat (simulated)',
-      description: 'A simulated model served by the built-in demo provider: it answers offline with generated text at a realistic token rate. Not a real language model.',
+      description:
+        'A simulated model served by the built-in demo provider: it answers offline with generated text at a realistic token rate. Not a real language model.',
       context_length: 32_768,
-      endpoints: [{ provider: DEMO_PROVIDER_ID, model: 'demo-chat', pricing: { prompt: '0.000001', completion: '0.000002' }, max_completion_tokens: 4096 }],
+      endpoints: [
+        {
+          provider: DEMO_PROVIDER_ID,
+          model: 'demo-chat',
+          pricing: { prompt: '0.000001', completion: '0.000002' },
+          max_completion_tokens: 4096,
+        },
+      ],
     },
     {
       id: 'tollgate/demo-chat:free',
       name: 'Tollgate Demo Chat (simulated, free)',
       description: 'The free variant of the simulated demo model, under the free-model rate limits.',
       context_length: 32_768,
-      endpoints: [{ provider: DEMO_PROVIDER_ID, model: 'demo-chat', pricing: { prompt: '0', completion: '0' }, max_completion_tokens: 4096 }],
+      endpoints: [
+        {
+          provider: DEMO_PROVIDER_ID,
+          model: 'demo-chat',
+          pricing: { prompt: '0', completion: '0' },
+          max_completion_tokens: 4096,
+        },
+      ],
     },
   ],
 } satisfies Record<keyof Pick<FileConfig, 'providers' | 'models'>, unknown>;

@@ -53,7 +53,16 @@ models:
     }
     expect(error).toBeInstanceOf(ConfigError);
     const text = (error as ConfigError).problems.join('\n');
-    for (const fragment of ['MISSING', 'providers.0.id', 'providers.0.kind', 'models.0.id', 'ghost', 'pricing.prompt', 'PORT', 'TOLLGATE_ADMIN_TOKEN']) {
+    for (const fragment of [
+      'MISSING',
+      'providers.0.id',
+      'providers.0.kind',
+      'models.0.id',
+      'ghost',
+      'pricing.prompt',
+      'PORT',
+      'TOLLGATE_ADMIN_TOKEN',
+    ]) {
       expect(text).toContain(fragment);
     }
   });

@@ -39,14 +39,23 @@ function isMasterKey(text: string): boolean {
 const bearerSecret = z
   .string()
   .transform((text) => text.trim())
-  .refine((text) => text.length >= 16 && !/\s/.test(text), 'must be at least 16 characters without whitespace (blank or padded tokens are refused)');
+  .refine(
+    (text) => text.length >= 16 && !/\s/.test(text),
+    'must be at least 16 characters without whitespace (blank or padded tokens are refused)',
+  );
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   TOLLGATE_DATA_DIR: z.string().min(1).default('./data'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .optional(),
   TOLLGATE_ADMIN_TOKEN: bearerSecret.optional(),
   TOLLGATE_METRICS_TOKEN: bearerSecret.optional(),
   TOLLGATE_MASTER_KEY: z.string().refine(isMasterKey, MASTER_KEY_HINT).optional(),
@@ -54,7 +63,10 @@ const envSchema = z.object({
     .string()
     .refine((list) => list.split(',').every((k) => k.trim() === '' || isMasterKey(k)), MASTER_KEY_HINT)
     .optional(),
-  TOLLGATE_SMTP_URL: z.string().regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL').optional(),
+  TOLLGATE_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s]+$/, 'must be an smtp:// or smtps:// URL')
+    .optional(),
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
 });
@@ -72,7 +84,9 @@ function interpolate(value: unknown, env: Env, path: string, problems: string[])
   }
   if (Array.isArray(value)) return value.map((item, i) => interpolate(item, env, `${path}[${i}]`, problems));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k, problems)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, interpolate(v, env, path ? `${path}.${k}` : k, problems)]),
+    );
   }
   return value;
 }
@@ -92,7 +106,10 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-export function loadConfig(env: Env = process.env, readFile: (path: string) => string = (p) => readFileSync(p, 'utf8')): Config {
+export function loadConfig(
+  env: Env = process.env,
+  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+): Config {
   const problems: string[] = [];
   const configPath = env.TOLLGATE_CONFIG ? resolve(env.TOLLGATE_CONFIG) : null;
 
@@ -102,7 +119,9 @@ export function loadConfig(env: Env = process.env, readFile: (path: string) => s
       raw = parseYaml(readFile(configPath)) ?? {};
       raw = interpolate(raw, env, '', problems);
     } catch (error) {
-      problems.push(`TOLLGATE_CONFIG (${configPath}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+      problems.push(
+        `TOLLGATE_CONFIG (${configPath}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
+      );
       raw = {};
     }
   }

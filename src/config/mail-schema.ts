@@ -13,7 +13,10 @@ const MAILBOX = /^(?:[^<>]*<\s*[^\s<>@]+@[^\s<>@]+\s*>|[^\s<>@]+@[^\s<>@]+)$/;
 export const mailSchema = z
   .object({
     /** The sender of every message. */
-    from: z.string().regex(MAILBOX, 'must be an address, e.g. "Tollgate <noreply@example.com>"').default('Tollgate <noreply@tollgate.invalid>'),
+    from: z
+      .string()
+      .regex(MAILBOX, 'must be an address, e.g. "Tollgate <noreply@example.com>"')
+      .default('Tollgate <noreply@tollgate.invalid>'),
     /** Where account holders open the dashboard (links in messages, e.g. password reset); null: no links. */
     public_url: z.string().url().nullable().default(null),
     /** How often a sender looks for due messages (it is also woken when this process queues one). */
@@ -43,7 +46,8 @@ const publicKeySchema = z
 export function p256KeyProblem(pem: string): string | null {
   try {
     const key = createPublicKey(pem);
-    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return 'must be an ECDSA P-256 public key (PEM)';
+    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+      return 'must be an ECDSA P-256 public key (PEM)';
     return null;
   } catch {
     return 'is not a PEM public key';
@@ -61,7 +65,12 @@ export const secretScanningSchema = z
     /** A Tollgate key inside a chat request: replace it by its masked label, refuse the request (400), or let it pass. */
     in_requests: z.enum(['redact', 'block', 'off']).default('redact'),
     /** Largest report accepted (bytes) and most tokens in one report. */
-    max_body_bytes: z.number().int().positive().max(16 * 1024 * 1024).default(256 * 1024),
+    max_body_bytes: z
+      .number()
+      .int()
+      .positive()
+      .max(16 * 1024 * 1024)
+      .default(256 * 1024),
     max_tokens: z.number().int().positive().max(100_000).default(1000),
   })
   .strict();

@@ -16,7 +16,10 @@ export const moderationPatternSchema = z
     /** Regular expression source (JavaScript syntax), e.g. `\\bforbidden\\b`. */
     pattern: z.string().min(1),
     /** RegExp flags; default `i` (case-insensitive). Give `""` for a case-sensitive pattern. */
-    flags: z.string().regex(FLAGS, 'flags may only contain i, m, s, u, v (g and y make matching stateful)').default('i'),
+    flags: z
+      .string()
+      .regex(FLAGS, 'flags may only contain i, m, s, u, v (g and y make matching stateful)')
+      .default('i'),
     /** Reported to the caller in `metadata.reasons`. */
     reason: z.string().min(1).max(200),
   })
@@ -25,7 +28,11 @@ export const moderationPatternSchema = z
     try {
       new RegExp(rule.pattern, rule.flags);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', path: ['pattern'], message: `invalid regular expression: ${error instanceof Error ? error.message : String(error)}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pattern'],
+        message: `invalid regular expression: ${error instanceof Error ? error.message : String(error)}`,
+      });
       return;
     }
     // Callers choose the text: a pattern that can backtrack exponentially would let one request hang the gateway.
@@ -72,10 +79,13 @@ export type ModerationPatternConfig = z.output<typeof moderationPatternSchema>;
 
 /** `moderation.applies_to` naming models the catalog does not have (checked on the raw input, like other cross-references). */
 export function moderationReferenceProblems(raw: unknown): string[] {
-  const record = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' ? (value as Record<string, unknown>) : {});
+  const record = (value: unknown): Record<string, unknown> =>
+    value && typeof value === 'object' ? (value as Record<string, unknown>) : {};
   const root = record(raw);
   const appliesTo = record(root.moderation).applies_to;
   if (!Array.isArray(appliesTo)) return [];
   const models = new Set((Array.isArray(root.models) ? root.models : []).map((m) => record(m).id));
-  return appliesTo.flatMap((id, i) => (typeof id === 'string' && !models.has(id) ? [`moderation.applies_to.${i}: unknown model "${id}"`] : []));
+  return appliesTo.flatMap((id, i) =>
+    typeof id === 'string' && !models.has(id) ? [`moderation.applies_to.${i}: unknown model "${id}"`] : [],
+  );
 }

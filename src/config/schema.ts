@@ -71,9 +71,18 @@ export const providerSchema = z
     }
     // A provider that checks no key (a local server, the demo) would take any junk "own key" and bill only the BYOK fee.
     if (provider.byok && provider.kind === 'demo') {
-      ctx.addIssue({ code: 'custom', message: 'byok: the demo provider checks no key, so BYOK cannot be enabled for it', path: ['byok'] });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'byok: the demo provider checks no key, so BYOK cannot be enabled for it',
+        path: ['byok'],
+      });
     } else if (provider.byok && !provider.api_key) {
-      ctx.addIssue({ code: 'custom', message: 'byok: true needs the operator\'s own api_key (a provider that checks no key cannot tell an own key from junk)', path: ['byok'] });
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          "byok: true needs the operator's own api_key (a provider that checks no key cannot tell an own key from junk)",
+        path: ['byok'],
+      });
     }
   });
 
@@ -129,7 +138,12 @@ export const DEFAULT_SUPPORTED_PARAMETERS = [
 
 const modelSchema = z
   .object({
-    id: z.string().regex(/^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?$/, 'must look like "author/slug" or "author/slug:variant"'),
+    id: z
+      .string()
+      .regex(
+        /^[a-z0-9][a-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*(:[a-z0-9-]+)?$/,
+        'must look like "author/slug" or "author/slug:variant"',
+      ),
     name: z.string().min(1),
     description: z.string().default(''),
     created: z.number().int().nonnegative().optional(),
@@ -200,7 +214,10 @@ export const fileConfigSchema = z
           .prefault({}),
         edge: edgeSchema.prefault({}),
         /** Prefix of every Redis key Tollgate writes (rate-limit counters live under `<prefix>rl:`). */
-        redis_prefix: z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 : _ . -').default('tollgate:'),
+        redis_prefix: z
+          .string()
+          .regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 : _ . -')
+          .default('tollgate:'),
       })
       .strict()
       .prefault({}),
@@ -278,7 +295,11 @@ export const fileConfigSchema = z
             /** A running stream's usage is journaled this often, so a killed process still charges it. */
             checkpoint_ms: z.number().int().positive().default(5_000),
             /** Free space in TOLLGATE_DATA_DIR below which paid requests are refused (the journal and SQLite need it). */
-            min_free_bytes: z.number().int().nonnegative().default(64 * 1024 * 1024),
+            min_free_bytes: z
+              .number()
+              .int()
+              .nonnegative()
+              .default(64 * 1024 * 1024),
           })
           .strict()
           .prefault({}),
@@ -346,7 +367,8 @@ export interface Config extends FileConfig {
  */
 export function crossReferenceProblems(raw: unknown): string[] {
   const problems: string[] = [];
-  const record = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' ? (value as Record<string, unknown>) : {});
+  const record = (value: unknown): Record<string, unknown> =>
+    value && typeof value === 'object' ? (value as Record<string, unknown>) : {};
   const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
   const root = record(raw);
   const providerIds = new Set<unknown>();
@@ -362,7 +384,8 @@ export function crossReferenceProblems(raw: unknown): string[] {
     modelIds.add(id);
     list(record(model).endpoints).forEach((endpoint, j) => {
       const provider = record(endpoint).provider;
-      if (!providerIds.has(provider)) problems.push(`models.${i}.endpoints.${j}.provider: unknown provider "${String(provider)}"`);
+      if (!providerIds.has(provider))
+        problems.push(`models.${i}.endpoints.${j}.provider: unknown provider "${String(provider)}"`);
     });
   });
   return problems;

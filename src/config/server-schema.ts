@@ -20,14 +20,23 @@ export function isProxyNetwork(text: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-const proxyNetwork = z.string().refine(isProxyNetwork, 'must be an IP address, a CIDR network (e.g. 10.0.0.0/8) or loopback | linklocal | uniquelocal');
+const proxyNetwork = z
+  .string()
+  .refine(
+    isProxyNetwork,
+    'must be an IP address, a CIDR network (e.g. 10.0.0.0/8) or loopback | linklocal | uniquelocal',
+  );
 
 /**
  * Which X-Forwarded-For entries to believe. `false`: none (the socket's address is the client).
  * `true` = 1: one proxy in front (the right-most entry is the client). A number: that many proxies.
  * A list: proxies connect from these networks; the client is the right-most address not in them.
  */
-export const trustProxySchema = z.union([z.boolean(), z.number().int().min(1).max(16), z.array(proxyNetwork).min(1).max(256)]);
+export const trustProxySchema = z.union([
+  z.boolean(),
+  z.number().int().min(1).max(16),
+  z.array(proxyNetwork).min(1).max(256),
+]);
 
 const metricsListenerSchema = z
   .object({
@@ -39,9 +48,17 @@ const metricsListenerSchema = z
 export const serverSchema = z
   .object({
     /** Largest request body of `POST /chat/completions`. */
-    body_limit_bytes: z.number().int().positive().default(4 * 1024 * 1024),
+    body_limit_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
     /** Largest request body of every other route (admin, keys, BYOK, auth, sessions). */
-    small_body_limit_bytes: z.number().int().positive().default(64 * 1024),
+    small_body_limit_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024),
     /** Deepest nesting of arrays/objects in a JSON body, checked while the body arrives. */
     json_max_depth: z.number().int().min(2).max(1000).default(64),
     /** Most values (array elements + object members) in a JSON body, checked while the body arrives. */

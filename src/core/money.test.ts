@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { computeCost, formatPricePerToken, parsePricePerToken, perMillionToPricePerToken, unitsToUsd, usdToUnits } from './money.js';
+import {
+  computeCost,
+  formatPricePerToken,
+  parsePricePerToken,
+  perMillionToPricePerToken,
+  unitsToUsd,
+  usdToUnits,
+} from './money.js';
 
 describe('money', () => {
   it('parses catalog prices exactly', () => {
@@ -26,13 +33,23 @@ describe('money', () => {
   });
 
   it('computes cost in integers and rounds once, half up', () => {
-    const prices = { prompt: parsePricePerToken('0.00000015'), completion: parsePricePerToken('0.0000006'), request: 0n };
+    const prices = {
+      prompt: parsePricePerToken('0.00000015'),
+      completion: parsePricePerToken('0.0000006'),
+      request: 0n,
+    };
     const cost = computeCost(prices, { promptTokens: 1000, completionTokens: 500 });
     expect(cost.total).toBe(150_000n + 300_000n);
     expect(cost.prompt + cost.completion).toBe(cost.total);
-    const tiny = computeCost({ prompt: 400_000n, completion: 0n, request: 0n }, { promptTokens: 1, completionTokens: 0 });
+    const tiny = computeCost(
+      { prompt: 400_000n, completion: 0n, request: 0n },
+      { promptTokens: 1, completionTokens: 0 },
+    );
     expect(tiny.total).toBe(0n);
-    const half = computeCost({ prompt: 500_000n, completion: 0n, request: 0n }, { promptTokens: 1, completionTokens: 0 });
+    const half = computeCost(
+      { prompt: 500_000n, completion: 0n, request: 0n },
+      { promptTokens: 1, completionTokens: 0 },
+    );
     expect(half.total).toBe(1n);
   });
 

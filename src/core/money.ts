@@ -65,7 +65,11 @@ export function unitsToUsd(units: Units): number {
 export function perMillionToPricePerToken(amount: number | string): bigint {
   const text = typeof amount === 'number' ? amount.toString() : amount;
   // USD per 1e6 tokens == 1e-6 USD per token: shift the decimal by parsing with 9 fewer places.
-  return parseDecimal(text.includes('e') ? Number(text).toFixed(PRICE_DECIMALS - 6) : text, PRICE_DECIMALS - 6, 'max_price');
+  return parseDecimal(
+    text.includes('e') ? Number(text).toFixed(PRICE_DECIMALS - 6) : text,
+    PRICE_DECIMALS - 6,
+    'max_price',
+  );
 }
 
 export interface TokenPrices {

@@ -16,13 +16,16 @@ export function parseUtcDateTime(text: string): UtcDateTimeResult {
   const match = PATTERN.exec(text);
   if (!match) return { ok: false, reason: 'must be an ISO-8601 UTC date-time, e.g. 2027-01-01T00:00:00Z' };
   const [, y, mo, d, h, mi, s, fraction, zone] = match;
-  if (zone !== 'Z') return { ok: false, reason: 'must be in UTC, ending in "Z" (e.g. 2027-01-01T00:00:00Z); offsets are not accepted' };
+  if (zone !== 'Z')
+    return { ok: false, reason: 'must be in UTC, ending in "Z" (e.g. 2027-01-01T00:00:00Z); offsets are not accepted' };
   const year = Number(y);
   const month = Number(mo);
   const day = Number(d);
   if (month < 1 || month > 12) return { ok: false, reason: `has no month ${mo}` };
-  if (day < 1 || day > daysInMonth(year, month)) return { ok: false, reason: `is not a calendar date: ${y}-${mo} has no day ${d}` };
-  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return { ok: false, reason: `is not a time of day: ${h}:${mi}:${s}` };
+  if (day < 1 || day > daysInMonth(year, month))
+    return { ok: false, reason: `is not a calendar date: ${y}-${mo} has no day ${d}` };
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59)
+    return { ok: false, reason: `is not a time of day: ${h}:${mi}:${s}` };
   const ms = fraction === undefined ? 0 : Number(fraction.padEnd(3, '0').slice(0, 3));
   return { ok: true, epochMs: Date.UTC(year, month - 1, day, Number(h), Number(mi), Number(s), ms) };
 }

@@ -45,7 +45,10 @@ export function checkOrigin(request: FastifyRequest): void {
   const own = gatewayOrigin(request);
   if (given === null || own === null || given !== own) {
     // Behind a TLS-terminating proxy without `server.trust_proxy`, every browser request lands here: say so in the log.
-    request.log.warn({ origin: origin.slice(0, 200), expected: own }, 'cross-origin request refused (behind a proxy? set server.trust_proxy so X-Forwarded-Proto/-Host count)');
+    request.log.warn(
+      { origin: origin.slice(0, 200), expected: own },
+      'cross-origin request refused (behind a proxy? set server.trust_proxy so X-Forwarded-Proto/-Host count)',
+    );
     throw new TollgateError('auth.csrf', 'Cross-origin request refused: Origin does not match this gateway');
   }
 }
@@ -53,13 +56,18 @@ export function checkOrigin(request: FastifyRequest): void {
 export function checkCsrf(request: FastifyRequest, token: string): void {
   checkOrigin(request);
   const given = request.headers['x-csrf-token'];
-  if (!csrfTokenMatches(token, Array.isArray(given) ? given[0] : given)) throw new TollgateError('auth.csrf', 'CSRF token missing or invalid');
+  if (!csrfTokenMatches(token, Array.isArray(given) ? given[0] : given))
+    throw new TollgateError('auth.csrf', 'CSRF token missing or invalid');
 }
 
 /** The live session of the cookie (CSRF-checked for state-changing methods), or `auth.no_session`. */
-export async function requireSession(services: Services, request: FastifyRequest): Promise<{ active: ActiveSession; token: string }> {
+export async function requireSession(
+  services: Services,
+  request: FastifyRequest,
+): Promise<{ active: ActiveSession; token: string }> {
   // Already resolved (and CSRF-checked) by the route's `session` / `account` declaration.
-  if (request.principal?.kind === 'session') return { active: request.principal.active, token: request.principal.token };
+  if (request.principal?.kind === 'session')
+    return { active: request.principal.active, token: request.principal.token };
   const token = readSessionCookie(request);
   const active = await services.accountAuth.sessions.resolve(token);
   if (!SAFE_METHODS.has(request.method)) checkCsrf(request, token!);
@@ -71,10 +79,16 @@ export async function requireSession(services: Services, request: FastifyRequest
  * A bearer key when the request carries one (`kind`: which keys may call the route), else the
  * session cookie, else 401 as without credentials.
  */
-export async function authenticateAccount(services: Services, request: FastifyRequest, reply: FastifyReply, kind: KeyKind = 'management'): Promise<AccountCaller> {
+export async function authenticateAccount(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  kind: KeyKind = 'management',
+): Promise<AccountCaller> {
   // Routes that declare `account`/`account-any` were authenticated by the route hook already.
   const principal = request.principal;
-  if (principal?.kind === 'session') return { accountId: principal.accountId, via: 'session', sessionId: principal.active.session.id };
+  if (principal?.kind === 'session')
+    return { accountId: principal.accountId, via: 'session', sessionId: principal.active.session.id };
   if (principal?.kind === 'key') return { accountId: principal.key.accountId, via: 'management_key' };
   if (request.headers.authorization !== undefined || readSessionCookie(request) === undefined) {
     const key = await authenticate(services, request, reply, kind);

@@ -11,12 +11,22 @@ import type { KeyRecord } from '../store/types.js';
 import { singleAuthorization } from './credentials.js';
 import type { Services } from './services.js';
 
-export async function authenticate(services: Services, request: FastifyRequest, reply: FastifyReply, kind: KeyKind): Promise<KeyRecord> {
+export async function authenticate(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  kind: KeyKind,
+): Promise<KeyRecord> {
   const principal = request.principal;
   if (principal?.kind === 'key') {
     const { key } = principal;
-    if (kind === 'inference' && key.isManagement) throw new TollgateError('auth.wrong_key_kind', 'Management keys cannot be used for inference; use an inference key');
-    if (kind === 'management' && !key.isManagement) throw new TollgateError('auth.wrong_key_kind', 'This route requires a management key');
+    if (kind === 'inference' && key.isManagement)
+      throw new TollgateError(
+        'auth.wrong_key_kind',
+        'Management keys cannot be used for inference; use an inference key',
+      );
+    if (kind === 'management' && !key.isManagement)
+      throw new TollgateError('auth.wrong_key_kind', 'This route requires a management key');
     return key;
   }
   const key = await services.auth.authenticate(singleAuthorization(request), kind);

@@ -18,12 +18,31 @@ export function registerCors(app: FastifyInstance): void {
   void app.register(cors, {
     origin: '*',
     methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'HTTP-Referer', 'X-Title', 'X-Service-Title', 'X-OpenRouter-Title', 'User-Agent'],
-    exposedHeaders: ['X-Generation-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'HTTP-Referer',
+      'X-Title',
+      'X-Service-Title',
+      'X-OpenRouter-Title',
+      'User-Agent',
+    ],
+    exposedHeaders: [
+      'X-Generation-Id',
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'Retry-After',
+    ],
     maxAge: 86_400,
     strictPreflight: false,
   });
   // More specific than the plugin's `OPTIONS *`: a preflight for the admin API gets no CORS answer
   // (the not-found handler's 404/405), so a browser never sends the real request.
-  app.route({ method: 'OPTIONS', url: '/api/v1/admin/*', config: { cors: false }, handler: (_request, reply) => reply.callNotFound() });
+  app.route({
+    method: 'OPTIONS',
+    url: '/api/v1/admin/*',
+    config: { cors: false },
+    handler: (_request, reply) => reply.callNotFound(),
+  });
 }

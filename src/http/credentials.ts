@@ -16,8 +16,13 @@ export function singleAuthorization(request: FastifyRequest): string | undefined
       found = raw[i + 1];
     }
   }
-  if (count > 1) throw new TollgateError('auth.invalid_key', 'Several Authorization headers: send exactly one credential');
+  if (count > 1)
+    throw new TollgateError('auth.invalid_key', 'Several Authorization headers: send exactly one credential');
   // One header, several credentials ("Bearer a, Bearer b" or "Bearer a,b"): no key or token contains a comma.
-  if (found !== undefined && found.includes(',')) throw new TollgateError('auth.invalid_key', 'The Authorization header carries several credentials: send exactly one');
+  if (found !== undefined && found.includes(','))
+    throw new TollgateError(
+      'auth.invalid_key',
+      'The Authorization header carries several credentials: send exactly one',
+    );
   return found;
 }

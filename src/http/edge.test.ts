@@ -3,7 +3,9 @@ import { timeoutOptions } from './edge.js';
 
 describe('timeoutOptions', () => {
   it('maps the config to Node server options, never limiting responses', () => {
-    expect(timeoutOptions({ headers_timeout_ms: 15_000, body_timeout_ms: 30_000, keep_alive_timeout_ms: 72_000 })).toEqual({
+    expect(
+      timeoutOptions({ headers_timeout_ms: 15_000, body_timeout_ms: 30_000, keep_alive_timeout_ms: 72_000 }),
+    ).toEqual({
       http: { headersTimeout: 15_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 },
       requestTimeout: 30_000,
       connectionTimeout: 0,

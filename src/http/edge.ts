@@ -60,8 +60,11 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   this.log.debug({ code: error.code }, 'client error');
   if (socket.writable) {
     const body = JSON.stringify({ error: { code: status, message } });
-    const reason = status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const reason =
+      status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }
@@ -73,7 +76,11 @@ const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);
  * The edge guard on every route but the operations endpoints (unmatched paths too), before any auth
  * work; it also counts the requests in flight for the overload monitor.
  */
-export function registerEdgeGuard(app: FastifyInstance, guard: EdgeGuard, onRefused: () => void = () => undefined): void {
+export function registerEdgeGuard(
+  app: FastifyInstance,
+  guard: EdgeGuard,
+  onRefused: () => void = () => undefined,
+): void {
   if (!guard.enabled) return;
   const monitor = guard.monitor;
   if (monitor) {
@@ -95,6 +102,9 @@ export function registerEdgeGuard(app: FastifyInstance, guard: EdgeGuard, onRefu
     onRefused();
     const rendered = renderError(refusal);
     // Answering here ends the request: no route, no body parsing, no authentication.
-    return reply.code(rendered.status).headers({ ...rendered.headers, connection: 'close' }).send(rendered.body);
+    return reply
+      .code(rendered.status)
+      .headers({ ...rendered.headers, connection: 'close' })
+      .send(rendered.body);
   });
 }

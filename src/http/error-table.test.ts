@@ -13,7 +13,9 @@ describe('error table', () => {
   });
 
   it('renders the error record with code = status', () => {
-    const rendered = renderError(new TollgateError('billing.insufficient_credits', 'Insufficient credits', { metadata: { a: 1 } }));
+    const rendered = renderError(
+      new TollgateError('billing.insufficient_credits', 'Insufficient credits', { metadata: { a: 1 } }),
+    );
     expect(rendered.status).toBe(402);
     expect(rendered.body).toEqual({ error: { code: 402, message: 'Insufficient credits', metadata: { a: 1 } } });
   });
@@ -24,7 +26,7 @@ describe('error table', () => {
     expect(JSON.stringify(rendered.body)).not.toContain('postgres');
   });
 
-  it('passes through an upstream 4xx status for the caller\'s own fault', () => {
+  it("passes through an upstream 4xx status for the caller's own fault", () => {
     const rendered = renderError(new TollgateError('upstream.request_rejected', 'bad', { status: 422 }));
     expect(rendered.status).toBe(422);
     expect(rendered.body.error.code).toBe(422);

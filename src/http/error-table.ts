@@ -53,7 +53,8 @@ export interface RenderedError {
 const PASS_THROUGH = new Set([400, 404, 413, 422]);
 
 export function statusOf(error: TollgateError): number {
-  if (error.code === 'upstream.request_rejected' && error.status !== undefined && PASS_THROUGH.has(error.status)) return error.status;
+  if (error.code === 'upstream.request_rejected' && error.status !== undefined && PASS_THROUGH.has(error.status))
+    return error.status;
   return ERROR_STATUS[error.code];
 }
 

@@ -34,7 +34,13 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
     if (!carriesBody(request)) return payload;
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      throw refuse(reply, new TollgateError('request.unsupported_encoding', 'Content-Encoding is not supported: send the request body uncompressed (identity)'));
+      throw refuse(
+        reply,
+        new TollgateError(
+          'request.unsupported_encoding',
+          'Content-Encoding is not supported: send the request body uncompressed (identity)',
+        ),
+      );
     }
     if (!isJson(request)) return payload;
     const scanner = new JsonShapeScanner(limits);

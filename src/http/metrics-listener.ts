@@ -15,16 +15,24 @@ export interface MetricsListener {
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'x-content-type-options': 'nosniff' });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'x-content-type-options': 'nosniff',
+  });
   response.end(JSON.stringify(body));
 }
 
-export async function startMetricsListener(metrics: Metrics, listen: { host: string; port: number }, token: string | null): Promise<MetricsListener> {
+export async function startMetricsListener(
+  metrics: Metrics,
+  listen: { host: string; port: number },
+  token: string | null,
+): Promise<MetricsListener> {
   const guard = token === null ? null : adminGuard(token, 'metrics');
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?', 1)[0];
     if (path !== '/metrics') return sendJson(response, 404, { error: { code: 404, message: 'Not found' } });
-    if (request.method !== 'GET') return sendJson(response, 405, { error: { code: 405, message: 'Method not allowed' } });
+    if (request.method !== 'GET')
+      return sendJson(response, 405, { error: { code: 405, message: 'Method not allowed' } });
     try {
       guard?.(request.headers.authorization);
     } catch (error) {

@@ -30,7 +30,8 @@ import type { Services } from './services.js';
  * - `metrics`: TOLLGATE_METRICS_TOKEN when it is set, else open;
  * - `none`: public.
  */
-export type RouteAuth = 'inference' | 'management' | 'any-key' | 'account' | 'account-any' | 'session' | 'admin' | 'metrics' | 'none';
+export type RouteAuth =
+  'inference' | 'management' | 'any-key' | 'account' | 'account-any' | 'session' | 'admin' | 'metrics' | 'none';
 
 export type Principal =
   | { kind: 'key'; key: KeyRecord }
@@ -55,10 +56,12 @@ export type PrincipalResolver = (request: FastifyRequest, authorization: string 
 export function principalResolvers(services: Services): Record<Exclude<RouteAuth, 'none'>, PrincipalResolver> {
   const admin = adminGuard(services.config.adminToken);
   const metrics = services.config.metricsToken === null ? null : adminGuard(services.config.metricsToken, 'metrics');
-  const key = (kind: 'inference' | 'management' | 'any') => async (_request: FastifyRequest, authorization: string | undefined): Promise<Principal> => ({
-    kind: 'key',
-    key: await services.auth.authenticate(authorization, kind),
-  });
+  const key =
+    (kind: 'inference' | 'management' | 'any') =>
+    async (_request: FastifyRequest, authorization: string | undefined): Promise<Principal> => ({
+      kind: 'key',
+      key: await services.auth.authenticate(authorization, kind),
+    });
   const session: PrincipalResolver = async (request) => {
     const { active, token } = await requireSession(services, request);
     return { kind: 'session', accountId: active.session.accountId, active, token };
@@ -67,7 +70,9 @@ export function principalResolvers(services: Services): Record<Exclude<RouteAuth
   const account =
     (kind: 'management' | 'any'): PrincipalResolver =>
     (request, authorization) =>
-      authorization !== undefined || readSessionCookie(request) === undefined ? key(kind)(request, authorization) : session(request, authorization);
+      authorization !== undefined || readSessionCookie(request) === undefined
+        ? key(kind)(request, authorization)
+        : session(request, authorization);
   return {
     inference: key('inference'),
     management: key('management'),
@@ -102,7 +107,8 @@ export function routeGuard(app: FastifyInstance, resolvers: Record<Exclude<Route
   return async function guard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     try {
       const length = Number(request.headers['content-length']);
-      if (length > request.routeOptions.bodyLimit) throw new TollgateError('request.body_too_large', 'Request body is too large');
+      if (length > request.routeOptions.bodyLimit)
+        throw new TollgateError('request.body_too_large', 'Request body is too large');
       const auth = request.routeOptions.config.auth ?? 'none';
       if (auth === 'none') return;
       const principal = await resolvers[auth](request, singleAuthorization(request));
@@ -119,22 +125,29 @@ export function routeGuard(app: FastifyInstance, resolvers: Record<Exclude<Route
 export function requestKey(request: FastifyRequest): KeyRecord {
   const principal = request.principal;
   // Only reachable through a route declared without key authentication: a bug, not the caller's fault.
-  if (principal?.kind !== 'key') throw new Error(`route ${request.routeOptions.url ?? '?'} reads a key it did not declare`);
+  if (principal?.kind !== 'key')
+    throw new Error(`route ${request.routeOptions.url ?? '?'} reads a key it did not declare`);
   return principal.key;
 }
 
 /** The account holder the route's `account`/`account-any`/`session` declaration authenticated. */
-export function requestAccount(request: FastifyRequest): { accountId: string; via: 'session' | 'management_key'; sessionId?: string } {
+export function requestAccount(request: FastifyRequest): {
+  accountId: string;
+  via: 'session' | 'management_key';
+  sessionId?: string;
+} {
   const principal = request.principal;
   if (principal?.kind === 'key') return { accountId: principal.key.accountId, via: 'management_key' };
-  if (principal?.kind === 'session') return { accountId: principal.accountId, via: 'session', sessionId: principal.active.session.id };
+  if (principal?.kind === 'session')
+    return { accountId: principal.accountId, via: 'session', sessionId: principal.active.session.id };
   throw new Error(`route ${request.routeOptions.url ?? '?'} reads an account it did not declare`);
 }
 
 /** The session the route's `session` (or `account`, when signed in) declaration authenticated. */
 export function requestSession(request: FastifyRequest): { active: ActiveSession; token: string } {
   const principal = request.principal;
-  if (principal?.kind !== 'session') throw new Error(`route ${request.routeOptions.url ?? '?'} reads a session it did not declare`);
+  if (principal?.kind !== 'session')
+    throw new Error(`route ${request.routeOptions.url ?? '?'} reads a session it did not declare`);
   return { active: principal.active, token: principal.token };
 }
 
@@ -143,7 +156,11 @@ export function registerResponseHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (request, reply, payload) => {
     reply.header('x-content-type-options', 'nosniff');
     const config = request.routeOptions.config;
-    if ((config.noStore === true || (config.auth !== undefined && config.auth !== 'none')) && !reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    if (
+      (config.noStore === true || (config.auth !== undefined && config.auth !== 'none')) &&
+      !reply.hasHeader('cache-control')
+    )
+      reply.header('cache-control', 'no-store');
     return payload;
   });
 }

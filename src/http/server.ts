@@ -4,7 +4,13 @@
  * the API's error record, request metrics, the 404/405 answer, and the set of route handlers in flight
  * (shutdown waits for them before draining the settler).
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { ServerConfig } from '../config/server-schema.js';
 import { TollgateError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -30,8 +36,10 @@ export function fastifyErrorToTollgate(error: FastifyError): TollgateError | nul
       // No resource has an id that long (the routes look such ids up as "not found" too).
       return new TollgateError('resource.not_found', 'Not found: a path segment is too long');
     default:
-      if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return new TollgateError('request.invalid_json', 'Request body is not valid JSON');
-      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new TollgateError('request.invalid_body', 'Invalid request');
+      if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY')
+        return new TollgateError('request.invalid_json', 'Request body is not valid JSON');
+      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500)
+        return new TollgateError('request.invalid_body', 'Invalid request');
       return null;
   }
 }
@@ -83,7 +91,11 @@ export function installNotFound(app: FastifyInstance, routes: RouteTable): void 
     const allowed = routes.allowedMethods(request.url);
     const error =
       allowed.length > 0
-        ? new TollgateError('route.method_not_allowed', `Method ${request.method} is not allowed on ${request.url.split('?')[0]}`, { headers: { allow: allowed.join(', ') } })
+        ? new TollgateError(
+            'route.method_not_allowed',
+            `Method ${request.method} is not allowed on ${request.url.split('?')[0]}`,
+            { headers: { allow: allowed.join(', ') } },
+          )
         : new TollgateError('route.not_found', `No route for ${request.method} ${request.url.split('?')[0]}`);
     const rendered = renderError(error);
     return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);

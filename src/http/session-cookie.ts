@@ -25,7 +25,12 @@ function attributes(request: FastifyRequest): string {
 }
 
 /** `lifetimeMs`: the session's absolute lifetime from now (the browser forgets the cookie then; the server enforces it anyway). */
-export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string, lifetimeMs: number): void {
+export function setSessionCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  lifetimeMs: number,
+): void {
   const maxAge = Math.max(0, Math.floor(lifetimeMs / 1000));
   reply.header('set-cookie', `${SESSION_COOKIE}=${token}; Max-Age=${maxAge}; ${attributes(request)}`);
 }

@@ -69,7 +69,10 @@ describe('SseSink drain timeout', () => {
     let pending: Promise<void> | null = null;
     for (let i = 0; i < 400 && !pending; i++) {
       const write = sink.write(BIG);
-      const blocked = await Promise.race([write.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 100))]);
+      const blocked = await Promise.race([
+        write.then(() => false),
+        new Promise<boolean>((r) => setTimeout(() => r(true), 100)),
+      ]);
       if (blocked) pending = write;
     }
     expect(pending).not.toBeNull();

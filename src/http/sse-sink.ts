@@ -42,7 +42,11 @@ export class SseSink implements StreamSink {
   }
 
   get closed(): boolean {
-    return this.res.destroyed || (this.res.writableEnded && !this.res.writableFinished) || this.res.socket?.destroyed === true;
+    return (
+      this.res.destroyed ||
+      (this.res.writableEnded && !this.res.writableFinished) ||
+      this.res.socket?.destroyed === true
+    );
   }
 
   private open(): void {
@@ -86,11 +90,14 @@ export class SseSink implements StreamSink {
 
   keepAlive(intervalMs: number): () => void {
     this.lastWriteAt = this.now();
-    const timer = setInterval(() => {
-      // A write waiting for 'drain' is not idleness: no comments pile up behind it.
-      if (this.closed || this.drained) return;
-      if (this.now() - this.lastWriteAt >= intervalMs - 5) void this.send(SSE_PROCESSING_COMMENT);
-    }, Math.max(50, Math.floor(intervalMs / 2)));
+    const timer = setInterval(
+      () => {
+        // A write waiting for 'drain' is not idleness: no comments pile up behind it.
+        if (this.closed || this.drained) return;
+        if (this.now() - this.lastWriteAt >= intervalMs - 5) void this.send(SSE_PROCESSING_COMMENT);
+      },
+      Math.max(50, Math.floor(intervalMs / 2)),
+    );
     timer.unref();
     return () => clearInterval(timer);
   }
@@ -106,7 +113,9 @@ export class SseSink implements StreamSink {
     const chunk = renderErrorChunk(identity, rendered.status, rendered.body.error.message, {
       error_type: errorType,
       // Upstreams give numeric codes too; @openrouter/sdk accepts only a string here.
-      ...(metadata.provider_code !== undefined && metadata.provider_code !== null ? { provider_code: String(metadata.provider_code) } : {}),
+      ...(metadata.provider_code !== undefined && metadata.provider_code !== null
+        ? { provider_code: String(metadata.provider_code) }
+        : {}),
     });
     await this.send(formatSseData(chunk));
     await this.done();

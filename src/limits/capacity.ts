@@ -19,7 +19,13 @@ import type { Logger } from '../observability/logger.js';
 import type { CapacityLimits, CatalogEndpoint, CatalogModel } from '../routing/catalog.js';
 import type { CapacityRefusal, RequestCapacity } from '../routing/execute.js';
 import type { PlannedAttempt } from '../routing/plan.js';
-import { rateLimitHeaders, type RateDecision, type RateLimiter, type RateRule, type WeightedRule } from './rate-limit.js';
+import {
+  rateLimitHeaders,
+  type RateDecision,
+  type RateLimiter,
+  type RateRule,
+  type WeightedRule,
+} from './rate-limit.js';
 
 const MINUTE_MS = 60_000;
 
@@ -57,7 +63,11 @@ export class CapacityGovernor {
   }
 
   /** Takes one attempt's capacity on every subject that limits it, all or nothing. */
-  async take(planned: PlannedAttempt, tokens: number, now: number): Promise<{ claim: Claim } | { refusal: CapacityRefusal }> {
+  async take(
+    planned: PlannedAttempt,
+    tokens: number,
+    now: number,
+  ): Promise<{ claim: Claim } | { refusal: CapacityRefusal }> {
     const claim: Claim = { rpm: [], tpm: [] };
     try {
       for (const subject of subjectsOf(planned.model, planned.endpoint)) {
@@ -79,7 +89,11 @@ export class CapacityGovernor {
       if (!isTollgateError(error) || error.code !== 'store.unavailable') throw error;
       this.giveBack(claim, true);
       if (this.options.onStoreError === 'closed') {
-        throw new TollgateError('store.unavailable', 'Capacity limits cannot be checked right now (the rate-limit store is unavailable); retry shortly', { cause: error });
+        throw new TollgateError(
+          'store.unavailable',
+          'Capacity limits cannot be checked right now (the rate-limit store is unavailable); retry shortly',
+          { cause: error },
+        );
       }
       this.warnOpen(error, now);
       return { claim: { rpm: [], tpm: [] } };
@@ -88,12 +102,14 @@ export class CapacityGovernor {
 
   /** Sets the tokens of a claim's `tpm` entries (the real count, or 0 for an attempt that got no answer). */
   reconcile(claim: Claim, tokens: number): void {
-    for (const t of claim.tpm) this.options.limiter.adjustWeighted(t.subject, t.rule, t.entry, tokens).catch(() => undefined);
+    for (const t of claim.tpm)
+      this.options.limiter.adjustWeighted(t.subject, t.rule, t.entry, tokens).catch(() => undefined);
   }
 
   /** Undoes what a claim took (the attempt was never sent): its requests and its tokens. */
   giveBack(claim: Claim, requests: boolean): void {
-    if (requests) for (const r of claim.rpm) this.options.limiter.refund(r.subject, r.rules, r.at).catch(() => undefined);
+    if (requests)
+      for (const r of claim.rpm) this.options.limiter.refund(r.subject, r.rules, r.at).catch(() => undefined);
     this.reconcile(claim, 0);
   }
 
@@ -109,7 +125,11 @@ export class CapacityGovernor {
         metadata: {
           error_type: 'rate_limit_exceeded',
           limit_source: `capacity_${decision.rule.name}`,
-          headers: { 'X-RateLimit-Limit': headers['X-RateLimit-Limit'], 'X-RateLimit-Remaining': headers['X-RateLimit-Remaining'], 'X-RateLimit-Reset': headers['X-RateLimit-Reset'] },
+          headers: {
+            'X-RateLimit-Limit': headers['X-RateLimit-Limit'],
+            'X-RateLimit-Remaining': headers['X-RateLimit-Remaining'],
+            'X-RateLimit-Reset': headers['X-RateLimit-Reset'],
+          },
         },
       },
     );
@@ -119,14 +139,22 @@ export class CapacityGovernor {
   private warnOpen(error: unknown, now: number): void {
     if (now - this.lastWarnAt < (this.options.warnEveryMs ?? 60_000)) return;
     this.lastWarnAt = now;
-    this.options.log.warn({ err: error }, 'capacity limits are not enforced: the rate-limit store is unavailable (limits.capacity.on_store_error: open)');
+    this.options.log.warn(
+      { err: error },
+      'capacity limits are not enforced: the rate-limit store is unavailable (limits.capacity.on_store_error: open)',
+    );
   }
 }
 
 function subjectsOf(model: CatalogModel, endpoint: CatalogEndpoint): Subject[] {
   const subjects: Subject[] = [];
   if (model.limits) subjects.push({ id: `cap:model:${model.id}`, what: `model ${model.id}`, limits: model.limits });
-  if (endpoint.limits) subjects.push({ id: `cap:endpoint:${model.id}|${endpoint.provider.id}`, what: `model ${model.id} at ${endpoint.provider.name}`, limits: endpoint.limits });
+  if (endpoint.limits)
+    subjects.push({
+      id: `cap:endpoint:${model.id}|${endpoint.provider.id}`,
+      what: `model ${model.id} at ${endpoint.provider.name}`,
+      limits: endpoint.limits,
+    });
   return subjects;
 }
 

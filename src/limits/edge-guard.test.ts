@@ -10,7 +10,12 @@ describe('EdgeGuard', () => {
     for (let i = 0; i < 3; i++) expect(guard.check('10.0.0.1')).toBeNull();
     const refusal = guard.check('10.0.0.1');
     expect(refusal?.code).toBe('limits.rate_limited');
-    expect(refusal?.headers).toEqual({ 'X-RateLimit-Limit': '3', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(clock.t + 500), 'Retry-After': '1' });
+    expect(refusal?.headers).toEqual({
+      'X-RateLimit-Limit': '3',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(clock.t + 500),
+      'Retry-After': '1',
+    });
     expect(refusal?.metadata).toEqual({
       error_type: 'rate_limit_exceeded',
       limit_source: 'edge',
@@ -30,7 +35,10 @@ describe('EdgeGuard', () => {
 
 describe('EdgeGuard defaults', () => {
   it('caps no address while the process is not overloaded', () => {
-    const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10, overload: { ...NO_OVERLOAD, enabled: true } }, () => 0);
+    const guard = new EdgeGuard(
+      { burst: 0, per_second: 100, max_clients: 10, overload: { ...NO_OVERLOAD, enabled: true } },
+      () => 0,
+    );
     expect(guard.enabled).toBe(true);
     for (let i = 0; i < 10_000; i++) expect(guard.check('10.0.0.1')).toBeNull();
   });

@@ -47,10 +47,20 @@ export class EdgeGuard {
     private readonly config: EdgeGuardConfig,
     private readonly now: () => number,
   ) {
-    this.buckets = config.burst > 0 && config.per_second > 0 ? new TokenBucketLimiter({ capacity: config.burst, refillPerSecond: config.per_second }, { maxKeys: config.max_clients }) : null;
+    this.buckets =
+      config.burst > 0 && config.per_second > 0
+        ? new TokenBucketLimiter(
+            { capacity: config.burst, refillPerSecond: config.per_second },
+            { maxKeys: config.max_clients },
+          )
+        : null;
     const overload = config.overload;
     this.monitor = overload.enabled
-      ? new OverloadMonitor({ maxEventLoopDelayMs: overload.max_event_loop_delay_ms, maxInFlight: overload.max_in_flight ?? derivedMaxInFlight(), maxHeapRatio: overload.max_heap_ratio })
+      ? new OverloadMonitor({
+          maxEventLoopDelayMs: overload.max_event_loop_delay_ms,
+          maxInFlight: overload.max_in_flight ?? derivedMaxInFlight(),
+          maxHeapRatio: overload.max_heap_ratio,
+        })
       : null;
     this.shedder = overload.enabled ? new LoadShedder(config.max_clients) : null;
   }
@@ -65,12 +75,22 @@ export class EdgeGuard {
     if (this.shedder && this.monitor) {
       const decision = this.shedder.admit(ip, now, this.monitor.pressure());
       if (decision.shed) {
-        return refusal('The gateway is overloaded and this address is sending far more than its share; retry later', Math.max(1, Math.floor(decision.fairPerSecond)), 1_000, now);
+        return refusal(
+          'The gateway is overloaded and this address is sending far more than its share; retry later',
+          Math.max(1, Math.floor(decision.fairPerSecond)),
+          1_000,
+          now,
+        );
       }
     }
     if (!this.buckets) return null;
     const taken = this.buckets.take(ip, now);
     if (taken.allowed) return null;
-    return refusal('Too many requests from this address; slow down and retry later', this.config.burst, taken.retryAfterMs, now);
+    return refusal(
+      'Too many requests from this address; slow down and retry later',
+      this.config.burst,
+      taken.retryAfterMs,
+      now,
+    );
   }
 }

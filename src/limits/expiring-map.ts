@@ -22,7 +22,8 @@ export class ExpiringMap<V> {
   evictions = 0;
 
   constructor(private readonly options: ExpiringMapOptions) {
-    if (!Number.isSafeInteger(options.maxEntries) || options.maxEntries < 1) throw new Error('maxEntries must be a positive integer');
+    if (!Number.isSafeInteger(options.maxEntries) || options.maxEntries < 1)
+      throw new Error('maxEntries must be a positive integer');
     if (!(options.sweepEveryMs > 0)) throw new Error('sweepEveryMs must be positive');
   }
 

@@ -6,7 +6,13 @@ import { MemoryRateLimiter } from './memory-rate-limiter.js';
 import type { RateLimiter } from './rate-limit.js';
 
 const T0 = Date.UTC(2026, 10, 18, 12);
-const LIMITS: FreeModelLimits = { per_minute: 20, per_day: 50, per_day_with_credits: 1000, credits_threshold: 10, on_store_error: 'closed' };
+const LIMITS: FreeModelLimits = {
+  per_minute: 20,
+  per_day: 50,
+  per_day_with_credits: 1000,
+  credits_threshold: 10,
+  on_store_error: 'closed',
+};
 const poor = { id: 'acct_poor', totalPurchased: usdToUnits(9.99) };
 const rich = { id: 'acct_rich', totalPurchased: usdToUnits(10) };
 
@@ -68,7 +74,12 @@ describe('FreeModelPolicy', () => {
     clock.t = T0 + 2_500;
     const error = await refusalOf(p.admit(poor));
     expect(error.code).toBe('limits.rate_limited');
-    expect(error.headers).toEqual({ 'X-RateLimit-Limit': '20', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(T0 + 60_000), 'Retry-After': '58' });
+    expect(error.headers).toEqual({
+      'X-RateLimit-Limit': '20',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(T0 + 60_000),
+      'Retry-After': '58',
+    });
     expect(error.metadata).toEqual({
       error_type: 'rate_limit_exceeded',
       limit_source: FREE_PER_MINUTE,
@@ -83,7 +94,11 @@ describe('FreeModelPolicy', () => {
     for (let i = 0; i < 50; i++) await p.admit(poor);
     const error = await refusalOf(p.admit(poor));
     expect(error.metadata?.limit_source).toBe(FREE_PER_DAY);
-    expect(error.headers).toEqual({ 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Date.UTC(2026, 10, 19)) });
+    expect(error.headers).toEqual({
+      'X-RateLimit-Limit': '50',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Date.UTC(2026, 10, 19)),
+    });
     expect(error.message).toContain('Add 10 credits to unlock 1000');
     expect(await p.daily(poor)).toEqual({ limit: 50, used: 50, remaining: 0 });
 

@@ -120,7 +120,10 @@ export class FreeModelPolicy {
     try {
       await this.options.limiter.refund(slot.subject, slot.rules, slot.consumedAt);
     } catch (error) {
-      this.options.log.warn({ err: error, account: slot.subject }, 'free-model rate limit: refund failed; the slot frees with its window');
+      this.options.log.warn(
+        { err: error, account: slot.subject },
+        'free-model rate limit: refund failed; the slot frees with its window',
+      );
     }
   }
 
@@ -158,7 +161,11 @@ export class FreeModelPolicy {
   private onUnavailable(error: unknown, during: 'admit' | 'peek'): void {
     if (!(error instanceof TollgateError) || error.code !== 'store.unavailable') throw error;
     if (this.limits.on_store_error === 'closed') {
-      throw new TollgateError('store.unavailable', 'Free-model rate limits cannot be checked right now (the rate-limit store is unavailable); retry shortly', { cause: error });
+      throw new TollgateError(
+        'store.unavailable',
+        'Free-model rate limits cannot be checked right now (the rate-limit store is unavailable); retry shortly',
+        { cause: error },
+      );
     }
     // Fail open: one warning per interval, so an outage does not flood the logs at request rate.
     const now = this.options.now();

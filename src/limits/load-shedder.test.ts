@@ -29,7 +29,8 @@ describe('LoadShedder', () => {
 
   it('sheds nobody among equals: a load spread evenly is no flood', () => {
     const shedder = new LoadShedder(100);
-    for (let t = 0; t < 3_000; t++) for (let c = 0; c < 5; c++) expect(shedder.admit(`10.0.0.${c}`, t, 'overloaded').shed).toBe(false);
+    for (let t = 0; t < 3_000; t++)
+      for (let c = 0; c < 5; c++) expect(shedder.admit(`10.0.0.${c}`, t, 'overloaded').shed).toBe(false);
   });
 
   it('forgets addresses gone quiet, so the mean is over the active ones, and holds at most max addresses', () => {

@@ -71,7 +71,8 @@ export class MemoryRateLimiter implements RateLimiter {
       log.entries.splice(at, 0, { at: now, id, cost });
       log.total += cost;
     }
-    if (log.entries.length > 0) this.weighted.set(key, log, log.entries[log.entries.length - 1]!.at + rule.windowMs, now);
+    if (log.entries.length > 0)
+      this.weighted.set(key, log, log.entries[log.entries.length - 1]!.at + rule.windowMs, now);
     return decision;
   }
 

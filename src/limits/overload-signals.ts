@@ -30,7 +30,10 @@ export function derivedMaxInFlight(heapLimitBytes: number = getHeapStatistics().
 }
 
 export function pressureOf(signals: LoadSignals, thresholds: OverloadThresholds): Pressure {
-  const over = signals.eventLoopDelayMs > thresholds.maxEventLoopDelayMs || signals.inFlight > thresholds.maxInFlight || signals.heapRatio > thresholds.maxHeapRatio;
+  const over =
+    signals.eventLoopDelayMs > thresholds.maxEventLoopDelayMs ||
+    signals.inFlight > thresholds.maxInFlight ||
+    signals.heapRatio > thresholds.maxHeapRatio;
   return over ? 'overloaded' : 'none';
 }
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { assertValidCall, counterId, counterTtlMs, decide, pivotIndex, rateLimitHeaders, type RateRule } from './rate-limit.js';
+import {
+  assertValidCall,
+  counterId,
+  counterTtlMs,
+  decide,
+  pivotIndex,
+  rateLimitHeaders,
+  type RateRule,
+} from './rate-limit.js';
 
 const T0 = Date.UTC(2026, 10, 18, 12);
 const MIDNIGHT = Date.UTC(2026, 10, 19);
@@ -8,7 +16,16 @@ const day: RateRule = { name: 'per_day', kind: 'utc_day', limit: 50 };
 
 describe('decide', () => {
   it('admits when every rule has room and reports the tightest rule after consuming', () => {
-    expect(decide([minute, day], [{ used: 3, pivot: T0 - 10_000 }, { used: 48, pivot: null }], T0)).toEqual({
+    expect(
+      decide(
+        [minute, day],
+        [
+          { used: 3, pivot: T0 - 10_000 },
+          { used: 48, pivot: null },
+        ],
+        T0,
+      ),
+    ).toEqual({
       allowed: true,
       rule: day,
       limit: 50,
@@ -23,7 +40,16 @@ describe('decide', () => {
   });
 
   it('refuses with the refusing rule, its pivot + window as resetAt, and retryAfterMs to match', () => {
-    expect(decide([minute, day], [{ used: 20, pivot: T0 - 45_000 }, { used: 10, pivot: null }], T0)).toEqual({
+    expect(
+      decide(
+        [minute, day],
+        [
+          { used: 20, pivot: T0 - 45_000 },
+          { used: 10, pivot: null },
+        ],
+        T0,
+      ),
+    ).toEqual({
       allowed: false,
       rule: minute,
       limit: 20,
@@ -34,7 +60,16 @@ describe('decide', () => {
   });
 
   it('with several refusals reports the one that frees latest', () => {
-    expect(decide([minute, day], [{ used: 20, pivot: T0 - 45_000 }, { used: 50, pivot: null }], T0).rule).toBe(day);
+    expect(
+      decide(
+        [minute, day],
+        [
+          { used: 20, pivot: T0 - 45_000 },
+          { used: 50, pivot: null },
+        ],
+        T0,
+      ).rule,
+    ).toBe(day);
   });
 
   it('rejects readings that do not match the rules', () => {
@@ -76,7 +111,14 @@ describe('assertValidCall', () => {
 
 describe('rateLimitHeaders', () => {
   it('describes the limit hit, with Retry-After in whole seconds for a per-minute limit', () => {
-    const decision = decide([minute, day], [{ used: 20, pivot: T0 - 58_500 }, { used: 1, pivot: null }], T0);
+    const decision = decide(
+      [minute, day],
+      [
+        { used: 20, pivot: T0 - 58_500 },
+        { used: 1, pivot: null },
+      ],
+      T0,
+    );
     expect(rateLimitHeaders(decision)).toEqual({
       'X-RateLimit-Limit': '20',
       'X-RateLimit-Remaining': '0',
@@ -86,7 +128,18 @@ describe('rateLimitHeaders', () => {
   });
 
   it('has no Retry-After for the daily cap', () => {
-    const decision = decide([minute, day], [{ used: 1, pivot: T0 }, { used: 50, pivot: null }], T0);
-    expect(rateLimitHeaders(decision)).toEqual({ 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(MIDNIGHT) });
+    const decision = decide(
+      [minute, day],
+      [
+        { used: 1, pivot: T0 },
+        { used: 50, pivot: null },
+      ],
+      T0,
+    );
+    expect(rateLimitHeaders(decision)).toEqual({
+      'X-RateLimit-Limit': '50',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(MIDNIGHT),
+    });
   });
 });

@@ -69,17 +69,32 @@ export interface WeightedDecision extends RateDecision {
  * The same admission rule as the unit log — admitted while the window has room (`used < limit`) — with
  * the call adding `cost` instead of 1, so one request may pass the limit by its own weight, never two.
  */
-export function decideWeighted(rule: WeightedRule, reading: WeightedReading, cost: number, now: number, entry: string): WeightedDecision {
+export function decideWeighted(
+  rule: WeightedRule,
+  reading: WeightedReading,
+  cost: number,
+  now: number,
+  entry: string,
+): WeightedDecision {
   const allowed = reading.used < rule.limit;
   const used = reading.used + (allowed ? cost : 0);
   const resetAt = reading.pivot !== null ? reading.pivot + rule.windowMs : allowed ? now + rule.windowMs : now;
-  return { allowed, rule, limit: rule.limit, remaining: Math.max(0, rule.limit - used), resetAt, retryAfterMs: allowed ? 0 : Math.max(1, resetAt - now), entry: allowed ? entry : null };
+  return {
+    allowed,
+    rule,
+    limit: rule.limit,
+    remaining: Math.max(0, rule.limit - used),
+    resetAt,
+    retryAfterMs: allowed ? 0 : Math.max(1, resetAt - now),
+    entry: allowed ? entry : null,
+  };
 }
 
 /** A weighted call's arguments are checked like the rules of a unit call. */
 export function assertValidWeighted(rule: WeightedRule, cost: number, now: number): void {
   assertValidCall([rule], now);
-  if (!Number.isSafeInteger(cost) || cost < 0) throw new Error(`rate rule ${rule.name}: cost must be a non-negative integer`);
+  if (!Number.isSafeInteger(cost) || cost < 0)
+    throw new Error(`rate rule ${rule.name}: cost must be a non-negative integer`);
 }
 
 export interface RateLimiter {
@@ -171,7 +186,8 @@ const RULE_NAME = /^[a-z0-9_]{1,64}$/;
  * is a programming error that must not silently reach a Redis key or score.
  */
 export function assertValidCall(rules: readonly RateRule[], now: number): void {
-  if (!Number.isSafeInteger(now) || now < 0) throw new Error(`now must be epoch milliseconds as an integer, got ${now}`);
+  if (!Number.isSafeInteger(now) || now < 0)
+    throw new Error(`now must be epoch milliseconds as an integer, got ${now}`);
   if (rules.length === 0) throw new Error('at least one rate rule is required');
   const names = new Set<string>();
   for (const rule of rules) {
@@ -179,7 +195,8 @@ export function assertValidCall(rules: readonly RateRule[], now: number): void {
     if (!RULE_NAME.test(rule.name)) throw new Error(`invalid rate rule name "${rule.name}"`);
     if (names.has(rule.name)) throw new Error(`duplicate rate rule name "${rule.name}"`);
     names.add(rule.name);
-    if (!Number.isSafeInteger(rule.limit) || rule.limit < 1) throw new Error(`rate rule ${rule.name}: limit must be a positive integer`);
+    if (!Number.isSafeInteger(rule.limit) || rule.limit < 1)
+      throw new Error(`rate rule ${rule.name}: limit must be a positive integer`);
     if (rule.kind === 'sliding' && (!Number.isSafeInteger(rule.windowMs) || rule.windowMs < 1)) {
       throw new Error(`rate rule ${rule.name}: windowMs must be a positive integer`);
     }
@@ -193,6 +210,7 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
     'X-RateLimit-Remaining': String(decision.remaining),
     'X-RateLimit-Reset': String(decision.resetAt),
   };
-  if (decision.rule.kind === 'sliding') headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  if (decision.rule.kind === 'sliding')
+    headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
   return headers;
 }

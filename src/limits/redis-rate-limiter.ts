@@ -64,8 +64,18 @@ export class RedisRateLimiter implements RateLimiter {
   constructor(options: RedisRateLimiterOptions) {
     this.prefix = options.keyPrefix ?? 'tollgate:rl:';
     this.skewAllowanceMs = options.skewAllowanceMs ?? 10_000;
-    this.client = new RedisScriptClient({ ...options, lua: RATE_LIMIT_LUA, commandName: 'tollgateRateLimitV2', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
-    this.weightedClient = new RedisScriptClient({ ...(this.client.connection(options.timeoutMs)), lua: WEIGHTED_LUA, commandName: 'tollgateWeightedV1', unavailableMessage: 'The rate-limit store (Redis) is unavailable' });
+    this.client = new RedisScriptClient({
+      ...options,
+      lua: RATE_LIMIT_LUA,
+      commandName: 'tollgateRateLimitV2',
+      unavailableMessage: 'The rate-limit store (Redis) is unavailable',
+    });
+    this.weightedClient = new RedisScriptClient({
+      ...this.client.connection(options.timeoutMs),
+      lua: WEIGHTED_LUA,
+      commandName: 'tollgateWeightedV1',
+      unavailableMessage: 'The rate-limit store (Redis) is unavailable',
+    });
   }
 
   /** The last connection error, for `/readyz` and logs. */
@@ -131,11 +141,22 @@ export class RedisRateLimiter implements RateLimiter {
     assertValidWeighted(rule, cost, now);
     const [log, weights] = this.weightedKeys(subject, rule);
     const entry = `${now}:${randomUUID()}`;
-    const reply = await this.weightedClient.run([log, weights], ['consume', now, entry, rule.limit, rule.windowMs, counterTtlMs(rule, now, this.skewAllowanceMs), cost]);
-    if (!Array.isArray(reply) || !Number.isSafeInteger(Number(reply[1]))) throw new Error('weighted rate-limit script returned a bad reply');
+    const reply = await this.weightedClient.run(
+      [log, weights],
+      ['consume', now, entry, rule.limit, rule.windowMs, counterTtlMs(rule, now, this.skewAllowanceMs), cost],
+    );
+    if (!Array.isArray(reply) || !Number.isSafeInteger(Number(reply[1])))
+      throw new Error('weighted rate-limit script returned a bad reply');
     const pivot: unknown = reply[2];
-    const decision = decideWeighted(rule, { used: Number(reply[1]), pivot: pivot === null || pivot === undefined ? null : Number(pivot) }, cost, now, entry);
-    if (decision.allowed !== (Number(reply[0]) === 1)) throw new Error('weighted rate-limit script and rate-limit.ts disagree on admission');
+    const decision = decideWeighted(
+      rule,
+      { used: Number(reply[1]), pivot: pivot === null || pivot === undefined ? null : Number(pivot) },
+      cost,
+      now,
+      entry,
+    );
+    if (decision.allowed !== (Number(reply[0]) === 1))
+      throw new Error('weighted rate-limit script and rate-limit.ts disagree on admission');
     return decision;
   }
 
@@ -165,7 +186,10 @@ export class RedisRateLimiter implements RateLimiter {
       const ttlMs = counterTtlMs(rule, now, this.skewAllowanceMs);
       let counter = this.own.get(key);
       if (!counter) {
-        counter = rule.kind === 'sliding' ? { kind: 's', windowMs: rule.windowMs, ttlMs, entries: new Map() } : { kind: 'd', ttlMs, expiresAt: now + ttlMs, count: 0 };
+        counter =
+          rule.kind === 'sliding'
+            ? { kind: 's', windowMs: rule.windowMs, ttlMs, entries: new Map() }
+            : { kind: 'd', ttlMs, expiresAt: now + ttlMs, count: 0 };
         this.own.set(key, counter);
       }
       if (counter.kind === 's') {
@@ -197,21 +221,36 @@ export class RedisRateLimiter implements RateLimiter {
     if (!force && now - this.lastSweep < 60_000) return;
     this.lastSweep = now;
     for (const [key, counter] of this.own) {
-      const live = counter.kind === 'd' ? counter.expiresAt > now && counter.count > 0 : [...counter.entries.values()].some((at) => at > now - counter.windowMs);
+      const live =
+        counter.kind === 'd'
+          ? counter.expiresAt > now && counter.count > 0
+          : [...counter.entries.values()].some((at) => at > now - counter.windowMs);
       if (!live) this.own.delete(key);
     }
   }
 
-  private async run(mode: 'consume' | 'peek' | 'refund', subject: string, rules: readonly RateRule[], now: number, member = ''): Promise<RuleReading[]> {
+  private async run(
+    mode: 'consume' | 'peek' | 'refund',
+    subject: string,
+    rules: readonly RateRule[],
+    now: number,
+    member = '',
+  ): Promise<RuleReading[]> {
     const keys = rules.map((rule) => this.key(subject, rule, now));
     const args: Array<string | number> = [mode, now, member];
     for (const rule of rules) {
-      args.push(rule.kind === 'sliding' ? 's' : 'd', rule.limit, rule.kind === 'sliding' ? rule.windowMs : 0, counterTtlMs(rule, now, this.skewAllowanceMs));
+      args.push(
+        rule.kind === 'sliding' ? 's' : 'd',
+        rule.limit,
+        rule.kind === 'sliding' ? rule.windowMs : 0,
+        counterTtlMs(rule, now, this.skewAllowanceMs),
+      );
     }
     const reply = await this.client.run(keys, args);
     if (mode === 'refund') return [];
     const readings = parseReadings(reply, rules.length);
-    if (admits(rules, readings) !== (firstOf(reply) === 1)) throw new Error('rate-limit script and rate-limit.ts disagree on admission');
+    if (admits(rules, readings) !== (firstOf(reply) === 1))
+      throw new Error('rate-limit script and rate-limit.ts disagree on admission');
     return readings;
   }
 }

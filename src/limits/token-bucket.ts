@@ -25,8 +25,10 @@ export interface TakeResult {
 }
 
 export function assertValidBucketConfig(config: TokenBucketConfig): void {
-  if (!(config.capacity >= 1) || !Number.isFinite(config.capacity)) throw new Error('token bucket capacity must be ≥ 1');
-  if (!(config.refillPerSecond > 0) || !Number.isFinite(config.refillPerSecond)) throw new Error('token bucket refillPerSecond must be > 0');
+  if (!(config.capacity >= 1) || !Number.isFinite(config.capacity))
+    throw new Error('token bucket capacity must be ≥ 1');
+  if (!(config.refillPerSecond > 0) || !Number.isFinite(config.refillPerSecond))
+    throw new Error('token bucket refillPerSecond must be > 0');
 }
 
 /** The bucket at `now`; an unknown bucket is full. A clock step backwards refills nothing. */
@@ -69,7 +71,10 @@ export class TokenBucketLimiter {
     options: TokenBucketLimiterOptions = {},
   ) {
     assertValidBucketConfig(config);
-    this.buckets = new ExpiringMap<BucketState>({ maxEntries: options.maxKeys ?? 100_000, sweepEveryMs: options.sweepEveryMs ?? 10_000 });
+    this.buckets = new ExpiringMap<BucketState>({
+      maxEntries: options.maxKeys ?? 100_000,
+      sweepEveryMs: options.sweepEveryMs ?? 10_000,
+    });
   }
 
   get size(): number {

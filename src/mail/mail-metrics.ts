@@ -9,8 +9,18 @@ export interface MailMetrics {
 }
 
 export function registerMailMetrics(registry: Registry, outbox: OutboxStore, now: () => number): MailMetrics {
-  const queued = new Counter({ name: 'tollgate_mail_queued_total', help: 'Messages queued in the outbox by this process, by kind', labelNames: ['kind'], registers: [registry] });
-  const sent = new Counter({ name: 'tollgate_mail_sent_total', help: 'Messages sent by this process, by kind', labelNames: ['kind'], registers: [registry] });
+  const queued = new Counter({
+    name: 'tollgate_mail_queued_total',
+    help: 'Messages queued in the outbox by this process, by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const sent = new Counter({
+    name: 'tollgate_mail_sent_total',
+    help: 'Messages sent by this process, by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   const failed = new Counter({
     name: 'tollgate_mail_failed_total',
     help: 'Failed sends by this process (retry: tried again later; given_up: max attempts or a permanent refusal)',

@@ -10,7 +10,12 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../observability/logger.js';
 import type { MailKind, OutboxStore } from '../store/mail-types.js';
 import type { MailMetrics } from './mail-metrics.js';
-import { describeSendFailure, isConnectionFailure, isPermanentSendFailure, type MailTransport } from './smtp-transport.js';
+import {
+  describeSendFailure,
+  isConnectionFailure,
+  isPermanentSendFailure,
+  type MailTransport,
+} from './smtp-transport.js';
 
 export interface OutboxSenderOptions {
   store: OutboxStore;
@@ -30,7 +35,12 @@ export interface OutboxSenderOptions {
 }
 
 /** Backoff before attempt `attempts + 1`: base · 2^(attempts−1), capped, ±20 % jitter so senders spread out. */
-export function retryDelay(attempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+export function retryDelay(
+  attempts: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
   const exponential = Math.min(maxMs, baseMs * 2 ** Math.max(0, Math.min(attempts - 1, 40)));
   return Math.round(exponential * (0.8 + 0.4 * random()));
 }
@@ -122,7 +132,8 @@ export class OutboxSender {
         // Sent: a crash before this mark means one resend (same Message-ID) after the lease expires.
         const marked = await o.store.markSent(entry.id, this.owner, o.now());
         o.metrics.sent.inc({ kind: entry.kind });
-        if (!marked) o.log.warn({ mail: entry.id }, 'mail sent after its lease expired; another sender may send it again');
+        if (!marked)
+          o.log.warn({ mail: entry.id }, 'mail sent after its lease expired; another sender may send it again');
       }
     } catch (error) {
       o.log.warn({ err: error }, 'outbox pass failed (store unreachable?); retrying at the next poll');

@@ -13,7 +13,12 @@ export interface MailTransport {
 }
 
 export function smtpTransport(url: string, from: string, timeoutMs: number): MailTransport {
-  const transporter = nodemailer.createTransport({ url, connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
+  const transporter = nodemailer.createTransport({
+    url,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  });
   return {
     async send(message) {
       await transporter.sendMail({
@@ -45,13 +50,26 @@ export function isPermanentSendFailure(error: unknown): boolean {
 /** The server could not be reached or talked to at all: the other due messages would fail the same way. */
 export function isConnectionFailure(error: unknown): boolean {
   const { code, responseCode } = (error ?? {}) as { code?: unknown; responseCode?: unknown };
-  return responseCode === 421 || code === 'ECONNECTION' || code === 'ETIMEDOUT' || code === 'ESOCKET' || code === 'EDNS' || code === 'ETLS' || code === 'EAUTH';
+  return (
+    responseCode === 421 ||
+    code === 'ECONNECTION' ||
+    code === 'ETIMEDOUT' ||
+    code === 'ESOCKET' ||
+    code === 'EDNS' ||
+    code === 'ETLS' ||
+    code === 'EAUTH'
+  );
 }
 
 /** What the outbox records about a failure: the server's reply or the error code, never credentials. */
 export function describeSendFailure(error: unknown): string {
-  const { responseCode, code, response } = (error ?? {}) as { responseCode?: unknown; code?: unknown; response?: unknown };
-  if (typeof response === 'string') return `${typeof responseCode === 'number' ? responseCode : ''} ${response}`.trim().slice(0, 300);
+  const { responseCode, code, response } = (error ?? {}) as {
+    responseCode?: unknown;
+    code?: unknown;
+    response?: unknown;
+  };
+  if (typeof response === 'string')
+    return `${typeof responseCode === 'number' ? responseCode : ''} ${response}`.trim().slice(0, 300);
   if (typeof code === 'string') return code;
   return 'send failed';
 }

@@ -6,7 +6,12 @@ describe('mail templates', () => {
   const key = { name: '<b>"prod" & co\'s</b>', label: 'sk-tg-v1-abc...xyz' };
 
   it('escapes every value in HTML and keeps text as is', () => {
-    const mail = keyCompromisedMail({ key, url: 'https://example.com/a?x=1&y="2"', source: '<img src=x>', reason: null });
+    const mail = keyCompromisedMail({
+      key,
+      url: 'https://example.com/a?x=1&y="2"',
+      source: '<img src=x>',
+      reason: null,
+    });
     expect(mail.html).not.toContain('<b>');
     expect(mail.html).not.toContain('<img');
     expect(mail.html).toContain(escapeHtml(key.name));
@@ -22,6 +27,8 @@ describe('mail templates', () => {
   });
 
   it('names the level and window of a key limit', () => {
-    expect(keyLimitMail({ key, percent: 80, limitUsd: '5.00', usedUsd: '4.00', window: 'monthly' }).subject).toBe('Your Tollgate API key sk-tg-v1-abc...xyz has used 80 % of its monthly limit');
+    expect(keyLimitMail({ key, percent: 80, limitUsd: '5.00', usedUsd: '4.00', window: 'monthly' }).subject).toBe(
+      'Your Tollgate API key sk-tg-v1-abc...xyz has used 80 % of its monthly limit',
+    );
   });
 });

@@ -22,9 +22,14 @@ type Part = string | { link: string };
 type Paragraph = Part[];
 
 function render(subject: string, paragraphs: Paragraph[]): RenderedMail {
-  const text = paragraphs.map((p) => p.map((part) => (typeof part === 'string' ? part : part.link)).join('')).join('\n\n');
+  const text = paragraphs
+    .map((p) => p.map((part) => (typeof part === 'string' ? part : part.link)).join(''))
+    .join('\n\n');
   const body = paragraphs
-    .map((p) => `<p>${p.map((part) => (typeof part === 'string' ? escapeHtml(part) : `<a href="${escapeHtml(part.link)}">${escapeHtml(part.link)}</a>`)).join('')}</p>`)
+    .map(
+      (p) =>
+        `<p>${p.map((part) => (typeof part === 'string' ? escapeHtml(part) : `<a href="${escapeHtml(part.link)}">${escapeHtml(part.link)}</a>`)).join('')}</p>`,
+    )
     .join('\n');
   const html = `<!doctype html>\n<html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>\n<body style="font-family: sans-serif; line-height: 1.5">\n${body}\n<p style="color: #666">— Tollgate</p>\n</body></html>\n`;
   return { subject, text: `${text}\n\n— Tollgate\n`, html };
@@ -39,15 +44,23 @@ function linkOrText(url: string): Part {
   return /^https?:\/\/[^\s]+$/i.test(url) ? { link: url } : url;
 }
 
-const REPLACE_KEY = 'Delete this key and create a new one for the applications that used it: it can never be enabled again. Review your usage for requests you did not make.';
+const REPLACE_KEY =
+  'Delete this key and create a new one for the applications that used it: it can never be enabled again. Review your usage for requests you did not make.';
 
-export function keyCompromisedMail(input: { key: KeyNaming; url: string | null; source: string | null; reason: string | null }): RenderedMail {
+export function keyCompromisedMail(input: {
+  key: KeyNaming;
+  url: string | null;
+  source: string | null;
+  reason: string | null;
+}): RenderedMail {
   const where: Paragraph[] = [];
   if (input.url) where.push(['Where it was found: ', linkOrText(input.url)]);
   if (input.source) where.push([`Reported by: ${input.source}`]);
   if (input.reason) where.push([`Reason: ${input.reason}`]);
   return render(`Your Tollgate API key ${input.key.label} was exposed and has been disabled`, [
-    [`Your API key ${keyName(input.key)} was found where others can read it, so we disabled it. Requests made with it are refused from now on.`],
+    [
+      `Your API key ${keyName(input.key)} was found where others can read it, so we disabled it. Requests made with it are refused from now on.`,
+    ],
     ...where,
     [REPLACE_KEY],
   ]);
@@ -59,25 +72,41 @@ export function keyInRequestMail(input: { key: KeyNaming; action: 'redact' | 'bl
       ? 'We replaced it by its masked label before the request was forwarded to the model provider.'
       : 'We refused that request, so it was not forwarded to the model provider.';
   return render(`Your Tollgate API key ${input.key.label} appeared inside a chat request`, [
-    [`Your API key ${keyName(input.key)} was pasted into the content of a chat request sent to this gateway. ${handled}`],
-    ['The key is still enabled. If you did not expect it to be shared (for example in a prompt, a log or a document sent to a model), delete it and create a new one.'],
+    [
+      `Your API key ${keyName(input.key)} was pasted into the content of a chat request sent to this gateway. ${handled}`,
+    ],
+    [
+      'The key is still enabled. If you did not expect it to be shared (for example in a prompt, a log or a document sent to a model), delete it and create a new one.',
+    ],
   ]);
 }
 
 export function lowBalanceMail(input: { balanceUsd: string; thresholdUsd: string }): RenderedMail {
   return render(`Your Tollgate balance is below ${input.thresholdUsd} USD`, [
-    [`Your account's credit balance is ${input.balanceUsd} USD, below your alert threshold of ${input.thresholdUsd} USD.`],
-    ['Requests to paid models are refused once the balance reaches zero. Add credits to keep them running. You will not hear about this again until credits are added.'],
+    [
+      `Your account's credit balance is ${input.balanceUsd} USD, below your alert threshold of ${input.thresholdUsd} USD.`,
+    ],
+    [
+      'Requests to paid models are refused once the balance reaches zero. Add credits to keep them running. You will not hear about this again until credits are added.',
+    ],
   ]);
 }
 
-export function keyLimitMail(input: { key: KeyNaming; percent: 80 | 100; limitUsd: string; usedUsd: string; window: string }): RenderedMail {
+export function keyLimitMail(input: {
+  key: KeyNaming;
+  percent: 80 | 100;
+  limitUsd: string;
+  usedUsd: string;
+  window: string;
+}): RenderedMail {
   const reached =
     input.percent === 100
       ? 'Its requests are refused (402) until the window resets or the limit is raised.'
       : 'Requests are refused once the limit is reached, until the window resets or the limit is raised.';
   return render(`Your Tollgate API key ${input.key.label} has used ${input.percent} % of its ${input.window} limit`, [
-    [`Your API key ${keyName(input.key)} has used ${input.usedUsd} USD of its ${input.window} limit of ${input.limitUsd} USD.`],
+    [
+      `Your API key ${keyName(input.key)} has used ${input.usedUsd} USD of its ${input.window} limit of ${input.limitUsd} USD.`,
+    ],
     [reached],
   ]);
 }
@@ -91,8 +120,12 @@ export function keyExpiryMail(input: { key: KeyNaming; expiresAt: string }): Ren
 
 export function passwordResetMail(input: { link: string; minutes: number }): RenderedMail {
   return render('Reset your Tollgate password', [
-    ['Someone (hopefully you) asked to reset the password of your Tollgate account. Open this link to choose a new one:'],
+    [
+      'Someone (hopefully you) asked to reset the password of your Tollgate account. Open this link to choose a new one:',
+    ],
     [{ link: input.link }],
-    [`The link works once and expires in ${input.minutes} minutes. If you did not ask for it, ignore this message: your password stays as it is.`],
+    [
+      `The link works once and expires in ${input.minutes} minutes. If you did not ask for it, ignore this message: your password stays as it is.`,
+    ],
   ]);
 }

@@ -6,7 +6,14 @@ describe('moderationTexts', () => {
     const texts = moderationTexts([
       { role: 'system', content: 'be nice' },
       { role: 'developer', content: 'dev note' },
-      { role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'image_url', image_url: { url: 'data:...' } }, { type: 'text', text: 'part two' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'part one' },
+          { type: 'image_url', image_url: { url: 'data:...' } },
+          { type: 'text', text: 'part two' },
+        ],
+      },
       { role: 'assistant', content: 'assistant words are not checked' },
       { role: 'tool', content: 'tool output is not checked' },
       { role: 'user', content: null },

@@ -64,7 +64,11 @@ export class OpenAiModerator implements Moderator {
       body = await readLimited(response.body);
     } catch (error) {
       if (error instanceof ModerationFailure) throw error;
-      const reason = timeout.aborted ? `no answer within ${this.#options.timeoutMs} ms` : input.signal?.aborted ? 'the caller went away' : `the moderation endpoint is unreachable (${(error as Error)?.message ?? 'error'})`;
+      const reason = timeout.aborted
+        ? `no answer within ${this.#options.timeoutMs} ms`
+        : input.signal?.aborted
+          ? 'the caller went away'
+          : `the moderation endpoint is unreachable (${(error as Error)?.message ?? 'error'})`;
       throw new ModerationFailure(reason, { cause: error });
     }
     return verdictOf(body, input.texts);
@@ -98,7 +102,8 @@ export function verdictOf(body: string, texts: readonly string[]): ModerationVer
   parsed.data.results.forEach((result, i) => {
     if (!result.flagged) return;
     flaggedInput ??= aligned ? (texts[i] ?? '') : texts.join('\n');
-    for (const [category, hit] of Object.entries(result.categories ?? {})) if (hit === true && !reasons.includes(category)) reasons.push(category);
+    for (const [category, hit] of Object.entries(result.categories ?? {}))
+      if (hit === true && !reasons.includes(category)) reasons.push(category);
   });
   if (flaggedInput === null) return { flagged: false };
   return { flagged: true, reasons: reasons.length > 0 ? reasons : ['flagged'], flaggedInput };

@@ -11,18 +11,30 @@ describe('PatternModerator', () => {
   const moderator = new PatternModerator(rules);
 
   it('passes text that matches nothing', async () => {
-    expect(await moderator.check({ texts: ['hello', 'a forbiddenness is fine'], model: 'm' })).toEqual({ flagged: false });
+    expect(await moderator.check({ texts: ['hello', 'a forbiddenness is fine'], model: 'm' })).toEqual({
+      flagged: false,
+    });
     expect(await moderator.check({ texts: [], model: 'm' })).toEqual({ flagged: false });
   });
 
   it('flags a match, reporting the first flagged text and every matching reason once, in rule order', async () => {
-    const verdict = await moderator.check({ texts: ['fine', 'this is FORBIDDEN', 'forbidden again, secret-42'], model: 'm' });
-    expect(verdict).toEqual({ flagged: true, reasons: ['forbidden word', 'shouting', 'secret code'], flaggedInput: 'this is FORBIDDEN' });
+    const verdict = await moderator.check({
+      texts: ['fine', 'this is FORBIDDEN', 'forbidden again, secret-42'],
+      model: 'm',
+    });
+    expect(verdict).toEqual({
+      flagged: true,
+      reasons: ['forbidden word', 'shouting', 'secret code'],
+      flaggedInput: 'this is FORBIDDEN',
+    });
   });
 
   it('honours flags: an empty flag string is case-sensitive', async () => {
     expect(await moderator.check({ texts: ['SECRET-1'], model: 'm' })).toEqual({ flagged: false });
-    expect(await moderator.check({ texts: ['secret-1'], model: 'm' })).toMatchObject({ flagged: true, reasons: ['secret code'] });
+    expect(await moderator.check({ texts: ['secret-1'], model: 'm' })).toMatchObject({
+      flagged: true,
+      reasons: ['secret code'],
+    });
   });
 
   it('is stateless between calls (no lastIndex carry-over)', async () => {

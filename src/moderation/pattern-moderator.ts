@@ -36,7 +36,10 @@ export class PatternModerator implements Moderator {
   ) {
     // Before compiling: the flag applies to regexes compiled after it is set.
     enableLinearRegexFallback();
-    this.#rules = rules.map((rule) => ({ regex: new RegExp(rule.pattern, rule.flags.replace(/[gy]/g, '')), reason: rule.reason }));
+    this.#rules = rules.map((rule) => ({
+      regex: new RegExp(rule.pattern, rule.flags.replace(/[gy]/g, '')),
+      reason: rule.reason,
+    }));
   }
 
   async check(input: ModerationInput): Promise<ModerationVerdict> {

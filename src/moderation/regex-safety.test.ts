@@ -15,14 +15,23 @@ describe('moderation patterns cannot hang the event loop (ReDoS)', () => {
     expect(await moderator.check({ texts: [ADVERSARIAL], model: 'm' })).toEqual({ flagged: false });
     expect(performance.now() - started).toBeLessThan(1000);
     // The answers are the usual ones.
-    expect(await moderator.check({ texts: ['just some words'], model: 'm' })).toMatchObject({ flagged: true, reasons: ['words'] });
+    expect(await moderator.check({ texts: ['just some words'], model: 'm' })).toMatchObject({
+      flagged: true,
+      reasons: ['words'],
+    });
   });
 
   it('checks only the first MODERATED_TEXT_MAX characters of a text, and reports the whole text', async () => {
     const moderator = new PatternModerator([{ pattern: 'forbidden', flags: 'i', reason: 'word' }]);
     const head = `${'x'.repeat(MODERATED_TEXT_MAX - 9)}forbidden`;
-    expect(await moderator.check({ texts: [`${head}tail`], model: 'm' })).toEqual({ flagged: true, reasons: ['word'], flaggedInput: `${head}tail` });
-    expect(await moderator.check({ texts: [`${'x'.repeat(MODERATED_TEXT_MAX - 8)}forbidden`], model: 'm' })).toEqual({ flagged: false });
+    expect(await moderator.check({ texts: [`${head}tail`], model: 'm' })).toEqual({
+      flagged: true,
+      reasons: ['word'],
+      flaggedInput: `${head}tail`,
+    });
+    expect(await moderator.check({ texts: [`${'x'.repeat(MODERATED_TEXT_MAX - 8)}forbidden`], model: 'm' })).toEqual({
+      flagged: false,
+    });
   });
 
   it.each([

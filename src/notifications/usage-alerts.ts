@@ -86,7 +86,10 @@ export class UsageAlerts {
 
   async checkBalance(accountId: string): Promise<void> {
     const { store, mail } = this.deps;
-    const [account, settings] = await Promise.all([store.getAccount(accountId), store.notifications.settings(accountId)]);
+    const [account, settings] = await Promise.all([
+      store.getAccount(accountId),
+      store.notifications.settings(accountId),
+    ]);
     if (!account || !settings.lowBalanceEnabled) return;
     const threshold = settings.lowBalanceThreshold ?? this.deps.defaultThreshold;
     const balance = account.totalCredits - account.totalUsage;
@@ -115,7 +118,14 @@ export class UsageAlerts {
     if (percent === null) return;
     const account = await store.getAccount(key.accountId);
     if (!account) return;
-    const period = key.limitReset === 'daily' ? periods.day : key.limitReset === 'weekly' ? periods.week : key.limitReset === 'monthly' ? periods.month : ALL_TIME;
+    const period =
+      key.limitReset === 'daily'
+        ? periods.day
+        : key.limitReset === 'weekly'
+          ? periods.week
+          : key.limitReset === 'monthly'
+            ? periods.month
+            : ALL_TIME;
     const window = windowName(key.limitReset);
     await mail.enqueue([
       mail.compose(keyLimitMail({ key, percent, limitUsd: usd(key.limit), usedUsd: usd(used), window }), {

@@ -21,13 +21,24 @@ export const createAccountSchema = z.strictObject({
 });
 
 export const addCreditsSchema = z.strictObject({
-  amount: z.number().refine((n) => n !== 0, 'amount must be non-zero').refine((n) => Math.abs(n) <= 1e9, 'amount is too large'),
+  amount: z
+    .number()
+    .refine((n) => n !== 0, 'amount must be non-zero')
+    .refine((n) => Math.abs(n) <= 1e9, 'amount is too large'),
   kind: z.enum(CREDIT_KINDS as [CreditKind, ...CreditKind[]]),
   reference: z.string().min(1).max(200).optional(),
 });
 
-export async function createAccount(deps: AccountDeps, input: z.output<typeof createAccountSchema>): Promise<AccountRecord> {
-  return deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: input.password ? await hashPassword(input.password) : null, createdAt: deps.now() });
+export async function createAccount(
+  deps: AccountDeps,
+  input: z.output<typeof createAccountSchema>,
+): Promise<AccountRecord> {
+  return deps.store.createAccount({
+    id: newAccountId(),
+    email: input.email,
+    passwordHash: input.password ? await hashPassword(input.password) : null,
+    createdAt: deps.now(),
+  });
 }
 
 export async function getAccount(deps: AccountDeps, id: string): Promise<AccountRecord> {
@@ -36,15 +47,27 @@ export async function getAccount(deps: AccountDeps, id: string): Promise<Account
   return account;
 }
 
-export async function addCredits(deps: AccountDeps, accountId: string, input: z.output<typeof addCreditsSchema>): Promise<{ account: AccountRecord; applied: boolean }> {
+export async function addCredits(
+  deps: AccountDeps,
+  accountId: string,
+  input: z.output<typeof addCreditsSchema>,
+): Promise<{ account: AccountRecord; applied: boolean }> {
   let amount: bigint;
   try {
     amount = usdToUnits(input.amount);
   } catch (error) {
     throw new TollgateError('request.invalid_body', `Invalid request: amount: ${(error as Error).message}`);
   }
-  if (amount < 0n && input.kind !== 'adjustment') throw new TollgateError('request.invalid_body', 'Invalid request: amount: only an adjustment may be negative');
-  const result = await deps.store.addCredits({ id: newEntryId(), accountId, kind: input.kind, amount, reference: input.reference ?? null, createdAt: deps.now() });
+  if (amount < 0n && input.kind !== 'adjustment')
+    throw new TollgateError('request.invalid_body', 'Invalid request: amount: only an adjustment may be negative');
+  const result = await deps.store.addCredits({
+    id: newEntryId(),
+    accountId,
+    kind: input.kind,
+    amount,
+    reference: input.reference ?? null,
+    createdAt: deps.now(),
+  });
   await deps.bus.publish('account', accountId);
   return result;
 }

@@ -54,10 +54,15 @@ export function endpointId(model: string, providerName: string): string {
  * Another account's key hash (or an unknown one) is 404, as `GET /keys/{hash}` answers: the answer
  * does not tell whether the key exists. Deleted keys of the account still have their history.
  */
-async function ownKeyHash(deps: ActivityDeps, accountId: string, hash: string | undefined): Promise<string | undefined> {
+async function ownKeyHash(
+  deps: ActivityDeps,
+  accountId: string,
+  hash: string | undefined,
+): Promise<string | undefined> {
   if (hash === undefined) return undefined;
   const owner = await deps.store.usage.keyOwner(hash);
-  if (owner !== accountId) throw new TollgateError('resource.not_found', 'Key not found', { metadata: { api_key_hash: hash } });
+  if (owner !== accountId)
+    throw new TollgateError('resource.not_found', 'Key not found', { metadata: { api_key_hash: hash } });
   return hash;
 }
 
@@ -70,13 +75,34 @@ export async function activity(deps: ActivityDeps, accountId: string, rawQuery: 
   let to = addDays(today, -1);
   if (query.date !== undefined) {
     const day = parseUtcDay(query.date);
-    if (day === null) throw new TollgateError('request.invalid_body', 'Invalid request: date: must be a UTC date as YYYY-MM-DD');
-    if (day < from || day > to) throw new TollgateError('request.invalid_body', `Invalid request: date: must be one of the last ${ACTIVITY_DAYS} completed UTC days (${from} to ${to})`);
+    if (day === null)
+      throw new TollgateError('request.invalid_body', 'Invalid request: date: must be a UTC date as YYYY-MM-DD');
+    if (day < from || day > to)
+      throw new TollgateError(
+        'request.invalid_body',
+        `Invalid request: date: must be one of the last ${ACTIVITY_DAYS} completed UTC days (${from} to ${to})`,
+      );
     from = to = day;
   }
   const hash = await ownKeyHash(deps, accountId, query.api_key_hash);
   const rows = await deps.store.usage.activity(accountId, { from, to }, hash);
-  rows.sort((a, b) => (a.day !== b.day ? (a.day < b.day ? 1 : -1) : a.usage !== b.usage ? (a.usage < b.usage ? 1 : -1) : a.model < b.model ? -1 : a.model > b.model ? 1 : a.providerName < b.providerName ? -1 : 1));
+  rows.sort((a, b) =>
+    a.day !== b.day
+      ? a.day < b.day
+        ? 1
+        : -1
+      : a.usage !== b.usage
+        ? a.usage < b.usage
+          ? 1
+          : -1
+        : a.model < b.model
+          ? -1
+          : a.model > b.model
+            ? 1
+            : a.providerName < b.providerName
+              ? -1
+              : 1,
+  );
   return {
     data: rows.map((row) => ({
       date: row.day,
@@ -115,9 +141,15 @@ export async function dailyActivity(deps: ActivityDeps, accountId: string, rawQu
     ...(query.model !== undefined ? { model: query.model } : {}),
     ...(hash !== undefined ? { keyHash: hash } : {}),
   });
-  const label = await groupLabels(deps, groupBy, rows.map((row) => row.group));
+  const label = await groupLabels(
+    deps,
+    groupBy,
+    rows.map((row) => row.group),
+  );
   const data = rows.map((row) => ({ date: row.day, ...label(row.group), ...sums(row) }));
-  data.sort((a, b) => (a.date !== b.date ? (a.date < b.date ? -1 : 1) : a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+  data.sort((a, b) =>
+    a.date !== b.date ? (a.date < b.date ? -1 : 1) : a.group < b.group ? -1 : a.group > b.group ? 1 : 0,
+  );
   return { data };
 }
 
@@ -125,7 +157,10 @@ type Labeller = (group: string | number) => { group: string; group_label: string
 
 async function groupLabels(deps: ActivityDeps, groupBy: DailyGroup, groups: (string | number)[]): Promise<Labeller> {
   if (groupBy === 'model') {
-    return (group) => ({ group: String(group), group_label: deps.catalog.models.get(String(group))?.name ?? String(group) });
+    return (group) => ({
+      group: String(group),
+      group_label: deps.catalog.models.get(String(group))?.name ?? String(group),
+    });
   }
   if (groupBy === 'key') {
     const names = await deps.store.usage.keyNames(groups.map(String));

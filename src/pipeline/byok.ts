@@ -19,7 +19,10 @@ export interface ByokDeps {
   now(): number;
 }
 
-const hashList = z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a key hash (64 lowercase hex)')).max(1000).nullable();
+const hashList = z
+  .array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a key hash (64 lowercase hex)'))
+  .max(1000)
+  .nullable();
 const modelList = z.array(z.string().min(1)).max(1000).nullable();
 
 export const createByokSchema = z.strictObject({
@@ -38,7 +41,11 @@ export const createByokSchema = z.strictObject({
 export const updateByokSchema = createByokSchema.omit({ provider: true }).partial();
 
 function requireBox(deps: ByokDeps): SecretBox {
-  if (!deps.box) throw new TollgateError('feature.disabled', 'BYOK is disabled on this gateway: the operator must set TOLLGATE_MASTER_KEY');
+  if (!deps.box)
+    throw new TollgateError(
+      'feature.disabled',
+      'BYOK is disabled on this gateway: the operator must set TOLLGATE_MASTER_KEY',
+    );
   return deps.box;
 }
 
@@ -55,7 +62,9 @@ function requireByokProvider(deps: ByokDeps, providerId: string): void {
     : provider.apiKey === null
       ? 'does not accept BYOK keys: it checks no key, so an own key could not be told from junk'
       : 'does not accept BYOK keys on this gateway (the operator has not enabled byok for it)';
-  throw new TollgateError('request.invalid_body', `Invalid request: provider: "${providerId}" ${why}`, { metadata: { provider: providerId } });
+  throw new TollgateError('request.invalid_body', `Invalid request: provider: "${providerId}" ${why}`, {
+    metadata: { provider: providerId },
+  });
 }
 
 function maskProviderKey(key: string): string {
@@ -64,14 +73,22 @@ function maskProviderKey(key: string): string {
 
 function checkModels(deps: ByokDeps, models: string[] | null | undefined): void {
   for (const id of models ?? []) {
-    if (!deps.catalog.models.has(id)) throw new TollgateError('request.invalid_body', `Invalid request: allowed_models: ${id} is not a valid model ID`);
+    if (!deps.catalog.models.has(id))
+      throw new TollgateError('request.invalid_body', `Invalid request: allowed_models: ${id} is not a valid model ID`);
   }
 }
 
-export async function createByok(deps: ByokDeps, accountId: string, input: z.output<typeof createByokSchema>): Promise<ByokRecord> {
+export async function createByok(
+  deps: ByokDeps,
+  accountId: string,
+  input: z.output<typeof createByokSchema>,
+): Promise<ByokRecord> {
   const box = requireBox(deps);
   if (!deps.catalog.providers.has(input.provider)) {
-    throw new TollgateError('request.invalid_body', `Invalid request: provider: unknown provider "${input.provider}"; see GET /providers`);
+    throw new TollgateError(
+      'request.invalid_body',
+      `Invalid request: provider: unknown provider "${input.provider}"; see GET /providers`,
+    );
   }
   requireByokProvider(deps, input.provider);
   checkModels(deps, input.allowed_models);
@@ -103,7 +120,12 @@ export async function ownedByok(deps: ByokDeps, accountId: string, id: string): 
   return record;
 }
 
-export async function updateByok(deps: ByokDeps, accountId: string, id: string, input: z.output<typeof updateByokSchema>): Promise<ByokRecord> {
+export async function updateByok(
+  deps: ByokDeps,
+  accountId: string,
+  id: string,
+  input: z.output<typeof updateByokSchema>,
+): Promise<ByokRecord> {
   const existing = await ownedByok(deps, accountId, id);
   requireByokProvider(deps, existing.provider);
   checkModels(deps, input.allowed_models);

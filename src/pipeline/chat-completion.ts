@@ -31,7 +31,8 @@ export function validate(body: unknown): ChatRequest {
     throw new TollgateError('request.invalid_body', 'Request body must be a JSON object');
   }
   const parsed = chatRequestSchema.safeParse(body);
-  if (!parsed.success) throw new TollgateError('request.invalid_body', `Invalid request: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new TollgateError('request.invalid_body', `Invalid request: ${describeIssues(parsed.error)}`);
   return parsed.data;
 }
 
@@ -55,9 +56,20 @@ const ROUTED_PARAMETERS = [
   'tool_choice',
 ] as const;
 
-export function plan(deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>, request: ChatRequest, key: KeyRecord, byok: readonly ByokCredential[] = []): PlannedAttempt[] {
+export function plan(
+  deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>,
+  request: ChatRequest,
+  key: KeyRecord,
+  byok: readonly ByokCredential[] = [],
+): PlannedAttempt[] {
   const requestedParameters = ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null);
-  return planAttempts(deps.catalog, { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok }, key, deps.execute.health, deps.now());
+  return planAttempts(
+    deps.catalog,
+    { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok },
+    key,
+    deps.execute.health,
+    deps.now(),
+  );
 }
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
@@ -83,7 +95,18 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   }
   // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget in tokens.
   const capacity = deps.capacity?.forRequest(attempts, (p) => promptEstimate + upstream.budgetFor(p)) ?? null;
-  return { request, plan: attempts, hold, promptEstimate, moderationLatencyMs, freeSlot, upstreamBody: request as Record<string, unknown>, bodyFor: upstream.bodyFor, budgetFor: upstream.budgetFor, capacity };
+  return {
+    request,
+    plan: attempts,
+    hold,
+    promptEstimate,
+    moderationLatencyMs,
+    freeSlot,
+    upstreamBody: request as Record<string, unknown>,
+    bodyFor: upstream.bodyFor,
+    budgetFor: upstream.budgetFor,
+    capacity,
+  };
 }
 
 /**
@@ -96,7 +119,8 @@ async function refundIfUnserved(deps: ChatDeps, admitted: Admitted, attempts: re
 }
 
 export function recordAttempts(deps: ChatDeps, attempts: readonly AttemptRecord[]): void {
-  for (const a of attempts) deps.metrics.upstreamAttempts.inc({ provider: a.providerId, outcome: a.failure ? a.failure.type : 'ok' });
+  for (const a of attempts)
+    deps.metrics.upstreamAttempts.inc({ provider: a.providerId, outcome: a.failure ? a.failure.type : 'ok' });
 }
 
 export interface JsonResponse {
@@ -107,7 +131,11 @@ export interface JsonResponse {
 export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<JsonResponse> {
   const admitted = await admit(deps, ctx);
   /** Commits the charge of a (possibly cut) non-streamed answer. */
-  const charge = (answer: { served: PlannedAttempt; completion: NormalizedCompletion; startedAt: number }, attempts: readonly AttemptRecord[], end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null }) => {
+  const charge = (
+    answer: { served: PlannedAttempt; completion: NormalizedCompletion; startedAt: number },
+    attempts: readonly AttemptRecord[],
+    end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null },
+  ) => {
     const endedAt = deps.now();
     return settle(
       deps,
@@ -135,27 +163,50 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
     );
   };
   try {
-    const outcome = await executeCompletion(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
+    const outcome = await executeCompletion(deps.execute, {
+      plan: admitted.plan,
+      body: admitted.upstreamBody,
+      bodyFor: admitted.bodyFor,
+      signal: ctx.signal,
+      capacity: admitted.capacity ?? undefined,
+    });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);
       if (outcome.error.cause !== undefined) {
-        deps.log[outcome.error.code === 'internal' ? 'error' : 'warn']({ generation_id: ctx.generationId, err: outcome.error }, 'an attempt failed on a local error');
+        deps.log[outcome.error.code === 'internal' ? 'error' : 'warn'](
+          { generation_id: ctx.generationId, err: outcome.error },
+          'an attempt failed on a local error',
+        );
       }
       if (outcome.partial) {
         // Cut mid-answer (the caller left, or shutdown's grace ended): the upstream produced tokens, so
         // it is charged as a cut stream is (stream-relay): its usage if it came, else an estimate of the
         // text so far. A caller who left is written nothing; shutdown answers 503 after the charge.
         const shutdown = outcome.error.code === 'server.shutting_down';
-        await charge(outcome.partial, outcome.attempts, { cancelled: !shutdown, finishReason: shutdown ? 'error' : null, nativeFinishReason: null });
+        await charge(outcome.partial, outcome.attempts, {
+          cancelled: !shutdown,
+          finishReason: shutdown ? 'error' : null,
+          nativeFinishReason: null,
+        });
       }
       throw outcome.error;
     }
     const first = outcome.completion.choices[0];
-    const charged = await charge(outcome, outcome.attempts, { cancelled: false, finishReason: first?.finish_reason ?? null, nativeFinishReason: first?.native_finish_reason ?? null });
-    deps.metrics.timeToFirstToken.observe({ model: charged.record.model, provider: charged.record.providerName ?? 'unknown' }, (deps.now() - outcome.startedAt) / 1000);
+    const charged = await charge(outcome, outcome.attempts, {
+      cancelled: false,
+      finishReason: first?.finish_reason ?? null,
+      nativeFinishReason: first?.native_finish_reason ?? null,
+    });
+    deps.metrics.timeToFirstToken.observe(
+      { model: charged.record.model, provider: charged.record.providerName ?? 'unknown' },
+      (deps.now() - outcome.startedAt) / 1000,
+    );
     const identity = identityOf(ctx, outcome.served, outcome.startedAt);
-    return { status: 200, body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charged) };
+    return {
+      status: 200,
+      body: renderCompletion(identity, outcome.completion.choices, outcome.completion.systemFingerprint, charged),
+    };
   } finally {
     deps.gate.release(admitted.hold);
   }
@@ -165,13 +216,24 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
   const admitted = await admit(deps, ctx);
   const stopKeepAlive = sink.keepAlive(deps.keepAliveMs);
   try {
-    const outcome = await executeStream(deps.execute, { plan: admitted.plan, body: admitted.upstreamBody, bodyFor: admitted.bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
+    const outcome = await executeStream(deps.execute, {
+      plan: admitted.plan,
+      body: admitted.upstreamBody,
+      bodyFor: admitted.bodyFor,
+      signal: ctx.signal,
+      capacity: admitted.capacity ?? undefined,
+    });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       await refundIfUnserved(deps, admitted, outcome.attempts);
       // Before anything was written the caller gets a real HTTP status; after keep-alives, an in-band error.
       if (!sink.started) throw outcome.error;
-      await sink.error(outcome.error, { id: ctx.generationId, created: Math.floor(deps.now() / 1000), model: admitted.request.model, provider: outcome.attempts.at(-1)?.providerName ?? '' });
+      await sink.error(outcome.error, {
+        id: ctx.generationId,
+        created: Math.floor(deps.now() / 1000),
+        model: admitted.request.model,
+        provider: outcome.attempts.at(-1)?.providerName ?? '',
+      });
       return;
     }
     await relayStream(deps, ctx, admitted, outcome, sink);

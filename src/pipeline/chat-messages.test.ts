@@ -38,7 +38,11 @@ describe('chat message shapes per role', () => {
             { type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,AAAA' } },
           ],
         },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: '42' },
         { role: 'assistant', content: [{ type: 'text', text: 'done' }], reasoning_details: [] },
         { role: 'user', content: '' },
@@ -50,18 +54,37 @@ describe('chat message shapes per role', () => {
 
   it('refuses each missing required field and mistyped part, naming the exact path', () => {
     expect(at([{ role: 'user' }])).toBe('messages[0].content: is required');
-    expect(at([{ role: 'user', content: 'a' }, { role: 'user', content: [{ type: 'text', text: 42 }] }])).toBe('messages[1].content[0].text: must be a string');
-    expect(at([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 7 } }] }])).toBe('messages[0].content[0].image_url.url: must be a string');
-    expect(at([{ role: 'user', content: [{ type: 'image_url' }] }])).toMatch(/^messages\[0\]\.content\[0\]\.image_url: /);
-    expect(at([{ role: 'user', content: [{ type: 'hologram' }] }])).toMatch(/^messages\[0\]\.content\[0\]\.type: "hologram" is not allowed/);
-    expect(at([{ role: 'user', content: [{ text: 'no type' }] }])).toBe('messages[0].content[0].type: must be a string');
+    expect(
+      at([
+        { role: 'user', content: 'a' },
+        { role: 'user', content: [{ type: 'text', text: 42 }] },
+      ]),
+    ).toBe('messages[1].content[0].text: must be a string');
+    expect(at([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 7 } }] }])).toBe(
+      'messages[0].content[0].image_url.url: must be a string',
+    );
+    expect(at([{ role: 'user', content: [{ type: 'image_url' }] }])).toMatch(
+      /^messages\[0\]\.content\[0\]\.image_url: /,
+    );
+    expect(at([{ role: 'user', content: [{ type: 'hologram' }] }])).toMatch(
+      /^messages\[0\]\.content\[0\]\.type: "hologram" is not allowed/,
+    );
+    expect(at([{ role: 'user', content: [{ text: 'no type' }] }])).toBe(
+      'messages[0].content[0].type: must be a string',
+    );
     expect(at([{ role: 'user', content: 42 }])).toMatch(/^messages\[0\]\.content: must be a string or an array/);
-    expect(at([{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'u' } }] }])).toMatch(/^messages\[0\]\.content\[0\]\.type: /);
+    expect(at([{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'u' } }] }])).toMatch(
+      /^messages\[0\]\.content\[0\]\.type: /,
+    );
     expect(at([{ role: 'tool', content: 'r' }])).toBe('messages[0].tool_call_id: is required');
     expect(at([{ role: 'tool', tool_call_id: 'c' }])).toBe('messages[0].content: is required');
     expect(at([{ role: 'assistant' }])).toBe('messages[0].content: is required unless tool_calls is given');
-    expect(at([{ role: 'assistant', content: null, tool_calls: [] }])).toBe('messages[0].content: is required unless tool_calls is given');
-    expect(at([{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }])).toBe('messages[0].tool_calls[0].function.arguments: must be a string');
+    expect(at([{ role: 'assistant', content: null, tool_calls: [] }])).toBe(
+      'messages[0].content: is required unless tool_calls is given',
+    );
+    expect(
+      at([{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }]),
+    ).toBe('messages[0].tool_calls[0].function.arguments: must be a string');
     expect(at([{ role: 'wizard', content: 'hi' }])).toMatch(/^messages\[0\]\.role: "wizard" is not a role/);
     expect(at([{ content: 'hi' }])).toBe('messages[0].role: is required');
     expect(at([{ role: 'user', content: 'hi', name: 5 }])).toBe('messages[0].name: must be a string');
@@ -69,11 +92,20 @@ describe('chat message shapes per role', () => {
     expect(at([])).toBe('messages: must be a non-empty array of messages');
   });
 
-  it('the 400 names the path in the caller\'s notation', () => {
-    expect(refusal(withMessages([{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'user', content: 'c' }, { role: 'user', content: [{ type: 'text', text: 42 }] }]))).toBe(
-      'Invalid request: messages[3].content[0].text: must be a string',
-    );
-    expect(refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }, { type: 5 }] })).toBe('Invalid request: tools[1].type: Invalid input: expected string, received number');
+  it("the 400 names the path in the caller's notation", () => {
+    expect(
+      refusal(
+        withMessages([
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 'b' },
+          { role: 'user', content: 'c' },
+          { role: 'user', content: [{ type: 'text', text: 42 }] },
+        ]),
+      ),
+    ).toBe('Invalid request: messages[3].content[0].text: must be a string');
+    expect(
+      refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }, { type: 5 }] }),
+    ).toBe('Invalid request: tools[1].type: Invalid input: expected string, received number');
   });
 
   it('stops at the first invalid message: later messages are never read', () => {
@@ -90,10 +122,18 @@ describe('chat message shapes per role', () => {
   });
 
   it('checks the length of a bounded list before its items: one problem, not one per item', () => {
-    const message = refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: Array.from({ length: 50_000 }, () => 7) });
+    const message = refusal({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      tools: Array.from({ length: 50_000 }, () => 7),
+    });
     expect(message).toBe('Invalid request: tools: must have at most 128 items');
-    expect(refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }], logit_bias: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [String(i), 'x'])) })).toBe(
-      'Invalid request: logit_bias: must have at most 300 entries',
-    );
+    expect(
+      refusal({
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        logit_bias: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [String(i), 'x'])),
+      }),
+    ).toBe('Invalid request: logit_bias: must have at most 300 entries');
   });
 });

@@ -62,11 +62,17 @@ const PART_CHECKS: Record<string, PartCheck> = {
     const bad = urlObject(part, 'image_url', path);
     if (bad || !isObject(part.image_url)) return bad;
     const detail = part.image_url.detail;
-    return absent(detail) || detail === 'auto' || detail === 'low' || detail === 'high' ? null : problem([...path, 'image_url', 'detail'], 'must be "auto", "low" or "high"');
+    return absent(detail) || detail === 'auto' || detail === 'low' || detail === 'high'
+      ? null
+      : problem([...path, 'image_url', 'detail'], 'must be "auto", "low" or "high"');
   },
   input_audio: (part, path) => {
-    if (!isObject(part.input_audio)) return problem([...path, 'input_audio'], 'must be an object with "data" and "format" strings');
-    return requiredString(part.input_audio, 'data', [...path, 'input_audio']) ?? requiredString(part.input_audio, 'format', [...path, 'input_audio']);
+    if (!isObject(part.input_audio))
+      return problem([...path, 'input_audio'], 'must be an object with "data" and "format" strings');
+    return (
+      requiredString(part.input_audio, 'data', [...path, 'input_audio']) ??
+      requiredString(part.input_audio, 'format', [...path, 'input_audio'])
+    );
   },
   file: (part, path) => {
     const file = part.file;
@@ -75,7 +81,9 @@ const PART_CHECKS: Record<string, PartCheck> = {
       const bad = optionalString(file, field, [...path, 'file']);
       if (bad) return bad;
     }
-    return absent(file.file_data) && absent(file.file_id) ? problem([...path, 'file'], 'needs "file_data" or "file_id"') : null;
+    return absent(file.file_data) && absent(file.file_id)
+      ? problem([...path, 'file'], 'needs "file_data" or "file_id"')
+      : null;
   },
   video_url: (part, path) => urlObject(part, 'video_url', path),
 };
@@ -95,7 +103,11 @@ function content(message: Fields, path: InputPath, allowed: readonly string[], r
     const partPath = [...at, i];
     if (!isObject(part)) return problem(partPath, 'must be a content part object');
     if (typeof part.type !== 'string') return problem([...partPath, 'type'], 'must be a string');
-    if (!allowed.includes(part.type)) return problem([...partPath, 'type'], `"${part.type.slice(0, 40)}" is not allowed here; expected ${allowed.map((t) => `"${t}"`).join(', ')}`);
+    if (!allowed.includes(part.type))
+      return problem(
+        [...partPath, 'type'],
+        `"${part.type.slice(0, 40)}" is not allowed here; expected ${allowed.map((t) => `"${t}"`).join(', ')}`,
+      );
     const bad = PART_CHECKS[part.type]!(part, partPath);
     if (bad) return bad;
   }
@@ -114,7 +126,8 @@ function toolCalls(message: Fields, path: InputPath): InputProblem | null {
     const bad = requiredString(call, 'id', callPath);
     if (bad) return bad;
     const kind = absent(call.type) ? 'function' : call.type;
-    if (kind !== 'function' && kind !== 'custom') return problem([...callPath, 'type'], 'must be "function" or "custom"');
+    if (kind !== 'function' && kind !== 'custom')
+      return problem([...callPath, 'type'], 'must be "function" or "custom"');
     const body = call[kind];
     if (!isObject(body)) return problem([...callPath, kind], 'must be an object');
     const fields = kind === 'function' ? ['name', 'arguments'] : ['name', 'input'];
@@ -131,7 +144,10 @@ function checkMessage(message: Fields, path: InputPath): InputProblem | null {
   if (absent(role)) return problem([...path, 'role'], 'is required');
   if (typeof role !== 'string' || !(MESSAGE_ROLES as readonly string[]).includes(role)) {
     const shown = typeof role === 'string' ? `"${role.slice(0, 40)}"` : 'a non-string';
-    return problem([...path, 'role'], `${shown} is not a role; expected "system", "developer", "user", "assistant" or "tool"`);
+    return problem(
+      [...path, 'role'],
+      `${shown} is not a role; expected "system", "developer", "user", "assistant" or "tool"`,
+    );
   }
   const name = optionalString(message, 'name', path);
   if (name) return name;
@@ -142,15 +158,25 @@ function checkMessage(message: Fields, path: InputPath): InputProblem | null {
     case 'user':
       return content(message, path, USER_PARTS, true);
     case 'assistant': {
-      const bad = content(message, path, ASSISTANT_PARTS, false) ?? optionalString(message, 'refusal', path) ?? toolCalls(message, path);
+      const bad =
+        content(message, path, ASSISTANT_PARTS, false) ??
+        optionalString(message, 'refusal', path) ??
+        toolCalls(message, path);
       if (bad) return bad;
       const calls = Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
-      return absent(message.content) && !calls && absent(message.function_call) ? problem([...path, 'content'], 'is required unless tool_calls is given') : null;
+      return absent(message.content) && !calls && absent(message.function_call)
+        ? problem([...path, 'content'], 'is required unless tool_calls is given')
+        : null;
     }
     case 'tool':
       return content(message, path, TEXT_ONLY, true) ?? requiredString(message, 'tool_call_id', path);
     default: // function (deprecated): the function's name, and its result as content
-      return requiredString(message, 'name', path) ?? (absent(message.content) || typeof message.content === 'string' ? null : problem([...path, 'content'], 'must be a string or null'));
+      return (
+        requiredString(message, 'name', path) ??
+        (absent(message.content) || typeof message.content === 'string'
+          ? null
+          : problem([...path, 'content'], 'must be a string or null'))
+      );
   }
 }
 

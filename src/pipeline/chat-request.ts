@@ -41,7 +41,9 @@ const priceLimit = z.union([
     .nonnegative()
     .max(1e9)
     .transform((value) => value.toFixed(9)),
-  z.string().regex(/^\d{1,10}(\.\d{1,9})?$/, 'must be a decimal number of USD per million tokens with at most 9 decimals'),
+  z
+    .string()
+    .regex(/^\d{1,10}(\.\d{1,9})?$/, 'must be a decimal number of USD per million tokens with at most 9 decimals'),
 ]);
 
 const providerPreferences = z.looseObject({
@@ -49,12 +51,16 @@ const providerPreferences = z.looseObject({
   only: boundedArray(z.string(), 100).optional(),
   ignore: boundedArray(z.string(), 100).optional(),
   allow_fallbacks: z.boolean().optional(),
-  sort: z.union([z.enum(['price', 'throughput', 'latency']), z.looseObject({ by: z.enum(['price', 'throughput', 'latency']) })]).optional(),
+  sort: z
+    .union([
+      z.enum(['price', 'throughput', 'latency']),
+      z.looseObject({ by: z.enum(['price', 'throughput', 'latency']) }),
+    ])
+    .optional(),
   max_price: z.looseObject({ prompt: priceLimit.optional(), completion: priceLimit.optional() }).optional(),
   require_parameters: z.boolean().optional(),
   data_collection: z.enum(['allow', 'deny']).optional(),
 });
-
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1, 'model must be a non-empty string'),
@@ -73,7 +79,10 @@ export const chatRequestSchema = z.looseObject({
   repetition_penalty: z.number().nullable().optional(),
   seed: z.number().int().nullable().optional(),
   n: z.number().int().min(1).max(1, 'n > 1 is not supported').nullable().optional(),
-  stop: z.union([z.string(), boundedArray(z.string(), 4)]).nullable().optional(),
+  stop: z
+    .union([z.string(), boundedArray(z.string(), 4)])
+    .nullable()
+    .optional(),
   tools: boundedArray(z.looseObject({ type: z.string() }), 128).optional(),
   tool_choice: z.union([z.string(), z.looseObject({})]).optional(),
   response_format: z.looseObject({ type: z.string() }).optional(),

@@ -31,7 +31,12 @@ export function renderUsage(charge: Charge) {
   };
 }
 
-export function renderCompletion(identity: ResponseIdentity, choices: readonly CompletionChoice[], systemFingerprint: string | null, charge: Charge) {
+export function renderCompletion(
+  identity: ResponseIdentity,
+  choices: readonly CompletionChoice[],
+  systemFingerprint: string | null,
+  charge: Charge,
+) {
   return {
     id: identity.id,
     object: 'chat.completion',
@@ -50,7 +55,11 @@ export function renderCompletion(identity: ResponseIdentity, choices: readonly C
   };
 }
 
-export function renderChunk(identity: ResponseIdentity, choices: readonly ChunkChoice[], systemFingerprint: string | null) {
+export function renderChunk(
+  identity: ResponseIdentity,
+  choices: readonly ChunkChoice[],
+  systemFingerprint: string | null,
+) {
   return {
     id: identity.id,
     object: 'chat.completion.chunk',
@@ -59,7 +68,13 @@ export function renderChunk(identity: ResponseIdentity, choices: readonly ChunkC
     provider: identity.provider,
     // Optional but never null in a chunk: @openrouter/sdk validates it as `string | undefined`.
     ...(systemFingerprint === null ? {} : { system_fingerprint: systemFingerprint }),
-    choices: choices.map((c) => ({ index: c.index, delta: c.delta, finish_reason: c.finish_reason ?? null, native_finish_reason: c.native_finish_reason ?? null, logprobs: null })),
+    choices: choices.map((c) => ({
+      index: c.index,
+      delta: c.delta,
+      finish_reason: c.finish_reason ?? null,
+      native_finish_reason: c.native_finish_reason ?? null,
+      logprobs: null,
+    })),
   };
 }
 
@@ -75,7 +90,12 @@ export function renderUsageChunk(identity: ResponseIdentity, charge: Charge) {
   };
 }
 
-export function renderErrorChunk(identity: ResponseIdentity, status: number, message: string, metadata: { error_type: ErrorType; provider_code?: string }) {
+export function renderErrorChunk(
+  identity: ResponseIdentity,
+  status: number,
+  message: string,
+  metadata: { error_type: ErrorType; provider_code?: string },
+) {
   return {
     id: identity.id,
     object: 'chat.completion.chunk',

@@ -21,7 +21,11 @@ export interface DemoAccount {
   password: string;
 }
 
-export async function ensureDemoAccount(deps: { store: Store; bus: ChangeBus; now(): number }): Promise<DemoAccount | null> {
+export async function ensureDemoAccount(deps: {
+  store: Store;
+  bus: ChangeBus;
+  now(): number;
+}): Promise<DemoAccount | null> {
   if ((await deps.store.countAccounts()) > 0) return null;
   const password = generatePassword();
   let accountId: string;

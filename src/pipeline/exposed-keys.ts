@@ -31,10 +31,23 @@ const clip = (text: string | null, max: number) => (text === null ? null : text.
  * Disables the key as compromised and queues one message to its holder, in one transaction; a key
  * already reported changes nothing and is not mailed again. Null for an unknown or deleted key.
  */
-export async function disableExposedKey(deps: ExposedKeyDeps, hash: string, exposure: Exposure): Promise<CompromisedKey | null> {
-  const details = { url: clip(exposure.url, 2000), source: clip(exposure.source, 200), reason: clip(exposure.reason, 500) };
+export async function disableExposedKey(
+  deps: ExposedKeyDeps,
+  hash: string,
+  exposure: Exposure,
+): Promise<CompromisedKey | null> {
+  const details = {
+    url: clip(exposure.url, 2000),
+    source: clip(exposure.source, 200),
+    reason: clip(exposure.reason, 500),
+  };
   const result = await deps.store.markKeyCompromised(hash, deps.now(), (key, account) => [
-    deps.mail.compose(keyCompromisedMail({ key, ...details }), { kind: 'key_compromised', recipient: account.email, accountId: account.id, dedupeKey: `key_compromised:${key.hash}` }),
+    deps.mail.compose(keyCompromisedMail({ key, ...details }), {
+      kind: 'key_compromised',
+      recipient: account.email,
+      accountId: account.id,
+      dedupeKey: `key_compromised:${key.hash}`,
+    }),
   ]);
   if (result?.newly) {
     await deps.bus.publish('key', hash);
@@ -70,15 +83,27 @@ export interface ScanningVerdict {
  * true positive and ends disabled as compromised; malformed, unknown and deleted tokens are false
  * positives. Answers in report order.
  */
-export async function handleScanningReport(deps: ExposedKeyDeps, report: ScanningReport, log: Logger): Promise<ScanningVerdict[]> {
+export async function handleScanningReport(
+  deps: ExposedKeyDeps,
+  report: ScanningReport,
+  log: Logger,
+): Promise<ScanningVerdict[]> {
   const verdicts: ScanningVerdict[] = [];
   for (const entry of report) {
     let label: ScanningVerdict['label'] = 'false_positive';
     if (isWellFormedKey(entry.token)) {
-      const result = await disableExposedKey(deps, hashKey(entry.token), { url: entry.url ?? null, source: entry.source ?? null, reason: null });
+      const result = await disableExposedKey(deps, hashKey(entry.token), {
+        url: entry.url ?? null,
+        source: entry.source ?? null,
+        reason: null,
+      });
       if (result) {
         label = 'true_positive';
-        if (result.newly) log.warn({ key: result.key.hash.slice(0, 12), account: result.key.accountId, source: entry.source ?? null }, 'key disabled as compromised (secret-scanning report)');
+        if (result.newly)
+          log.warn(
+            { key: result.key.hash.slice(0, 12), account: result.key.accountId, source: entry.source ?? null },
+            'key disabled as compromised (secret-scanning report)',
+          );
       }
     }
     verdicts.push({ token_raw: entry.token, token_type: entry.type, label });
@@ -89,7 +114,12 @@ export async function handleScanningReport(deps: ExposedKeyDeps, report: Scannin
 // --- Keys pasted into chat requests ---
 
 /** Mails the holder of each key (once per key, ever); failures are logged, never thrown. */
-export async function notifyKeysInRequest(deps: ExposedKeyDeps, keys: readonly string[], action: KeyLeakAction, log: Logger): Promise<void> {
+export async function notifyKeysInRequest(
+  deps: ExposedKeyDeps,
+  keys: readonly string[],
+  action: KeyLeakAction,
+  log: Logger,
+): Promise<void> {
   for (const plaintext of keys) {
     const hash = hashKey(plaintext);
     try {
@@ -97,9 +127,17 @@ export async function notifyKeysInRequest(deps: ExposedKeyDeps, keys: readonly s
       if (!key) continue;
       const account = await deps.store.getAccount(key.accountId);
       if (!account) continue;
-      log.warn({ key: hash.slice(0, 12), account: key.accountId, action }, 'a Tollgate key appeared inside a chat request');
+      log.warn(
+        { key: hash.slice(0, 12), account: key.accountId, action },
+        'a Tollgate key appeared inside a chat request',
+      );
       await deps.mail.enqueue([
-        deps.mail.compose(keyInRequestMail({ key, action }), { kind: 'key_in_request', recipient: account.email, accountId: account.id, dedupeKey: `key_in_request:${hash}` }),
+        deps.mail.compose(keyInRequestMail({ key, action }), {
+          kind: 'key_in_request',
+          recipient: account.email,
+          accountId: account.id,
+          dedupeKey: `key_in_request:${hash}`,
+        }),
       ]);
     } catch (error) {
       log.warn({ err: error, key: hash.slice(0, 12) }, 'could not queue the notice about a key found in a request');

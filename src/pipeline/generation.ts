@@ -76,12 +76,22 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
 
 export function buildCharge(input: ChargeInput): Charge {
   // A continued stream is billed for every segment's real usage, each at its own endpoint's prices.
-  const segments = [...(input.earlier ?? []), { served: input.served, usage: input.usage, promptEstimate: input.promptEstimate, completionText: input.completionText }].map((segment) =>
-    chargeSegment(segment, input.byokFeeBasisPoints),
-  );
+  const segments = [
+    ...(input.earlier ?? []),
+    {
+      served: input.served,
+      usage: input.usage,
+      promptEstimate: input.promptEstimate,
+      completionText: input.completionText,
+    },
+  ].map((segment) => chargeSegment(segment, input.byokFeeBasisPoints));
   const sum = (pick: (s: SegmentCharge) => bigint) => segments.reduce((total, s) => total + pick(s), 0n);
   const count = (pick: (s: SegmentCharge) => number) => segments.reduce((total, s) => total + pick(s), 0);
-  const cost: CostBreakdown = { prompt: sum((s) => s.cost.prompt), completion: sum((s) => s.cost.completion), total: sum((s) => s.cost.total) };
+  const cost: CostBreakdown = {
+    prompt: sum((s) => s.cost.prompt),
+    completion: sum((s) => s.cost.completion),
+    total: sum((s) => s.cost.total),
+  };
   const charged = sum((s) => s.charged);
   const promptTokens = count((s) => s.promptTokens);
   const completionTokens = count((s) => s.completionTokens);
@@ -114,7 +124,11 @@ export function buildCharge(input: ChargeInput): Charge {
     httpReferer: input.app.referer,
     userAgent: input.app.userAgent,
     externalUser: input.externalUser,
-    providerResponses: input.attempts.map((a) => ({ provider_name: a.providerName, status: a.status, latency: a.latencyMs })),
+    providerResponses: input.attempts.map((a) => ({
+      provider_name: a.providerName,
+      status: a.status,
+      latency: a.latencyMs,
+    })),
   };
   if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
   return { record, cost, promptTokens, completionTokens };
@@ -128,7 +142,8 @@ export function byokFee(listCost: Units, basisPoints: number): Units {
 /** Everything the upstream generated in a message or delta — text, reasoning, refusal, tool calls — for a token estimate. */
 export function generatedText(part: Record<string, unknown>): string {
   let text = '';
-  for (const field of ['content', 'reasoning', 'refusal'] as const) if (typeof part[field] === 'string') text += part[field];
+  for (const field of ['content', 'reasoning', 'refusal'] as const)
+    if (typeof part[field] === 'string') text += part[field];
   if (Array.isArray(part.tool_calls)) {
     for (const call of part.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
       if (typeof call.function?.name === 'string') text += call.function.name;

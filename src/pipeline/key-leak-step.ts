@@ -68,4 +68,3 @@ export function scrubKeysFromRequest(step: KeyLeakStep | null | undefined, reque
   }
   return { ...request, messages };
 }
-

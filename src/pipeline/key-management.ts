@@ -46,7 +46,10 @@ const slugList = z.array(z.string().min(1)).max(1000);
 export const createKeySchema = z.strictObject({
   name: z.string().trim().min(1, 'name must be a non-empty string').max(200),
   limit: limitSchema.nullable().optional(),
-  limit_reset: z.enum(LIMIT_RESETS as [string, ...string[]]).nullable().optional(),
+  limit_reset: z
+    .enum(LIMIT_RESETS as [string, ...string[]])
+    .nullable()
+    .optional(),
   include_byok_in_limit: z.boolean().optional(),
   expires_at: isoDate.nullable().optional(),
   allowed_models: slugList.nullable().optional(),
@@ -59,7 +62,10 @@ export const updateKeySchema = z.strictObject({
   name: z.string().trim().min(1, 'name must be a non-empty string').max(200).optional(),
   disabled: z.boolean().optional(),
   limit: limitSchema.nullable().optional(),
-  limit_reset: z.enum(LIMIT_RESETS as [string, ...string[]]).nullable().optional(),
+  limit_reset: z
+    .enum(LIMIT_RESETS as [string, ...string[]])
+    .nullable()
+    .optional(),
   include_byok_in_limit: z.boolean().optional(),
   allowed_models: slugList.nullable().optional(),
   allowed_providers: slugList.nullable().optional(),
@@ -73,14 +79,29 @@ export type UpdateKeyInput = z.output<typeof updateKeySchema>;
  * (a typo would otherwise silently block the key) → 400 naming the unknown ids; an empty list → 400
  * (`null` removes the restriction); duplicates are dropped. Ids are exact: `x/y` does not allow `x/y:free`.
  */
-function guardrailList(deps: KeyServiceDeps, field: 'allowed_models' | 'allowed_providers', list: string[] | null | undefined): string[] | null | undefined {
+function guardrailList(
+  deps: KeyServiceDeps,
+  field: 'allowed_models' | 'allowed_providers',
+  list: string[] | null | undefined,
+): string[] | null | undefined {
   if (list === undefined || list === null) return list;
-  if (list.length === 0) throw new TollgateError('request.invalid_body', `${field} must list at least one id; use null to remove the restriction`);
+  if (list.length === 0)
+    throw new TollgateError(
+      'request.invalid_body',
+      `${field} must list at least one id; use null to remove the restriction`,
+    );
   const known = field === 'allowed_models' ? deps.catalog?.models : deps.catalog?.providers;
   const unknown = known ? [...new Set(list.filter((id) => !known.has(id)))] : [];
   if (unknown.length > 0) {
     const names = unknown.map((id) => `"${id}"`).join(', ');
-    const what = field === 'allowed_models' ? (unknown.length === 1 ? 'is not a valid model ID' : 'are not valid model IDs') : unknown.length === 1 ? 'is not a known provider' : 'are not known providers';
+    const what =
+      field === 'allowed_models'
+        ? unknown.length === 1
+          ? 'is not a valid model ID'
+          : 'are not valid model IDs'
+        : unknown.length === 1
+          ? 'is not a known provider'
+          : 'are not known providers';
     throw new TollgateError('request.invalid_body', `${field}: ${names} ${what}`, { metadata: { field, unknown } });
   }
   return [...new Set(list)];
@@ -90,13 +111,19 @@ function toUnits(limit: number | null | undefined): Units | null {
   return limit === null || limit === undefined ? null : usdToUnits(limit);
 }
 
-export async function createKey(deps: KeyServiceDeps, accountId: string, input: CreateKeyInput, options: { management: boolean }): Promise<{ key: KeyRecord; plaintext: string }> {
+export async function createKey(
+  deps: KeyServiceDeps,
+  accountId: string,
+  input: CreateKeyInput,
+  options: { management: boolean },
+): Promise<{ key: KeyRecord; plaintext: string }> {
   const account = await deps.store.getAccount(accountId);
   if (!account) throw new TollgateError('resource.not_found', `Account ${accountId} not found`);
   const now = deps.now();
   const parsedExpiry = input.expires_at ? parseUtcDateTime(input.expires_at) : null;
   const expiresAt = parsedExpiry?.ok ? parsedExpiry.epochMs : null;
-  if (expiresAt !== null && expiresAt <= now) throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
+  if (expiresAt !== null && expiresAt <= now)
+    throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
   const allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
   const allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
   const plaintext = generateKey();
@@ -131,10 +158,18 @@ export async function ownedKey(deps: KeyServiceDeps, accountId: string, hash: st
   return key;
 }
 
-export async function updateKey(deps: KeyServiceDeps, accountId: string, hash: string, input: UpdateKeyInput): Promise<KeyRecord> {
+export async function updateKey(
+  deps: KeyServiceDeps,
+  accountId: string,
+  hash: string,
+  input: UpdateKeyInput,
+): Promise<KeyRecord> {
   const existing = await ownedKey(deps, accountId, hash);
   if (input.disabled === false && existing.compromisedAt !== null) {
-    throw new TollgateError('resource.conflict', 'This key was reported compromised and cannot be re-enabled; create a new key');
+    throw new TollgateError(
+      'resource.conflict',
+      'This key was reported compromised and cannot be re-enabled; create a new key',
+    );
   }
   const patch: KeyPatch = {};
   if (input.name !== undefined) patch.name = input.name;
@@ -142,8 +177,10 @@ export async function updateKey(deps: KeyServiceDeps, accountId: string, hash: s
   if (input.limit !== undefined) patch.limit = toUnits(input.limit);
   if (input.limit_reset !== undefined) patch.limitReset = input.limit_reset as KeyRecord['limitReset'];
   if (input.include_byok_in_limit !== undefined) patch.includeByokInLimit = input.include_byok_in_limit;
-  if (input.allowed_models !== undefined) patch.allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
-  if (input.allowed_providers !== undefined) patch.allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
+  if (input.allowed_models !== undefined)
+    patch.allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
+  if (input.allowed_providers !== undefined)
+    patch.allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
   const updated = await deps.store.updateKey(hash, patch, deps.now());
   if (!updated) throw new TollgateError('resource.not_found', 'Key not found');
   await deps.bus.publish('key', hash);

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { TollgateError } from '../core/errors.js';
-import { ModerationFailure, type ModerationInput, type ModerationVerdict, type Moderator } from '../moderation/types.js';
+import {
+  ModerationFailure,
+  type ModerationInput,
+  type ModerationVerdict,
+  type Moderator,
+} from '../moderation/types.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { ChatContext } from './chat-context.js';
 import type { ChatRequest } from './chat-request.js';
@@ -12,19 +17,36 @@ function fakeModerator(answer: (input: ModerationInput) => Promise<ModerationVer
   return { moderator, seen };
 }
 
-function setup(answer: (input: ModerationInput) => Promise<ModerationVerdict>, options: { onError?: 'block' | 'allow'; appliesTo?: 'all' | string[] } = {}) {
+function setup(
+  answer: (input: ModerationInput) => Promise<ModerationVerdict>,
+  options: { onError?: 'block' | 'allow'; appliesTo?: 'all' | string[] } = {},
+) {
   const { moderator, seen } = fakeModerator(answer);
   const logs: { level: string; obj: object; msg: string | undefined }[] = [];
-  const log = { info: (obj: object, msg?: string) => logs.push({ level: 'info', obj, msg }), warn: (obj: object, msg?: string) => logs.push({ level: 'warn', obj, msg }), error: (obj: object, msg?: string) => logs.push({ level: 'error', obj, msg }) };
+  const log = {
+    info: (obj: object, msg?: string) => logs.push({ level: 'info', obj, msg }),
+    warn: (obj: object, msg?: string) => logs.push({ level: 'warn', obj, msg }),
+    error: (obj: object, msg?: string) => logs.push({ level: 'error', obj, msg }),
+  };
   const outcomes: ModerationOutcome[] = [];
-  const config = { mode: 'patterns' as const, patterns: [], on_error: options.onError ?? 'block', applies_to: options.appliesTo ?? 'all' };
+  const config = {
+    mode: 'patterns' as const,
+    patterns: [],
+    on_error: options.onError ?? 'block',
+    applies_to: options.appliesTo ?? 'all',
+  };
   const step = moderationStep(config, moderator, log, (o) => outcomes.push(o));
   return { step, seen, logs, outcomes };
 }
 
 const controller = new AbortController();
-const ctx = { generationId: 'gen-1', key: { hash: 'ab'.repeat(32) }, signal: controller.signal } as unknown as ChatContext;
-const request = (content: unknown) => ({ model: 'a/b', messages: [{ role: 'user', content }] }) as unknown as ChatRequest;
+const ctx = {
+  generationId: 'gen-1',
+  key: { hash: 'ab'.repeat(32) },
+  signal: controller.signal,
+} as unknown as ChatContext;
+const request = (content: unknown) =>
+  ({ model: 'a/b', messages: [{ role: 'user', content }] }) as unknown as ChatRequest;
 const plan = [{ model: { id: 'a/b' } }] as unknown as PlannedAttempt[];
 
 describe('moderateRequest', () => {
@@ -33,7 +55,9 @@ describe('moderateRequest', () => {
     const other = setup(async () => ({ flagged: false }), { appliesTo: ['c/d'] });
     expect(await moderateRequest(other.step, ctx, request('x'), plan)).toBeNull();
     const empty = setup(async () => ({ flagged: false }));
-    expect(await moderateRequest(empty.step, ctx, request([{ type: 'image_url', image_url: { url: 'x' } }]), plan)).toBeNull();
+    expect(
+      await moderateRequest(empty.step, ctx, request([{ type: 'image_url', image_url: { url: 'x' } }]), plan),
+    ).toBeNull();
     expect([...other.seen, ...empty.seen]).toEqual([]);
   });
 
@@ -46,18 +70,30 @@ describe('moderateRequest', () => {
   });
 
   it('throws moderation.flagged with the four metadata fields; logs reasons, never the text', async () => {
-    const { step, logs, outcomes } = setup(async (input) => ({ flagged: true, reasons: ['r1'], flaggedInput: input.texts[0] ?? '' }));
+    const { step, logs, outcomes } = setup(async (input) => ({
+      flagged: true,
+      reasons: ['r1'],
+      flaggedInput: input.texts[0] ?? '',
+    }));
     const error = await moderateRequest(step, ctx, request('the secret text'), plan).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TollgateError);
-    expect(error).toMatchObject({ code: 'moderation.flagged', metadata: { reasons: ['r1'], flagged_input: 'the secret text', provider_name: 'Fake', model_slug: 'a/b' } });
+    expect(error).toMatchObject({
+      code: 'moderation.flagged',
+      metadata: { reasons: ['r1'], flagged_input: 'the secret text', provider_name: 'Fake', model_slug: 'a/b' },
+    });
     expect(JSON.stringify(logs)).not.toContain('secret text');
-    expect(logs[0]).toMatchObject({ level: 'info', obj: { reasons: ['r1'], key: 'abababababab', generation_id: 'gen-1' } });
+    expect(logs[0]).toMatchObject({
+      level: 'info',
+      obj: { reasons: ['r1'], key: 'abababababab', generation_id: 'gen-1' },
+    });
     expect(outcomes).toEqual(['flagged']);
   });
 
   it('on failure: block → moderation.unavailable; allow → forwards; an unexpected error is logged as such', async () => {
     const blocked = setup(async () => Promise.reject(new ModerationFailure('down')));
-    await expect(moderateRequest(blocked.step, ctx, request('x'), plan)).rejects.toMatchObject({ code: 'moderation.unavailable' });
+    await expect(moderateRequest(blocked.step, ctx, request('x'), plan)).rejects.toMatchObject({
+      code: 'moderation.unavailable',
+    });
     expect(blocked.outcomes).toEqual(['error_blocked']);
 
     const allowed = setup(async () => Promise.reject(new TypeError('bug')), { onError: 'allow' });
@@ -70,10 +106,18 @@ describe('moderateRequest', () => {
     const gone = new AbortController();
     gone.abort();
     const { step } = setup(async () => Promise.reject(new ModerationFailure('aborted')), { onError: 'allow' });
-    await expect(moderateRequest(step, { ...ctx, signal: gone.signal }, request('x'), plan)).rejects.toMatchObject({ code: 'moderation.unavailable' });
+    await expect(moderateRequest(step, { ...ctx, signal: gone.signal }, request('x'), plan)).rejects.toMatchObject({
+      code: 'moderation.unavailable',
+    });
   });
 
   it('builds no step when moderation is off', () => {
-    expect(moderationStep({ mode: 'off', patterns: [], on_error: 'block', applies_to: 'all' }, null, { info() {}, warn() {}, error() {} })).toBeNull();
+    expect(
+      moderationStep({ mode: 'off', patterns: [], on_error: 'block', applies_to: 'all' }, null, {
+        info() {},
+        warn() {},
+        error() {},
+      }),
+    ).toBeNull();
   });
 });

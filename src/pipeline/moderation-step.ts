@@ -31,16 +31,32 @@ export interface ModerationStep {
   count(outcome: ModerationOutcome): void;
 }
 
-export function moderationStep(config: ModerationConfig, moderator: Moderator | null, log: Logger, count: (outcome: ModerationOutcome) => void = () => {}): ModerationStep | null {
+export function moderationStep(
+  config: ModerationConfig,
+  moderator: Moderator | null,
+  log: Logger,
+  count: (outcome: ModerationOutcome) => void = () => {},
+): ModerationStep | null {
   if (moderator === null) return null;
-  return { moderator, onError: config.on_error, appliesTo: config.applies_to === 'all' ? null : new Set(config.applies_to), log, count };
+  return {
+    moderator,
+    onError: config.on_error,
+    appliesTo: config.applies_to === 'all' ? null : new Set(config.applies_to),
+    log,
+    count,
+  };
 }
 
 /**
  * Runs moderation when it applies to the plan's models. Returns how long it took (ms, for the
  * generation's `moderation_latency`), or null when it did not run.
  */
-export async function moderateRequest(step: ModerationStep | null | undefined, ctx: ChatContext, request: ChatRequest, plan: readonly PlannedAttempt[]): Promise<number | null> {
+export async function moderateRequest(
+  step: ModerationStep | null | undefined,
+  ctx: ChatContext,
+  request: ChatRequest,
+  plan: readonly PlannedAttempt[],
+): Promise<number | null> {
   if (!step) return null;
   const appliesTo = step.appliesTo;
   if (appliesTo && !plan.some((attempt) => appliesTo.has(attempt.model.id))) return null;
@@ -48,26 +64,43 @@ export async function moderateRequest(step: ModerationStep | null | undefined, c
   if (texts.length === 0) return null;
 
   const name = step.moderator.name;
-  const logFields = { generation_id: ctx.generationId, key: keyLogId(ctx.key.hash), model: request.model, moderation: name };
+  const logFields = {
+    generation_id: ctx.generationId,
+    key: keyLogId(ctx.key.hash),
+    model: request.model,
+    moderation: name,
+  };
   const started = performance.now();
   let verdict: ModerationVerdict;
   try {
     verdict = await step.moderator.check({ texts, model: request.model, signal: ctx.signal });
   } catch (error) {
     const latencyMs = Math.round(performance.now() - started);
-    if (ctx.signal.aborted) throw new TollgateError('moderation.unavailable', 'The request was cancelled during moderation');
+    if (ctx.signal.aborted)
+      throw new TollgateError('moderation.unavailable', 'The request was cancelled during moderation');
     const reason = error instanceof ModerationFailure ? error.message : 'unexpected moderator error';
-    if (!(error instanceof ModerationFailure)) step.log.error({ ...logFields, err: error }, 'moderator failed unexpectedly');
+    if (!(error instanceof ModerationFailure))
+      step.log.error({ ...logFields, err: error }, 'moderator failed unexpectedly');
     if (step.onError === 'allow') {
       step.count('error_allowed');
-      step.log.warn({ ...logFields, reason, latency_ms: latencyMs }, 'moderation failed; forwarding unmoderated (moderation.on_error: allow)');
+      step.log.warn(
+        { ...logFields, reason, latency_ms: latencyMs },
+        'moderation failed; forwarding unmoderated (moderation.on_error: allow)',
+      );
       return latencyMs;
     }
     step.count('error_blocked');
-    step.log.warn({ ...logFields, reason, latency_ms: latencyMs }, 'moderation failed; request refused (moderation.on_error: block)');
-    throw new TollgateError('moderation.unavailable', 'Moderation is temporarily unavailable, so the request was not forwarded. No credits were charged.', {
-      metadata: { provider_name: name, error_type: 'moderation_unavailable' },
-    });
+    step.log.warn(
+      { ...logFields, reason, latency_ms: latencyMs },
+      'moderation failed; request refused (moderation.on_error: block)',
+    );
+    throw new TollgateError(
+      'moderation.unavailable',
+      'Moderation is temporarily unavailable, so the request was not forwarded. No credits were charged.',
+      {
+        metadata: { provider_name: name, error_type: 'moderation_unavailable' },
+      },
+    );
   }
   const latencyMs = Math.round(performance.now() - started);
   if (!verdict.flagged) {
@@ -76,7 +109,16 @@ export async function moderateRequest(step: ModerationStep | null | undefined, c
   }
   step.count('flagged');
   step.log.info({ ...logFields, reasons: verdict.reasons, latency_ms: latencyMs }, 'input flagged by moderation');
-  throw new TollgateError('moderation.flagged', `${request.model} requires moderation by ${name}. Your input was flagged for ${verdict.reasons.map((r) => `"${r}"`).join(', ')}. No credits were charged.`, {
-    metadata: { reasons: verdict.reasons, flagged_input: truncateMiddle(verdict.flaggedInput), provider_name: name, model_slug: request.model },
-  });
+  throw new TollgateError(
+    'moderation.flagged',
+    `${request.model} requires moderation by ${name}. Your input was flagged for ${verdict.reasons.map((r) => `"${r}"`).join(', ')}. No credits were charged.`,
+    {
+      metadata: {
+        reasons: verdict.reasons,
+        flagged_input: truncateMiddle(verdict.flaggedInput),
+        provider_name: name,
+        model_slug: request.model,
+      },
+    },
+  );
 }

@@ -33,7 +33,10 @@ export function toSettingsPatch(input: z.output<typeof notificationSettingsPatch
 
 export function renderNotificationSettings(settings: NotificationSettings, defaultThreshold: Units) {
   return {
-    low_balance: { enabled: settings.lowBalanceEnabled, threshold: unitsToUsd(settings.lowBalanceThreshold ?? defaultThreshold) },
+    low_balance: {
+      enabled: settings.lowBalanceEnabled,
+      threshold: unitsToUsd(settings.lowBalanceThreshold ?? defaultThreshold),
+    },
     key_limit: { enabled: settings.keyLimitEnabled },
     key_expiry: { enabled: settings.keyExpiryEnabled },
   };

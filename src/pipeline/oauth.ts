@@ -25,7 +25,10 @@ const METHODS = ['S256', 'plain'] as const;
 
 const isoDateTime = z
   .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)), 'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z');
+  .refine(
+    (s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)),
+    'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z',
+  );
 
 const limitSchema = z
   .number()
@@ -47,11 +50,17 @@ const authorizationFields = {
   code_challenge_method: z.enum(METHODS).optional(),
   key_label: z.string().trim().min(1, 'key_label must not be empty').max(200).optional(),
   limit: limitSchema.nullable().optional(),
-  usage_limit_type: z.enum(LIMIT_RESETS as [LimitReset, ...LimitReset[]]).nullable().optional(),
+  usage_limit_type: z
+    .enum(LIMIT_RESETS as [LimitReset, ...LimitReset[]])
+    .nullable()
+    .optional(),
   expires_at: isoDateTime.nullable().optional(),
 };
 
-export const createCodeSchema = z.strictObject({ ...authorizationFields, workspace_id: z.string().max(200).optional() });
+export const createCodeSchema = z.strictObject({
+  ...authorizationFields,
+  workspace_id: z.string().max(200).optional(),
+});
 
 /** The page passes the query through: an empty or null optional field means "not given". */
 function blankIsAbsent<S extends z.ZodType>(schema: S) {
@@ -68,9 +77,16 @@ const pageFields = {
 };
 
 /** The approval page's preview: the same fields as query parameters (strings; unknown ones such as `state` ignored). */
-export const previewQuerySchema = z.object({ ...pageFields, limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()) });
+export const previewQuerySchema = z.object({
+  ...pageFields,
+  limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()),
+});
 
-export const approveSchema = z.strictObject({ ...pageFields, limit: blankIsAbsent(authorizationFields.limit), decision: z.enum(['approve', 'deny']) });
+export const approveSchema = z.strictObject({
+  ...pageFields,
+  limit: blankIsAbsent(authorizationFields.limit),
+  decision: z.enum(['approve', 'deny']),
+});
 
 export const exchangeSchema = z.strictObject({
   code: z.string().min(1, 'code is required').max(512),
@@ -99,8 +115,12 @@ function invalid(message: string): TollgateError {
 
 /** An app title from a header, made safe to store and show: no control characters, at most 100 characters; null if nothing is left. */
 export function cleanAppTitle(raw: string | null): string | null {
-  // eslint-disable-next-line no-control-regex
-  const text = raw?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 100) ?? '';
+  const text =
+    raw
+      // eslint-disable-next-line no-control-regex
+      ?.replace(/[\u0000-\u001f\u007f]+/g, ' ')
+      .trim()
+      .slice(0, 100) ?? '';
   return text === '' ? null : text;
 }
 
@@ -108,12 +128,18 @@ export function cleanAppTitle(raw: string | null): string | null {
  * Validates the callback (no open redirect), the PKCE challenge and the key's terms → 400 naming the
  * problem. The app's name: `key_label`, else the title the app sent (`X-OpenRouter-Title`, …), else its origin.
  */
-export function checkAuthorization(input: Omit<AuthorizationInput, 'workspace_id'>, now: number, appTitle: string | null = null): Authorization {
+export function checkAuthorization(
+  input: Omit<AuthorizationInput, 'workspace_id'>,
+  now: number,
+  appTitle: string | null = null,
+): Authorization {
   const callback = checkCallbackUrl(input.callback_url);
   if (!callback.ok) throw invalid(callback.message);
   const challenge = input.code_challenge ?? null;
-  if (challenge === null && input.code_challenge_method !== undefined) throw invalid('code_challenge_method was given without code_challenge');
-  if (challenge !== null && !PKCE_VALUE.test(challenge)) throw invalid('code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~');
+  if (challenge === null && input.code_challenge_method !== undefined)
+    throw invalid('code_challenge_method was given without code_challenge');
+  if (challenge !== null && !PKCE_VALUE.test(challenge))
+    throw invalid('code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~');
   const keyExpiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
   if (keyExpiresAt !== null && keyExpiresAt <= now) throw invalid('expires_at must be in the future');
   const origin = appOriginOf(callback.url);
@@ -174,7 +200,12 @@ export async function issueCode(deps: OAuthDeps, accountId: string, authorizatio
 }
 
 /** The page's answer to a decision: where the browser goes next. */
-export async function decide(deps: OAuthDeps, accountId: string, authorization: Authorization, decision: 'approve' | 'deny'): Promise<string> {
+export async function decide(
+  deps: OAuthDeps,
+  accountId: string,
+  authorization: Authorization,
+  decision: 'approve' | 'deny',
+): Promise<string> {
   if (decision === 'deny') return callbackWith(authorization.callbackUrl, { error: 'access_denied' });
   const { code } = await issueCode(deps, accountId, authorization);
   return callbackWith(authorization.callbackUrl, { code });
@@ -183,17 +214,25 @@ export async function decide(deps: OAuthDeps, accountId: string, authorization: 
 const INVALID_CODE = 'Invalid code or code_verifier';
 
 /** `POST /auth/keys`: the code and verifier → a new inference key of the holder's account (plaintext once). */
-export async function exchangeCode(deps: OAuthDeps, input: z.output<typeof exchangeSchema>): Promise<{ key: string; accountId: string }> {
+export async function exchangeCode(
+  deps: OAuthDeps,
+  input: z.output<typeof exchangeSchema>,
+): Promise<{ key: string; accountId: string }> {
   const codeHash = hashAuthorizationCode(input.code);
   const record = await deps.store.accountAuth.getOAuthCode(codeHash);
   if (!record || record.usedAt !== null) throw new TollgateError('oauth.invalid_code', INVALID_CODE);
   if (record.expiresAt <= deps.now()) throw new TollgateError('oauth.code_expired', 'Authorization code expired');
   const method = input.code_challenge_method ?? null;
   if (method !== null && method !== record.codeChallengeMethod) {
-    throw invalid(`code_challenge_method ${method} does not match the authorization request (${record.codeChallengeMethod ?? 'no PKCE'})`);
+    throw invalid(
+      `code_challenge_method ${method} does not match the authorization request (${record.codeChallengeMethod ?? 'no PKCE'})`,
+    );
   }
   if (record.codeChallenge !== null) {
-    if (!input.code_verifier || !verifierMatches(input.code_verifier, record.codeChallenge, record.codeChallengeMethod ?? 'plain')) {
+    if (
+      !input.code_verifier ||
+      !verifierMatches(input.code_verifier, record.codeChallenge, record.codeChallengeMethod ?? 'plain')
+    ) {
       throw new TollgateError('oauth.invalid_code', INVALID_CODE);
     }
   }
@@ -221,7 +260,12 @@ export async function exchangeCode(deps: OAuthDeps, input: z.output<typeof excha
     allowedProviders: null,
     compromisedAt: null,
   };
-  const redeemed = await deps.store.accountAuth.redeemOAuthCode(codeHash, now, key, `auth_${randomBytes(12).toString('hex')}`);
+  const redeemed = await deps.store.accountAuth.redeemOAuthCode(
+    codeHash,
+    now,
+    key,
+    `auth_${randomBytes(12).toString('hex')}`,
+  );
   if (!redeemed) {
     // Lost a race with another exchange of the same code, or it expired meanwhile.
     if (record.expiresAt <= now) throw new TollgateError('oauth.code_expired', 'Authorization code expired');

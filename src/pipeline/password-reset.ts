@@ -41,7 +41,10 @@ export async function requestPasswordReset(deps: PasswordResetDeps, email: strin
     const account = await deps.store.accountAuth.findAccountByEmail(normalized);
     if (!account) return;
     if (deps.publicUrl === null) {
-      deps.log.warn({ account: account.id }, 'password reset asked, but mail.public_url is not set: no link can be sent');
+      deps.log.warn(
+        { account: account.id },
+        'password reset asked, but mail.public_url is not set: no link can be sent',
+      );
       return;
     }
     const now = deps.now();
@@ -53,16 +56,29 @@ export async function requestPasswordReset(deps: PasswordResetDeps, email: strin
       accountId: account.id,
       dedupeKey: `password_reset:${account.id}:${Math.floor(now / RESET_MAIL_WINDOW_MS)}`,
     });
-    const created = await deps.store.passwordResets.create({ tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + RESET_TOKEN_TTL_MS }, message);
+    const created = await deps.store.passwordResets.create(
+      { tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + RESET_TOKEN_TTL_MS },
+      message,
+    );
     if (created) deps.mail.noteQueued([message], 1);
-    deps.log.info({ account: account.id, sent: created }, created ? 'password reset mail queued' : 'password reset asked again within 5 minutes: no new mail');
+    deps.log.info(
+      { account: account.id, sent: created },
+      created ? 'password reset mail queued' : 'password reset asked again within 5 minutes: no new mail',
+    );
   } catch (error) {
     deps.log.error({ err: error }, 'password reset request failed');
   }
 }
 
-export async function confirmPasswordReset(deps: PasswordResetDeps, input: z.output<typeof resetConfirmSchema>): Promise<void> {
-  const invalid = () => new TollgateError('request.invalid_body', 'This password reset link is invalid, was already used or has expired; ask for a new one');
+export async function confirmPasswordReset(
+  deps: PasswordResetDeps,
+  input: z.output<typeof resetConfirmSchema>,
+): Promise<void> {
+  const invalid = () =>
+    new TollgateError(
+      'request.invalid_body',
+      'This password reset link is invalid, was already used or has expired; ask for a new one',
+    );
   if (!TOKEN_PATTERN.test(input.token)) throw invalid();
   const passwordHash = await hashPassword(input.new_password);
   const accountId = await deps.store.passwordResets.redeem(hashToken(input.token), deps.now(), passwordHash);

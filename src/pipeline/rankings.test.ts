@@ -20,7 +20,12 @@ function fakeUsage(days: ModelDay[]): UsageStore {
   };
 }
 
-const deps = (days: ModelDay[]) => ({ usage: fakeUsage(days), catalog: { models: new Map(), providers: new Map() } as Catalog, minAccounts: 1, now: () => NOW });
+const deps = (days: ModelDay[]) => ({
+  usage: fakeUsage(days),
+  catalog: { models: new Map(), providers: new Map() } as Catalog,
+  minAccounts: 1,
+  now: () => NOW,
+});
 
 describe('resolveWindow', () => {
   it('defaults to the 30 days before the last completed UTC day', () => {
@@ -33,13 +38,21 @@ describe('resolveWindow', () => {
 describe('rankingsDaily', () => {
   it('keeps the top 50 models of each day and sums the rest into one "other" row, pinned last', async () => {
     const days: ModelDay[] = [];
-    for (let m = 0; m < TOP_MODELS_PER_DAY + 3; m++) days.push({ day: '2026-11-20', model: `m/${String(m).padStart(2, '0')}`, tokens: BigInt(1000 - m), requests: 1 });
-    days.push({ day: '2026-11-21', model: 'm/tie-b', tokens: 5n, requests: 1 }, { day: '2026-11-21', model: 'm/tie-a', tokens: 5n, requests: 1 });
+    for (let m = 0; m < TOP_MODELS_PER_DAY + 3; m++)
+      days.push({ day: '2026-11-20', model: `m/${String(m).padStart(2, '0')}`, tokens: BigInt(1000 - m), requests: 1 });
+    days.push(
+      { day: '2026-11-21', model: 'm/tie-b', tokens: 5n, requests: 1 },
+      { day: '2026-11-21', model: 'm/tie-a', tokens: 5n, requests: 1 },
+    );
     const { data } = await rankingsDaily(deps(days), { start_date: '2026-11-20', end_date: '2026-11-21' });
     const first = data.filter((r) => r.date === '2026-11-20');
     expect(first).toHaveLength(TOP_MODELS_PER_DAY + 1);
     expect(first[0]).toEqual({ date: '2026-11-20', model_permaslug: 'm/00', total_tokens: '1000' });
-    expect(first.at(-1)).toEqual({ date: '2026-11-20', model_permaslug: 'other', total_tokens: String(950 + 949 + 948) });
+    expect(first.at(-1)).toEqual({
+      date: '2026-11-20',
+      model_permaslug: 'other',
+      total_tokens: String(950 + 949 + 948),
+    });
     // Ties break alphabetically, so the order is stable.
     expect(data.filter((r) => r.date === '2026-11-21').map((r) => r.model_permaslug)).toEqual(['m/tie-a', 'm/tie-b']);
   });
@@ -50,12 +63,20 @@ describe('rankingsDaily', () => {
       { day: '2026-11-02', model: 'm/a', tokens: 2n, requests: 1 },
       { day: '2026-11-08', model: 'm/a', tokens: 4n, requests: 1 },
     ];
-    const weekly = await rankingsDaily(deps(days), { start_date: '2026-11-01', end_date: '2026-11-08', period: 'week' });
+    const weekly = await rankingsDaily(deps(days), {
+      start_date: '2026-11-01',
+      end_date: '2026-11-08',
+      period: 'week',
+    });
     expect(weekly.data).toEqual([
       { date: '2026-10-26', model_permaslug: 'm/a', total_tokens: '1' },
       { date: '2026-11-02', model_permaslug: 'm/a', total_tokens: '6' },
     ]);
-    const monthly = await rankingsDaily(deps(days), { start_date: '2026-11-01', end_date: '2026-11-08', period: 'month' });
+    const monthly = await rankingsDaily(deps(days), {
+      start_date: '2026-11-01',
+      end_date: '2026-11-08',
+      period: 'month',
+    });
     expect(monthly.data).toEqual([{ date: '2026-11-01', model_permaslug: 'm/a', total_tokens: '7' }]);
   });
 });

@@ -29,7 +29,8 @@ function invalid(message: string): TollgateError {
   return new TollgateError('request.invalid_body', `Invalid request: ${message}`);
 }
 
-const unsupported = (name: string) => z.undefined({ error: `${name} filters are not supported by this gateway` }).optional();
+const unsupported = (name: string) =>
+  z.undefined({ error: `${name} filters are not supported by this gateway` }).optional();
 
 /**
  * The window: ends with the last completed UTC day unless `end_date` says otherwise (today is
@@ -89,9 +90,14 @@ export async function appRankings(deps: RankingsDeps, rawQuery: unknown) {
   } else {
     // Trending: window volume minus the average of the three equal windows before it; growth only.
     const length = daysBetween(range.from, range.to) + 1;
-    const before = await deps.usage.appTotals({ from: addDays(range.from, -3 * length), to: addDays(range.from, -1) }, deps.minAccounts);
+    const before = await deps.usage.appTotals(
+      { from: addDays(range.from, -3 * length), to: addDays(range.from, -1) },
+      deps.minAccounts,
+    );
     const previous = new Map(before.map((entry) => [entry.app.id, entry.tokens]));
-    const growth = new Map(current.map((entry) => [entry.app.id, 3n * entry.tokens - (previous.get(entry.app.id) ?? 0n)]));
+    const growth = new Map(
+      current.map((entry) => [entry.app.id, 3n * entry.tokens - (previous.get(entry.app.id) ?? 0n)]),
+    );
     ranked = current
       .filter((entry) => growth.get(entry.app.id)! > 0n)
       .sort((a, b) => {
@@ -137,10 +143,18 @@ export async function rankingsDaily(deps: RankingsDeps, rawQuery: unknown) {
   }
   const data: { date: string; model_permaslug: string; total_tokens: string }[] = [];
   for (const date of [...buckets.keys()].sort()) {
-    const models = [...buckets.get(date)!].sort(([ma, ta], [mb, tb]) => (ta !== tb ? (ta > tb ? -1 : 1) : ma < mb ? -1 : ma > mb ? 1 : 0));
-    for (const [model, tokens] of models.slice(0, TOP_MODELS_PER_DAY)) data.push({ date, model_permaslug: model, total_tokens: tokens.toString() });
+    const models = [...buckets.get(date)!].sort(([ma, ta], [mb, tb]) =>
+      ta !== tb ? (ta > tb ? -1 : 1) : ma < mb ? -1 : ma > mb ? 1 : 0,
+    );
+    for (const [model, tokens] of models.slice(0, TOP_MODELS_PER_DAY))
+      data.push({ date, model_permaslug: model, total_tokens: tokens.toString() });
     const rest = models.slice(TOP_MODELS_PER_DAY);
-    if (rest.length > 0) data.push({ date, model_permaslug: OTHER, total_tokens: rest.reduce((sum, [, tokens]) => sum + tokens, 0n).toString() });
+    if (rest.length > 0)
+      data.push({
+        date,
+        model_permaslug: OTHER,
+        total_tokens: rest.reduce((sum, [, tokens]) => sum + tokens, 0n).toString(),
+      });
   }
   return { data, meta: meta(now, range) };
 }
@@ -158,15 +172,23 @@ function modelTotals(rows: readonly ModelDay[]): { model: string; tokens: bigint
     entry.requests += row.requests;
     totals.set(row.model, entry);
   }
-  return [...totals.values()].sort((a, b) => (a.tokens !== b.tokens ? (a.tokens > b.tokens ? -1 : 1) : a.model < b.model ? -1 : 1));
+  return [...totals.values()].sort((a, b) =>
+    a.tokens !== b.tokens ? (a.tokens > b.tokens ? -1 : 1) : a.model < b.model ? -1 : 1,
+  );
 }
 
 /** Today, this (Monday-start) week or this month so far, in UTC: the dashboard's `/rankings` page. */
 export async function rankingsSummary(deps: RankingsDeps, rawQuery: unknown) {
   const query = parseQuery(summaryQuery, rawQuery);
   const today = utcDay(deps.now());
-  const range: DayRange = { from: query.period === 'day' ? today : query.period === 'week' ? weekStart(today) : monthStart(today), to: today };
-  const [apps, models] = await Promise.all([deps.usage.appTotals(range, deps.minAccounts), deps.usage.modelDays(range)]);
+  const range: DayRange = {
+    from: query.period === 'day' ? today : query.period === 'week' ? weekStart(today) : monthStart(today),
+    to: today,
+  };
+  const [apps, models] = await Promise.all([
+    deps.usage.appTotals(range, deps.minAccounts),
+    deps.usage.modelDays(range),
+  ]);
   return {
     data: {
       period: query.period,
@@ -175,10 +197,22 @@ export async function rankingsSummary(deps: RankingsDeps, rawQuery: unknown) {
       apps: apps
         .sort(byTokens)
         .slice(0, query.limit)
-        .map((entry, index) => ({ rank: index + 1, name: entry.app.name, origin: entry.app.origin, total_tokens: Number(entry.tokens), requests: entry.requests })),
+        .map((entry, index) => ({
+          rank: index + 1,
+          name: entry.app.name,
+          origin: entry.app.origin,
+          total_tokens: Number(entry.tokens),
+          requests: entry.requests,
+        })),
       models: modelTotals(models)
         .slice(0, query.limit)
-        .map((entry, index) => ({ rank: index + 1, model: entry.model, name: deps.catalog.models.get(entry.model)?.name ?? entry.model, total_tokens: Number(entry.tokens), requests: entry.requests })),
+        .map((entry, index) => ({
+          rank: index + 1,
+          model: entry.model,
+          name: deps.catalog.models.get(entry.model)?.name ?? entry.model,
+          total_tokens: Number(entry.tokens),
+          requests: entry.requests,
+        })),
     },
   };
 }

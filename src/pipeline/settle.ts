@@ -14,17 +14,31 @@ import type { ResponseIdentity } from './completion-shapes.js';
 import { buildCharge, type Charge, type ChargeInput } from './generation.js';
 
 export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number): ResponseIdentity {
-  return { id: ctx.generationId, created: Math.floor(now / 1000), model: served.model.id, provider: served.endpoint.provider.name };
+  return {
+    id: ctx.generationId,
+    created: Math.floor(now / 1000),
+    model: served.model.id,
+    provider: served.endpoint.provider.name,
+  };
 }
 
 /** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
-export async function settle(deps: ChatDeps, input: Omit<ChargeInput, 'byokFeeBasisPoints'>, hold?: Hold, capacity?: RequestCapacity | null): Promise<Charge> {
+export async function settle(
+  deps: ChatDeps,
+  input: Omit<ChargeInput, 'byokFeeBasisPoints'>,
+  hold?: Hold,
+  capacity?: RequestCapacity | null,
+): Promise<Charge> {
   const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
   capacity?.settle(charge.promptTokens + charge.completionTokens);
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
   // A charge durable only in the journal keeps its hold until the store has it.
-  if (hold && committed.deferred) deps.gate.settleLater(hold, committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)));
+  if (hold && committed.deferred)
+    deps.gate.settleLater(
+      hold,
+      committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)),
+    );
   else if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
   const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
   deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);

@@ -4,7 +4,14 @@
  * password, so the sign-in form does not reveal which e-mails have accounts.
  */
 import { z } from 'zod';
-import { burnPasswordCheck, hashPassword, needsRehash, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, verifyPassword } from '../auth/password.js';
+import {
+  burnPasswordCheck,
+  hashPassword,
+  needsRehash,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+  verifyPassword,
+} from '../auth/password.js';
 import type { ActiveSession, SessionService } from '../auth/sessions.js';
 import type { SignInGuard } from '../auth/sign-in-guard.js';
 import { TollgateError } from '../core/errors.js';
@@ -35,7 +42,10 @@ export const credentialsSchema = z.strictObject({
 
 export const signUpSchema = z.strictObject({ email: emailSchema, password: passwordSchema });
 
-export const changePasswordSchema = z.strictObject({ current_password: z.string().max(PASSWORD_MAX_LENGTH * 4), new_password: passwordSchema });
+export const changePasswordSchema = z.strictObject({
+  current_password: z.string().max(PASSWORD_MAX_LENGTH * 4),
+  new_password: passwordSchema,
+});
 
 export interface SignedIn {
   account: AccountRecord;
@@ -45,36 +55,57 @@ export interface SignedIn {
 
 const INVALID = 'Invalid e-mail or password';
 
-export async function signIn(deps: SignInDeps, input: z.output<typeof credentialsSchema>, clientAddress: string): Promise<SignedIn> {
+export async function signIn(
+  deps: SignInDeps,
+  input: z.output<typeof credentialsSchema>,
+  clientAddress: string,
+): Promise<SignedIn> {
   const email = input.email.trim().toLowerCase();
   const attempt = await deps.guard.begin(email, clientAddress);
   const account = email === '' ? null : await deps.store.accountAuth.findAccountByEmail(email);
-  const ok = account?.passwordHash ? await verifyPassword(input.password, account.passwordHash) : await burnPasswordCheck(input.password);
+  const ok = account?.passwordHash
+    ? await verifyPassword(input.password, account.passwordHash)
+    : await burnPasswordCheck(input.password);
   if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
   await attempt.succeeded();
-  if (account.passwordHash && needsRehash(account.passwordHash)) await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password));
+  if (account.passwordHash && needsRehash(account.passwordHash))
+    await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password));
   const { token, active } = await deps.sessions.create(account.id);
   return { account, token, active };
 }
 
 export function assertSignUpOpen(deps: Pick<SignInDeps, 'signup'>): void {
-  if (deps.signup !== 'open') throw new TollgateError('feature.disabled', 'Sign-up is closed on this gateway: ask its operator for an account');
+  if (deps.signup !== 'open')
+    throw new TollgateError('feature.disabled', 'Sign-up is closed on this gateway: ask its operator for an account');
 }
 
 export async function signUp(deps: SignInDeps, input: z.output<typeof signUpSchema>): Promise<SignedIn> {
   assertSignUpOpen(deps);
-  const account = await deps.store.createAccount({ id: newAccountId(), email: input.email, passwordHash: await hashPassword(input.password), createdAt: deps.now() });
+  const account = await deps.store.createAccount({
+    id: newAccountId(),
+    email: input.email,
+    passwordHash: await hashPassword(input.password),
+    createdAt: deps.now(),
+  });
   const { token, active } = await deps.sessions.create(account.id);
   return { account, token, active };
 }
 
 /** Checks the current password, sets the new one and ends every other session of the account. */
-export async function changePassword(deps: SignInDeps, accountId: string, sessionId: string | undefined, input: z.output<typeof changePasswordSchema>, clientAddress: string): Promise<void> {
+export async function changePassword(
+  deps: SignInDeps,
+  accountId: string,
+  sessionId: string | undefined,
+  input: z.output<typeof changePasswordSchema>,
+  clientAddress: string,
+): Promise<void> {
   const account = await deps.store.getAccount(accountId);
   if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
   // The same brute-force budget as sign-in: a stolen session must not become a password oracle.
   const attempt = await deps.guard.begin(account.email, clientAddress);
-  const ok = account.passwordHash ? await verifyPassword(input.current_password, account.passwordHash) : await burnPasswordCheck(input.current_password);
+  const ok = account.passwordHash
+    ? await verifyPassword(input.current_password, account.passwordHash)
+    : await burnPasswordCheck(input.current_password);
   // 400, not 401: the session is fine, and a dashboard treats 401 as "signed out".
   if (!ok) throw new TollgateError('request.invalid_body', 'current_password: the current password is not correct');
   await attempt.succeeded();

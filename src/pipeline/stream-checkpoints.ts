@@ -15,7 +15,10 @@ export interface Checkpoints<T> {
   stop(): Promise<void>;
 }
 
-export function startCheckpoints<T extends { generated: string }>(deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>, inputOf: (live: T) => Omit<ChargeInput, 'byokFeeBasisPoints'>): Checkpoints<T> {
+export function startCheckpoints<T extends { generated: string }>(
+  deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>,
+  inputOf: (live: T) => Omit<ChargeInput, 'byokFeeBasisPoints'>,
+): Checkpoints<T> {
   let live: T | null = null;
   let lastLength = -1;
   let written: Promise<void> = Promise.resolve();
@@ -29,7 +32,9 @@ export function startCheckpoints<T extends { generated: string }>(deps: Pick<Cha
           lastLength = live.generated.length;
           const input = inputOf(live);
           const record = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints }).record;
-          written = written.then(() => deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }));
+          written = written.then(() =>
+            deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }),
+          );
         }, interval);
   timer?.unref();
   return {

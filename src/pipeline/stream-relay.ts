@@ -76,13 +76,24 @@ const MAX_MALFORMED = 3;
 /** A checkpoint is charged only if the process dies: the generation then records a cut answer. */
 const CUT_BY_PROCESS_DEATH = new TollgateError('internal', 'The gateway process stopped mid-stream');
 
-export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Admitted, outcome: Served, sink: StreamSink): Promise<void> {
+export async function relayStream(
+  deps: ChatDeps,
+  ctx: ChatContext,
+  admitted: Admitted,
+  outcome: Served,
+  sink: StreamSink,
+): Promise<void> {
   const identity = identityOf(ctx, outcome.served, outcome.startedAt);
   const progress: Progress = { content: '', finishReason: null, nativeFinishReason: null, fingerprint: null };
   const attempts = [...outcome.attempts];
   const earlier: EarlierSegment[] = [];
   let segment: Segment = { ...outcome, promptEstimate: admitted.promptEstimate, continuing: false };
-  const chargeInput = (result: SegmentResult, failure: TollgateError | null, cancelled: boolean, finishedAt: number): Omit<ChargeInput, 'byokFeeBasisPoints'> => ({
+  const chargeInput = (
+    result: SegmentResult,
+    failure: TollgateError | null,
+    cancelled: boolean,
+    finishedAt: number,
+  ): Omit<ChargeInput, 'byokFeeBasisPoints'> => ({
     generationId: ctx.generationId,
     accountId: ctx.key.accountId,
     keyHash: ctx.key.hash,
@@ -105,16 +116,36 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
     moderationLatencyMs: admitted.moderationLatencyMs,
   });
   // What was delivered so far, journaled now and then: charged if this process dies before the end.
-  const checkpoints = startCheckpoints(deps, (live: SegmentResult) => chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()));
+  const checkpoints = startCheckpoints(deps, (live: SegmentResult) =>
+    chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()),
+  );
   let result: SegmentResult;
   try {
     result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
     while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
-      const next = await continueElsewhere(deps, ctx, admitted, [segment, ...earlier.map((e) => e.served)], progress.content);
+      const next = await continueElsewhere(
+        deps,
+        ctx,
+        admitted,
+        [segment, ...earlier.map((e) => e.served)],
+        progress.content,
+      );
       if (!next) break;
       reportHealth(deps, segment, result.fault, true, deps.now(), null);
-      deps.log.warn({ generation_id: ctx.generationId, from: segment.served.endpoint.provider.id, to: next.segment.served.endpoint.provider.id }, 'continued a broken stream on another endpoint');
-      earlier.push({ served: segment.served, usage: result.usage, promptEstimate: segment.promptEstimate, completionText: result.generated });
+      deps.log.warn(
+        {
+          generation_id: ctx.generationId,
+          from: segment.served.endpoint.provider.id,
+          to: next.segment.served.endpoint.provider.id,
+        },
+        'continued a broken stream on another endpoint',
+      );
+      earlier.push({
+        served: segment.served,
+        usage: result.usage,
+        promptEstimate: segment.promptEstimate,
+        completionText: result.generated,
+      });
       attempts.push(...next.attempts);
       segment = next.segment;
       result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
@@ -127,14 +158,36 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
   let failure = result.failure;
   const cancelled = result.cancelled;
   const finishedAt = deps.now();
-  const charge = await settle(deps, chargeInput(result, failure, cancelled, finishedAt), admitted.hold, admitted.capacity).catch((error: unknown) => {
-    deps.log.error({ generation_id: ctx.generationId, err: error }, 'could not record the charge of a streamed generation');
-    failure = new TollgateError('store.unavailable', 'The usage of this generation could not be recorded; the answer is incomplete', { metadata: { error_type: 'server' } });
+  const charge = await settle(
+    deps,
+    chargeInput(result, failure, cancelled, finishedAt),
+    admitted.hold,
+    admitted.capacity,
+  ).catch((error: unknown) => {
+    deps.log.error(
+      { generation_id: ctx.generationId, err: error },
+      'could not record the charge of a streamed generation',
+    );
+    failure = new TollgateError(
+      'store.unavailable',
+      'The usage of this generation could not be recorded; the answer is incomplete',
+      { metadata: { error_type: 'server' } },
+    );
     return null;
   });
 
-  reportHealth(deps, segment, result.fault, cancelled || result.fault !== null, finishedAt, charge?.completionTokens ?? null);
-  deps.metrics.timeToFirstToken.observe({ model: identity.model, provider: identity.provider }, (outcome.firstContentAt - outcome.startedAt) / 1000);
+  reportHealth(
+    deps,
+    segment,
+    result.fault,
+    cancelled || result.fault !== null,
+    finishedAt,
+    charge?.completionTokens ?? null,
+  );
+  deps.metrics.timeToFirstToken.observe(
+    { model: identity.model, provider: identity.provider },
+    (outcome.firstContentAt - outcome.startedAt) / 1000,
+  );
   if (cancelled || sink.closed) return;
   if (failure) {
     await sink.error(failure, identity);
@@ -145,8 +198,24 @@ export async function relayStream(deps: ChatDeps, ctx: ChatContext, admitted: Ad
 }
 
 /** Forwards one segment's events until it ends, and says how it ended. */
-async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress: Progress, sink: StreamSink, identity: ResponseIdentity, observe?: (live: SegmentResult) => void): Promise<SegmentResult> {
-  const result: SegmentResult = { usage: null, content: '', generated: '', upstreamId: null, fault: null, failure: null, cancelled: false };
+async function pump(
+  deps: ChatDeps,
+  ctx: ChatContext,
+  segment: Segment,
+  progress: Progress,
+  sink: StreamSink,
+  identity: ResponseIdentity,
+  observe?: (live: SegmentResult) => void,
+): Promise<SegmentResult> {
+  const result: SegmentResult = {
+    usage: null,
+    content: '',
+    generated: '',
+    upstreamId: null,
+    fault: null,
+    failure: null,
+    cancelled: false,
+  };
   observe?.(result);
   let finished = false;
   let malformed = 0;
@@ -183,13 +252,20 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
         break;
       } else if (event.kind === 'error') {
         result.fault = event.failure.type;
-        result.failure = new TollgateError('upstream.unavailable', event.failure.message, { metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode } });
+        result.failure = new TollgateError('upstream.unavailable', event.failure.message, {
+          metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode },
+        });
         break;
       } else if (event.kind === 'malformed') {
-        deps.log.warn({ generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason: event.reason }, 'skipped a malformed upstream chunk');
+        deps.log.warn(
+          { generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason: event.reason },
+          'skipped a malformed upstream chunk',
+        );
         if (++malformed > MAX_MALFORMED) {
           result.fault = 'invalid_response';
-          result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', { metadata: { error_type: 'invalid_response' } });
+          result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', {
+            metadata: { error_type: 'invalid_response' },
+          });
           break;
         }
       }
@@ -203,21 +279,33 @@ async function pump(deps: ChatDeps, ctx: ChatContext, segment: Segment, progress
     if (sink.closed) result.cancelled = true;
     else if (abortReasonOf(ctx.signal) === 'shutdown') {
       // The caller is still there: end its stream with an error, not a cut connection.
-      result.failure = new TollgateError('server.shutting_down', 'The gateway is shutting down; the answer is incomplete', { metadata: { error_type: 'server' } });
+      result.failure = new TollgateError(
+        'server.shutting_down',
+        'The gateway is shutting down; the answer is incomplete',
+        { metadata: { error_type: 'server' } },
+      );
     } else if (ctx.signal.aborted) result.cancelled = true;
     else {
       const f = failureFromThrown(error, new AbortController().signal);
       const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';
       result.fault = timedOut ? 'timeout' : 'connection';
       result.failure = timedOut
-        ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', { metadata: { error_type: 'timeout' } })
-        : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', { metadata: { error_type: 'provider_unavailable' } });
+        ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', {
+            metadata: { error_type: 'timeout' },
+          })
+        : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', {
+            metadata: { error_type: 'provider_unavailable' },
+          });
     }
   }
   if (sink.closed) result.cancelled = true;
   if (!result.cancelled && !result.failure && !sawDone && progress.finishReason === null) {
     result.fault = 'invalid_response';
-    result.failure = new TollgateError('upstream.unavailable', 'The provider ended the stream before finishing the answer', { metadata: { error_type: 'invalid_response' } });
+    result.failure = new TollgateError(
+      'upstream.unavailable',
+      'The provider ended the stream before finishing the answer',
+      { metadata: { error_type: 'invalid_response' } },
+    );
   }
   if (result.cancelled || result.failure) segment.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
@@ -247,8 +335,15 @@ async function continueElsewhere(
   const messages = [...admitted.request.messages, { role: 'assistant', content: answerSoFar }];
   const written = estimateCompletionTokens(answerSoFar);
   // The continuation may write only what is left of the budget the hold was computed from.
-  const bodyFor = (p: PlannedAttempt) => withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
-  const outcome = await executeStream(deps.execute, { plan, body: { ...admitted.upstreamBody, messages }, bodyFor, signal: ctx.signal, capacity: admitted.capacity ?? undefined });
+  const bodyFor = (p: PlannedAttempt) =>
+    withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
+  const outcome = await executeStream(deps.execute, {
+    plan,
+    body: { ...admitted.upstreamBody, messages },
+    bodyFor,
+    signal: ctx.signal,
+    capacity: admitted.capacity ?? undefined,
+  });
   if (!outcome.ok) return null;
   return {
     attempts: outcome.attempts,
@@ -266,7 +361,14 @@ async function continueElsewhere(
 }
 
 /** The segment's outcome for the endpoint's health: its failure, or its latency and throughput. */
-function reportHealth(deps: ChatDeps, segment: Segment, fault: FailureType | null, incomplete: boolean, finishedAt: number, completionTokens: number | null): void {
+function reportHealth(
+  deps: ChatDeps,
+  segment: Segment,
+  fault: FailureType | null,
+  incomplete: boolean,
+  finishedAt: number,
+  completionTokens: number | null,
+): void {
   const health = deps.execute.health;
   const key = segment.served.healthKey;
   if (fault) {

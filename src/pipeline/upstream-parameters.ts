@@ -40,7 +40,17 @@ export const FORWARDED_PARAMETERS: ReadonlySet<string> = new Set([
  * Never forwarded, even when an operator lists them: OpenRouter's routing fields are ours to read
  * (legacy ones are ignored), and `model`, `stream` and `stream_options` are set by the adapters.
  */
-export const NEVER_FORWARDED: ReadonlySet<string> = new Set(['model', 'models', 'provider', 'stream', 'stream_options', 'usage', 'transforms', 'route', 'plugins']);
+export const NEVER_FORWARDED: ReadonlySet<string> = new Set([
+  'model',
+  'models',
+  'provider',
+  'stream',
+  'stream_options',
+  'usage',
+  'transforms',
+  'route',
+  'plugins',
+]);
 
 interface CostlyFeature {
   /** Whether this value switches the feature on (`store: false`, `service_tier: "auto"` do not). */
@@ -55,12 +65,18 @@ export const COSTLY_FEATURES: Readonly<Record<string, CostlyFeature>> = {
     why: 'tiers other than "auto" and "default" are billed above the catalog price',
   },
   store: { active: (value) => value === true, why: "it stores the conversation in the operator's provider account" },
-  web_search_options: { active: (value) => value !== undefined && value !== null, why: 'web search is billed per request above the catalog price' },
+  web_search_options: {
+    active: (value) => value !== undefined && value !== null,
+    why: 'web search is billed per request above the catalog price',
+  },
   modalities: {
     active: (value) => Array.isArray(value) && value.some((m) => m !== 'text'),
     why: 'output modalities other than text are billed above the catalog price',
   },
-  audio: { active: (value) => value !== undefined && value !== null, why: 'audio output is billed above the catalog price' },
+  audio: {
+    active: (value) => value !== undefined && value !== null,
+    why: 'audio output is billed above the catalog price',
+  },
   prediction: {
     active: (value) => value !== undefined && value !== null,
     why: 'rejected prediction tokens are billed as completion tokens beyond the answer the hold accounts for',
@@ -72,14 +88,21 @@ function lists(endpoint: CatalogEndpoint, name: string): boolean {
 }
 
 /** 400 naming the first field that switches on a costly feature some endpoint of the plan has not enabled. */
-export function refuseCostlyFeatures(request: Readonly<Record<string, unknown>>, plan: readonly PlannedAttempt[]): void {
+export function refuseCostlyFeatures(
+  request: Readonly<Record<string, unknown>>,
+  plan: readonly PlannedAttempt[],
+): void {
   for (const [name, feature] of Object.entries(COSTLY_FEATURES)) {
     if (!feature.active(request[name])) continue;
     const without = plan.find((p) => !lists(p.endpoint, name));
     if (!without) continue;
-    throw new TollgateError('request.invalid_body', `Invalid request: ${name}: not accepted by this gateway for ${without.model.id} (${feature.why})`, {
-      metadata: { field: name },
-    });
+    throw new TollgateError(
+      'request.invalid_body',
+      `Invalid request: ${name}: not accepted by this gateway for ${without.model.id} (${feature.why})`,
+      {
+        metadata: { field: name },
+      },
+    );
   }
 }
 
@@ -90,7 +113,11 @@ const LIMIT_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
  * budget the hold was computed from as its limit (the caller's own limit when lower). A caller who
  * named no limit gets `max_tokens`, or `max_completion_tokens` on an endpoint that lists only that.
  */
-export function upstreamBodyFor(request: Readonly<Record<string, unknown>>, endpoint: CatalogEndpoint, budget: number): Record<string, unknown> {
+export function upstreamBodyFor(
+  request: Readonly<Record<string, unknown>>,
+  endpoint: CatalogEndpoint,
+  budget: number,
+): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request)) {
     if (value === undefined || NEVER_FORWARDED.has(name)) continue;
@@ -100,7 +127,11 @@ export function upstreamBodyFor(request: Readonly<Record<string, unknown>>, endp
 }
 
 /** Caps every completion-limit field the body carries at `budget`, or adds the endpoint's preferred one. */
-export function withCompletionLimit(body: Record<string, unknown>, endpoint: CatalogEndpoint, budget: number): Record<string, unknown> {
+export function withCompletionLimit(
+  body: Record<string, unknown>,
+  endpoint: CatalogEndpoint,
+  budget: number,
+): Record<string, unknown> {
   let limited = false;
   for (const field of LIMIT_FIELDS) {
     const value = body[field];
@@ -110,7 +141,10 @@ export function withCompletionLimit(body: Record<string, unknown>, endpoint: Cat
     } else delete body[field];
   }
   if (!limited) {
-    const field = lists(endpoint, 'max_completion_tokens') && !lists(endpoint, 'max_tokens') ? 'max_completion_tokens' : 'max_tokens';
+    const field =
+      lists(endpoint, 'max_completion_tokens') && !lists(endpoint, 'max_tokens')
+        ? 'max_completion_tokens'
+        : 'max_tokens';
     body[field] = budget;
   }
   return body;

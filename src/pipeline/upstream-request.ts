@@ -24,7 +24,11 @@ export interface BudgetedRequest extends Readonly<Record<string, unknown>> {
   max_completion_tokens?: number | null | undefined;
 }
 
-export function prepareUpstream(request: BudgetedRequest, plan: readonly PlannedAttempt[], promptTokens: number): PreparedUpstream {
+export function prepareUpstream(
+  request: BudgetedRequest,
+  plan: readonly PlannedAttempt[],
+  promptTokens: number,
+): PreparedUpstream {
   const requested = request.max_completion_tokens ?? request.max_tokens ?? null;
   const budgets = new Map<CatalogEndpoint, number>();
   let hold = 0n;
@@ -35,6 +39,7 @@ export function prepareUpstream(request: BudgetedRequest, plan: readonly Planned
     const cost = budgetCost(endpoint, promptTokens, budget);
     if (cost > hold) hold = cost;
   }
-  const budgetFor = (planned: PlannedAttempt) => budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, promptTokens);
+  const budgetFor = (planned: PlannedAttempt) =>
+    budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, promptTokens);
   return { hold, budgetFor, bodyFor: (planned) => upstreamBodyFor(request, planned.endpoint, budgetFor(planned)) };
 }

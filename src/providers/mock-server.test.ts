@@ -53,7 +53,11 @@ interface StreamResult {
   arrivals: number[]; // ms since the request started, per event
 }
 
-async function stream(model: string, extra: Record<string, unknown> = {}, options: PostOptions = {}): Promise<StreamResult> {
+async function stream(
+  model: string,
+  extra: Record<string, unknown> = {},
+  options: PostOptions = {},
+): Promise<StreamResult> {
   const started = performance.now();
   const res = await post({ model, stream: true, stream_options: { include_usage: true }, ...extra }, options);
   const parser = new SseParser();
@@ -84,7 +88,9 @@ function contentOf(events: StreamEvent[]): string {
 }
 
 function contentChunkCount(events: StreamEvent[]): number {
-  return events.filter((e) => e.kind === 'chunk' && e.choices.some((c) => typeof c.delta.content === 'string' && c.delta.content !== '')).length;
+  return events.filter(
+    (e) => e.kind === 'chunk' && e.choices.some((c) => typeof c.delta.content === 'string' && c.delta.content !== ''),
+  ).length;
 }
 
 describe('mock provider: non-streamed completions', () => {
@@ -101,17 +107,28 @@ describe('mock provider: non-streamed completions', () => {
     expect(json.id).toMatch(/^chatcmpl-[0-9a-f]{29}$/);
     expect(typeof json.created).toBe('number');
     const parsed = openAiAdapter.parseResponse(json);
-    expect('kind' in parsed ? parsed.reason : parsed.usage).toEqual({ promptTokens: PROMPT_TOKENS, completionTokens: 40, reasoningTokens: 0, cachedTokens: 0 });
+    expect('kind' in parsed ? parsed.reason : parsed.usage).toEqual({
+      promptTokens: PROMPT_TOKENS,
+      completionTokens: 40,
+      reasoningTokens: 0,
+      cachedTokens: 0,
+    });
   });
 
   it('counts prompt tokens like OpenAI: 3 per message, content, name, 3 for the reply', () => {
-    const expected = 3 + (3 + countTokens('You are terse.')) + (3 + countTokens('Say something about foxes, please.') + 1 + countTokens('alice'));
+    const expected =
+      3 +
+      (3 + countTokens('You are terse.')) +
+      (3 + countTokens('Say something about foxes, please.') + 1 + countTokens('alice'));
     expect(PROMPT_TOKENS).toBe(expected);
   });
 
   it('stops at max_tokens with finish_reason length; max_completion_tokens wins', async () => {
     const capped = await complete('mock/default', { max_tokens: 5 });
-    expect(capped.json).toMatchObject({ choices: [{ message: { content: 'The quick brown fox jumps' }, finish_reason: 'length' }], usage: { completion_tokens: 5 } });
+    expect(capped.json).toMatchObject({
+      choices: [{ message: { content: 'The quick brown fox jumps' }, finish_reason: 'length' }],
+      usage: { completion_tokens: 5 },
+    });
     const both = await complete('mock/default', { max_tokens: 5, max_completion_tokens: 2 });
     expect(both.json).toMatchObject({ choices: [{ message: { content: 'The quick' }, finish_reason: 'length' }] });
     const roomy = await complete('mock/default', { max_tokens: 100 });
@@ -120,22 +137,43 @@ describe('mock provider: non-streamed completions', () => {
 
   it('takes scripted content and length from the model name and the header', async () => {
     const fromModel = await complete('mock/x@content=Hello%2C%20world!,usage=false');
-    expect(fromModel.json).toMatchObject({ choices: [{ message: { content: 'Hello, world!' }, finish_reason: 'stop' }] });
+    expect(fromModel.json).toMatchObject({
+      choices: [{ message: { content: 'Hello, world!' }, finish_reason: 'stop' }],
+    });
     expect(fromModel.json).not.toHaveProperty('usage');
-    const fromHeader = await complete('gpt-4o', {}, { headers: { 'x-mock-script': JSON.stringify({ completionTokens: 3 }) } });
-    expect(fromHeader.json).toMatchObject({ model: 'gpt-4o', choices: [{ message: { content: 'The quick brown' } }], usage: { completion_tokens: 3 } });
+    const fromHeader = await complete(
+      'gpt-4o',
+      {},
+      { headers: { 'x-mock-script': JSON.stringify({ completionTokens: 3 }) } },
+    );
+    expect(fromHeader.json).toMatchObject({
+      model: 'gpt-4o',
+      choices: [{ message: { content: 'The quick brown' } }],
+      usage: { completion_tokens: 3 },
+    });
     const shortForm = await complete('mock/tokens=2');
     expect(shortForm.json).toMatchObject({ choices: [{ message: { content: 'The quick' } }] });
   });
 
   it('lets the header override the model name', async () => {
-    const { json } = await complete('mock/x@content=from-model', {}, { headers: { 'x-mock-script': '{"content":"from header"}' } });
+    const { json } = await complete(
+      'mock/x@content=from-model',
+      {},
+      { headers: { 'x-mock-script': '{"content":"from header"}' } },
+    );
     expect(json).toMatchObject({ choices: [{ message: { content: 'from header' } }] });
   });
 
   it('truncates scripted content at max_tokens', async () => {
-    const { json } = await complete('mock/x', { max_tokens: 2 }, { headers: { 'x-mock-script': '{"content":"one two three"}' } });
-    expect(json).toMatchObject({ choices: [{ message: { content: 'one two' }, finish_reason: 'length' }], usage: { completion_tokens: 2 } });
+    const { json } = await complete(
+      'mock/x',
+      { max_tokens: 2 },
+      { headers: { 'x-mock-script': '{"content":"one two three"}' } },
+    );
+    expect(json).toMatchObject({
+      choices: [{ message: { content: 'one two' }, finish_reason: 'length' }],
+      usage: { completion_tokens: 2 },
+    });
   });
 });
 
@@ -145,7 +183,13 @@ describe('mock provider: scripted errors', () => {
     expect(res.status).toBe(429);
     expect(res.headers['retry-after']).toBe('2');
     expect(res.headers['retry-after-ms']).toBe('2000');
-    expect(res.json).toMatchObject({ error: { type: 'requests', code: 'rate_limit_exceeded', message: expect.stringContaining('Rate limit reached') as string } });
+    expect(res.json).toMatchObject({
+      error: {
+        type: 'requests',
+        code: 'rate_limit_exceeded',
+        message: expect.stringContaining('Rate limit reached') as string,
+      },
+    });
     const failure = openAiAdapter.classifyError(res.status, res.headers, JSON.stringify(res.json));
     expect(failure).toMatchObject({ type: 'rate_limited', providerCode: 'rate_limit_exceeded', retryAfterMs: 2000 });
   });
@@ -154,16 +198,23 @@ describe('mock provider: scripted errors', () => {
     const script = { status: 503, errorCode: 'overloaded', errorMessage: 'busy, busy' };
     const res = await complete('mock/x', {}, { headers: { 'x-mock-script': JSON.stringify(script) } });
     expect(res.status).toBe(503);
-    expect(res.json).toEqual({ error: { message: 'busy, busy', type: 'server_error', param: null, code: 'overloaded' } });
+    expect(res.json).toEqual({
+      error: { message: 'busy, busy', type: 'server_error', param: null, code: 'overloaded' },
+    });
   });
 
   it('rejects for context length and content policy in OpenAI format', async () => {
     const ctx = await complete('mock/x@behavior=context_length');
     expect(ctx.status).toBe(400);
-    expect(openAiAdapter.classifyError(400, ctx.headers, JSON.stringify(ctx.json)).type).toBe('context_length_exceeded');
+    expect(openAiAdapter.classifyError(400, ctx.headers, JSON.stringify(ctx.json)).type).toBe(
+      'context_length_exceeded',
+    );
     const policy = await complete('mock/x@behavior=content_policy');
     expect(policy.status).toBe(400);
-    expect(openAiAdapter.classifyError(400, policy.headers, JSON.stringify(policy.json))).toMatchObject({ type: 'content_policy', providerCode: 'content_policy_violation' });
+    expect(openAiAdapter.classifyError(400, policy.headers, JSON.stringify(policy.json))).toMatchObject({
+      type: 'content_policy',
+      providerCode: 'content_policy_violation',
+    });
   });
 
   it('resets the connection before headers', async () => {
@@ -172,7 +223,9 @@ describe('mock provider: scripted errors', () => {
   });
 
   it('hangs without answering', async () => {
-    await expect(post({ model: 'mock/x@behavior=hang' }, { headersTimeout: 150 })).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
+    await expect(post({ model: 'mock/x@behavior=hang' }, { headersTimeout: 150 })).rejects.toMatchObject({
+      code: 'UND_ERR_HEADERS_TIMEOUT',
+    });
   });
 
   it('waits latencyMs before answering an error', async () => {
@@ -194,15 +247,23 @@ describe('mock provider: scripted errors', () => {
     for (const [model, headers] of cases) {
       const res = await complete(model, {}, { headers });
       expect(res.status, model).toBe(400);
-      expect(res.json, model).toMatchObject({ error: { code: 'mock_script_invalid', message: expect.stringMatching(/^mock: /) as string } });
+      expect(res.json, model).toMatchObject({
+        error: { code: 'mock_script_invalid', message: expect.stringMatching(/^mock: /) as string },
+      });
     }
   });
 
   it('rejects a body that is not a chat request', async () => {
-    const noModel = await request(`${provider.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: MESSAGES }) });
+    const noModel = await request(`${provider.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ messages: MESSAGES }),
+    });
     expect(noModel.statusCode).toBe(400);
     await noModel.body.dump();
-    const noMessages = await request(`${provider.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [] }) });
+    const noMessages = await request(`${provider.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'm', messages: [] }),
+    });
     expect(noMessages.statusCode).toBe(400);
     await noMessages.body.dump();
     const notJson = await request(`${provider.url}/chat/completions`, { method: 'POST', body: '{' });
@@ -247,11 +308,18 @@ describe('mock provider: streaming', () => {
     const kinds = result.events.map((e) => e.kind);
     expect(kinds).toEqual([...Array<string>(9).fill('chunk'), 'done']);
     const [first, ...rest] = result.events;
-    expect(first).toMatchObject({ kind: 'chunk', choices: [{ delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    expect(first).toMatchObject({
+      kind: 'chunk',
+      choices: [{ delta: { role: 'assistant', content: '' }, finish_reason: null }],
+    });
     expect(contentOf(result.events)).toBe('The quick brown fox jumps over');
     expect(contentChunkCount(result.events)).toBe(6);
     expect(rest[6]).toMatchObject({ kind: 'chunk', choices: [{ delta: {}, finish_reason: 'length' }], usage: null });
-    expect(rest[7]).toMatchObject({ kind: 'chunk', choices: [], usage: { promptTokens: PROMPT_TOKENS, completionTokens: 6 } });
+    expect(rest[7]).toMatchObject({
+      kind: 'chunk',
+      choices: [],
+      usage: { promptTokens: PROMPT_TOKENS, completionTokens: 6 },
+    });
     const ids = new Set(result.data.slice(0, -1).map((d) => (JSON.parse(d) as { id: string }).id));
     expect(ids.size).toBe(1);
   });
@@ -271,7 +339,8 @@ describe('mock provider: streaming', () => {
     const lastContent = result.arrivals[6]!;
     expect(firstContent).toBeGreaterThanOrEqual(100); // latency + ttft
     expect(lastContent - firstContent).toBeGreaterThanOrEqual(80); // 5 gaps of 20 ms
-    for (let i = 1; i < result.arrivals.length; i++) expect(result.arrivals[i]!).toBeGreaterThanOrEqual(result.arrivals[i - 1]!);
+    for (let i = 1; i < result.arrivals.length; i++)
+      expect(result.arrivals[i]!).toBeGreaterThanOrEqual(result.arrivals[i - 1]!);
   });
 
   it('sends headers before ttft elapses', async () => {
@@ -322,7 +391,10 @@ describe('mock provider: streaming', () => {
     const result = await stream('mock/x@behavior=stream_error,break_after=1');
     expect(result.error).toBeNull();
     expect(contentOf(result.events)).toBe('The');
-    expect(result.events.at(-1)).toMatchObject({ kind: 'error', failure: { type: 'server', providerCode: 'server_error' } });
+    expect(result.events.at(-1)).toMatchObject({
+      kind: 'error',
+      failure: { type: 'server', providerCode: 'server_error' },
+    });
   });
 
   it('fails before headers with scripted statuses, streamed or not', async () => {
@@ -378,7 +450,10 @@ describe('mock provider: server', () => {
   it('lists models', async () => {
     const res = await request(`${provider.url}/models`);
     expect(res.statusCode).toBe(200);
-    expect(await res.body.json()).toEqual({ object: 'list', data: [{ id: 'mock/default', object: 'model', created: 1_700_000_000, owned_by: 'tollgate-mock' }] });
+    expect(await res.body.json()).toEqual({
+      object: 'list',
+      data: [{ id: 'mock/default', object: 'model', created: 1_700_000_000, owned_by: 'tollgate-mock' }],
+    });
   });
 
   it('answers unknown routes and methods like OpenAI', async () => {
@@ -407,9 +482,15 @@ describe('mock provider: server', () => {
   it('applies defaults from its options, under model-name scripts', async () => {
     const custom = await startMockProvider({ defaults: { content: 'default text', status: null }, models: ['m/one'] });
     try {
-      const res = await request(`${custom.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: MESSAGES }) });
+      const res = await request(`${custom.url}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'm', messages: MESSAGES }),
+      });
       expect(await res.body.json()).toMatchObject({ choices: [{ message: { content: 'default text' } }] });
-      const over = await request(`${custom.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm@content=mine', messages: MESSAGES }) });
+      const over = await request(`${custom.url}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'm@content=mine', messages: MESSAGES }),
+      });
       expect(await over.body.json()).toMatchObject({ choices: [{ message: { content: 'mine' } }] });
       expect(custom.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     } finally {
@@ -419,7 +500,10 @@ describe('mock provider: server', () => {
 
   it('closes promptly with hanging and stalled connections open', async () => {
     const other = await startMockProvider();
-    const hanging = request(`${other.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'mock/x@behavior=hang', messages: MESSAGES }) });
+    const hanging = request(`${other.url}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'mock/x@behavior=hang', messages: MESSAGES }),
+    });
     const stalled = await request(`${other.url}/chat/completions`, {
       method: 'POST',
       body: JSON.stringify({ model: 'mock/x@behavior=stall', messages: MESSAGES, stream: true }),

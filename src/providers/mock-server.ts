@@ -48,7 +48,10 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => {
     route(req, res, ctx, models).catch(() => {
       if (res.headersSent) res.destroy();
-      else sendJson(res, 500, { error: { message: 'mock provider failed', type: 'server_error', param: null, code: null } });
+      else
+        sendJson(res, 500, {
+          error: { message: 'mock provider failed', type: 'server_error', param: null, code: null },
+        });
     });
   });
   const host = options.host ?? '127.0.0.1';
@@ -82,7 +85,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   };
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, ctx: ChatHandlerContext, models: string[]): Promise<void> {
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: ChatHandlerContext,
+  models: string[],
+): Promise<void> {
   const path = (req.url ?? '/').split('?', 1)[0];
   if (path === '/v1/chat/completions') {
     if (req.method === 'POST') return handleChatCompletion(req, res, ctx);
@@ -102,7 +110,14 @@ async function route(req: IncomingMessage, res: ServerResponse, ctx: ChatHandler
 
 /** OpenAI's answer to an unknown route. */
 function invalidUrl(req: IncomingMessage): unknown {
-  return { error: { message: `Invalid URL (${req.method ?? 'GET'} ${req.url ?? '/'})`, type: 'invalid_request_error', param: null, code: null } };
+  return {
+    error: {
+      message: `Invalid URL (${req.method ?? 'GET'} ${req.url ?? '/'})`,
+      type: 'invalid_request_error',
+      param: null,
+      code: null,
+    },
+  };
 }
 
 function urlHost(host: string): string {

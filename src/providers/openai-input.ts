@@ -5,9 +5,7 @@
  */
 import { isRecord, stringOrNull } from './json-shape.js';
 
-export type InputPart =
-  | { kind: 'text'; text: string; cacheControl: unknown }
-  | { kind: 'image'; url: string };
+export type InputPart = { kind: 'text'; text: string; cacheControl: unknown } | { kind: 'image'; url: string };
 
 export interface InputToolCall {
   id: string;
@@ -32,7 +30,8 @@ export function contentParts(content: unknown): InputPart[] {
   const parts: InputPart[] = [];
   for (const part of content) {
     if (!isRecord(part)) continue;
-    if (part.type === 'text' && typeof part.text === 'string') parts.push({ kind: 'text', text: part.text, cacheControl: part.cache_control });
+    if (part.type === 'text' && typeof part.text === 'string')
+      parts.push({ kind: 'text', text: part.text, cacheControl: part.cache_control });
     const url = part.type === 'image_url' ? imageUrlOf(part.image_url) : null;
     if (url !== null) parts.push({ kind: 'image', url });
   }
@@ -59,7 +58,12 @@ export function readToolCalls(message: Record<string, unknown>): InputToolCall[]
     if (!isRecord(call) || !isRecord(call.function)) continue;
     const name = stringOrNull(call.function.name);
     if (name === null) continue;
-    calls.push({ id: stringOrNull(call.id) ?? '', name, arguments: stringOrNull(call.function.arguments) ?? '', raw: call });
+    calls.push({
+      id: stringOrNull(call.id) ?? '',
+      name,
+      arguments: stringOrNull(call.function.arguments) ?? '',
+      raw: call,
+    });
   }
   return calls;
 }
@@ -89,7 +93,8 @@ export function readFunctionTools(tools: unknown): InputFunctionTool[] {
 
 export function readToolChoice(value: unknown): InputToolChoice | null {
   if (value === 'auto' || value === 'none' || value === 'required') return { mode: value };
-  if (isRecord(value) && isRecord(value.function) && typeof value.function.name === 'string') return { mode: 'function', name: value.function.name };
+  if (isRecord(value) && isRecord(value.function) && typeof value.function.name === 'string')
+    return { mode: 'function', name: value.function.name };
   return null;
 }
 

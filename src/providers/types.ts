@@ -52,7 +52,13 @@ export interface ChunkChoice {
 }
 
 export type StreamEvent =
-  | { kind: 'chunk'; upstreamId: string | null; choices: ChunkChoice[]; usage: NormalizedUsage | null; systemFingerprint: string | null }
+  | {
+      kind: 'chunk';
+      upstreamId: string | null;
+      choices: ChunkChoice[];
+      usage: NormalizedUsage | null;
+      systemFingerprint: string | null;
+    }
   | { kind: 'done' }
   /** The upstream reported an error in-band (an `error` object inside the stream). */
   | { kind: 'error'; failure: UpstreamFailure }
@@ -102,5 +108,9 @@ export interface ProviderAdapter {
    * use it instead of `parseStreamEvent` when present.
    */
   openStream?(): StreamDecoder;
-  classifyError(status: number, headers: Record<string, string | string[] | undefined>, bodyText: string): UpstreamFailure;
+  classifyError(
+    status: number,
+    headers: Record<string, string | string[] | undefined>,
+    bodyText: string,
+  ): UpstreamFailure;
 }

@@ -20,11 +20,34 @@ const OPERATOR_HEADERS = {
 };
 
 describe('byokHeaders', () => {
-  it('keeps only each API\'s allowlist: content type, accept, its own auth header, its version header', () => {
-    const sent = { 'Content-Type': 'application/json', accept: 'text/event-stream', authorization: 'Bearer own', 'x-api-key': 'own', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'x', 'x-goog-api-key': 'own', 'OpenAI-Organization': 'org-operator', 'x-team': 'research' };
-    expect(byokHeaders(sent, 'openai')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', authorization: 'Bearer own' });
-    expect(byokHeaders(sent, 'anthropic')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', 'x-api-key': 'own', 'anthropic-version': '2023-06-01' });
-    expect(byokHeaders(sent, 'gemini')).toEqual({ 'Content-Type': 'application/json', accept: 'text/event-stream', 'x-goog-api-key': 'own' });
+  it("keeps only each API's allowlist: content type, accept, its own auth header, its version header", () => {
+    const sent = {
+      'Content-Type': 'application/json',
+      accept: 'text/event-stream',
+      authorization: 'Bearer own',
+      'x-api-key': 'own',
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'x',
+      'x-goog-api-key': 'own',
+      'OpenAI-Organization': 'org-operator',
+      'x-team': 'research',
+    };
+    expect(byokHeaders(sent, 'openai')).toEqual({
+      'Content-Type': 'application/json',
+      accept: 'text/event-stream',
+      authorization: 'Bearer own',
+    });
+    expect(byokHeaders(sent, 'anthropic')).toEqual({
+      'Content-Type': 'application/json',
+      accept: 'text/event-stream',
+      'x-api-key': 'own',
+      'anthropic-version': '2023-06-01',
+    });
+    expect(byokHeaders(sent, 'gemini')).toEqual({
+      'Content-Type': 'application/json',
+      accept: 'text/event-stream',
+      'x-goog-api-key': 'own',
+    });
   });
 });
 
@@ -42,7 +65,16 @@ const provider: CatalogProvider = {
 };
 const endpoint = { provider, upstreamModel: 'gpt' } as unknown as CatalogEndpoint;
 const model = { id: 'x/m' } as unknown as CatalogModel;
-const ownKey: ByokCredential = { id: 'byok-1', provider: 'azure', apiKey: 'caller-own-key', isFallback: false, isRequired: false, sortOrder: 0, allowedModels: null, allowedKeyHashes: null };
+const ownKey: ByokCredential = {
+  id: 'byok-1',
+  provider: 'azure',
+  apiKey: 'caller-own-key',
+  isFallback: false,
+  isRequired: false,
+  sortOrder: 0,
+  allowedModels: null,
+  allowedKeyHashes: null,
+};
 
 /** An adapter that builds the real OpenAI request, keeps it, then throws as a failing serialisation would. */
 function capturing(): { adapter: ProviderAdapter; built: UpstreamRequest[] } {
@@ -73,7 +105,9 @@ describe('an attempt on a BYOK key', () => {
     const { adapter, built } = capturing();
     const planned: PlannedAttempt = { model, endpoint, healthKey: 'x/m|azure|byok:byok-1', byok: ownKey };
     await attemptStream(depsWith(adapter), planned, { messages: [] }, new AbortController().signal);
-    const headers = Object.fromEntries(Object.entries(built[0]!.headers).map(([name, value]) => [name.toLowerCase(), value]));
+    const headers = Object.fromEntries(
+      Object.entries(built[0]!.headers).map(([name, value]) => [name.toLowerCase(), value]),
+    );
     expect(headers.authorization).toBe('Bearer caller-own-key');
     expect(headers['api-key']).toBeUndefined();
     expect(headers['x-api-key']).toBeUndefined();
@@ -95,8 +129,18 @@ describe('a request that cannot be built', () => {
   for (const streamUpstream of [true, false]) {
     it(`is a local failure (400), not a provider failure (stream_upstream: ${streamUpstream})`, async () => {
       const { adapter } = capturing();
-      const planned: PlannedAttempt = { model, endpoint: { ...endpoint, provider: { ...provider, streamUpstream } }, healthKey: 'x/m|azure', byok: null };
-      const result = await attemptCompletion(depsWith(adapter), planned, { messages: [] }, new AbortController().signal);
+      const planned: PlannedAttempt = {
+        model,
+        endpoint: { ...endpoint, provider: { ...provider, streamUpstream } },
+        healthKey: 'x/m|azure',
+        byok: null,
+      };
+      const result = await attemptCompletion(
+        depsWith(adapter),
+        planned,
+        { messages: [] },
+        new AbortController().signal,
+      );
       expect(result.ok).toBe(false);
       expect('local' in result && result.local).toBeInstanceOf(TollgateError);
       expect('local' in result && result.local.code).toBe('request.invalid_body');

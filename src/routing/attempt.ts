@@ -4,7 +4,14 @@
  * first content event — the commit point after which no failover is possible.
  */
 import { TollgateError } from '../core/errors.js';
-import type { EndpointTarget, NormalizedCompletion, ProviderAdapter, StreamEvent, UpstreamFailure, UpstreamRequest } from '../providers/types.js';
+import type {
+  EndpointTarget,
+  NormalizedCompletion,
+  ProviderAdapter,
+  StreamEvent,
+  UpstreamFailure,
+  UpstreamRequest,
+} from '../providers/types.js';
 import { byokHeaders } from './byok-headers.js';
 import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
@@ -41,7 +48,10 @@ class AttemptScope {
   private readonly unlink: () => void;
 
   constructor(callerSignal: AbortSignal) {
-    const onAbort = () => this.controller.abort(callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'));
+    const onAbort = () =>
+      this.controller.abort(
+        callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'),
+      );
     if (callerSignal.aborted) onAbort();
     callerSignal.addEventListener('abort', onAbort, { once: true });
     this.unlink = () => callerSignal.removeEventListener('abort', onAbort);
@@ -74,7 +84,8 @@ class AttemptScope {
 }
 
 function failed(scope: AttemptScope, error: unknown): AttemptFailure | LocalFailure {
-  if (isTransportError(error, scope.controller.signal)) return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
+  if (isTransportError(error, scope.controller.signal))
+    return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
   scope.controller.abort(new AttemptAbort('shutdown')); // nothing more is read from this upstream request
   return internalFailure(error);
 }
@@ -84,12 +95,22 @@ function internalFailure(error: unknown): LocalFailure {
 }
 
 /** Builds (and serialises) the upstream request outside the network part: a failure here is the request's, not the provider's. */
-function buildUpstream(adapter: ProviderAdapter, planned: PlannedAttempt, body: Record<string, unknown>, stream: boolean): UpstreamRequest | LocalFailure {
+function buildUpstream(
+  adapter: ProviderAdapter,
+  planned: PlannedAttempt,
+  body: Record<string, unknown>,
+  stream: boolean,
+): UpstreamRequest | LocalFailure {
   try {
     const request = adapter.buildRequest(target(planned), body, stream);
     return planned.byok ? { ...request, headers: byokHeaders(request.headers, adapter.kind) } : request;
   } catch (error) {
-    return { ok: false, local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', { cause: error }) };
+    return {
+      ok: false,
+      local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', {
+        cause: error,
+      }),
+    };
   }
 }
 
@@ -100,12 +121,21 @@ function buildUpstream(adapter: ProviderAdapter, planned: PlannedAttempt, body: 
  * elsewhere — the caller has received nothing yet. Providers that cannot stream set
  * `stream_upstream: false` and get one plain request bounded by `response_ms`.
  */
-export async function attemptCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
-  if (planned.endpoint.provider.streamUpstream) return collectStream(await attemptStream(deps, planned, body, signal), signal);
+export async function attemptCompletion(
+  deps: ExecuteDeps,
+  planned: PlannedAttempt,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<AttemptResult<NormalizedCompletion>> {
+  if (planned.endpoint.provider.streamUpstream)
+    return collectStream(await attemptStream(deps, planned, body, signal), signal);
   return attemptPlainCompletion(deps, planned, body, signal);
 }
 
-async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
+async function collectStream(
+  opened: AttemptResult<OpenedStream>,
+  signal: AbortSignal,
+): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const aggregate = new CompletionAggregator();
   let malformed = 0;
@@ -127,23 +157,37 @@ async function collectStream(opened: AttemptResult<OpenedStream>, signal: AbortS
       }
     }
   } catch (error) {
-    if (!signal.aborted) failure = isTransportError(error, new AbortController().signal) ? { ok: false, failure: failureFromThrown(error, new AbortController().signal), cancelled: false } : internalFailure(error);
+    if (!signal.aborted)
+      failure = isTransportError(error, new AbortController().signal)
+        ? { ok: false, failure: failureFromThrown(error, new AbortController().signal), cancelled: false }
+        : internalFailure(error);
   }
   if (signal.aborted && !ended && !aggregate.finished) {
     // The caller left, or shutdown's grace ended, mid-answer: the upstream did produce what was folded
     // so far, and it is charged as a cut stream is (its usage if it came, else an estimate of the text).
-    failure = { ok: false, failure: failureFromThrown(signal.reason, signal), cancelled: true, partial: { completion: aggregate.result(), status: opened.status } };
+    failure = {
+      ok: false,
+      failure: failureFromThrown(signal.reason, signal),
+      cancelled: true,
+      partial: { completion: aggregate.result(), status: opened.status },
+    };
   }
   if (failure) {
     opened.value.abort('shutdown');
     return failure;
   }
   // Without [DONE] the answer is complete only if every choice finished.
-  if (!ended && !aggregate.finished) return { ok: false, failure: invalidResponse('stream ended before the answer finished'), cancelled: false };
+  if (!ended && !aggregate.finished)
+    return { ok: false, failure: invalidResponse('stream ended before the answer finished'), cancelled: false };
   return { ok: true, value: aggregate.result(), status: opened.status };
 }
 
-async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<NormalizedCompletion>> {
+async function attemptPlainCompletion(
+  deps: ExecuteDeps,
+  planned: PlannedAttempt,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider, timeouts } = planned.endpoint;
   const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, false);
@@ -154,7 +198,8 @@ async function attemptPlainCompletion(deps: ExecuteDeps, planned: PlannedAttempt
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
     const text = await readBounded(response.body, 32 * 1024 * 1024);
     scope.disarm();
-    if (response.status < 200 || response.status >= 300) return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
+    if (response.status < 200 || response.status >= 300)
+      return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
     const completion = parseCompletion(adapter, text);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
     return { ok: true, value: completion, status: response.status };
@@ -172,7 +217,12 @@ export interface OpenedStream {
   abort(reason: AbortReason): void;
 }
 
-export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, body: Record<string, unknown>, signal: AbortSignal): Promise<AttemptResult<OpenedStream>> {
+export async function attemptStream(
+  deps: ExecuteDeps,
+  planned: PlannedAttempt,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<AttemptResult<OpenedStream>> {
   const { provider, timeouts } = planned.endpoint;
   const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
   const request = buildUpstream(adapter, planned, body, true);
@@ -195,12 +245,18 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
       const [first, ...rest] = completionToEvents(completion);
       committed = true;
       scope.close();
-      return { ok: true, status: response.status, value: { held: [first!], events: fromArray(rest), firstContentAt: deps.now(), abort: () => undefined } };
+      return {
+        ok: true,
+        status: response.status,
+        value: { held: [first!], events: fromArray(rest), firstContentAt: deps.now(), abort: () => undefined },
+      };
     }
     // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
-    let firstTokenDeadline: number | null = deps.now() + firstTokenLimitMs(planned, deps.health, deps.policy.adaptiveFirstToken ?? null, deps.now());
+    let firstTokenDeadline: number | null =
+      deps.now() + firstTokenLimitMs(planned, deps.health, deps.policy.adaptiveFirstToken ?? null, deps.now());
     const armIdle = () => {
-      if (firstTokenDeadline !== null) return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
+      if (firstTokenDeadline !== null)
+        return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
       return scope.arm(timeouts.idle_ms, 'idle_timeout');
     };
     const events = readUpstreamEvents({ body: response.body, adapter, armIdle });
@@ -208,14 +264,16 @@ export async function attemptStream(deps: ExecuteDeps, planned: PlannedAttempt, 
     let malformed = 0;
     for (;;) {
       const next = await events.next();
-      if (next.done) return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
+      if (next.done)
+        return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
       const event = next.value;
       if (event.kind === 'error') return { ok: false, failure: event.failure, cancelled: false };
       if (event.kind === 'malformed') {
         if (++malformed > 3) return { ok: false, failure: invalidResponse(event.reason), cancelled: false };
         continue;
       }
-      if (event.kind === 'done') return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
+      if (event.kind === 'done')
+        return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
       if (event.kind === 'ignore') continue;
       held.push(event);
       if (carriesContent(event)) break;
@@ -248,7 +306,10 @@ function scrubberFor(deps: ExecuteDeps, planned: PlannedAttempt): SecretScrubber
   return (deps.secrets ?? new SecretScrubber()).with([planned.endpoint.provider.apiKey, planned.byok?.apiKey]);
 }
 
-function parseCompletion(adapter: ProviderAdapter, text: string): NormalizedCompletion | { kind: 'malformed'; reason: string } {
+function parseCompletion(
+  adapter: ProviderAdapter,
+  text: string,
+): NormalizedCompletion | { kind: 'malformed'; reason: string } {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -267,7 +328,10 @@ async function* fromArray<T>(items: readonly T[]): AsyncGenerator<T, void, undef
   yield* items;
 }
 
-async function* closeWith<T>(source: AsyncGenerator<T, void, undefined>, onClose: () => void): AsyncGenerator<T, void, undefined> {
+async function* closeWith<T>(
+  source: AsyncGenerator<T, void, undefined>,
+  onClose: () => void,
+): AsyncGenerator<T, void, undefined> {
   try {
     yield* source;
   } finally {
@@ -276,7 +340,14 @@ async function* closeWith<T>(source: AsyncGenerator<T, void, undefined>, onClose
 }
 
 function invalidResponse(reason: string): UpstreamFailure {
-  return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${reason}`, providerCode: null, retryAfterMs: null, raw: null };
+  return {
+    type: 'invalid_response',
+    status: null,
+    message: `Invalid response from provider: ${reason}`,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
 }
 
 function target(planned: PlannedAttempt): EndpointTarget {
@@ -290,4 +361,3 @@ function target(planned: PlannedAttempt): EndpointTarget {
     extraHeaders: planned.byok ? {} : { ...provider.headers },
   };
 }
-

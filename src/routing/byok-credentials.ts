@@ -42,7 +42,9 @@ export class ByokCredentials {
   /** The credentials this key may use, best first (sort_order, then age). */
   async forKey(accountId: string, keyHash: string): Promise<ByokCredential[]> {
     if (!this.box) return [];
-    const all = await this.cache.get(accountId, async () => (await this.store.byok.list(accountId)).flatMap((r) => this.open(r)));
+    const all = await this.cache.get(accountId, async () =>
+      (await this.store.byok.list(accountId)).flatMap((r) => this.open(r)),
+    );
     return all.filter((c) => !c.allowedKeyHashes || c.allowedKeyHashes.has(keyHash));
   }
 
@@ -63,7 +65,10 @@ export class ByokCredentials {
       ];
     } catch (error) {
       // A key that no configured master key opens is unusable, not fatal: shared capacity still serves.
-      this.log.error({ byok_id: record.id, account: record.accountId, reason: (error as Error).message }, 'cannot decrypt a BYOK key; skipping it');
+      this.log.error(
+        { byok_id: record.id, account: record.accountId, reason: (error as Error).message },
+        'cannot decrypt a BYOK key; skipping it',
+      );
       return [];
     }
   }

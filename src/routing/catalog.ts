@@ -20,7 +20,12 @@ export interface CatalogProvider {
   byok?: boolean;
 }
 
-export type AttemptTimeouts = Readonly<{ connect_ms: number; first_token_ms: number; idle_ms: number; response_ms: number }>;
+export type AttemptTimeouts = Readonly<{
+  connect_ms: number;
+  first_token_ms: number;
+  idle_ms: number;
+  response_ms: number;
+}>;
 
 export interface CatalogEndpoint {
   provider: CatalogProvider;
@@ -46,7 +51,9 @@ export interface CapacityLimits {
 }
 
 function capacityOf(limits: { rpm?: number | undefined; tpm?: number | undefined } | undefined): CapacityLimits | null {
-  return limits && (limits.rpm !== undefined || limits.tpm !== undefined) ? { rpm: limits.rpm ?? null, tpm: limits.tpm ?? null } : null;
+  return limits && (limits.rpm !== undefined || limits.tpm !== undefined)
+    ? { rpm: limits.rpm ?? null, tpm: limits.tpm ?? null }
+    : null;
 }
 
 export interface CatalogModel {
@@ -133,9 +140,13 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
   };
 }
 
-export function buildCatalog(config: Pick<Config, 'providers' | 'models'>, options: { demoBaseUrl?: string | null; now?: number } = {}): Catalog {
+export function buildCatalog(
+  config: Pick<Config, 'providers' | 'models'>,
+  options: { demoBaseUrl?: string | null; now?: number } = {},
+): Catalog {
   const providers = new Map<string, CatalogProvider>();
-  for (const provider of config.providers) providers.set(provider.id, toProvider(provider, options.demoBaseUrl ?? null));
+  for (const provider of config.providers)
+    providers.set(provider.id, toProvider(provider, options.demoBaseUrl ?? null));
   const models = new Map<string, CatalogModel>();
   for (const model of config.models) models.set(model.id, toModel(model, providers, options.now ?? Date.now()));
   return { models, providers };
@@ -145,5 +156,8 @@ export function buildCatalog(config: Pick<Config, 'providers' | 'models'>, optio
 export function primaryEndpoint(model: CatalogModel): CatalogEndpoint {
   const [first] = model.endpoints;
   if (!first) throw new Error(`model ${model.id} has no endpoints`);
-  return model.endpoints.reduce((best, e) => (e.prices.prompt + e.prices.completion < best.prices.prompt + best.prices.completion ? e : best), first);
+  return model.endpoints.reduce(
+    (best, e) => (e.prices.prompt + e.prices.completion < best.prices.prompt + best.prices.completion ? e : best),
+    first,
+  );
 }

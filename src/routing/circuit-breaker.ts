@@ -14,7 +14,12 @@ export interface BreakerConfig {
   probeTimeoutMs: number;
 }
 
-export const DEFAULT_BREAKER: BreakerConfig = { failureThreshold: 3, openMs: 5_000, maxOpenMs: 15_000, probeTimeoutMs: 30_000 };
+export const DEFAULT_BREAKER: BreakerConfig = {
+  failureThreshold: 3,
+  openMs: 5_000,
+  maxOpenMs: 15_000,
+  probeTimeoutMs: 30_000,
+};
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 

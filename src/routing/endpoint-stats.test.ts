@@ -5,7 +5,13 @@ const MIN = 60_000;
 
 describe('endpoint stats', () => {
   it('reports null without data', () => {
-    expect(new EndpointStats().snapshot(0)).toEqual({ uptime5m: null, uptime30m: null, uptime1d: null, latency30m: null, throughput30m: null });
+    expect(new EndpointStats().snapshot(0)).toEqual({
+      uptime5m: null,
+      uptime30m: null,
+      uptime1d: null,
+      latency30m: null,
+      throughput30m: null,
+    });
   });
 
   it('computes uptime over each window from per-minute buckets', () => {

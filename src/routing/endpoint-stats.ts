@@ -41,7 +41,12 @@ function percentile(sorted: readonly number[], p: number): number {
 function percentiles(values: number[]): Percentiles | null {
   if (values.length === 0) return null;
   const sorted = values.sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p75: percentile(sorted, 75), p90: percentile(sorted, 90), p99: percentile(sorted, 99) };
+  return {
+    p50: percentile(sorted, 50),
+    p75: percentile(sorted, 75),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+  };
 }
 
 /** How long a computed time-to-first-token p99 is reused before the samples are sorted again. */
@@ -73,7 +78,8 @@ export class EndpointStats {
     const bucket = this.bucket(now);
     bucket.seen++;
     // Reservoir sampling keeps a uniform sample of the minute in fixed space.
-    const slot = bucket.latencies.length < SAMPLES_PER_BUCKET ? bucket.latencies.length : Math.floor(Math.random() * bucket.seen);
+    const slot =
+      bucket.latencies.length < SAMPLES_PER_BUCKET ? bucket.latencies.length : Math.floor(Math.random() * bucket.seen);
     if (slot < SAMPLES_PER_BUCKET) {
       if (latencyMs !== null) bucket.latencies[slot] = latencyMs;
       if (tokensPerSecond !== null) bucket.throughputs[slot] = tokensPerSecond;
@@ -116,7 +122,8 @@ export class EndpointStats {
    * without samples. Asked on every attempt, so it is recomputed at most every few seconds.
    */
   firstTokenLatency(now: number): { p99: number; samples: number } | null {
-    if (this.firstToken && now - this.firstToken.at < FIRST_TOKEN_CACHE_MS && now >= this.firstToken.at) return this.firstToken.value;
+    if (this.firstToken && now - this.firstToken.at < FIRST_TOKEN_CACHE_MS && now >= this.firstToken.at)
+      return this.firstToken.value;
     const samples = this.recent(now, 30).flatMap((b) => b.latencies.filter((v) => v !== undefined));
     const value = samples.length === 0 ? null : { p99: percentiles(samples)!.p99, samples: samples.length };
     this.firstToken = { at: now, value };

@@ -16,7 +16,14 @@
 import type { TollgateError } from '../core/errors.js';
 import type { NormalizedCompletion, StreamEvent } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
-import { circuitOpenError, exhaustedError, movesOn, rejectionError, shuttingDownError, type AttemptRecord } from './failure.js';
+import {
+  circuitOpenError,
+  exhaustedError,
+  movesOn,
+  rejectionError,
+  shuttingDownError,
+  type AttemptRecord,
+} from './failure.js';
 import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
 import type { ExecuteDeps, RetryPolicy } from './execute-deps.js';
@@ -138,15 +145,25 @@ type Choice = { pick: Entry } | { waitUntil: number } | { blocked: PlannedAttemp
  * entries are only waiting for a backoff or a Retry-After that fits the budget is waited for rather
  * than passed over; a model whose remaining entries are all behind an open breaker is passed over.
  */
-function choose(open: readonly Entry[], health: HealthRegistry, now: number, deadline: number, attemptsLeft: number): Choice {
+function choose(
+  open: readonly Entry[],
+  health: HealthRegistry,
+  now: number,
+  deadline: number,
+  attemptsLeft: number,
+): Choice {
   let blocked: PlannedAttempt | null = null;
   const models = [...new Set(open.map((e) => e.planned.model.id))];
   for (const [index, model] of models.entries()) {
     // A retry never takes the last attempts a fallback model needs for its first try.
-    const untriedLater = models.slice(index + 1).filter((m) => open.every((e) => e.planned.model.id !== m || e.tries === 0)).length;
+    const untriedLater = models
+      .slice(index + 1)
+      .filter((m) => open.every((e) => e.planned.model.id !== m || e.tries === 0)).length;
     const retries = attemptsLeft - 1 >= untriedLater;
     const lastResort = index === models.length - 1 && open.every((e) => e.planned.model.id !== model || e.tries > 0);
-    const group = open.filter((e) => e.planned.model.id === model && (e.tries === 0 || (retries && (!e.timedOut || lastResort))));
+    const group = open.filter(
+      (e) => e.planned.model.id === model && (e.tries === 0 || (retries && (!e.timedOut || lastResort))),
+    );
     for (const entry of [...group].sort((a, b) => a.tries - b.tries)) {
       if (entry.notBefore > now) continue;
       if (health.tryAcquire(entry.planned.healthKey, now)) return { pick: entry };
@@ -174,13 +191,22 @@ async function loop<T>(
   const startedAt = deps.now();
   const deadline = startedAt + policy.budgetMs;
   const attempts: AttemptRecord[] = [];
-  const entries: Entry[] = input.plan.map((planned) => ({ planned, tries: 0, sentAt: [], notBefore: 0, exhausted: false, timedOut: false }));
+  const entries: Entry[] = input.plan.map((planned) => ({
+    planned,
+    tries: 0,
+    sentAt: [],
+    notBefore: 0,
+    exhausted: false,
+    timedOut: false,
+  }));
   const skippedModels = new Set<string>();
   let breakerBlocked: PlannedAttempt | null = null;
   let capacityRefusal: CapacityRefusal | null = null;
 
   while (attempts.length < policy.maxAttempts && !input.signal.aborted) {
-    const open = entries.filter((e) => !e.exhausted && e.tries < policy.triesPerEndpoint && !skippedModels.has(e.planned.model.id));
+    const open = entries.filter(
+      (e) => !e.exhausted && e.tries < policy.triesPerEndpoint && !skippedModels.has(e.planned.model.id),
+    );
     if (open.length === 0) break;
     const now = deps.now();
     if (attempts.length > 0 && now > deadline) break; // the budget bounds new attempts, not only waits
@@ -200,7 +226,8 @@ async function loop<T>(
       if (refusal) {
         health.release(pick.planned.healthKey);
         if (!capacityRefusal || refusal.retryAt < capacityRefusal.retryAt) capacityRefusal = refusal;
-        if (refusal.retryAt - now <= policy.maxRetryWaitMs && refusal.retryAt <= deadline) pick.notBefore = refusal.retryAt;
+        if (refusal.retryAt - now <= policy.maxRetryWaitMs && refusal.retryAt <= deadline)
+          pick.notBefore = refusal.retryAt;
         else pick.exhausted = true;
         continue;
       }
@@ -236,7 +263,12 @@ async function loop<T>(
       health.release(key);
       const error = abortReasonOf(input.signal) === 'shutdown' ? shuttingDownError() : exhaustedError(attempts);
       if (!result.partial) return { ok: false, error, attempts };
-      return { ok: false, error, attempts, partial: { served: pick.planned, completion: result.partial.completion, startedAt, attemptStartedAt: began } };
+      return {
+        ok: false,
+        error,
+        attempts,
+        partial: { served: pick.planned, completion: result.partial.completion, startedAt, attemptStartedAt: began },
+      };
     }
     const failure = result.failure;
     health.recordFailure(key, ended, failure.type, failure.retryAfterMs);
@@ -244,13 +276,16 @@ async function loop<T>(
     if (failure.type === 'context_length_exceeded') {
       // Every provider of this model has the same window; a fallback model may not.
       skippedModels.add(pick.planned.model.id);
-      if (!entries.some((e) => !skippedModels.has(e.planned.model.id))) return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
+      if (!entries.some((e) => !skippedModels.has(e.planned.model.id)))
+        return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
       continue;
     }
-    if (!movesOn(failure)) return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
+    if (!movesOn(failure))
+      return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
     if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
       // Honour the hint: come back only after it, and only if waiting that long is acceptable.
-      if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline) pick.exhausted = true;
+      if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline)
+        pick.exhausted = true;
       else pick.notBefore = retryAt(pick, failure.retryAfterMs, ended);
     } else {
       pick.notBefore = retryAt(pick, backoff(policy, pick.tries, random), ended);
@@ -259,7 +294,11 @@ async function loop<T>(
   if (abortReasonOf(input.signal) === 'shutdown') return { ok: false, error: shuttingDownError(), attempts };
   if (attempts.length === 0 && capacityRefusal) return { ok: false, error: capacityRefusal.error, attempts };
   if (attempts.length === 0 && breakerBlocked) {
-    return { ok: false, error: circuitOpenError(breakerBlocked, health.retryInMs(breakerBlocked.healthKey, deps.now())), attempts };
+    return {
+      ok: false,
+      error: circuitOpenError(breakerBlocked, health.retryInMs(breakerBlocked.healthKey, deps.now())),
+      attempts,
+    };
   }
   return { ok: false, error: exhaustedError(attempts), attempts };
 }
@@ -267,23 +306,45 @@ async function loop<T>(
 /** The deps of one request: its BYOK keys join the secrets scrubbed from every upstream text. */
 function scoped(deps: ExecuteDeps, input: ExecuteInput): ExecuteDeps {
   const own = input.plan.map((p) => p.byok?.apiKey);
-  return own.some((k) => k !== undefined) ? { ...deps, secrets: (deps.secrets ?? new SecretScrubber()).with(own) } : deps;
+  return own.some((k) => k !== undefined)
+    ? { ...deps, secrets: (deps.secrets ?? new SecretScrubber()).with(own) }
+    : deps;
 }
 
 function bodyOf(input: ExecuteInput, planned: PlannedAttempt): Record<string, unknown> {
   return input.bodyFor ? input.bodyFor(planned) : input.body;
 }
 
-export async function executeCompletion(unscoped: ExecuteDeps, input: ExecuteInput): Promise<Outcome<CompletionOutcome>> {
+export async function executeCompletion(
+  unscoped: ExecuteDeps,
+  input: ExecuteInput,
+): Promise<Outcome<CompletionOutcome>> {
   const deps = scoped(unscoped, input);
-  const outcome = await loop(deps, input, (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal), true);
+  const outcome = await loop(
+    deps,
+    input,
+    (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal),
+    true,
+  );
   if (!outcome.ok) return outcome;
-  return { ok: true, served: outcome.served, completion: outcome.value, startedAt: outcome.startedAt, attemptStartedAt: outcome.attemptStartedAt, attempts: outcome.attempts };
+  return {
+    ok: true,
+    served: outcome.served,
+    completion: outcome.value,
+    startedAt: outcome.startedAt,
+    attemptStartedAt: outcome.attemptStartedAt,
+    attempts: outcome.attempts,
+  };
 }
 
 export async function executeStream(unscoped: ExecuteDeps, input: ExecuteInput): Promise<Outcome<StreamOutcome>> {
   const deps = scoped(unscoped, input);
-  const outcome = await loop(deps, input, (planned) => attemptStream(deps, planned, bodyOf(input, planned), input.signal), false);
+  const outcome = await loop(
+    deps,
+    input,
+    (planned) => attemptStream(deps, planned, bodyOf(input, planned), input.signal),
+    false,
+  );
   if (!outcome.ok) return outcome;
   const { held, events, firstContentAt, abort } = outcome.value;
   return {

@@ -10,7 +10,17 @@ describe('isTransportError', () => {
   it('accepts undici, socket, DNS and TLS errors and our own aborts', () => {
     expect(isTransportError(new errors.SocketError('other side closed'), idle())).toBe(true);
     expect(isTransportError(new errors.RequestAbortedError(), idle())).toBe(true);
-    for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID']) {
+    for (const code of [
+      'ECONNRESET',
+      'ECONNREFUSED',
+      'EPIPE',
+      'ETIMEDOUT',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'EHOSTUNREACH',
+      'CERT_HAS_EXPIRED',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+    ]) {
       expect(isTransportError(withCode(code), idle())).toBe(true);
     }
     expect(isTransportError(new AttemptAbort('idle_timeout'), idle())).toBe(true);

@@ -22,11 +22,25 @@ export function failureFromThrown(error: unknown, signal: AbortSignal): Upstream
   // A body read aborted by our own timer rejects with the AttemptAbort itself (undici passes the signal's reason).
   const reason = abortReasonOf(signal) ?? (error instanceof AttemptAbort ? error.reason : null);
   if (reason === 'connect_timeout' || reason === 'first_token_timeout' || reason === 'idle_timeout') {
-    return { type: 'timeout', status: null, message: `Provider timed out (${reason.replace('_', ' ')})`, providerCode: null, retryAfterMs: null, raw: null };
+    return {
+      type: 'timeout',
+      status: null,
+      message: `Provider timed out (${reason.replace('_', ' ')})`,
+      providerCode: null,
+      retryAfterMs: null,
+      raw: null,
+    };
   }
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return { type: 'timeout', status: null, message: 'Provider timed out', providerCode: null, retryAfterMs: null, raw: null };
+    return {
+      type: 'timeout',
+      status: null,
+      message: 'Provider timed out',
+      providerCode: null,
+      retryAfterMs: null,
+      raw: null,
+    };
   }
   return {
     type: 'connection',
@@ -68,7 +82,15 @@ export function isTransportError(error: unknown, signal: AbortSignal): boolean {
   for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 3; depth++) {
     const { code, name } = current as { code?: unknown; name?: unknown };
     if (name === 'AbortError') return true;
-    if (typeof code === 'string' && (code.startsWith('UND_ERR') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || code.includes('CERT') || SOCKET_CODES.has(code))) return true;
+    if (
+      typeof code === 'string' &&
+      (code.startsWith('UND_ERR') ||
+        code.startsWith('ERR_TLS') ||
+        code.startsWith('ERR_SSL') ||
+        code.includes('CERT') ||
+        SOCKET_CODES.has(code))
+    )
+      return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;
@@ -117,7 +139,12 @@ export function errorTypeOf(failure: UpstreamFailure): ErrorType {
 export function rejectionError(failure: UpstreamFailure, providerName: string): TollgateError {
   return new TollgateError('upstream.request_rejected', failure.message, {
     status: failure.status ?? 400,
-    metadata: { provider_name: providerName, raw: failure.raw, error_type: errorTypeOf(failure), provider_code: failure.providerCode },
+    metadata: {
+      provider_name: providerName,
+      raw: failure.raw,
+      error_type: errorTypeOf(failure),
+      provider_code: failure.providerCode,
+    },
   });
 }
 
@@ -129,11 +156,21 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   if (failures.length > 0 && failures.every((f) => f.type === 'rate_limited')) {
     const hints = failures.map((f) => f.retryAfterMs);
     const headers: Record<string, string> = {};
-    if (hints.every((h): h is number => h !== null)) headers['retry-after'] = String(Math.max(1, Math.ceil(Math.min(...hints) / 1000)));
-    return new TollgateError('upstream.rate_limited', `${last?.model ?? 'The model'} is temporarily rate-limited upstream. Please retry shortly.`, {
-      headers,
-      metadata: { error_type: 'rate_limit_exceeded', provider_name: last?.providerName ?? null, provider_code: lastFailure?.providerCode ?? null, raw: lastFailure?.raw ?? null },
-    });
+    if (hints.every((h): h is number => h !== null))
+      headers['retry-after'] = String(Math.max(1, Math.ceil(Math.min(...hints) / 1000)));
+    return new TollgateError(
+      'upstream.rate_limited',
+      `${last?.model ?? 'The model'} is temporarily rate-limited upstream. Please retry shortly.`,
+      {
+        headers,
+        metadata: {
+          error_type: 'rate_limit_exceeded',
+          provider_name: last?.providerName ?? null,
+          provider_code: lastFailure?.providerCode ?? null,
+          raw: lastFailure?.raw ?? null,
+        },
+      },
+    );
   }
   if (failures.length > 0 && failures.every((f) => f.type === 'timeout')) {
     return new TollgateError('upstream.timeout', 'The request timed out: no provider answered in time', {
@@ -145,7 +182,11 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   const ownCredentials = lastFailure?.type === 'auth';
   // A 5xx body is the provider's internals (proxy pages, stack traces): its message is enough.
   const serverSide = lastFailure !== undefined && (lastFailure.type === 'server' || (lastFailure.status ?? 0) >= 500);
-  const message = !lastFailure ? 'No provider could serve the request' : ownCredentials ? 'The provider refused the gateway\'s credentials' : `Provider returned error: ${lastFailure.message}`;
+  const message = !lastFailure
+    ? 'No provider could serve the request'
+    : ownCredentials
+      ? "The provider refused the gateway's credentials"
+      : `Provider returned error: ${lastFailure.message}`;
   return new TollgateError('upstream.unavailable', message, {
     metadata: {
       error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',
@@ -158,14 +199,26 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
 
 /** The request was cut because the process is shutting down (grace period over). */
 export function shuttingDownError(): TollgateError {
-  return new TollgateError('server.shutting_down', 'The gateway is shutting down', { metadata: { error_type: 'server' } });
+  return new TollgateError('server.shutting_down', 'The gateway is shutting down', {
+    metadata: { error_type: 'server' },
+  });
 }
 
 /** Nothing was attempted: every endpoint of the plan is behind an open circuit breaker. */
 export function circuitOpenError(planned: PlannedAttempt, retryInMs: number): TollgateError {
-  const headers: Record<string, string> = retryInMs > 0 ? { 'retry-after': String(Math.max(1, Math.ceil(retryInMs / 1000))) } : {};
-  return new TollgateError('upstream.unavailable', `Every provider of ${planned.model.id} is temporarily unavailable after repeated failures; retry shortly`, {
-    headers,
-    metadata: { error_type: 'provider_unavailable', provider_name: planned.endpoint.provider.name, provider_code: null, raw: null },
-  });
+  const headers: Record<string, string> =
+    retryInMs > 0 ? { 'retry-after': String(Math.max(1, Math.ceil(retryInMs / 1000))) } : {};
+  return new TollgateError(
+    'upstream.unavailable',
+    `Every provider of ${planned.model.id} is temporarily unavailable after repeated failures; retry shortly`,
+    {
+      headers,
+      metadata: {
+        error_type: 'provider_unavailable',
+        provider_name: planned.endpoint.provider.name,
+        provider_code: null,
+        raw: null,
+      },
+    },
+  );
 }

@@ -28,7 +28,8 @@ describe('the adaptive first-token limit', () => {
     const stats = new EndpointStats();
     const now = 10 * 60_000;
     // 20 samples in each of 5 minutes (within the per-minute reservoir): 100 ms … 10 000 ms.
-    for (let m = 0; m < 5; m++) for (let i = 1; i <= 20; i++) stats.recordSuccess(now - (5 - m) * 60_000, (m * 20 + i) * 100, null);
+    for (let m = 0; m < 5; m++)
+      for (let i = 1; i <= 20; i++) stats.recordSuccess(now - (5 - m) * 60_000, (m * 20 + i) * 100, null);
     expect(stats.firstTokenLatency(now)).toEqual({ p99: 9_900, samples: 100 });
     expect(stats.firstTokenLatency(now + 31 * 60_000)).toBeNull();
   });

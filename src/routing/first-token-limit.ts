@@ -14,13 +14,22 @@ export interface AdaptiveFirstToken {
   maxMs: number;
 }
 
-export function adaptiveFirstTokenLimit(configuredMs: number, measured: { p99: number; samples: number } | null, adaptive: AdaptiveFirstToken | null): number {
+export function adaptiveFirstTokenLimit(
+  configuredMs: number,
+  measured: { p99: number; samples: number } | null,
+  adaptive: AdaptiveFirstToken | null,
+): number {
   if (!adaptive || !measured || measured.samples < adaptive.minSamples) return configuredMs;
   const scaled = Math.ceil(measured.p99 * adaptive.multiplier);
   return Math.max(configuredMs, Math.min(scaled, Math.max(adaptive.maxMs, configuredMs)));
 }
 
-export function firstTokenLimitMs(planned: PlannedAttempt, health: HealthRegistry, adaptive: AdaptiveFirstToken | null, now: number): number {
+export function firstTokenLimitMs(
+  planned: PlannedAttempt,
+  health: HealthRegistry,
+  adaptive: AdaptiveFirstToken | null,
+  now: number,
+): number {
   const configured = planned.endpoint.timeouts.first_token_ms;
   if (!adaptive) return configured;
   return adaptiveFirstTokenLimit(configured, health.firstTokenLatency(planned.healthKey, now), adaptive);

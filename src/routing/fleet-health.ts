@@ -97,7 +97,12 @@ export class FleetHealth implements HealthListener {
 
   private sendOutcomes(): void {
     if (this.outcomes.size === 0) return;
-    const events: RemoteHealth[] = [...this.outcomes].map(([key, c]) => ({ type: 'outcomes', key, ok: c.ok, failed: c.failed }));
+    const events: RemoteHealth[] = [...this.outcomes].map(([key, c]) => ({
+      type: 'outcomes',
+      key,
+      ok: c.ok,
+      failed: c.failed,
+    }));
     this.outcomes.clear();
     this.send(events);
   }
@@ -125,7 +130,12 @@ export class FleetHealth implements HealthListener {
 }
 
 function isMessage(value: unknown): value is { from: string; events: unknown[] } {
-  return typeof value === 'object' && value !== null && typeof (value as Message).from === 'string' && Array.isArray((value as Message).events);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Message).from === 'string' &&
+    Array.isArray((value as Message).events)
+  );
 }
 
 const count = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
@@ -135,8 +145,10 @@ function parseEvent(value: unknown, maxPauseMs: number): RemoteHealth | null {
   if (typeof value !== 'object' || value === null) return null;
   const e = value as Record<string, unknown>;
   if (typeof e.key !== 'string') return null;
-  if ((e.type === 'opened' || e.type === 'cooling') && count(e.ms)) return { type: e.type, key: e.key, ms: Math.min(e.ms, maxPauseMs) };
+  if ((e.type === 'opened' || e.type === 'cooling') && count(e.ms))
+    return { type: e.type, key: e.key, ms: Math.min(e.ms, maxPauseMs) };
   if (e.type === 'closed') return { type: 'closed', key: e.key };
-  if (e.type === 'outcomes' && count(e.ok) && count(e.failed)) return { type: 'outcomes', key: e.key, ok: e.ok, failed: e.failed };
+  if (e.type === 'outcomes' && count(e.ok) && count(e.failed))
+    return { type: 'outcomes', key: e.key, ok: e.ok, failed: e.failed };
   return null;
 }

@@ -16,7 +16,9 @@ export interface EndpointHealth {
 
 /** Failures that say the endpoint is unhealthy. The caller's own faults say nothing about it. */
 export function countsAgainstHealth(type: FailureType): boolean {
-  return type === 'connection' || type === 'timeout' || type === 'server' || type === 'invalid_response' || type === 'auth';
+  return (
+    type === 'connection' || type === 'timeout' || type === 'server' || type === 'invalid_response' || type === 'auth'
+  );
 }
 
 /** What this process learns about an endpoint that the rest of the fleet should know (routing/fleet-health.ts). */

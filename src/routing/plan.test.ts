@@ -5,7 +5,16 @@ import { HealthRegistry } from './health.js';
 import { planAttempts } from './plan.js';
 
 const timeouts = { connect_ms: 1, first_token_ms: 1, idle_ms: 1, response_ms: 1 };
-const provider = (id: string) => ({ id, name: id.toUpperCase(), kind: 'openai' as const, base_url: `http://${id}.test/v1`, headers: {}, privacy_policy_url: null, stream_upstream: true, timeouts });
+const provider = (id: string) => ({
+  id,
+  name: id.toUpperCase(),
+  kind: 'openai' as const,
+  base_url: `http://${id}.test/v1`,
+  headers: {},
+  privacy_policy_url: null,
+  stream_upstream: true,
+  timeouts,
+});
 const endpoint = (p: string, prompt: string, completion: string, supported?: string[]) => ({
   provider: p,
   model: `${p}-model`,
@@ -31,7 +40,11 @@ const model = (id: string, endpoints: ReturnType<typeof endpoint>[]) => ({
 const catalog = buildCatalog({
   providers: [provider('a'), provider('b'), provider('c')],
   models: [
-    model('x/m', [endpoint('a', '0.000003', '0.000003'), endpoint('b', '0.000001', '0.000001', ['temperature']), endpoint('c', '0.000002', '0.000002')]),
+    model('x/m', [
+      endpoint('a', '0.000003', '0.000003'),
+      endpoint('b', '0.000001', '0.000001', ['temperature']),
+      endpoint('c', '0.000002', '0.000002'),
+    ]),
     model('x/fallback', [endpoint('c', '0.000001', '0.000001')]),
   ],
 });
@@ -52,7 +65,12 @@ function expectError(fn: () => unknown, code: string, fragment: string): void {
 
 describe('planAttempts', () => {
   it('orders cheapest first by default, then the fallback models', () => {
-    expect(ids(planAttempts(catalog, { model: 'x/m', models: ['x/fallback'] }, anyKey))).toEqual(['x/m@b', 'x/m@c', 'x/m@a', 'x/fallback@c']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', models: ['x/fallback'] }, anyKey))).toEqual([
+      'x/m@b',
+      'x/m@c',
+      'x/m@a',
+      'x/fallback@c',
+    ]);
   });
 
   it('puts unhealthy endpoints last, cooling ones in between', () => {
@@ -63,37 +81,104 @@ describe('planAttempts', () => {
   });
 
   it('honours order, only, ignore and allow_fallbacks', () => {
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { order: ['a'] } }, anyKey))).toEqual(['x/m@a', 'x/m@b', 'x/m@c']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { order: ['c', 'a'], allow_fallbacks: false } }, anyKey))).toEqual(['x/m@c', 'x/m@a']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { only: ['a', 'c'] } }, anyKey))).toEqual(['x/m@c', 'x/m@a']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { ignore: ['b'] } }, anyKey))).toEqual(['x/m@c', 'x/m@a']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { order: ['a'] } }, anyKey))).toEqual([
+      'x/m@a',
+      'x/m@b',
+      'x/m@c',
+    ]);
+    expect(
+      ids(planAttempts(catalog, { model: 'x/m', provider: { order: ['c', 'a'], allow_fallbacks: false } }, anyKey)),
+    ).toEqual(['x/m@c', 'x/m@a']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { only: ['a', 'c'] } }, anyKey))).toEqual([
+      'x/m@c',
+      'x/m@a',
+    ]);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { ignore: ['b'] } }, anyKey))).toEqual([
+      'x/m@c',
+      'x/m@a',
+    ]);
   });
 
   it('filters by max_price (USD per million tokens) and require_parameters', () => {
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { max_price: { prompt: 2 } } }, anyKey))).toEqual(['x/m@b', 'x/m@c']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { max_price: { prompt: '1', completion: 1 } } }, anyKey))).toEqual(['x/m@b']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { require_parameters: true }, requestedParameters: ['tools'] }, anyKey))).toEqual(['x/m@c', 'x/m@a']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { max_price: { prompt: 2 } } }, anyKey))).toEqual([
+      'x/m@b',
+      'x/m@c',
+    ]);
+    expect(
+      ids(planAttempts(catalog, { model: 'x/m', provider: { max_price: { prompt: '1', completion: 1 } } }, anyKey)),
+    ).toEqual(['x/m@b']);
+    expect(
+      ids(
+        planAttempts(
+          catalog,
+          { model: 'x/m', provider: { require_parameters: true }, requestedParameters: ['tools'] },
+          anyKey,
+        ),
+      ),
+    ).toEqual(['x/m@c', 'x/m@a']);
   });
 
   it('sorts by measured latency or throughput when asked', () => {
     const health = new HealthRegistry();
     health.recordSuccess(HealthRegistry.keyOf('x/m', 'a'), 0, 100, 90);
     health.recordSuccess(HealthRegistry.keyOf('x/m', 'c'), 0, 900, 10);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { sort: 'latency' } }, anyKey, health, 1))).toEqual(['x/m@a', 'x/m@c', 'x/m@b']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { sort: { by: 'throughput' } } }, anyKey, health, 1))).toEqual(['x/m@a', 'x/m@c', 'x/m@b']);
-    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { sort: 'price' } }, anyKey, health, 1))).toEqual(['x/m@b', 'x/m@c', 'x/m@a']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { sort: 'latency' } }, anyKey, health, 1))).toEqual([
+      'x/m@a',
+      'x/m@c',
+      'x/m@b',
+    ]);
+    expect(
+      ids(planAttempts(catalog, { model: 'x/m', provider: { sort: { by: 'throughput' } } }, anyKey, health, 1)),
+    ).toEqual(['x/m@a', 'x/m@c', 'x/m@b']);
+    expect(ids(planAttempts(catalog, { model: 'x/m', provider: { sort: 'price' } }, anyKey, health, 1))).toEqual([
+      'x/m@b',
+      'x/m@c',
+      'x/m@a',
+    ]);
   });
 
   it('applies key guardrails', () => {
-    expect(ids(planAttempts(catalog, { model: 'x/m', models: ['x/fallback'] }, { allowedModels: ['x/fallback'], allowedProviders: null }))).toEqual(['x/fallback@c']);
-    expectError(() => planAttempts(catalog, { model: 'x/m' }, { allowedModels: ['x/fallback'], allowedProviders: null }), 'guardrail.forbidden', 'x/m');
-    expectError(() => planAttempts(catalog, { model: 'x/fallback' }, { allowedModels: null, allowedProviders: ['a'] }), 'guardrail.forbidden', 'provider');
+    expect(
+      ids(
+        planAttempts(
+          catalog,
+          { model: 'x/m', models: ['x/fallback'] },
+          { allowedModels: ['x/fallback'], allowedProviders: null },
+        ),
+      ),
+    ).toEqual(['x/fallback@c']);
+    expectError(
+      () => planAttempts(catalog, { model: 'x/m' }, { allowedModels: ['x/fallback'], allowedProviders: null }),
+      'guardrail.forbidden',
+      'x/m',
+    );
+    expectError(
+      () => planAttempts(catalog, { model: 'x/fallback' }, { allowedModels: null, allowedProviders: ['a'] }),
+      'guardrail.forbidden',
+      'provider',
+    );
   });
 
   it('names why nothing is eligible (503) and rejects unknown models (400)', () => {
-    expectError(() => planAttempts(catalog, { model: 'x/m', provider: { only: ['zzz'] } }, anyKey), 'routing.no_endpoint', 'provider.only excludes a');
-    expectError(() => planAttempts(catalog, { model: 'x/m', provider: { max_price: { completion: 0.1 } } }, anyKey), 'routing.no_endpoint', 'max_price.completion');
-    expectError(() => planAttempts(catalog, { model: 'x/nope' }, anyKey), 'catalog.unknown_model', 'x/nope is not a valid model ID');
-    expectError(() => planAttempts(catalog, { model: 'x/m', models: ['x/nope'] }, anyKey), 'catalog.unknown_model', 'x/nope');
+    expectError(
+      () => planAttempts(catalog, { model: 'x/m', provider: { only: ['zzz'] } }, anyKey),
+      'routing.no_endpoint',
+      'provider.only excludes a',
+    );
+    expectError(
+      () => planAttempts(catalog, { model: 'x/m', provider: { max_price: { completion: 0.1 } } }, anyKey),
+      'routing.no_endpoint',
+      'max_price.completion',
+    );
+    expectError(
+      () => planAttempts(catalog, { model: 'x/nope' }, anyKey),
+      'catalog.unknown_model',
+      'x/nope is not a valid model ID',
+    );
+    expectError(
+      () => planAttempts(catalog, { model: 'x/m', models: ['x/nope'] }, anyKey),
+      'catalog.unknown_model',
+      'x/nope',
+    );
   });
 });

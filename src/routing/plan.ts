@@ -73,26 +73,36 @@ class Exclusions {
   }
 }
 
-function eligible(model: CatalogModel, input: PlanInput, key: Pick<KeyRecord, 'allowedProviders'>, why: Exclusions): CatalogEndpoint[] {
+function eligible(
+  model: CatalogModel,
+  input: PlanInput,
+  key: Pick<KeyRecord, 'allowedProviders'>,
+  why: Exclusions,
+): CatalogEndpoint[] {
   const prefs = input.provider ?? {};
   const only = prefs.only ? new Set(prefs.only) : null;
   const ignore = new Set(prefs.ignore ?? []);
   const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
   const maxPrompt = prefs.max_price?.prompt !== undefined ? perMillionToPricePerToken(prefs.max_price.prompt) : null;
-  const maxCompletion = prefs.max_price?.completion !== undefined ? perMillionToPricePerToken(prefs.max_price.completion) : null;
+  const maxCompletion =
+    prefs.max_price?.completion !== undefined ? perMillionToPricePerToken(prefs.max_price.completion) : null;
   const required = prefs.require_parameters ? (input.requestedParameters ?? []) : [];
   const order = prefs.order ?? [];
 
   return model.endpoints.filter((e) => {
     const id = e.provider.id;
-    if (only && !only.has(id)) return why.add(`provider.only excludes ${id}`), false;
-    if (ignore.has(id)) return why.add(`provider.ignore excludes ${id}`), false;
-    if (prefs.allow_fallbacks === false && order.length > 0 && !order.includes(id)) return why.add(`allow_fallbacks=false and ${id} is not in provider.order`), false;
-    if (allowedProviders && !allowedProviders.has(id)) return why.add(`this key may not use provider ${id}`), false;
-    if (maxPrompt !== null && e.prices.prompt > maxPrompt) return why.add(`${id} costs more than max_price.prompt`), false;
-    if (maxCompletion !== null && e.prices.completion > maxCompletion) return why.add(`${id} costs more than max_price.completion`), false;
+    if (only && !only.has(id)) return (why.add(`provider.only excludes ${id}`), false);
+    if (ignore.has(id)) return (why.add(`provider.ignore excludes ${id}`), false);
+    if (prefs.allow_fallbacks === false && order.length > 0 && !order.includes(id))
+      return (why.add(`allow_fallbacks=false and ${id} is not in provider.order`), false);
+    if (allowedProviders && !allowedProviders.has(id)) return (why.add(`this key may not use provider ${id}`), false);
+    if (maxPrompt !== null && e.prices.prompt > maxPrompt)
+      return (why.add(`${id} costs more than max_price.prompt`), false);
+    if (maxCompletion !== null && e.prices.completion > maxCompletion)
+      return (why.add(`${id} costs more than max_price.completion`), false);
     const missing = required.filter((p) => !e.supportedParameters.includes(p));
-    if (missing.length > 0) return why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false;
+    if (missing.length > 0)
+      return (why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false);
     return true;
   });
 }
@@ -101,7 +111,13 @@ function compare(a: bigint | number, b: bigint | number): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function order(model: CatalogModel, endpoints: CatalogEndpoint[], prefs: ProviderPreferences, health: HealthView, now: number): CatalogEndpoint[] {
+function order(
+  model: CatalogModel,
+  endpoints: CatalogEndpoint[],
+  prefs: ProviderPreferences,
+  health: HealthView,
+  now: number,
+): CatalogEndpoint[] {
   const key = (e: CatalogEndpoint) => HealthRegistry.keyOf(model.id, e.provider.id);
   const sort = sortKey(prefs.sort);
   const measured = (e: CatalogEndpoint, by: 'latency' | 'throughput') => {
@@ -131,20 +147,42 @@ function order(model: CatalogModel, endpoints: CatalogEndpoint[], prefs: Provide
     const i = explicit.indexOf(e.provider.id);
     return i === -1 ? explicit.length : i;
   };
-  return sorted.map((e, i) => ({ e, i })).sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i).map(({ e }) => e);
+  return sorted
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i)
+    .map(({ e }) => e);
 }
 
 /** One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then fallback own keys. */
 function withByok(model: CatalogModel, endpoint: CatalogEndpoint, byok: readonly ByokCredential[]): PlannedAttempt[] {
-  const shared: PlannedAttempt = { model, endpoint, healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id), byok: null };
+  const shared: PlannedAttempt = {
+    model,
+    endpoint,
+    healthKey: HealthRegistry.keyOf(model.id, endpoint.provider.id),
+    byok: null,
+  };
   // Stored entries of a provider that is not (or no longer) BYOK-enabled are never used.
   const own = byok
-    .filter((c) => endpoint.provider.byok === true && c.provider === endpoint.provider.id && (!c.allowedModels || c.allowedModels.has(model.id)))
+    .filter(
+      (c) =>
+        endpoint.provider.byok === true &&
+        c.provider === endpoint.provider.id &&
+        (!c.allowedModels || c.allowedModels.has(model.id)),
+    )
     .sort((a, b) => a.sortOrder - b.sortOrder);
   if (own.length === 0) return [shared];
-  const attempt = (c: ByokCredential): PlannedAttempt => ({ model, endpoint, healthKey: `${shared.healthKey}|byok:${c.id}`, byok: c });
+  const attempt = (c: ByokCredential): PlannedAttempt => ({
+    model,
+    endpoint,
+    healthKey: `${shared.healthKey}|byok:${c.id}`,
+    byok: c,
+  });
   const required = own.some((c) => c.isRequired);
-  return [...own.filter((c) => !c.isFallback).map(attempt), ...(required ? [] : [shared]), ...own.filter((c) => c.isFallback).map(attempt)];
+  return [
+    ...own.filter((c) => !c.isFallback).map(attempt),
+    ...(required ? [] : [shared]),
+    ...own.filter((c) => c.isFallback).map(attempt),
+  ];
 }
 
 export function planAttempts(
@@ -159,7 +197,9 @@ export function planAttempts(
   const allowedModels = key.allowedModels ? new Set(key.allowedModels) : null;
   const permitted = allowedModels ? models.filter((m) => allowedModels.has(m.id)) : models;
   if (permitted.length === 0) {
-    throw new TollgateError('guardrail.forbidden', `This key is not allowed to use ${input.model}`, { metadata: { model: input.model } });
+    throw new TollgateError('guardrail.forbidden', `This key is not allowed to use ${input.model}`, {
+      metadata: { model: input.model },
+    });
   }
 
   const why = new Exclusions();
@@ -173,13 +213,21 @@ export function planAttempts(
     const reasons = [...why.reasons];
     if (reasons.length > 0 && reasons.every((r) => r.startsWith('this key may not use provider'))) {
       const blocked = reasons.map((r) => r.slice('this key may not use provider '.length));
-      throw new TollgateError('guardrail.forbidden', `This key is not allowed to use any provider of ${input.model}: ${blocked.join(', ')} ${blocked.length === 1 ? 'is' : 'are'} not among its allowed providers`, {
-        metadata: { model: input.model, providers: blocked },
-      });
+      throw new TollgateError(
+        'guardrail.forbidden',
+        `This key is not allowed to use any provider of ${input.model}: ${blocked.join(', ')} ${blocked.length === 1 ? 'is' : 'are'} not among its allowed providers`,
+        {
+          metadata: { model: input.model, providers: blocked },
+        },
+      );
     }
-    throw new TollgateError('routing.no_endpoint', `No endpoints found for ${input.model} that meet the routing requirements: ${reasons.join('; ')}`, {
-      metadata: { model: input.model, reasons },
-    });
+    throw new TollgateError(
+      'routing.no_endpoint',
+      `No endpoints found for ${input.model} that meet the routing requirements: ${reasons.join('; ')}`,
+      {
+        metadata: { model: input.model, reasons },
+      },
+    );
   }
   return plan;
 }

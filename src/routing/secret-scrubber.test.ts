@@ -5,9 +5,12 @@ describe('SecretScrubber', () => {
   const scrubber = new SecretScrubber(['operator-key-0001', 'EMPTY', null]).with(['own-key-0002-longer']);
 
   it('removes configured and per-request keys by value, and bearer / sk- / Google-key shapes by pattern', () => {
-    const text = 'key operator-key-0001, own own-key-0002-longer, header Bearer abc.def-123, sk-proj-abcdef123456, AIzaSyA1234567890abcdefghijklmnop, task-force';
+    const text =
+      'key operator-key-0001, own own-key-0002-longer, header Bearer abc.def-123, sk-proj-abcdef123456, AIzaSyA1234567890abcdefghijklmnop, task-force';
     const out = scrubber.text(text);
-    expect(out).toBe(`key ${REDACTED}, own ${REDACTED}, header Bearer ${REDACTED}, ${REDACTED}, ${REDACTED}, task-force`);
+    expect(out).toBe(
+      `key ${REDACTED}, own ${REDACTED}, header Bearer ${REDACTED}, ${REDACTED}, ${REDACTED}, task-force`,
+    );
   });
 
   it('leaves short configured "keys" of keyless servers alone', () => {
@@ -15,7 +18,11 @@ describe('SecretScrubber', () => {
   });
 
   it('scrubs every string of a parsed body, keys included', () => {
-    expect(scrubber.value({ error: { message: 'got operator-key-0001', list: ['Bearer x1234567'], ['operator-key-0001']: 1, n: 5 } })).toEqual({
+    expect(
+      scrubber.value({
+        error: { message: 'got operator-key-0001', list: ['Bearer x1234567'], ['operator-key-0001']: 1, n: 5 },
+      }),
+    ).toEqual({
       error: { message: `got ${REDACTED}`, list: [`Bearer ${REDACTED}`], [REDACTED]: 1, n: 5 },
     });
   });

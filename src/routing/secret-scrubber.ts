@@ -22,7 +22,8 @@ export class SecretScrubber {
 
   constructor(secrets: Iterable<string | null | undefined> = []) {
     const unique = new Set<string>();
-    for (const secret of secrets) if (typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH) unique.add(secret);
+    for (const secret of secrets)
+      if (typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH) unique.add(secret);
     // Longest first, so a key that contains another is removed whole.
     this.literals = [...unique].sort((a, b) => b.length - a.length);
   }
@@ -45,7 +46,12 @@ export class SecretScrubber {
     if (value === null || typeof value !== 'object') return value;
     if (depth >= MAX_DEPTH) return REDACTED;
     if (Array.isArray(value)) return value.map((item: unknown) => this.value(item, depth + 1));
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([key, item]) => [this.text(key), this.value(item, depth + 1)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([key, item]) => [
+        this.text(key),
+        this.value(item, depth + 1),
+      ]),
+    );
   }
 
   failure(failure: UpstreamFailure): UpstreamFailure {

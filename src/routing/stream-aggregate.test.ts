@@ -3,8 +3,16 @@ import type { StreamEvent } from '../providers/types.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 
 const chunk = (choices: unknown[], usage: unknown = null): Extract<StreamEvent, { kind: 'chunk' }> =>
-  ({ kind: 'chunk', upstreamId: 'up-1', systemFingerprint: 'fp', choices, usage }) as Extract<StreamEvent, { kind: 'chunk' }>;
-const delta = (d: Record<string, unknown>, finish: string | null = null) => ({ index: 0, delta: d, finish_reason: finish, native_finish_reason: finish });
+  ({ kind: 'chunk', upstreamId: 'up-1', systemFingerprint: 'fp', choices, usage }) as Extract<
+    StreamEvent,
+    { kind: 'chunk' }
+  >;
+const delta = (d: Record<string, unknown>, finish: string | null = null) => ({
+  index: 0,
+  delta: d,
+  finish_reason: finish,
+  native_finish_reason: finish,
+});
 
 describe('CompletionAggregator', () => {
   it('folds text deltas, finish reason and usage into one completion', () => {
@@ -19,14 +27,37 @@ describe('CompletionAggregator', () => {
       upstreamId: 'up-1',
       systemFingerprint: 'fp',
       usage: { promptTokens: 3, completionTokens: 2, reasoningTokens: null, cachedTokens: null },
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop', native_finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'Hello' },
+          finish_reason: 'stop',
+          native_finish_reason: 'stop',
+        },
+      ],
     });
   });
 
   it('assembles tool calls from fragments, by index', () => {
     const a = new CompletionAggregator();
-    a.add(chunk([delta({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_', arguments: '{"ci' } }] })]));
-    a.add(chunk([delta({ tool_calls: [{ index: 0, function: { name: 'weather', arguments: 'ty":"Oslo"}' } }, { index: 1, id: 'call_b', function: { name: 'now', arguments: '{}' } }] })]));
+    a.add(
+      chunk([
+        delta({
+          role: 'assistant',
+          tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_', arguments: '{"ci' } }],
+        }),
+      ]),
+    );
+    a.add(
+      chunk([
+        delta({
+          tool_calls: [
+            { index: 0, function: { name: 'weather', arguments: 'ty":"Oslo"}' } },
+            { index: 1, id: 'call_b', function: { name: 'now', arguments: '{}' } },
+          ],
+        }),
+      ]),
+    );
     a.add(chunk([delta({}, 'tool_calls')]));
     const message = a.result().choices[0]!.message;
     expect(message.content).toBeNull();
@@ -41,7 +72,14 @@ describe('CompletionAggregator', () => {
       upstreamId: 'x',
       systemFingerprint: null,
       usage: { promptTokens: 1, completionTokens: 1, reasoningTokens: null, cachedTokens: null },
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop', native_finish_reason: 'stop' }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'hi' },
+          finish_reason: 'stop',
+          native_finish_reason: 'stop',
+        },
+      ],
     };
     const events = completionToEvents(completion);
     expect(events.at(-1)).toEqual({ kind: 'done' });

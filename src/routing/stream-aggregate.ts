@@ -4,7 +4,13 @@
  * timeouts bound them too), and a whole completion unfolded into chunks (an upstream that ignored
  * `stream: true` and answered with JSON still serves a streaming caller).
  */
-import type { ChunkChoice, CompletionChoice, NormalizedCompletion, NormalizedUsage, StreamEvent } from '../providers/types.js';
+import type {
+  ChunkChoice,
+  CompletionChoice,
+  NormalizedCompletion,
+  NormalizedUsage,
+  StreamEvent,
+} from '../providers/types.js';
 
 interface ToolCallParts {
   id: string | undefined;
@@ -48,7 +54,16 @@ export class CompletionAggregator {
   private addChoice(choice: ChunkChoice): void {
     let parts = this.choices.get(choice.index);
     if (!parts) {
-      parts = { role: 'assistant', content: [], sawContent: false, reasoning: [], refusal: [], toolCalls: new Map(), finishReason: null, nativeFinishReason: null };
+      parts = {
+        role: 'assistant',
+        content: [],
+        sawContent: false,
+        reasoning: [],
+        refusal: [],
+        toolCalls: new Map(),
+        finishReason: null,
+        nativeFinishReason: null,
+      };
       this.choices.set(choice.index, parts);
     }
     const delta = choice.delta;
@@ -89,13 +104,21 @@ export class CompletionAggregator {
     const choices: CompletionChoice[] = [...this.choices.entries()]
       .sort(([a], [b]) => a - b)
       .map(([index, parts]) => {
-        const message: CompletionChoice['message'] = { role: parts.role, content: parts.sawContent || parts.toolCalls.size === 0 ? parts.content.join('') : null };
+        const message: CompletionChoice['message'] = {
+          role: parts.role,
+          content: parts.sawContent || parts.toolCalls.size === 0 ? parts.content.join('') : null,
+        };
         if (parts.reasoning.length > 0) message.reasoning = parts.reasoning.join('');
         if (parts.refusal.length > 0) message.refusal = parts.refusal.join('');
         if (parts.toolCalls.size > 0) {
           message.tool_calls = [...parts.toolCalls.entries()]
             .sort(([a], [b]) => a - b)
-            .map(([i, call]) => ({ ...call.extra, id: call.id ?? `call_${i}`, type: call.type, function: { name: call.name, arguments: call.arguments } }));
+            .map(([i, call]) => ({
+              ...call.extra,
+              id: call.id ?? `call_${i}`,
+              type: call.type,
+              function: { name: call.name, arguments: call.arguments },
+            }));
         }
         return { index, message, finish_reason: parts.finishReason, native_finish_reason: parts.nativeFinishReason };
       });
@@ -108,8 +131,14 @@ export function completionToEvents(completion: NormalizedCompletion): StreamEven
   const choices: ChunkChoice[] = completion.choices.map((choice) => {
     const { role, content, tool_calls: toolCalls, ...rest } = choice.message;
     const delta: Record<string, unknown> = { role, content: content ?? '', ...rest };
-    if (Array.isArray(toolCalls)) delta.tool_calls = toolCalls.map((call: unknown, index: number) => ({ index, ...(call as object) }));
-    return { index: choice.index, delta, finish_reason: choice.finish_reason ?? 'stop', native_finish_reason: choice.native_finish_reason };
+    if (Array.isArray(toolCalls))
+      delta.tool_calls = toolCalls.map((call: unknown, index: number) => ({ index, ...(call as object) }));
+    return {
+      index: choice.index,
+      delta,
+      finish_reason: choice.finish_reason ?? 'stop',
+      native_finish_reason: choice.native_finish_reason,
+    };
   });
   const base = { upstreamId: completion.upstreamId, systemFingerprint: completion.systemFingerprint };
   return [

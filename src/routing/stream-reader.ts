@@ -52,7 +52,14 @@ export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGe
 }
 
 function oversized(error: SseLimitError): UpstreamFailure {
-  return { type: 'invalid_response', status: null, message: `Invalid response from provider: ${error.message}`, providerCode: null, retryAfterMs: null, raw: null };
+  return {
+    type: 'invalid_response',
+    status: null,
+    message: `Invalid response from provider: ${error.message}`,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
 }
 
 const DRAIN_LIMIT_BYTES = 64 * 1024;

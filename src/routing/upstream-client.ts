@@ -35,7 +35,11 @@ export interface UpstreamResponse {
 }
 
 /** Sends the request and resolves when response headers arrived (or rejects with the abort reason). */
-export async function sendUpstream(dispatcher: Dispatcher, upstream: UpstreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+export async function sendUpstream(
+  dispatcher: Dispatcher,
+  upstream: UpstreamRequest,
+  signal: AbortSignal,
+): Promise<UpstreamResponse> {
   const response = await request(upstream.url, {
     method: 'POST',
     headers: upstream.headers,

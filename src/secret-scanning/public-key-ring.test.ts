@@ -5,7 +5,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublicKeyRing } from './public-key-ring.js';
 
-const pem = () => generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+const pem = () =>
+  generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
 const silent = pino({ level: 'silent' });
 
 describe('secret-scanning public keys', () => {
@@ -26,7 +27,11 @@ describe('secret-scanning public keys', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('finds configured keys without fetching', async () => {
-    const ring = new PublicKeyRing({ public_keys: [{ key_identifier: 'a', key: pem() }], keys_url: null, keys_refresh_ms: 1000 }, Date.now, silent);
+    const ring = new PublicKeyRing(
+      { public_keys: [{ key_identifier: 'a', key: pem() }], keys_url: null, keys_refresh_ms: 1000 },
+      Date.now,
+      silent,
+    );
     expect(await ring.find('a')).not.toBeNull();
     expect(await ring.find('b')).toBeNull();
   });

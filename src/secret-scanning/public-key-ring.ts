@@ -18,7 +18,13 @@ export type KeyFetcher = (url: string) => Promise<unknown>;
 
 /** GET `url` as JSON through undici, within FETCH_TIMEOUT_MS and FETCH_MAX_BYTES. */
 export async function fetchJsonBounded(url: string): Promise<unknown> {
-  const response = await request(url, { method: 'GET', headersTimeout: FETCH_TIMEOUT_MS, bodyTimeout: FETCH_TIMEOUT_MS, headers: { accept: 'application/json' }, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  const response = await request(url, {
+    method: 'GET',
+    headersTimeout: FETCH_TIMEOUT_MS,
+    bodyTimeout: FETCH_TIMEOUT_MS,
+    headers: { accept: 'application/json' },
+    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+  });
   if (response.statusCode !== 200) {
     await response.body.dump();
     throw new Error(`keys_url answered HTTP ${response.statusCode}`);
@@ -41,7 +47,12 @@ function parseServedKeys(body: unknown): Map<string, KeyObject> {
   const list = (body as { public_keys?: unknown } | null)?.public_keys;
   if (!Array.isArray(list)) throw new Error('keys_url did not answer { public_keys: [...] }');
   for (const entry of list as Array<{ key_identifier?: unknown; key?: unknown }>) {
-    if (typeof entry?.key_identifier !== 'string' || typeof entry.key !== 'string' || p256KeyProblem(entry.key) !== null) continue;
+    if (
+      typeof entry?.key_identifier !== 'string' ||
+      typeof entry.key !== 'string' ||
+      p256KeyProblem(entry.key) !== null
+    )
+      continue;
     keys.set(entry.key_identifier, createPublicKey(entry.key));
   }
   return keys;
@@ -83,7 +94,10 @@ export class PublicKeyRing {
         this.fetchedAt = this.now();
       } catch (error) {
         // Keep the keys we had: a blip at the host must not reject every report.
-        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'could not refresh the secret-scanning public keys');
+        this.log.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'could not refresh the secret-scanning public keys',
+        );
       }
     })().finally(() => (this.inFlight = null));
     return this.inFlight;

@@ -1,5 +1,15 @@
 import type { ByokPatch, ByokRecord } from './types.js';
-import { asBoolean, asNullableNumber, asNullableString, asNullableStringArray, asNumber, asString, patchAssignments, stringArrayToJson, type PatchColumns } from './row-values.js';
+import {
+  asBoolean,
+  asNullableNumber,
+  asNullableString,
+  asNullableStringArray,
+  asNumber,
+  asString,
+  patchAssignments,
+  stringArrayToJson,
+  type PatchColumns,
+} from './row-values.js';
 import type { SqlParam, SqlRow } from './sql-driver.js';
 
 export const BYOK_COLUMNS =

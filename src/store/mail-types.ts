@@ -5,7 +5,8 @@
 import type { Units } from '../core/money.js';
 import type { SqlExecutor } from './sql-driver.js';
 
-export type MailKind = 'key_compromised' | 'key_in_request' | 'low_balance' | 'key_limit' | 'key_expiry' | 'password_reset';
+export type MailKind =
+  'key_compromised' | 'key_in_request' | 'low_balance' | 'key_limit' | 'key_expiry' | 'password_reset';
 
 /** A message as queued: rendered once, so a retry sends exactly the same bytes. */
 export interface OutboxMessage {

@@ -7,7 +7,8 @@ export const OUTBOX_COLUMNS =
   'id, kind, dedupe_key, account_id, recipient, subject, text_body, html_body, message_id, created_at, ' +
   'attempts, next_attempt_at, sent_at, failed_at, last_error';
 
-const INSERT_COLUMNS = 'id, kind, dedupe_key, account_id, recipient, subject, text_body, html_body, message_id, created_at, next_attempt_at';
+const INSERT_COLUMNS =
+  'id, kind, dedupe_key, account_id, recipient, subject, text_body, html_body, message_id, created_at, next_attempt_at';
 const INSERT_WIDTH = INSERT_COLUMNS.split(',').length;
 
 export function outboxFromRow(row: SqlRow): OutboxEntry {
@@ -40,7 +41,19 @@ export async function insertOutboxRows(executor: SqlExecutor, messages: readonly
   for (const m of messages) {
     const result = await executor.run(
       `INSERT INTO mail_outbox (${INSERT_COLUMNS}) VALUES ${placeholderTuple(INSERT_WIDTH)} ON CONFLICT DO NOTHING`,
-      [m.id, m.kind, m.dedupeKey, m.accountId, m.recipient, m.subject, m.text, m.html, m.messageId, m.createdAt, m.createdAt],
+      [
+        m.id,
+        m.kind,
+        m.dedupeKey,
+        m.accountId,
+        m.recipient,
+        m.subject,
+        m.text,
+        m.html,
+        m.messageId,
+        m.createdAt,
+        m.createdAt,
+      ],
     );
     queued += result.changes;
   }

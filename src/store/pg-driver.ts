@@ -64,7 +64,8 @@ const CONNECTION_CODES = new Set([
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
 ]);
-const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
+const CONNECTION_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
 
 function isConnectionFailure(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
@@ -76,7 +77,9 @@ function isConnectionFailure(error: unknown): boolean {
 
 function translateError(error: unknown): unknown {
   if (error instanceof TollgateError) return error;
-  return isConnectionFailure(error) ? new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error }) : error;
+  return isConnectionFailure(error)
+    ? new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error })
+    : error;
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
@@ -157,7 +160,9 @@ export class PgDriver implements SqlDriver {
     } finally {
       if (lost !== null && broken === undefined) broken = lost;
       client.removeListener('error', onError);
-      client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection lost'));
+      client.release(
+        broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection lost'),
+      );
     }
   }
 

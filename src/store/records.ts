@@ -64,7 +64,18 @@ export interface KeyRecord {
 }
 
 export type KeyPatch = Partial<
-  Pick<KeyRecord, 'name' | 'disabled' | 'limit' | 'limitReset' | 'includeByokInLimit' | 'expiresAt' | 'allowedModels' | 'allowedProviders' | 'compromisedAt'>
+  Pick<
+    KeyRecord,
+    | 'name'
+    | 'disabled'
+    | 'limit'
+    | 'limitReset'
+    | 'includeByokInLimit'
+    | 'expiresAt'
+    | 'allowedModels'
+    | 'allowedProviders'
+    | 'compromisedAt'
+  >
 >;
 
 export interface UsageTotals {
@@ -158,7 +169,20 @@ export interface ByokRecord {
   updatedAt: number | null;
 }
 
-export type ByokPatch = Partial<Pick<ByokRecord, 'name' | 'disabled' | 'isFallback' | 'isRequired' | 'sortOrder' | 'allowedModels' | 'allowedKeyHashes' | 'ciphertext' | 'label'>>;
+export type ByokPatch = Partial<
+  Pick<
+    ByokRecord,
+    | 'name'
+    | 'disabled'
+    | 'isFallback'
+    | 'isRequired'
+    | 'sortOrder'
+    | 'allowedModels'
+    | 'allowedKeyHashes'
+    | 'ciphertext'
+    | 'label'
+  >
+>;
 
 export interface ByokStore {
   insert(record: ByokRecord): Promise<void>;

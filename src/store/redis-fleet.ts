@@ -72,7 +72,13 @@ export class RedisFleet implements FleetView {
     this.resyncMs = options.resyncMs ?? 5_000;
     this.now = options.now ?? Date.now;
     this.keys = [`${options.keyPrefix}{fleet}:procs`, `${options.keyPrefix}{fleet}:epoch`];
-    this.client = new RedisScriptClient({ redis: options.redis, lua: FLEET_LUA, commandName: 'tollgateFleetV1', unavailableMessage: 'Redis is unavailable', timeoutMs: options.timeoutMs ?? 500 });
+    this.client = new RedisScriptClient({
+      redis: options.redis,
+      lua: FLEET_LUA,
+      commandName: 'tollgateFleetV1',
+      unavailableMessage: 'Redis is unavailable',
+      timeoutMs: options.timeoutMs ?? 500,
+    });
     options.redis.on('close', () => this.untrust());
     options.redis.on('ready', () => void this.heartbeat());
   }
@@ -138,7 +144,8 @@ export class RedisFleet implements FleetView {
     const [count, epoch, redisNow] = [Number(reply[0]), String(reply[1]), Number(reply[2])];
     const resyncLeft = Number(epoch) + this.resyncMs - redisNow;
     if (resyncLeft > 0) this.untrustedUntil = Math.max(this.untrustedUntil, this.now() + resyncLeft);
-    const reason: ResyncReason | null = this.epoch !== null && epoch !== this.epoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
+    const reason: ResyncReason | null =
+      this.epoch !== null && epoch !== this.epoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
     this.failedBeats = 0;
     this.epoch = epoch;
     this.size = Math.max(1, count);

@@ -25,7 +25,10 @@ export class RedisHealthChannel implements HealthChannel {
   }
 
   subscribe(onMessage: (message: string) => void): void {
-    const subscriber = new Redis(this.options.url, { maxRetriesPerRequest: null, retryStrategy: (attempt) => Math.min(attempt * 200, 2_000) });
+    const subscriber = new Redis(this.options.url, {
+      maxRetriesPerRequest: null,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    });
     subscriber.on('error', () => undefined); // outages are reported by the fleet heartbeat
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.options.channel) onMessage(message);

@@ -56,7 +56,10 @@ export class RedisScriptClient {
     this.ownsClient = 'url' in options;
     // ioredis's own command timeout stays behind ours (see guard), so a reply that is already in
     // the socket buffer is not thrown away by a timer that fired late.
-    this.redis = 'url' in options ? new Redis(options.url, { ...failFastRedisOptions(this.timeoutMs), commandTimeout: this.timeoutMs * 2 }) : options.redis;
+    this.redis =
+      'url' in options
+        ? new Redis(options.url, { ...failFastRedisOptions(this.timeoutMs), commandTimeout: this.timeoutMs * 2 })
+        : options.redis;
     this.redis.on('error', (error: Error) => {
       this.error = error;
     });
@@ -98,7 +101,8 @@ export class RedisScriptClient {
   /** One call of the script, bounded by `timeoutMs`. */
   async run(keys: string[], args: Array<string | number>): Promise<unknown> {
     // Not connected: fail now. Queueing would hang the request and apply the call after we answered.
-    if (this.redis.status !== 'ready') throw this.unavailable(this.error ?? new Error(`Redis connection is ${this.redis.status}`));
+    if (this.redis.status !== 'ready')
+      throw this.unavailable(this.error ?? new Error(`Redis connection is ${this.redis.status}`));
     const command = (this.redis as unknown as Record<string, ScriptCommand>)[this.commandName] as ScriptCommand;
     return this.guard(command.call(this.redis, keys.length, ...keys, ...args));
   }
@@ -117,7 +121,10 @@ export class RedisScriptClient {
   private async guard<T>(work: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => setImmediate(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+      timer = setTimeout(
+        () => setImmediate(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`))),
+        this.timeoutMs,
+      );
     });
     try {
       return await Promise.race([work, deadline]);

@@ -23,7 +23,8 @@ export function asNullableBigInt(value: unknown): bigint | null {
 export function asNumber(value: unknown): number {
   if (typeof value === 'number') return value;
   const big = asBigInt(value);
-  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER)) return fail('a safe integer', value);
+  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER))
+    return fail('a safe integer', value);
   return Number(big);
 }
 
@@ -47,7 +48,8 @@ export function asBoolean(value: unknown): boolean {
 export function asNullableStringArray(value: unknown): string[] | null {
   if (value === null || value === undefined) return null;
   const parsed: unknown = JSON.parse(asString(value));
-  if (!Array.isArray(parsed) || !parsed.every((item) => typeof item === 'string')) return fail('a JSON string array', value);
+  if (!Array.isArray(parsed) || !parsed.every((item) => typeof item === 'string'))
+    return fail('a JSON string array', value);
   return parsed;
 }
 
@@ -59,7 +61,10 @@ export function stringArrayToJson(value: readonly string[] | null): string | nul
 export type PatchColumns<P> = { [F in keyof Required<P>]: { column: string; toParam: (value: never) => SqlParam } };
 
 /** `SET` assignments for the fields present in a patch (undefined means "leave as is"). */
-export function patchAssignments<P extends object>(columns: PatchColumns<P>, patch: P): { assignments: string[]; params: SqlParam[] } {
+export function patchAssignments<P extends object>(
+  columns: PatchColumns<P>,
+  patch: P,
+): { assignments: string[]; params: SqlParam[] } {
   const assignments: string[] = [];
   const params: SqlParam[] = [];
   for (const field of Object.keys(columns) as (keyof P)[]) {

@@ -34,7 +34,13 @@ async function insertGenerations(tx: SqlExecutor, settlements: readonly Settleme
   return inserted;
 }
 
-function addUsage(deltas: Map<string, UsageDelta>, keyHash: string, period: string, usage: bigint, byokUsage: bigint): void {
+function addUsage(
+  deltas: Map<string, UsageDelta>,
+  keyHash: string,
+  period: string,
+  usage: bigint,
+  byokUsage: bigint,
+): void {
   const id = `${keyHash}\u0000${period}`;
   const delta = deltas.get(id) ?? { keyHash, period, usage: 0n, byokUsage: 0n };
   delta.usage += usage;
@@ -88,7 +94,10 @@ export async function settleBatch(tx: SqlExecutor, batch: readonly Settlement[])
   }
 
   // Usage rollups (dashboard, /activity, rankings): only what this transaction newly recorded.
-  await writeUsageRollups(tx, candidates.filter(({ generation }) => inserted.has(generation.id)));
+  await writeUsageRollups(
+    tx,
+    candidates.filter(({ generation }) => inserted.has(generation.id)),
+  );
 
   return batch.map((settlement, index) => ({
     id: settlement.generation.id,

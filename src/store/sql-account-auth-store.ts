@@ -1,7 +1,14 @@
 /** `AccountAuthStore` over either SQL driver (same SQL text for SQLite and PostgreSQL). */
 import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { ACCOUNT_COLUMNS, accountFromRow } from './account-rows.js';
-import type { AccountAuthStore, CodeChallengeMethod, OAuthApp, OAuthCodeRecord, OAuthGrant, SessionRecord } from './account-auth-store.js';
+import type {
+  AccountAuthStore,
+  CodeChallengeMethod,
+  OAuthApp,
+  OAuthCodeRecord,
+  OAuthGrant,
+  SessionRecord,
+} from './account-auth-store.js';
 import { KEY_COLUMNS, keyFromRow, keyToParams } from './key-rows.js';
 import { asBigInt, asNullableBigInt, asNullableNumber, asNullableString, asNumber, asString } from './row-values.js';
 import { placeholderTuple, type SqlDriver, type SqlRow } from './sql-driver.js';
@@ -14,10 +21,13 @@ const CODE_COLUMNS =
 const KEY_COUNT = KEY_COLUMNS.split(',').length;
 const CODE_COUNT = CODE_COLUMNS.split(',').length;
 /** Grant columns plus the app's origin and every key column, prefixed `k.`. */
-const GRANT_SELECT = `g.id AS grant_id, g.account_id AS grant_account_id, g.app_id, g.app_name, g.created_at AS grant_created_at, a.origin, ${KEY_COLUMNS.split(', ')
+const GRANT_SELECT = `g.id AS grant_id, g.account_id AS grant_account_id, g.app_id, g.app_name, g.created_at AS grant_created_at, a.origin, ${KEY_COLUMNS.split(
+  ', ',
+)
   .map((c) => `k.${c}`)
   .join(', ')}`;
-const GRANT_FROM = 'oauth_grants g JOIN oauth_apps a ON a.id = g.app_id JOIN api_keys k ON k.hash = g.key_hash AND k.deleted_at IS NULL';
+const GRANT_FROM =
+  'oauth_grants g JOIN oauth_apps a ON a.id = g.app_id JOIN api_keys k ON k.hash = g.key_hash AND k.deleted_at IS NULL';
 const LOOKUP_CHUNK = 100;
 
 function sessionFromRow(row: SqlRow): SessionRecord {
@@ -85,12 +95,18 @@ export class SqlAccountAuthStore implements AccountAuthStore {
   }
 
   async setPassword(accountId: string, passwordHash: string): Promise<boolean> {
-    const result = await this.driver.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [passwordHash, accountId]);
+    const result = await this.driver.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [
+      passwordHash,
+      accountId,
+    ]);
     return result.changes > 0;
   }
 
   async totalGranted(accountId: string): Promise<Units> {
-    const [row] = await this.driver.all("SELECT COALESCE(SUM(amount), 0) AS total FROM credit_entries WHERE account_id = ? AND kind = 'grant'", [accountId]);
+    const [row] = await this.driver.all(
+      "SELECT COALESCE(SUM(amount), 0) AS total FROM credit_entries WHERE account_id = ? AND kind = 'grant'",
+      [accountId],
+    );
     return row ? asBigInt(row.total) : 0n;
   }
 
@@ -113,11 +129,18 @@ export class SqlAccountAuthStore implements AccountAuthStore {
 
   async touchSession(id: string, lastSeenAt: number): Promise<void> {
     // Never moves backwards (two processes may renew the same session at nearly the same time).
-    await this.driver.run('UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?', [lastSeenAt, id, lastSeenAt]);
+    await this.driver.run('UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?', [
+      lastSeenAt,
+      id,
+      lastSeenAt,
+    ]);
   }
 
   async revokeSession(id: string, revokedAt: number): Promise<boolean> {
-    const result = await this.driver.run('UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [revokedAt, id]);
+    const result = await this.driver.run('UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [
+      revokedAt,
+      id,
+    ]);
     return result.changes > 0;
   }
 
@@ -140,10 +163,10 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     for (let attempt = 0; attempt < 10; attempt++) {
       const [existing] = await this.driver.all('SELECT id FROM oauth_apps WHERE origin = ?', [origin]);
       if (existing) return asNumber(existing.id);
-      await this.driver.run('INSERT INTO oauth_apps (id, origin, created_at) SELECT COALESCE(MAX(id), 0) + 1, ?, ? FROM oauth_apps WHERE 1 = 1 ON CONFLICT DO NOTHING', [
-        origin,
-        now,
-      ]);
+      await this.driver.run(
+        'INSERT INTO oauth_apps (id, origin, created_at) SELECT COALESCE(MAX(id), 0) + 1, ?, ? FROM oauth_apps WHERE 1 = 1 ON CONFLICT DO NOTHING',
+        [origin, now],
+      );
     }
     throw new Error(`could not allocate an OAuth app id for ${origin}`);
   }
@@ -175,27 +198,25 @@ export class SqlAccountAuthStore implements AccountAuthStore {
   async redeemOAuthCode(codeHash: string, now: number, key: KeyRecord, grantId: string): Promise<boolean> {
     return this.driver.transaction(async (tx) => {
       // The conditional update is the single-use guarantee: of two concurrent exchanges, one changes the row.
-      const [row] = await tx.all('UPDATE oauth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING app_id, app_name, account_id', [
-        now,
-        codeHash,
-        now,
-      ]);
+      const [row] = await tx.all(
+        'UPDATE oauth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING app_id, app_name, account_id',
+        [now, codeHash, now],
+      );
       if (!row) return false;
       await tx.run(`INSERT INTO api_keys (${KEY_COLUMNS}) VALUES ${placeholderTuple(KEY_COUNT)}`, keyToParams(key));
-      await tx.run('INSERT INTO oauth_grants (id, account_id, app_id, app_name, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)', [
-        grantId,
-        asString(row.account_id),
-        asNumber(row.app_id),
-        asString(row.app_name),
-        key.hash,
-        now,
-      ]);
+      await tx.run(
+        'INSERT INTO oauth_grants (id, account_id, app_id, app_name, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        [grantId, asString(row.account_id), asNumber(row.app_id), asString(row.app_name), key.hash, now],
+      );
       return true;
     });
   }
 
   async listGrants(accountId: string): Promise<OAuthGrant[]> {
-    const rows = await this.driver.all(`SELECT ${GRANT_SELECT} FROM ${GRANT_FROM} WHERE g.account_id = ? ORDER BY g.created_at DESC, g.id DESC LIMIT 1000`, [accountId]);
+    const rows = await this.driver.all(
+      `SELECT ${GRANT_SELECT} FROM ${GRANT_FROM} WHERE g.account_id = ? ORDER BY g.created_at DESC, g.id DESC LIMIT 1000`,
+      [accountId],
+    );
     return rows.map(grantFromRow);
   }
 
@@ -213,7 +234,12 @@ export class SqlAccountAuthStore implements AccountAuthStore {
         `SELECT g.key_hash, g.app_id, g.app_name, a.origin FROM oauth_grants g JOIN oauth_apps a ON a.id = g.app_id WHERE g.key_hash IN ${placeholderTuple(chunk.length)}`,
         chunk,
       );
-      for (const row of rows) apps.set(asString(row.key_hash), { id: asNumber(row.app_id), name: asString(row.app_name), origin: asString(row.origin) });
+      for (const row of rows)
+        apps.set(asString(row.key_hash), {
+          id: asNumber(row.app_id),
+          name: asString(row.app_name),
+          origin: asString(row.origin),
+        });
     }
     return apps;
   }

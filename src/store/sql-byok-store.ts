@@ -10,22 +10,32 @@ export class SqlByokStore implements ByokStore {
   constructor(private readonly driver: SqlDriver) {}
 
   async insert(record: ByokRecord): Promise<void> {
-    const result = await this.driver.run(`INSERT INTO byok_keys (${BYOK_COLUMNS}) VALUES ${placeholderTuple(COUNT)} ON CONFLICT (id) DO NOTHING`, byokToParams(record));
+    const result = await this.driver.run(
+      `INSERT INTO byok_keys (${BYOK_COLUMNS}) VALUES ${placeholderTuple(COUNT)} ON CONFLICT (id) DO NOTHING`,
+      byokToParams(record),
+    );
     if (result.changes === 0) throw new TollgateError('resource.conflict', 'A BYOK entry with this id already exists');
   }
 
   async get(id: string): Promise<ByokRecord | null> {
-    const [row] = await this.driver.all(`SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE id = ? AND deleted_at IS NULL`, [id]);
+    const [row] = await this.driver.all(`SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE id = ? AND deleted_at IS NULL`, [
+      id,
+    ]);
     return row ? byokFromRow(row) : null;
   }
 
   async list(accountId: string): Promise<ByokRecord[]> {
-    const rows = await this.driver.all(`SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at, id`, [accountId]);
+    const rows = await this.driver.all(
+      `SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at, id`,
+      [accountId],
+    );
     return rows.map(byokFromRow);
   }
 
   async listAll(): Promise<ByokRecord[]> {
-    const rows = await this.driver.all(`SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE deleted_at IS NULL ORDER BY created_at, id`);
+    const rows = await this.driver.all(
+      `SELECT ${BYOK_COLUMNS} FROM byok_keys WHERE deleted_at IS NULL ORDER BY created_at, id`,
+    );
     return rows.map(byokFromRow);
   }
 
@@ -39,7 +49,10 @@ export class SqlByokStore implements ByokStore {
   }
 
   async delete(id: string, deletedAt: number): Promise<boolean> {
-    const result = await this.driver.run('UPDATE byok_keys SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [deletedAt, id]);
+    const result = await this.driver.run('UPDATE byok_keys SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
+      deletedAt,
+      id,
+    ]);
     return result.changes > 0;
   }
 }

@@ -24,7 +24,9 @@ export class SqlNotificationStore implements NotificationStore {
   constructor(private readonly driver: SqlDriver) {}
 
   async settings(accountId: string): Promise<NotificationSettings> {
-    const [row] = await this.driver.all(`SELECT ${COLUMNS} FROM notification_settings WHERE account_id = ?`, [accountId]);
+    const [row] = await this.driver.all(`SELECT ${COLUMNS} FROM notification_settings WHERE account_id = ?`, [
+      accountId,
+    ]);
     return row ? settingsFromRow(row) : { ...DEFAULT_NOTIFICATION_SETTINGS };
   }
 

@@ -11,7 +11,8 @@ import { asNullableNumber, asNumber } from './row-values.js';
 import type { SqlDriver } from './sql-driver.js';
 
 const UNDELIVERED = 'sent_at IS NULL';
-const DUE = 'sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)';
+const DUE =
+  'sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)';
 
 export class SqlOutboxStore implements OutboxStore {
   constructor(private readonly driver: SqlDriver) {}
@@ -43,33 +44,31 @@ export class SqlOutboxStore implements OutboxStore {
   }
 
   async markRetry(id: string, owner: string, nextAttemptAt: number, error: string): Promise<void> {
-    await this.driver.run('UPDATE mail_outbox SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at IS NULL', [
-      nextAttemptAt,
-      error.slice(0, 500),
-      id,
-      owner,
-    ]);
+    await this.driver.run(
+      'UPDATE mail_outbox SET next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at IS NULL',
+      [nextAttemptAt, error.slice(0, 500), id, owner],
+    );
   }
 
   async markFailed(id: string, owner: string, at: number, error: string): Promise<void> {
-    await this.driver.run('UPDATE mail_outbox SET failed_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at IS NULL', [
-      at,
-      error.slice(0, 500),
-      id,
-      owner,
-    ]);
+    await this.driver.run(
+      'UPDATE mail_outbox SET failed_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at IS NULL',
+      [at, error.slice(0, 500), id, owner],
+    );
   }
 
   async listUndelivered(limit: number, offset: number): Promise<OutboxEntry[]> {
-    const rows = await this.driver.all(`SELECT ${OUTBOX_COLUMNS} FROM mail_outbox WHERE ${UNDELIVERED} ORDER BY created_at, id LIMIT ? OFFSET ?`, [
-      Math.max(0, Math.trunc(limit)),
-      Math.max(0, Math.trunc(offset)),
-    ]);
+    const rows = await this.driver.all(
+      `SELECT ${OUTBOX_COLUMNS} FROM mail_outbox WHERE ${UNDELIVERED} ORDER BY created_at, id LIMIT ? OFFSET ?`,
+      [Math.max(0, Math.trunc(limit)), Math.max(0, Math.trunc(offset))],
+    );
     return rows.map(outboxFromRow);
   }
 
   async stats(): Promise<OutboxStats> {
-    const [row] = await this.driver.all(`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM mail_outbox WHERE ${UNDELIVERED} AND failed_at IS NULL`);
+    const [row] = await this.driver.all(
+      `SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM mail_outbox WHERE ${UNDELIVERED} AND failed_at IS NULL`,
+    );
     return { undelivered: row ? asNumber(row.n) : 0, oldestUndeliveredAt: row ? asNullableNumber(row.oldest) : null };
   }
 }

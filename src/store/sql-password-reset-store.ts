@@ -14,19 +14,28 @@ export class SqlPasswordResetStore implements PasswordResetStore {
   create(token: PasswordResetToken, message: OutboxMessage): Promise<boolean> {
     return this.driver.transaction(async (tx) => {
       if ((await insertOutboxRows(tx, [message])) === 0) return false;
-      await tx.run('INSERT INTO password_reset_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)', [token.tokenHash, token.accountId, token.createdAt, token.expiresAt]);
+      await tx.run(
+        'INSERT INTO password_reset_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
+        [token.tokenHash, token.accountId, token.createdAt, token.expiresAt],
+      );
       return true;
     });
   }
 
   redeem(tokenHash: string, now: number, passwordHash: string): Promise<string | null> {
     return this.driver.transaction(async (tx) => {
-      const [row] = await tx.all('UPDATE password_reset_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING account_id', [now, tokenHash, now]);
+      const [row] = await tx.all(
+        'UPDATE password_reset_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING account_id',
+        [now, tokenHash, now],
+      );
       if (!row) return null;
       const accountId = asString(row.account_id);
       const updated = await tx.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [passwordHash, accountId]);
       if (updated.changes === 0) return null;
-      await tx.run('UPDATE password_reset_tokens SET used_at = ? WHERE account_id = ? AND used_at IS NULL', [now, accountId]);
+      await tx.run('UPDATE password_reset_tokens SET used_at = ? WHERE account_id = ? AND used_at IS NULL', [
+        now,
+        accountId,
+      ]);
       await tx.run('UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL', [now, accountId]);
       return accountId;
     });

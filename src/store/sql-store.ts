@@ -96,7 +96,10 @@ export class SqlStore implements Store {
         `VALUES (?, ?, ?, ?, 0, 0, 0) ON CONFLICT DO NOTHING RETURNING ${ACCOUNT_COLUMNS}`,
       [account.id, account.email, account.passwordHash, account.createdAt],
     );
-    if (!row) throw new TollgateError('resource.conflict', 'An account with this e-mail already exists', { metadata: { email: account.email } });
+    if (!row)
+      throw new TollgateError('resource.conflict', 'An account with this e-mail already exists', {
+        metadata: { email: account.email },
+      });
     return accountFromRow(row);
   }
 
@@ -110,7 +113,10 @@ export class SqlStore implements Store {
     }
     return this.#driver.transaction(async (tx) => {
       const current = await findAccount(tx, entry.accountId);
-      if (!current) throw new TollgateError('resource.not_found', 'Account not found', { metadata: { account_id: entry.accountId } });
+      if (!current)
+        throw new TollgateError('resource.not_found', 'Account not found', {
+          metadata: { account_id: entry.accountId },
+        });
       const inserted = await tx.run(
         'INSERT INTO credit_entries (id, account_id, kind, amount, reference, created_at) VALUES (?, ?, ?, ?, ?, ?) ' +
           'ON CONFLICT (account_id, reference) DO NOTHING',
@@ -137,7 +143,9 @@ export class SqlStore implements Store {
   }
 
   async getKey(hash: string): Promise<KeyRecord | null> {
-    const [row] = await this.#driver.all(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND deleted_at IS NULL`, [hash]);
+    const [row] = await this.#driver.all(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND deleted_at IS NULL`, [
+      hash,
+    ]);
     return row ? keyFromRow(row) : null;
   }
 
@@ -162,11 +170,18 @@ export class SqlStore implements Store {
   }
 
   async deleteKey(hash: string, deletedAt: number): Promise<boolean> {
-    const result = await this.#driver.run('UPDATE api_keys SET deleted_at = ? WHERE hash = ? AND deleted_at IS NULL', [deletedAt, hash]);
+    const result = await this.#driver.run('UPDATE api_keys SET deleted_at = ? WHERE hash = ? AND deleted_at IS NULL', [
+      deletedAt,
+      hash,
+    ]);
     return result.changes > 0;
   }
 
-  markKeyCompromised(hash: string, at: number, notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[]): Promise<CompromisedKey | null> {
+  markKeyCompromised(
+    hash: string,
+    at: number,
+    notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[],
+  ): Promise<CompromisedKey | null> {
     return this.#driver.transaction(async (tx) => {
       // compromised_at IS NULL: only the first report changes anything (and mails the holder).
       const [row] = await tx.all(
@@ -175,7 +190,9 @@ export class SqlStore implements Store {
         [at, at, hash],
       );
       if (!row) {
-        const [existing] = await tx.all(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND deleted_at IS NULL`, [hash]);
+        const [existing] = await tx.all(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ? AND deleted_at IS NULL`, [
+          hash,
+        ]);
         return existing ? { key: keyFromRow(existing), newly: false, queued: 0 } : null;
       }
       const key = keyFromRow(row);

@@ -62,7 +62,12 @@ export class SqlUsageStore implements UsageStore {
             `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND key_hash = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
             [accountId, keyHash, range.from, range.to],
           );
-    return rows.map((row) => ({ day: asString(row.day), model: asString(row.model), providerName: asString(row.provider_name), ...sumsFromRow(row) }));
+    return rows.map((row) => ({
+      day: asString(row.day),
+      model: asString(row.model),
+      providerName: asString(row.provider_name),
+      ...sumsFromRow(row),
+    }));
   }
 
   async daily(accountId: string, query: DailyQuery): Promise<DailyRow[]> {
@@ -88,7 +93,11 @@ export class SqlUsageStore implements UsageStore {
       `SELECT day, ${column} AS grp, ${SUMS} FROM ${table} WHERE account_id = ? AND day >= ? AND day <= ?${filters} GROUP BY day, ${column}`,
       params,
     );
-    return rows.map((row) => ({ day: asString(row.day), group: query.groupBy === 'app' ? asNumber(row.grp) : asString(row.grp), ...sumsFromRow(row) }));
+    return rows.map((row) => ({
+      day: asString(row.day),
+      group: query.groupBy === 'app' ? asNumber(row.grp) : asString(row.grp),
+      ...sumsFromRow(row),
+    }));
   }
 
   async keyOwner(hash: string): Promise<string | null> {
@@ -101,8 +110,16 @@ export class SqlUsageStore implements UsageStore {
     const unique = [...new Set(hashes)];
     for (let start = 0; start < unique.length; start += LOOKUP_CHUNK) {
       const chunk = unique.slice(start, start + LOOKUP_CHUNK);
-      const rows = await this.driver.all(`SELECT hash, name, label, deleted_at FROM api_keys WHERE hash IN ${placeholderTuple(chunk.length)}`, chunk);
-      for (const row of rows) names.set(asString(row.hash), { name: asString(row.name), label: asString(row.label), deleted: row.deleted_at !== null && row.deleted_at !== undefined });
+      const rows = await this.driver.all(
+        `SELECT hash, name, label, deleted_at FROM api_keys WHERE hash IN ${placeholderTuple(chunk.length)}`,
+        chunk,
+      );
+      for (const row of rows)
+        names.set(asString(row.hash), {
+          name: asString(row.name),
+          label: asString(row.label),
+          deleted: row.deleted_at !== null && row.deleted_at !== undefined,
+        });
     }
     return names;
   }
@@ -112,7 +129,10 @@ export class SqlUsageStore implements UsageStore {
     const unique = [...new Set(ids)].filter((id) => id !== 0);
     for (let start = 0; start < unique.length; start += LOOKUP_CHUNK) {
       const chunk = unique.slice(start, start + LOOKUP_CHUNK);
-      const rows = await this.driver.all(`SELECT id, app_key, origin, name FROM usage_apps WHERE id IN ${placeholderTuple(chunk.length)}`, chunk);
+      const rows = await this.driver.all(
+        `SELECT id, app_key, origin, name FROM usage_apps WHERE id IN ${placeholderTuple(chunk.length)}`,
+        chunk,
+      );
       for (const row of rows) apps.set(asNumber(row.id), appFromRow(row));
     }
     return apps;
@@ -160,7 +180,11 @@ export class SqlUsageStore implements UsageStore {
         'GROUP BY a.id, a.app_key, a.origin, a.name',
       [range.from, range.to, minAccounts],
     );
-    return rows.map((row) => ({ app: appFromRow(row), requests: asNumber(row.requests), tokens: asBigInt(row.tokens) }));
+    return rows.map((row) => ({
+      app: appFromRow(row),
+      requests: asNumber(row.requests),
+      tokens: asBigInt(row.tokens),
+    }));
   }
 
   async modelDays(range: DayRange): Promise<ModelDay[]> {
@@ -168,6 +192,11 @@ export class SqlUsageStore implements UsageStore {
       'SELECT day, model, requests, prompt_tokens + completion_tokens AS tokens FROM usage_model_daily WHERE day >= ? AND day <= ?',
       [range.from, range.to],
     );
-    return rows.map((row) => ({ day: asString(row.day), model: asString(row.model), requests: asNumber(row.requests), tokens: asBigInt(row.tokens) }));
+    return rows.map((row) => ({
+      day: asString(row.day),
+      model: asString(row.model),
+      requests: asNumber(row.requests),
+      tokens: asBigInt(row.tokens),
+    }));
   }
 }

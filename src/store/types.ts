@@ -6,7 +6,20 @@
  * Money fields are bigint units (1e-9 USD). Timestamps are epoch milliseconds.
  */
 import type { UsagePeriods } from '../core/usage-window.js';
-import type { AccountRecord, ByokStore, CompromisedKey, CreditEntry, GenerationRecord, KeyPatch, KeyRecord, KeyUsage, ListKeysOptions, NewAccount, SettleOutcome, Settlement } from './records.js';
+import type {
+  AccountRecord,
+  ByokStore,
+  CompromisedKey,
+  CreditEntry,
+  GenerationRecord,
+  KeyPatch,
+  KeyRecord,
+  KeyUsage,
+  ListKeysOptions,
+  NewAccount,
+  SettleOutcome,
+  Settlement,
+} from './records.js';
 import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import type { AccountAuthStore } from './account-auth-store.js';
 
@@ -62,7 +75,11 @@ export interface Store {
    * messages `notify` composes for its holder — only the first time: a key already reported is
    * returned unchanged with `newly: false`. Null for an unknown or deleted key.
    */
-  markKeyCompromised(hash: string, at: number, notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[]): Promise<CompromisedKey | null>;
+  markKeyCompromised(
+    hash: string,
+    at: number,
+    notify: (key: KeyRecord, account: AccountRecord) => OutboxMessage[],
+  ): Promise<CompromisedKey | null>;
 
   getKeyUsage(hashes: readonly string[], periods: UsagePeriods): Promise<Map<string, KeyUsage>>;
 

@@ -41,7 +41,13 @@ function sorted<K>(rows: Map<string, Row<unknown>>): Row<K>[] {
   return ([...rows.values()] as Row<K>[]).sort((a, b) => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0));
 }
 
-async function upsert(tx: SqlExecutor, head: string, width: number, tail: string, rows: readonly SqlParam[][]): Promise<void> {
+async function upsert(
+  tx: SqlExecutor,
+  head: string,
+  width: number,
+  tail: string,
+  rows: readonly SqlParam[][],
+): Promise<void> {
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK);
     await tx.run(`${head} VALUES ${chunk.map(() => placeholderTuple(width)).join(', ')} ${tail}`, chunk.flat());
@@ -100,7 +106,11 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       add(appDaily, [day, pad(app.id)].join(SEP), { day, appId: app.id }, delta);
       const known = apps.get(app.id);
       if (!known || (!known.app.titled && app.titled)) apps.set(app.id, { app, createdAt: g.createdAt });
-      appAccounts.set([pad(app.id), g.accountId].join(SEP), { appId: app.id, accountId: g.accountId, createdAt: g.createdAt });
+      appAccounts.set([pad(app.id), g.accountId].join(SEP), {
+        appId: app.id,
+        accountId: g.accountId,
+        createdAt: g.createdAt,
+      });
     }
   }
 
@@ -110,7 +120,15 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
     `INSERT INTO usage_rollups (account_id, key_hash, day, model, provider_name, app_id, ${TOTALS_COLUMNS})`,
     12,
     accumulate('usage_rollups', 'account_id, key_hash, day, model, provider_name, app_id'),
-    sorted<RollupKey>(rollups).map(({ key: k, totals }) => [k.accountId, k.keyHash, k.day, k.model, k.provider, k.appId, ...t(totals)]),
+    sorted<RollupKey>(rollups).map(({ key: k, totals }) => [
+      k.accountId,
+      k.keyHash,
+      k.day,
+      k.model,
+      k.provider,
+      k.appId,
+      ...t(totals),
+    ]),
   );
   await upsert(
     tx,
@@ -134,7 +152,9 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
     'INSERT INTO usage_apps (id, app_key, origin, name, titled, created_at)',
     6,
     'ON CONFLICT (id) DO UPDATE SET name = excluded.name, titled = excluded.titled WHERE usage_apps.titled = 0 AND excluded.titled = 1',
-    [...apps.values()].sort((a, b) => a.app.id - b.app.id).map(({ app, createdAt }) => [app.id, app.key, app.origin, app.name, app.titled, createdAt]),
+    [...apps.values()]
+      .sort((a, b) => a.app.id - b.app.id)
+      .map(({ app, createdAt }) => [app.id, app.key, app.origin, app.name, app.titled, createdAt]),
   );
   await upsert(
     tx,
@@ -152,13 +172,25 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
     'INSERT INTO usage_app_daily (day, app_id, requests, prompt_tokens, completion_tokens)',
     5,
     publicTail('usage_app_daily', 'day, app_id'),
-    sorted<{ day: string; appId: number }>(appDaily).map(({ key, totals }) => [key.day, key.appId, totals.requests, totals.prompt, totals.completion]),
+    sorted<{ day: string; appId: number }>(appDaily).map(({ key, totals }) => [
+      key.day,
+      key.appId,
+      totals.requests,
+      totals.prompt,
+      totals.completion,
+    ]),
   );
   await upsert(
     tx,
     'INSERT INTO usage_model_daily (day, model, requests, prompt_tokens, completion_tokens)',
     5,
     publicTail('usage_model_daily', 'day, model'),
-    sorted<{ day: string; model: string }>(modelDaily).map(({ key, totals }) => [key.day, key.model, totals.requests, totals.prompt, totals.completion]),
+    sorted<{ day: string; model: string }>(modelDaily).map(({ key, totals }) => [
+      key.day,
+      key.model,
+      totals.requests,
+      totals.prompt,
+      totals.completion,
+    ]),
   );
 }

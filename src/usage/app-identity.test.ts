@@ -3,7 +3,10 @@ import { appIdentity, MAX_TITLE_LENGTH, normaliseReferer, normaliseTitle } from 
 
 describe('normaliseReferer', () => {
   it('keeps only the origin: no path, query, fragment or credentials; default ports dropped; host lower-cased', () => {
-    expect(normaliseReferer('https://App.Example.com:443/chat?token=secret#x')).toEqual({ origin: 'https://app.example.com', loopback: false });
+    expect(normaliseReferer('https://App.Example.com:443/chat?token=secret#x')).toEqual({
+      origin: 'https://app.example.com',
+      loopback: false,
+    });
     expect(normaliseReferer('https://user:pass@example.com/')?.origin).toBe('https://example.com');
     expect(normaliseReferer('http://example.com:8080')?.origin).toBe('http://example.com:8080');
     expect(normaliseReferer('  https://example.com  ')?.origin).toBe('https://example.com');
@@ -11,15 +14,35 @@ describe('normaliseReferer', () => {
   });
 
   it('flags loopback origins', () => {
-    for (const url of ['http://localhost:3000', 'http://app.localhost', 'http://127.0.0.1:8080/x', 'http://[::1]:5173', 'http://0.0.0.0']) {
+    for (const url of [
+      'http://localhost:3000',
+      'http://app.localhost',
+      'http://127.0.0.1:8080/x',
+      'http://[::1]:5173',
+      'http://0.0.0.0',
+    ]) {
       expect(normaliseReferer(url)?.loopback, url).toBe(true);
     }
     expect(normaliseReferer('https://localhost.example.com')?.loopback).toBe(false);
   });
 
   it('ignores junk: non-URLs, other schemes, over-long values, control characters, absurd hosts', () => {
-    for (const junk of [null, undefined, '', 'example.com', 'not a url', 'javascript:alert(1)', 'data:text/html,<b>x</b>', 'ftp://example.com', 'file:///etc/passwd',
-      `https://example.com/${'a'.repeat(2100)}`, 'https://exa\u0000mple.com', 'https://example.com/\r\nSet-Cookie: x', `https://${'a'.repeat(64)}.example.com`, `https://${'a.'.repeat(130)}com`]) {
+    for (const junk of [
+      null,
+      undefined,
+      '',
+      'example.com',
+      'not a url',
+      'javascript:alert(1)',
+      'data:text/html,<b>x</b>',
+      'ftp://example.com',
+      'file:///etc/passwd',
+      `https://example.com/${'a'.repeat(2100)}`,
+      'https://exa\u0000mple.com',
+      'https://example.com/\r\nSet-Cookie: x',
+      `https://${'a'.repeat(64)}.example.com`,
+      `https://${'a.'.repeat(130)}com`,
+    ]) {
       expect(normaliseReferer(junk), String(junk)).toBeNull();
     }
   });
@@ -48,7 +71,12 @@ describe('appIdentity', () => {
   it('is the origin, named by the title or else the host; the same app whatever the path', () => {
     const a = appIdentity('https://app.example.com/one?x=1', 'My App')!;
     const b = appIdentity('https://app.example.com/two', null)!;
-    expect(a).toMatchObject({ key: 'https://app.example.com', origin: 'https://app.example.com', name: 'My App', titled: true });
+    expect(a).toMatchObject({
+      key: 'https://app.example.com',
+      origin: 'https://app.example.com',
+      name: 'My App',
+      titled: true,
+    });
     expect(b).toMatchObject({ key: 'https://app.example.com', name: 'app.example.com', titled: false });
     expect(a.id).toBe(b.id);
     expect(Number.isSafeInteger(a.id) && a.id > 0).toBe(true);

@@ -50,7 +50,14 @@ export function normaliseTitle(raw: string | null | undefined): string | null {
 
 function isLoopbackHost(hostname: string): boolean {
   const host = hostname.toLowerCase();
-  return host === 'localhost' || host.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(host) || host === '[::1]' || host === '0.0.0.0' || host === '[::]';
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    /^127(\.\d{1,3}){3}$/.test(host) ||
+    host === '[::1]' ||
+    host === '0.0.0.0' ||
+    host === '[::]'
+  );
 }
 
 function validHostname(hostname: string): boolean {
@@ -97,5 +104,11 @@ export function appIdentity(referer: string | null | undefined, title: string | 
   const name = normaliseTitle(title);
   if (origin.loopback && name === null) return null;
   const key = origin.loopback ? `${origin.origin}#${name!}` : origin.origin;
-  return { id: idOf(key), key, origin: origin.origin, name: name ?? new URL(origin.origin).host, titled: name !== null };
+  return {
+    id: idOf(key),
+    key,
+    origin: origin.origin,
+    name: name ?? new URL(origin.origin).host,
+    titled: name !== null,
+  };
 }

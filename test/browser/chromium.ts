@@ -7,12 +7,24 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export const chromiumAvailable = existsSync(CHROMIUM_PATH);
 
 if (!chromiumAvailable) {
-  if (process.env.CI === 'true') throw new Error(`CI=true but ${CHROMIUM_PATH} is missing: install it with apt-get install -y chromium (.ci/run does)`);
+  if (process.env.CI === 'true')
+    throw new Error(
+      `CI=true but ${CHROMIUM_PATH} is missing: install it with apt-get install -y chromium (.ci/run does)`,
+    );
   console.log(`browser tests skipped: ${CHROMIUM_PATH} not found (apt-get install -y chromium to run them)`);
 }
 
@@ -25,12 +37,17 @@ export function watchPage(page: Page): { problems: string[] } {
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text())) problems.push(`console: ${message.text()}`);
+    if (message.type() === 'error' && /Content Security Policy|Refused to/i.test(message.text()))
+      problems.push(`console: ${message.text()}`);
   });
   return { problems };
 }
 
-export async function newPage(browser: Browser, baseURL: string, viewport = { width: 1280, height: 860 }): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+export async function newPage(
+  browser: Browser,
+  baseURL: string,
+  viewport = { width: 1280, height: 860 },
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await browser.newContext({ baseURL, viewport, permissions: ['clipboard-read', 'clipboard-write'] });
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);

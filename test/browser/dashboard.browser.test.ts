@@ -32,7 +32,11 @@ async function startCallbackServer(): Promise<{ url: string; received: URLSearch
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://localhost:${port}/callback`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://localhost:${port}/callback`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
@@ -204,7 +208,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect(await row.textContent()).toContain('Dashboard Demo');
     await table.getByText(other.json.id as string).waitFor();
     // Three charts (spend, tokens, requests) drawn by uPlot, and the 30-day totals.
-    for (const title of ['Spend (USD)', 'Tokens', 'Requests']) await p.getByRole('img', { name: `${title}, per UTC day for the last 30 days` }).waitFor();
+    for (const title of ['Spend (USD)', 'Tokens', 'Requests'])
+      await p.getByRole('img', { name: `${title}, per UTC day for the last 30 days` }).waitFor();
     expect(await p.locator('.chart canvas').count()).toBe(3);
     await expect.poll(async () => (await p.locator('.stats').textContent()) ?? '').toMatch(/Requests\s*[1-9]/);
     await screenshot(p, 'activity');
@@ -228,7 +233,11 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
   });
 
   it('Credits lists the credit entries, newest first', async () => {
-    await gw.admin('POST', `/accounts/${holder.id}/credits`, { amount: 7.5, kind: 'purchase', reference: 'invoice-browser-1' });
+    await gw.admin('POST', `/accounts/${holder.id}/credits`, {
+      amount: 7.5,
+      kind: 'purchase',
+      reference: 'invoice-browser-1',
+    });
     const p = await signedInPage();
     await p.getByRole('link', { name: 'Credits' }).click();
     const history = p.getByRole('table', { name: 'Credit entries, newest first' });
@@ -267,7 +276,12 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     open.push(callback);
     const sdk = new OpenRouter({ serverURL: gw.api, retryConfig: { strategy: 'none' } });
     const { codeChallenge, codeVerifier } = await sdk.oAuth.createSHA256CodeChallenge();
-    const authorizationUrl = await sdk.oAuth.createAuthorizationUrl({ callbackUrl: callback.url, codeChallenge, codeChallengeMethod: 'S256', limit: 3 });
+    const authorizationUrl = await sdk.oAuth.createAuthorizationUrl({
+      callbackUrl: callback.url,
+      codeChallenge,
+      codeChallengeMethod: 'S256',
+      limit: 3,
+    });
     expect(new URL(authorizationUrl).pathname).toBe('/auth');
 
     const p = await page();
@@ -286,11 +300,15 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const code = callback.received[0]!.get('code');
     expect(code).toBeTruthy();
 
-    const exchanged = await sdk.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: code!, codeVerifier, codeChallengeMethod: 'S256' } });
+    const exchanged = await sdk.oAuth.exchangeAuthCodeForAPIKey({
+      requestBody: { code: code!, codeVerifier, codeChallengeMethod: 'S256' },
+    });
     expect(exchanged.key).toMatch(/^sk-tg-v1-/);
     expect((await chat(gw, exchanged.key, HELLO)).status).toBe(200);
     // The code is single-use.
-    await expect(sdk.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: code!, codeVerifier, codeChallengeMethod: 'S256' } })).rejects.toThrow();
+    await expect(
+      sdk.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: code!, codeVerifier, codeChallengeMethod: 'S256' } }),
+    ).rejects.toThrow();
 
     // The app is listed under Apps, with its limit; revoking it ends the key.
     await p.goto('/apps');
@@ -304,7 +322,11 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect((await chat(gw, exchanged.key, HELLO)).status).toBe(401);
 
     // Deny: the callback receives error=access_denied and no code.
-    const denied = await sdk.oAuth.createAuthorizationUrl({ callbackUrl: callback.url, codeChallenge, codeChallengeMethod: 'S256' });
+    const denied = await sdk.oAuth.createAuthorizationUrl({
+      callbackUrl: callback.url,
+      codeChallenge,
+      codeChallengeMethod: 'S256',
+    });
     await p.goto(denied);
     await heading.waitFor();
     await p.getByRole('button', { name: 'Deny' }).click();
@@ -315,7 +337,9 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
 
   it('an OAuth request with a callback URL that is not allowed is refused on the page (HTTP 400), before any sign-in', async () => {
     const p = await page();
-    const response = await p.goto(`/auth?callback_url=${encodeURIComponent('http://attacker.example/steal')}&code_challenge=x&code_challenge_method=plain`);
+    const response = await p.goto(
+      `/auth?callback_url=${encodeURIComponent('http://attacker.example/steal')}&code_challenge=x&code_challenge_method=plain`,
+    );
     expect(response?.status()).toBe(400);
     await p.getByRole('heading', { name: "This app's callback URL is not allowed" }).waitFor();
     expect(await p.getByRole('alert').textContent()).toContain('https');

@@ -29,7 +29,13 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       target: sqliteTarget,
       env: { TOLLGATE_SMTP_URL: inbox.url },
       configure: (file) => {
-        (file as Record<string, unknown>).mail = { from: 'Tollgate <noreply@tollgate.test>', public_url: 'https://dash.example.test/', poll_interval_ms: 100, retry_base_ms: 100, retry_max_ms: 400 };
+        (file as Record<string, unknown>).mail = {
+          from: 'Tollgate <noreply@tollgate.test>',
+          public_url: 'https://dash.example.test/',
+          poll_interval_ms: 100,
+          retry_base_ms: 100,
+          retry_max_ms: 400,
+        };
       },
     });
     gw.gateway.startBackground();
@@ -73,13 +79,17 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       await page.getByRole('status').filter({ hasText: 'Your password was changed' }).waitFor();
 
       // The link worked once.
-      const again = await call(gw, 'POST', '/password-reset/confirm', { json: { token, new_password: 'yet another password 789' } });
+      const again = await call(gw, 'POST', '/password-reset/confirm', {
+        json: { token, new_password: 'yet another password 789' },
+      });
       expect(again.status).toBe(400);
 
       await page.getByRole('main').getByRole('link', { name: 'Sign in' }).click();
       await signInThroughPage(page, holder.email, NEW_PASSWORD);
       await page.getByRole('heading', { name: 'API keys' }).waitFor();
-      const old = await call(gw, 'POST', '/session', { json: { email: holder.email, password: 'the old password 123' } });
+      const old = await call(gw, 'POST', '/session', {
+        json: { email: holder.email, password: 'the old password 123' },
+      });
       expect(old.status).toBe(401);
       expect(problems).toEqual([]);
     } finally {

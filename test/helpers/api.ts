@@ -28,8 +28,15 @@ export interface CallResult {
 export const seenBodies: string[] = [];
 
 /** One request to `gw.api + path` (`/api/v1` + path). */
-export async function call(gw: TestGateway, method: Method, path: string, options: CallOptions = {}): Promise<CallResult> {
-  const headers: Record<string, string> = { ...(options.key === undefined ? {} : { authorization: `Bearer ${options.key}` }) };
+export async function call(
+  gw: TestGateway,
+  method: Method,
+  path: string,
+  options: CallOptions = {},
+): Promise<CallResult> {
+  const headers: Record<string, string> = {
+    ...(options.key === undefined ? {} : { authorization: `Bearer ${options.key}` }),
+  };
   let body: string | Buffer | undefined;
   if (options.raw !== undefined) body = options.raw;
   else if (options.json !== undefined) {
@@ -50,7 +57,11 @@ export async function call(gw: TestGateway, method: Method, path: string, option
 }
 
 /** The error record of docs/api.md: `{ error: { code: <int = status>, message, metadata? } }`, JSON, no leak. */
-export function expectError(result: { status: number; headers: Record<string, string | string[] | undefined>; text: string }, status: number, message?: string | RegExp): any {
+export function expectError(
+  result: { status: number; headers: Record<string, string | string[] | undefined>; text: string },
+  status: number,
+  message?: string | RegExp,
+): any {
   expect(result.status, result.text).toBe(status);
   expect(String(result.headers['content-type'])).toMatch(/^application\/json/);
   const body = JSON.parse(result.text);
@@ -60,7 +71,10 @@ export function expectError(result: { status: number; headers: Record<string, st
   expect(typeof body.error.message).toBe('string');
   expect(body.error.message.length).toBeGreaterThan(0);
   for (const field of Object.keys(body.error)) expect(['code', 'message', 'metadata']).toContain(field);
-  if ('metadata' in body.error) expect(typeof body.error.metadata === 'object' && body.error.metadata !== null && !Array.isArray(body.error.metadata)).toBe(true);
+  if ('metadata' in body.error)
+    expect(
+      typeof body.error.metadata === 'object' && body.error.metadata !== null && !Array.isArray(body.error.metadata),
+    ).toBe(true);
   if (typeof message === 'string') expect(body.error.message).toBe(message);
   else if (message) expect(body.error.message).toMatch(message);
   expectNoLeak(result.text);
@@ -85,7 +99,21 @@ export function expectFields(object: Record<string, unknown>, spec: Record<strin
   }
 }
 
-export type FieldType = 'string' | 'number' | 'int' | 'boolean' | 'object' | 'array' | 'null' | 'string|null' | 'number|null' | 'int|null' | 'boolean|null' | 'object|null' | 'array|null' | 'any';
+export type FieldType =
+  | 'string'
+  | 'number'
+  | 'int'
+  | 'boolean'
+  | 'object'
+  | 'array'
+  | 'null'
+  | 'string|null'
+  | 'number|null'
+  | 'int|null'
+  | 'boolean|null'
+  | 'object|null'
+  | 'array|null'
+  | 'any';
 
 function matches(value: unknown, type: FieldType): boolean {
   if (type === 'any') return true;

@@ -26,13 +26,30 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
       const status = /^echo-(\d{3})$/.exec(body.model ?? '')?.[1];
       if (status) {
         res.writeHead(Number(status), { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: echo, type: 'invalid_request_error', code: 'echo', debug: { headers: { authorization: auth } } } }));
+        res.end(
+          JSON.stringify({
+            error: {
+              message: echo,
+              type: 'invalid_request_error',
+              code: 'echo',
+              debug: { headers: { authorization: auth } },
+            },
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (delta: Record<string, unknown>) => ({ id: 'chatcmpl-echo', object: 'chat.completion.chunk', created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason: null }] });
+      const chunk = (delta: Record<string, unknown>) => ({
+        id: 'chatcmpl-echo',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: body.model,
+        choices: [{ index: 0, delta, finish_reason: null }],
+      });
       res.write(`data: ${JSON.stringify(chunk({ role: 'assistant', content: 'Hel' }))}\n\n`);
-      res.write(`data: ${JSON.stringify({ error: { message: `upstream broke: ${echo}`, code: 502, debug: auth } })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ error: { message: `upstream broke: ${echo}`, code: 502, debug: auth } })}\n\n`,
+      );
       res.end();
     });
   });

@@ -13,7 +13,13 @@ export const FAKE_GEMINI_KEY = 'AIza-fake-key';
 export const FAKE_GEMINI_TEXT = 'Hello from fake Gemini.';
 export const FAKE_GEMINI_TOOL_ANSWER = 'Paris is at 18°C.';
 /** Usage of every answer: 30 prompt tokens (10 cached), 8 answer + 5 thinking tokens. */
-export const FAKE_GEMINI_USAGE = { promptTokenCount: 30, candidatesTokenCount: 8, thoughtsTokenCount: 5, cachedContentTokenCount: 10, totalTokenCount: 43 };
+export const FAKE_GEMINI_USAGE = {
+  promptTokenCount: 30,
+  candidatesTokenCount: 8,
+  thoughtsTokenCount: 5,
+  cachedContentTokenCount: 10,
+  totalTokenCount: 43,
+};
 
 type Part = Record<string, unknown>;
 
@@ -45,26 +51,44 @@ function answer(url: string, headers: IncomingHttpHeaders, body: Record<string, 
   const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(url);
   if (match === null) return sendError(res, 404, 'NOT_FOUND', `Unknown path ${url}`);
   if (headers['x-goog-api-key'] !== FAKE_GEMINI_KEY) {
-    return sendError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }]);
+    return sendError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
+      { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' },
+    ]);
   }
   const model = match[1] ?? '';
   if (model.endsWith('-429')) {
-    return sendError(res, 429, 'RESOURCE_EXHAUSTED', 'You exceeded your current quota, please check your plan and billing details.', [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '9s' }]);
+    return sendError(
+      res,
+      429,
+      'RESOURCE_EXHAUSTED',
+      'You exceeded your current quota, please check your plan and billing details.',
+      [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '9s' }],
+    );
   }
-  if (model.endsWith('-503')) return sendError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
-  if (model.endsWith('-400')) return sendError(res, 400, 'INVALID_ARGUMENT', 'Invalid value at \'generation_config.temperature\'');
+  if (model.endsWith('-503'))
+    return sendError(res, 503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.');
+  if (model.endsWith('-400'))
+    return sendError(res, 400, 'INVALID_ARGUMENT', "Invalid value at 'generation_config.temperature'");
   const parts = replyParts(body);
   const meta = { modelVersion: model, responseId: 'fakeResponse01' };
   if (match[2] === 'generateContent') {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: FAKE_GEMINI_USAGE, ...meta }));
+    res.end(
+      JSON.stringify({
+        candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: FAKE_GEMINI_USAGE,
+        ...meta,
+      }),
+    );
     return;
   }
   if (match[3] === undefined) return sendError(res, 400, 'INVALID_ARGUMENT', 'this fake only streams with alt=sse');
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   const { promptTokenCount } = FAKE_GEMINI_USAGE;
   // Text arrives a word at a time; a function call arrives whole; the last event has the finish and full usage.
-  const pieces: Part[][] = parts.flatMap((part) => (typeof part.text === 'string' ? part.text.split(/(?<= )/).map((text) => [{ text }]) : [[part]]));
+  const pieces: Part[][] = parts.flatMap((part) =>
+    typeof part.text === 'string' ? part.text.split(/(?<= )/).map((text) => [{ text }]) : [[part]],
+  );
   for (const [n, piece] of pieces.entries()) {
     const last = n === pieces.length - 1;
     const candidate = { content: { role: 'model', parts: piece }, index: 0, ...(last ? { finishReason: 'STOP' } : {}) };
@@ -80,7 +104,12 @@ function replyParts(body: Record<string, unknown>): Part[] {
   const last = contents.at(-1)?.parts ?? [];
   if (last.some((part) => part.functionResponse !== undefined)) return [{ text: FAKE_GEMINI_TOOL_ANSWER }];
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    return [{ functionCall: { name: 'get_weather', args: { location: 'Paris', unit: 'celsius' } }, thoughtSignature: 'fake-signature' }];
+    return [
+      {
+        functionCall: { name: 'get_weather', args: { location: 'Paris', unit: 'celsius' } },
+        thoughtSignature: 'fake-signature',
+      },
+    ];
   }
   return [{ text: FAKE_GEMINI_TEXT }];
 }

@@ -45,7 +45,14 @@ export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
   return {
     providers: [
       { id: 'mock', name: 'Mock', kind: 'openai', base_url: mockUrl, api_key: 'upstream-secret-key', timeouts: FAST },
-      { id: 'mock-b', name: 'Mock B', kind: 'openai', base_url: mockUrl, api_key: 'upstream-secret-key-b', timeouts: FAST },
+      {
+        id: 'mock-b',
+        name: 'Mock B',
+        kind: 'openai',
+        base_url: mockUrl,
+        api_key: 'upstream-secret-key-b',
+        timeouts: FAST,
+      },
     ] as TestProvider[],
     models: [
       model('test/chat', 'mock-chat'),
@@ -74,7 +81,12 @@ export function testCatalog(mockUrl: string, extraModels: unknown[] = []) {
       ...extraModels,
     ],
     server: { keep_alive_interval_ms: 200, shutdown_grace_ms: 2000, body_limit_bytes: 256 * 1024, trust_proxy: false },
-    routing: { max_attempts: 4, retry_backoff_ms: 20, budget_ms: 15_000, breaker: { failure_threshold: 1000, open_ms: 1000, max_open_ms: 2000 } },
+    routing: {
+      max_attempts: 4,
+      retry_backoff_ms: 20,
+      budget_ms: 15_000,
+      breaker: { failure_threshold: 1000, open_ms: 1000, max_open_ms: 2000 },
+    },
     // The per-IP edge guard is off here: suites burst hundreds of requests from 127.0.0.1. test/limits.edge.test.ts turns it on.
     limits: { edge: { burst: 0 } } as Record<string, unknown>,
   };
@@ -115,7 +127,11 @@ export interface TestGateway {
   database: StoreDatabase;
   createAccount(credits?: number, kind?: 'grant' | 'purchase'): Promise<string>;
   createKey(accountId: string, body?: Record<string, unknown>): Promise<{ key: string; hash: string }>;
-  admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<{ status: number; json: any }>;
+  admin(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: any }>;
   close(): Promise<void>;
 }
 
@@ -125,12 +141,17 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const provider = await startMockProvider();
   const file = testCatalog(provider.url, options.extraModels);
   options.configure?.(file);
-  const config = loadConfig({ TOLLGATE_CONFIG: 'test.yaml', TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, PORT: '0', ...options.env }, () => stringify(file));
+  const config = loadConfig(
+    { TOLLGATE_CONFIG: 'test.yaml', TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, PORT: '0', ...options.env },
+    () => stringify(file),
+  );
   const database = options.database ?? (await options.target.createDatabase());
   const store = database.openStore();
   await store.migrate();
   const agent = createUpstreamAgent();
-  const journal = options.journalDir ? (await ChargeJournal.open(options.journalDir, { now: () => (options.clock ?? systemClock).now() })).journal : null;
+  const journal = options.journalDir
+    ? (await ChargeJournal.open(options.journalDir, { now: () => (options.clock ?? systemClock).now() })).journal
+    : null;
   const gateway = buildApp({
     config,
     store: options.wrapStore ? options.wrapStore(store) : store,
@@ -149,7 +170,10 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   async function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) {
     const response = await request(`${url}/api/v1/admin${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.statusCode, json: (await response.body.json()) as any };
@@ -165,7 +189,9 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     database,
     admin,
     async createAccount(credits = 10, kind = 'grant') {
-      const created = await admin('POST', '/accounts', { email: `user${process.pid}-${++accountCounter}-${Date.now()}@example.test` });
+      const created = await admin('POST', '/accounts', {
+        email: `user${process.pid}-${++accountCounter}-${Date.now()}@example.test`,
+      });
       if (created.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(created.json)}`);
       if (credits !== 0) {
         const added = await admin('POST', `/accounts/${created.json.data.id}/credits`, { amount: credits, kind });
@@ -191,14 +217,24 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
 }
 
 /** POST /chat/completions with a key; returns status, headers and parsed JSON (non-streaming). */
-export async function chat(gw: TestGateway, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+export async function chat(
+  gw: TestGateway,
+  key: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
   const response = await request(`${gw.api}/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
   const text = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, text, json: text.startsWith('{') ? JSON.parse(text) : null };
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    text,
+    json: text.startsWith('{') ? JSON.parse(text) : null,
+  };
 }
 
 export interface SseResult {

@@ -44,4 +44,6 @@ export const redisHoldTarget: HoldTarget = {
 };
 
 /** Both hold stores; without Redis outside CI (test/service-availability.ts), the in-memory one only. */
-export const HOLD_TARGETS: readonly HoldTarget[] = process.env.TOLLGATE_TEST_NO_REDIS ? [memoryHoldTarget] : [memoryHoldTarget, redisHoldTarget];
+export const HOLD_TARGETS: readonly HoldTarget[] = process.env.TOLLGATE_TEST_NO_REDIS
+  ? [memoryHoldTarget]
+  : [memoryHoldTarget, redisHoldTarget];

@@ -18,7 +18,14 @@ export function fixedCostModel(id: string, upstream: string, provider = 'mock') 
     id,
     name: id,
     context_length: 8192,
-    endpoints: [{ provider, model: upstream, pricing: { prompt: '0', completion: FIXED_COMPLETION_PRICE }, max_completion_tokens: 1024 }],
+    endpoints: [
+      {
+        provider,
+        model: upstream,
+        pricing: { prompt: '0', completion: FIXED_COMPLETION_PRICE },
+        max_completion_tokens: 1024,
+      },
+    ],
   };
 }
 
@@ -36,8 +43,15 @@ export interface BurstResult {
 }
 
 /** `count` concurrent POST /chat/completions, round-robin over `baseUrls`, one connection each. */
-export async function burst(baseUrls: readonly string[], key: string, model: string, count: number): Promise<BurstResult> {
-  const pools = baseUrls.map((url) => new Pool(url, { connections: Math.ceil(count / baseUrls.length), pipelining: 1 }));
+export async function burst(
+  baseUrls: readonly string[],
+  key: string,
+  model: string,
+  count: number,
+): Promise<BurstResult> {
+  const pools = baseUrls.map(
+    (url) => new Pool(url, { connections: Math.ceil(count / baseUrls.length), pipelining: 1 }),
+  );
   try {
     const answers = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
@@ -48,13 +62,22 @@ export async function burst(baseUrls: readonly string[], key: string, model: str
           body: JSON.stringify(fixedBody(model, i)),
         });
         const text = await response.body.text();
-        return { status: response.statusCode, text, cost: response.statusCode === 200 ? Math.round(JSON.parse(text).usage.cost * 1e9) : 0 };
+        return {
+          status: response.statusCode,
+          text,
+          cost: response.statusCode === 200 ? Math.round(JSON.parse(text).usage.cost * 1e9) : 0,
+        };
       }),
     );
     const statuses = new Map<number, number>();
     for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
     const others = answers.filter((a) => a.status !== 200 && a.status !== 402).map((a) => `${a.status} ${a.text}`);
-    return { statuses, admitted: statuses.get(200) ?? 0, chargedUnits: answers.reduce((sum, a) => sum + a.cost, 0), others: others.slice(0, 3) };
+    return {
+      statuses,
+      admitted: statuses.get(200) ?? 0,
+      chargedUnits: answers.reduce((sum, a) => sum + a.cost, 0),
+      others: others.slice(0, 3),
+    };
   } finally {
     await Promise.all(pools.map((pool) => pool.close()));
   }

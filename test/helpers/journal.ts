@@ -27,7 +27,10 @@ export function breakableStore(): Breakable {
           const value: unknown = Reflect.get(target, property, target);
           if (typeof value !== 'function') return value;
           return (...args: unknown[]) => {
-            const failing = state.mode === 'all' ? property === 'settle' || READS.has(String(property)) : state.mode === 'writes' && property === 'settle';
+            const failing =
+              state.mode === 'all'
+                ? property === 'settle' || READS.has(String(property))
+                : state.mode === 'writes' && property === 'settle';
             if (failing) return Promise.reject(new TollgateError('store.unavailable', 'Storage is unavailable'));
             return (value as (...a: unknown[]) => unknown).apply(target, args);
           };
@@ -49,10 +52,21 @@ export interface MoneyTotals {
 }
 
 export async function moneyTotals(driver: SqlDriver, accountId: string, keyHash: string): Promise<MoneyTotals> {
-  const [g] = await driver.all('SELECT COALESCE(SUM(total_cost), 0) AS total, COUNT(*) AS n FROM generations WHERE account_id = ?', [accountId]);
-  const [k] = await driver.all("SELECT COALESCE(SUM(usage), 0) AS total FROM key_usage WHERE key_hash = ? AND period = 'all'", [keyHash]);
+  const [g] = await driver.all(
+    'SELECT COALESCE(SUM(total_cost), 0) AS total, COUNT(*) AS n FROM generations WHERE account_id = ?',
+    [accountId],
+  );
+  const [k] = await driver.all(
+    "SELECT COALESCE(SUM(usage), 0) AS total FROM key_usage WHERE key_hash = ? AND period = 'all'",
+    [keyHash],
+  );
   const [a] = await driver.all('SELECT total_usage FROM accounts WHERE id = ?', [accountId]);
-  return { generations: BigInt(g!.total as bigint), generationCount: Number(g!.n), keyUsage: BigInt(k!.total as bigint), accountUsage: BigInt(a!.total_usage as bigint) };
+  return {
+    generations: BigInt(g!.total as bigint),
+    generationCount: Number(g!.n),
+    keyUsage: BigInt(k!.total as bigint),
+    accountUsage: BigInt(a!.total_usage as bigint),
+  };
 }
 
 export async function readyz(url: string): Promise<{ status: number; json: any }> {
@@ -67,7 +81,11 @@ export async function metric(url: string, name: string): Promise<number | null> 
   return line ? Number(line.split(' ').at(-1)) : null;
 }
 
-export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+export async function until(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms`);
@@ -78,7 +96,35 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
 /** A charge of `cost` units with generation id `id`. */
 export function journalSettlement(id: string, cost: bigint): Settlement {
   return {
-    generation: { id, accountId: 'acct', keyHash: 'k'.repeat(64), createdAt: 1, model: 'm', providerName: 'p', totalCost: cost, upstreamPromptCost: cost, upstreamCompletionCost: 0n, isByok: false, streamed: false, cancelled: false, finishReason: 'stop', nativeFinishReason: 'stop', tokensPrompt: 1, tokensCompletion: 2, tokensReasoning: null, tokensCached: null, usageEstimated: false, latencyMs: 1, generationTimeMs: 1, upstreamId: null, appTitle: null, httpReferer: null, userAgent: null, externalUser: null, providerResponses: [] },
+    generation: {
+      id,
+      accountId: 'acct',
+      keyHash: 'k'.repeat(64),
+      createdAt: 1,
+      model: 'm',
+      providerName: 'p',
+      totalCost: cost,
+      upstreamPromptCost: cost,
+      upstreamCompletionCost: 0n,
+      isByok: false,
+      streamed: false,
+      cancelled: false,
+      finishReason: 'stop',
+      nativeFinishReason: 'stop',
+      tokensPrompt: 1,
+      tokensCompletion: 2,
+      tokensReasoning: null,
+      tokensCached: null,
+      usageEstimated: false,
+      latencyMs: 1,
+      generationTimeMs: 1,
+      upstreamId: null,
+      appTitle: null,
+      httpReferer: null,
+      userAgent: null,
+      externalUser: null,
+      providerResponses: [],
+    },
     periods: { day: 'd:2026-11-23', week: 'w:2026-11-23', month: 'm:2026-11' },
   };
 }

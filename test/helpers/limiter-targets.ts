@@ -69,4 +69,6 @@ export const redisTarget: LimiterTarget = {
 };
 
 /** Both limiters; without Redis outside CI (test/service-availability.ts), the in-memory one only. */
-export const LIMITER_TARGETS: readonly LimiterTarget[] = process.env.TOLLGATE_TEST_NO_REDIS ? [memoryTarget] : [memoryTarget, redisTarget];
+export const LIMITER_TARGETS: readonly LimiterTarget[] = process.env.TOLLGATE_TEST_NO_REDIS
+  ? [memoryTarget]
+  : [memoryTarget, redisTarget];

@@ -26,7 +26,9 @@ async function connectAny(urls: readonly string[]): Promise<string> {
       await client.end().catch(() => undefined);
     }
   }
-  throw new Error(`no PostgreSQL test server reachable (is it running? pg_isready -h 127.0.0.1)\n${failures.join('\n')}`);
+  throw new Error(
+    `no PostgreSQL test server reachable (is it running? pg_isready -h 127.0.0.1)\n${failures.join('\n')}`,
+  );
 }
 
 /** The first test URL that accepts a connection (checked once per process). */

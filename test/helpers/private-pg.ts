@@ -50,7 +50,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
     async start() {
-      await pgctl(['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', join(dir, 'log'), '-w', 'start']);
+      await pgctl([
+        '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+        '-l',
+        join(dir, 'log'),
+        '-w',
+        'start',
+      ]);
       running = true;
     },
     async stop() {

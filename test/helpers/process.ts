@@ -78,7 +78,10 @@ export async function startServe(env: Record<string, string>, timeoutMs = 20_000
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`gateway did not start in time\nstdout:\n${out}\nstderr:\n${err}`)),
+      timeoutMs,
+    );
     const check = () => {
       const match = /Tollgate listening on (http:\/\/[^\s]+)/.exec(out);
       if (match) {
@@ -105,12 +108,20 @@ export async function startServe(env: Record<string, string>, timeoutMs = 20_000
   };
 }
 
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -121,7 +132,9 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
 export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const body = await fetch(`${url}/readyz`).then((r) => r.json() as Promise<{ status?: string }>).catch(() => null);
+    const body = await fetch(`${url}/readyz`)
+      .then((r) => r.json() as Promise<{ status?: string }>)
+      .catch(() => null);
     if (body?.status === 'ready') return;
     if (Date.now() > deadline) throw new Error(`${url} not ready within ${timeoutMs} ms: ${JSON.stringify(body)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -132,5 +145,6 @@ export async function waitReady(url: string, timeoutMs = 20_000): Promise<void> 
 export async function waitForOutput(gw: ServeProcess, pattern: RegExp, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!pattern.test(gw.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  if (!pattern.test(gw.stdout())) throw new Error(`no output matching ${pattern} within ${timeoutMs} ms:\n${gw.stdout().slice(-2000)}`);
+  if (!pattern.test(gw.stdout()))
+    throw new Error(`no output matching ${pattern} within ${timeoutMs} ms:\n${gw.stdout().slice(-2000)}`);
 }

@@ -27,7 +27,11 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
       seen.push({ headers: req.headers, body: JSON.parse(body || '{}') as Record<string, unknown> });
       if (rejectKeys.has(key)) {
         res.writeHead(401, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+        res.end(
+          JSON.stringify({
+            error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' },
+          }),
+        );
         return;
       }
       const request = JSON.parse(body) as { model: string };

@@ -15,7 +15,11 @@ export function uniqueEmail(prefix = 'holder'): string {
 }
 
 /** An account with a password, made by the operator through the admin API. */
-export async function createHolder(gw: TestGateway, password = 'correct horse battery staple', credits = 10): Promise<{ id: string; email: string; password: string }> {
+export async function createHolder(
+  gw: TestGateway,
+  password = 'correct horse battery staple',
+  credits = 10,
+): Promise<{ id: string; email: string; password: string }> {
   const email = uniqueEmail();
   const created = await gw.admin('POST', '/accounts', { email, password });
   if (created.status !== 201) throw new Error(`account creation failed: ${JSON.stringify(created.json)}`);
@@ -30,14 +34,25 @@ export function cookieOf(result: CallResult): string {
   return text.split(';')[0]!;
 }
 
-export async function signIn(gw: TestGateway, email: string, password: string, headers: Record<string, string> = {}): Promise<BrowserSession> {
+export async function signIn(
+  gw: TestGateway,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<BrowserSession> {
   const result = await call(gw, 'POST', '/session', { json: { email, password }, headers });
   expect(result.status, result.text).toBe(200);
   return { cookie: cookieOf(result), csrf: result.json.data.csrf_token };
 }
 
 /** A same-origin browser request: cookie, and for state-changing methods the CSRF header and our Origin. */
-export function asBrowser(gw: TestGateway, session: BrowserSession, method: Method, path: string, options: CallOptions & { csrf?: string | null; origin?: string | null } = {}): Promise<CallResult> {
+export function asBrowser(
+  gw: TestGateway,
+  session: BrowserSession,
+  method: Method,
+  path: string,
+  options: CallOptions & { csrf?: string | null; origin?: string | null } = {},
+): Promise<CallResult> {
   const headers: Record<string, string> = { cookie: session.cookie, ...options.headers };
   const csrf = options.csrf === undefined ? session.csrf : options.csrf;
   if (method !== 'GET' && csrf !== null) headers['x-csrf-token'] = csrf;

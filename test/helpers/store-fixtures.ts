@@ -46,7 +46,11 @@ export function keyFixture(accountId: string, overrides: Partial<KeyRecord> = {}
   };
 }
 
-export function generationFixture(accountId: string, keyHash: string, overrides: Partial<GenerationRecord> = {}): GenerationRecord {
+export function generationFixture(
+  accountId: string,
+  keyHash: string,
+  overrides: Partial<GenerationRecord> = {},
+): GenerationRecord {
   return {
     id: `gen-1700000000-${randomBytes(10).toString('hex')}`,
     accountId,

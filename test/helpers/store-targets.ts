@@ -51,9 +51,14 @@ export const postgresTarget: StoreTarget = {
   name: 'postgres',
   async createDatabase() {
     const { url, schema, drop } = await createPgTestSchema();
-    return tracked({ store: () => openPostgresStore(url, { schema }), driver: () => openPgDriver(url, { schema }) }, drop);
+    return tracked(
+      { store: () => openPostgresStore(url, { schema }), driver: () => openPgDriver(url, { schema }) },
+      drop,
+    );
   },
 };
 
 /** Both stores; without PostgreSQL outside CI (test/service-availability.ts), the embedded one only. */
-export const STORE_TARGETS: readonly StoreTarget[] = process.env.TOLLGATE_TEST_NO_POSTGRES ? [sqliteTarget] : [sqliteTarget, postgresTarget];
+export const STORE_TARGETS: readonly StoreTarget[] = process.env.TOLLGATE_TEST_NO_POSTGRES
+  ? [sqliteTarget]
+  : [sqliteTarget, postgresTarget];

@@ -94,7 +94,8 @@ function Page(props: { path: string }) {
   useEffect(() => {
     if (state.status === 'loading') return;
     if (path === '/') navigate(state.status === 'signed-in' ? '/keys' : '/signin', { replace: true });
-    else if (needsSession && state.status === 'signed-out') navigate(`/signin?next=${encodeURIComponent(path + window.location.search)}`, { replace: true });
+    else if (needsSession && state.status === 'signed-out')
+      navigate(`/signin?next=${encodeURIComponent(path + window.location.search)}`, { replace: true });
   }, [state.status, path, needsSession]);
 
   if (path === '/rankings') return <RankingsPage />;

@@ -1,7 +1,19 @@
 /** A small history-API router: the gateway serves index.html at each of these paths (src/http/routes/web.ts). */
 import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 
-export const PATHS = ['/', '/signin', '/forgot-password', '/reset-password', '/keys', '/activity', '/credits', '/apps', '/settings', '/auth', '/rankings'] as const;
+export const PATHS = [
+  '/',
+  '/signin',
+  '/forgot-password',
+  '/reset-password',
+  '/keys',
+  '/activity',
+  '/credits',
+  '/apps',
+  '/settings',
+  '/auth',
+  '/rankings',
+] as const;
 
 const listeners = new Set<() => void>();
 

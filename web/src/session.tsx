@@ -3,7 +3,8 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useState, t
 import { api, ApiError, setCsrfToken, setSignedOutHandler } from './api/client';
 import type { Session } from './api/types';
 
-type SessionState = { status: 'loading' } | { status: 'signed-out'; problem: string | null } | { status: 'signed-in'; session: Session };
+type SessionState =
+  { status: 'loading' } | { status: 'signed-out'; problem: string | null } | { status: 'signed-in'; session: Session };
 
 interface SessionContextValue {
   state: SessionState;

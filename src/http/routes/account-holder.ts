@@ -31,26 +31,45 @@ function renderGrant(grant: OAuthGrant) {
 }
 
 export function registerAccountHolderRoutes(routes: RouteTable, services: Services): void {
-  routes.add('GET', '/api/v1/account', async (request, reply) => {
-    const caller = await authenticateAccount(services, request, reply);
-    const [account, granted] = await Promise.all([services.store.getAccount(caller.accountId), services.store.accountAuth.totalGranted(caller.accountId)]);
-    if (!account) throw new TollgateError('resource.not_found', 'Account not found');
-    return { data: { ...renderAccount(account), total_granted: unitsToUsd(granted) } };
-  }, { auth: 'account' });
+  routes.add(
+    'GET',
+    '/api/v1/account',
+    async (request, reply) => {
+      const caller = await authenticateAccount(services, request, reply);
+      const [account, granted] = await Promise.all([
+        services.store.getAccount(caller.accountId),
+        services.store.accountAuth.totalGranted(caller.accountId),
+      ]);
+      if (!account) throw new TollgateError('resource.not_found', 'Account not found');
+      return { data: { ...renderAccount(account), total_granted: unitsToUsd(granted) } };
+    },
+    { auth: 'account' },
+  );
 
-  routes.add('GET', '/api/v1/apps', async (request, reply) => {
-    const caller = await authenticateAccount(services, request, reply);
-    const grants = await services.store.accountAuth.listGrants(caller.accountId);
-    return { data: grants.map(renderGrant) };
-  }, { auth: 'account' });
+  routes.add(
+    'GET',
+    '/api/v1/apps',
+    async (request, reply) => {
+      const caller = await authenticateAccount(services, request, reply);
+      const grants = await services.store.accountAuth.listGrants(caller.accountId);
+      return { data: grants.map(renderGrant) };
+    },
+    { auth: 'account' },
+  );
 
-  routes.add('DELETE', '/api/v1/apps/:id', async (request, reply) => {
-    const caller = await authenticateAccount(services, request, reply);
-    const id = (request.params as { id: string }).id;
-    const grant = id.length <= 100 ? await services.store.accountAuth.getGrant(id) : null;
-    // Another account's authorization is indistinguishable from a missing one.
-    if (!grant || grant.accountId !== caller.accountId) throw new TollgateError('resource.not_found', 'Authorization not found');
-    await deleteKey(services.keys, caller.accountId, grant.key.hash);
-    return { deleted: true };
-  }, { auth: 'account' });
+  routes.add(
+    'DELETE',
+    '/api/v1/apps/:id',
+    async (request, reply) => {
+      const caller = await authenticateAccount(services, request, reply);
+      const id = (request.params as { id: string }).id;
+      const grant = id.length <= 100 ? await services.store.accountAuth.getGrant(id) : null;
+      // Another account's authorization is indistinguishable from a missing one.
+      if (!grant || grant.accountId !== caller.accountId)
+        throw new TollgateError('resource.not_found', 'Authorization not found');
+      await deleteKey(services.keys, caller.accountId, grant.key.hash);
+      return { deleted: true };
+    },
+    { auth: 'account' },
+  );
 }

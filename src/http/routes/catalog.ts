@@ -19,7 +19,12 @@ function architecture(model: CatalogModel) {
 }
 
 function pricing(endpoint: CatalogEndpoint) {
-  return { prompt: endpoint.pricing.prompt, completion: endpoint.pricing.completion, request: endpoint.pricing.request, image: '0' };
+  return {
+    prompt: endpoint.pricing.prompt,
+    completion: endpoint.pricing.completion,
+    request: endpoint.pricing.request,
+    image: '0',
+  };
 }
 
 function renderModel(model: CatalogModel) {
@@ -37,7 +42,11 @@ function renderModel(model: CatalogModel) {
     context_length: model.contextLength,
     architecture: tokenizer === null ? rest : { ...rest, tokenizer },
     pricing: pricing(primary),
-    top_provider: { is_moderated: false, context_length: primary.contextLength, max_completion_tokens: primary.maxCompletionTokens },
+    top_provider: {
+      is_moderated: false,
+      context_length: primary.contextLength,
+      max_completion_tokens: primary.maxCompletionTokens,
+    },
     per_request_limits: null,
     supported_parameters: model.supportedParameters,
     default_parameters: null,
@@ -65,7 +74,9 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
     status: 0,
     // Tollgate's capacity limits (docs/api.md, "Capacity limits"): this endpoint's own, and its model's over all endpoints.
     rate_limits: {
-      endpoint: endpoint.limits ? { requests_per_minute: endpoint.limits.rpm, tokens_per_minute: endpoint.limits.tpm } : null,
+      endpoint: endpoint.limits
+        ? { requests_per_minute: endpoint.limits.rpm, tokens_per_minute: endpoint.limits.tpm }
+        : null,
       model: model.limits ? { requests_per_minute: model.limits.rpm, tokens_per_minute: model.limits.tpm } : null,
     },
     // Uptime counts every process's outcomes (routing/fleet-health.ts); latency and throughput are this
@@ -84,33 +95,63 @@ const PUBLIC = { auth: 'none' } as const;
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
-  const page = z.object({ offset: z.coerce.number().int().nonnegative().default(0), limit: z.coerce.number().int().positive().optional() });
-  routes.add('GET', '/api/v1/models', async (request) => {
-    const { offset, limit } = parseBody(page, request.query);
-    const all = [...services.catalog.models.values()];
-    const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
-    return { data, links: { next: null }, total_count: all.length };
-  }, PUBLIC);
+  const page = z.object({
+    offset: z.coerce.number().int().nonnegative().default(0),
+    limit: z.coerce.number().int().positive().optional(),
+  });
+  routes.add(
+    'GET',
+    '/api/v1/models',
+    async (request) => {
+      const { offset, limit } = parseBody(page, request.query);
+      const all = [...services.catalog.models.values()];
+      const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
+      return { data, links: { next: null }, total_count: all.length };
+    },
+    PUBLIC,
+  );
 
-  routes.add('GET', '/api/v1/models/:author/:slug/endpoints', async (request) => {
-    const { author, slug } = request.params as { author: string; slug: string };
-    // The router already percent-decoded the segments (gpt-4o%3Afree → gpt-4o:free).
-    const id = `${author}/${slug}`;
-    const model = services.catalog.models.get(id);
-    if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
-    return {
-      data: {
-        id: model.id,
-        name: model.name,
-        created: model.created,
-        description: model.description,
-        architecture: architecture(model),
-        endpoints: model.endpoints.map((e) => renderEndpoint(model, e, services.health.snapshot(HealthRegistry.keyOf(model.id, e.provider.id), services.now()))),
-      },
-    };
-  }, PUBLIC);
+  routes.add(
+    'GET',
+    '/api/v1/models/:author/:slug/endpoints',
+    async (request) => {
+      const { author, slug } = request.params as { author: string; slug: string };
+      // The router already percent-decoded the segments (gpt-4o%3Afree → gpt-4o:free).
+      const id = `${author}/${slug}`;
+      const model = services.catalog.models.get(id);
+      if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
+      return {
+        data: {
+          id: model.id,
+          name: model.name,
+          created: model.created,
+          description: model.description,
+          architecture: architecture(model),
+          endpoints: model.endpoints.map((e) =>
+            renderEndpoint(
+              model,
+              e,
+              services.health.snapshot(HealthRegistry.keyOf(model.id, e.provider.id), services.now()),
+            ),
+          ),
+        },
+      };
+    },
+    PUBLIC,
+  );
 
-  routes.add('GET', '/api/v1/providers', async () => ({
-    data: [...services.catalog.providers.values()].map((p) => ({ name: p.name, slug: p.id, privacy_policy_url: p.privacyPolicyUrl, terms_of_service_url: null, status_page_url: null })),
-  }), PUBLIC);
+  routes.add(
+    'GET',
+    '/api/v1/providers',
+    async () => ({
+      data: [...services.catalog.providers.values()].map((p) => ({
+        name: p.name,
+        slug: p.id,
+        privacy_policy_url: p.privacyPolicyUrl,
+        terms_of_service_url: null,
+        status_page_url: null,
+      })),
+    }),
+    PUBLIC,
+  );
 }

@@ -37,53 +37,83 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
     reply.header('x-generation-id', generationId);
   };
 
-  routes.add('POST', '/api/v1/chat/completions', async (request, reply) => {
-    const generationId = generationIds.get(request)!;
-    const key = requestKey(request);
-    request.log = reply.log = request.log.child({ generation_id: generationId });
-    const body = request.body as { stream?: unknown } | null;
-    const ctx = { generationId, key, body, app: appAttribution(request), signal: requestSignal(request, reply, services.shutdownSignal) };
-    // Label values come from the catalog only: a caller must not be able to mint label values.
-    const known = (model: unknown) => (typeof model === 'string' && services.catalog.models.has(model) ? model : 'unknown');
-    const labels = (status: number, model: unknown, provider: string) => ({ model: known(model), provider, status: String(status), streamed: String(ctx.body?.stream === true) });
+  routes.add(
+    'POST',
+    '/api/v1/chat/completions',
+    async (request, reply) => {
+      const generationId = generationIds.get(request)!;
+      const key = requestKey(request);
+      request.log = reply.log = request.log.child({ generation_id: generationId });
+      const body = request.body as { stream?: unknown } | null;
+      const ctx = {
+        generationId,
+        key,
+        body,
+        app: appAttribution(request),
+        signal: requestSignal(request, reply, services.shutdownSignal),
+      };
+      // Label values come from the catalog only: a caller must not be able to mint label values.
+      const known = (model: unknown) =>
+        typeof model === 'string' && services.catalog.models.has(model) ? model : 'unknown';
+      const labels = (status: number, model: unknown, provider: string) => ({
+        model: known(model),
+        provider,
+        status: String(status),
+        streamed: String(ctx.body?.stream === true),
+      });
 
-    if (body && typeof body === 'object' && body.stream === true) {
-      // A hijacked reply bypasses Fastify's header handling: carry over what hooks set (CORS, the generation id).
-      const carried = Object.fromEntries(Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]));
-      const sink = new SseSink(reply.raw, carried, services.now);
-      try {
-        // Take over the socket only once we know the stream will start; errors before that are normal replies.
-        reply.hijack();
-        await streamChat(services.chat, ctx, sink);
-        services.metrics.completions.inc(labels(200, (body as { model?: unknown }).model, ''));
-      } catch (error) {
-        const rendered = renderError(error);
-        services.metrics.completions.inc(labels(rendered.status, (body as { model?: unknown }).model, ''));
-        if (!sink.started && !reply.raw.headersSent) {
-          reply.raw.writeHead(rendered.status, { ...carried, 'content-type': 'application/json; charset=utf-8', ...rendered.headers });
-          reply.raw.end(JSON.stringify(rendered.body));
-        } else if (!reply.raw.writableEnded) {
-          request.log.error({ err: error }, 'stream failed after it started');
-          await sink.error(error instanceof TollgateError ? error : new TollgateError('internal', 'Internal server error', { metadata: { error_type: 'server' } }), {
-            id: generationId,
-            created: Math.floor(services.now() / 1000),
-            model: known((body as { model?: unknown }).model),
-            provider: '',
-          });
+      if (body && typeof body === 'object' && body.stream === true) {
+        // A hijacked reply bypasses Fastify's header handling: carry over what hooks set (CORS, the generation id).
+        const carried = Object.fromEntries(
+          Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]),
+        );
+        const sink = new SseSink(reply.raw, carried, services.now);
+        try {
+          // Take over the socket only once we know the stream will start; errors before that are normal replies.
+          reply.hijack();
+          await streamChat(services.chat, ctx, sink);
+          services.metrics.completions.inc(labels(200, (body as { model?: unknown }).model, ''));
+        } catch (error) {
+          const rendered = renderError(error);
+          services.metrics.completions.inc(labels(rendered.status, (body as { model?: unknown }).model, ''));
+          if (!sink.started && !reply.raw.headersSent) {
+            reply.raw.writeHead(rendered.status, {
+              ...carried,
+              'content-type': 'application/json; charset=utf-8',
+              ...rendered.headers,
+            });
+            reply.raw.end(JSON.stringify(rendered.body));
+          } else if (!reply.raw.writableEnded) {
+            request.log.error({ err: error }, 'stream failed after it started');
+            await sink.error(
+              error instanceof TollgateError
+                ? error
+                : new TollgateError('internal', 'Internal server error', { metadata: { error_type: 'server' } }),
+              {
+                id: generationId,
+                created: Math.floor(services.now() / 1000),
+                model: known((body as { model?: unknown }).model),
+                provider: '',
+              },
+            );
+          }
+          if (rendered.status >= 500) request.log.error({ err: error }, 'chat stream failed');
         }
-        if (rendered.status >= 500) request.log.error({ err: error }, 'chat stream failed');
+        return reply;
       }
-      return reply;
-    }
 
-    try {
-      const result = await completeChat(services.chat, ctx);
-      const completion = result.body as { model: string; provider: string };
-      services.metrics.completions.inc(labels(result.status, completion.model, completion.provider));
-      return reply.code(result.status).send(result.body);
-    } catch (error) {
-      services.metrics.completions.inc(labels(renderError(error).status, (body as { model?: unknown } | null)?.model, ''));
-      throw error;
-    }
-  }, { auth: 'inference', bodyLimit: services.config.server.body_limit_bytes, onRequest: assignGenerationId });
+      try {
+        const result = await completeChat(services.chat, ctx);
+        const completion = result.body as { model: string; provider: string };
+        services.metrics.completions.inc(labels(result.status, completion.model, completion.provider));
+        return reply.code(result.status).send(result.body);
+      } catch (error) {
+        services.metrics.completions.inc(
+          labels(renderError(error).status, (body as { model?: unknown } | null)?.model, ''),
+        );
+        throw error;
+      }
+    },
+    { auth: 'inference', bodyLimit: services.config.server.body_limit_bytes, onRequest: assignGenerationId },
+  );
 }

@@ -1,7 +1,16 @@
 /** Key management with a management key (docs/api.md) or the dashboard's session. */
 import { z } from 'zod';
 import { TollgateError } from '../../core/errors.js';
-import { adminCreateKeySchema, createKey, deleteKey, ownedKey, renderApiKey, updateKey, updateKeySchema, usageOf } from '../../pipeline/key-management.js';
+import {
+  adminCreateKeySchema,
+  createKey,
+  deleteKey,
+  ownedKey,
+  renderApiKey,
+  updateKey,
+  updateKeySchema,
+  usageOf,
+} from '../../pipeline/key-management.js';
 import type { KeyRecord, KeyUsage } from '../../store/types.js';
 import { parseBody } from '../parse-body.js';
 import { requestAccount } from '../route-auth.js';
@@ -24,42 +33,75 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     return keys.map((k) => ({ ...renderApiKey(k, usage.get(k.hash)), app: apps.get(k.hash) ?? null }));
   };
 
-  routes.add('GET', '/api/v1/keys', async (request) => {
-    const me = requestAccount(request);
-    const query = parseBody(listQuery, request.query);
-    const keys = await services.store.listKeys(me.accountId, { offset: query.offset, limit: PAGE, includeDisabled: query.include_disabled === 'true' });
-    const usage = await usageOf(services.keys, keys);
-    return { data: await render(keys, usage) };
-  }, account);
+  routes.add(
+    'GET',
+    '/api/v1/keys',
+    async (request) => {
+      const me = requestAccount(request);
+      const query = parseBody(listQuery, request.query);
+      const keys = await services.store.listKeys(me.accountId, {
+        offset: query.offset,
+        limit: PAGE,
+        includeDisabled: query.include_disabled === 'true',
+      });
+      const usage = await usageOf(services.keys, keys);
+      return { data: await render(keys, usage) };
+    },
+    account,
+  );
 
-  routes.add('POST', '/api/v1/keys', async (request, reply) => {
-    const me = requestAccount(request);
-    const { management, ...input } = parseBody(adminCreateKeySchema, request.body);
-    // Only the holder (signed in) may mint management keys; a management key cannot mint its peers.
-    if (management && me.via !== 'session') throw new TollgateError('request.invalid_body', 'management: only a signed-in account holder can create management keys');
-    const created = await createKey(services.keys, me.accountId, input, { management: management ?? false });
-    const [data] = await render([created.key], new Map());
-    return reply.code(201).send({ data, key: created.plaintext });
-  }, account);
+  routes.add(
+    'POST',
+    '/api/v1/keys',
+    async (request, reply) => {
+      const me = requestAccount(request);
+      const { management, ...input } = parseBody(adminCreateKeySchema, request.body);
+      // Only the holder (signed in) may mint management keys; a management key cannot mint its peers.
+      if (management && me.via !== 'session')
+        throw new TollgateError(
+          'request.invalid_body',
+          'management: only a signed-in account holder can create management keys',
+        );
+      const created = await createKey(services.keys, me.accountId, input, { management: management ?? false });
+      const [data] = await render([created.key], new Map());
+      return reply.code(201).send({ data, key: created.plaintext });
+    },
+    account,
+  );
 
-  routes.add('GET', '/api/v1/keys/:hash', async (request) => {
-    const me = requestAccount(request);
-    const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
-    const usage = await usageOf(services.keys, [key]);
-    return { data: (await render([key], usage))[0] };
-  }, account);
+  routes.add(
+    'GET',
+    '/api/v1/keys/:hash',
+    async (request) => {
+      const me = requestAccount(request);
+      const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
+      const usage = await usageOf(services.keys, [key]);
+      return { data: (await render([key], usage))[0] };
+    },
+    account,
+  );
 
-  routes.add('PATCH', '/api/v1/keys/:hash', async (request) => {
-    const me = requestAccount(request);
-    const input = parseBody(updateKeySchema, request.body);
-    const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
-    const usage = await usageOf(services.keys, [key]);
-    return { data: (await render([key], usage))[0] };
-  }, account);
+  routes.add(
+    'PATCH',
+    '/api/v1/keys/:hash',
+    async (request) => {
+      const me = requestAccount(request);
+      const input = parseBody(updateKeySchema, request.body);
+      const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
+      const usage = await usageOf(services.keys, [key]);
+      return { data: (await render([key], usage))[0] };
+    },
+    account,
+  );
 
-  routes.add('DELETE', '/api/v1/keys/:hash', async (request) => {
-    const me = requestAccount(request);
-    await deleteKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
-    return { deleted: true };
-  }, account);
+  routes.add(
+    'DELETE',
+    '/api/v1/keys/:hash',
+    async (request) => {
+      const me = requestAccount(request);
+      await deleteKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
+      return { deleted: true };
+    },
+    account,
+  );
 }

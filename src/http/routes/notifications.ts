@@ -3,7 +3,11 @@
  * Security notices (an exposed key) cannot be turned off.
  */
 import { usdToUnits } from '../../core/money.js';
-import { notificationSettingsPatchSchema, renderNotificationSettings, toSettingsPatch } from '../../pipeline/notification-settings.js';
+import {
+  notificationSettingsPatchSchema,
+  renderNotificationSettings,
+  toSettingsPatch,
+} from '../../pipeline/notification-settings.js';
 import { requestAccount } from '../route-auth.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
@@ -14,15 +18,27 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
   // A management key or the dashboard's session (with the CSRF defence on PATCH), from the headers.
   const account = { auth: 'account' } as const;
 
-  routes.add('GET', '/api/v1/account/notifications', async (request) => {
-    const { accountId } = requestAccount(request);
-    return { data: renderNotificationSettings(await services.store.notifications.settings(accountId), defaultThreshold) };
-  }, account);
+  routes.add(
+    'GET',
+    '/api/v1/account/notifications',
+    async (request) => {
+      const { accountId } = requestAccount(request);
+      return {
+        data: renderNotificationSettings(await services.store.notifications.settings(accountId), defaultThreshold),
+      };
+    },
+    account,
+  );
 
-  routes.add('PATCH', '/api/v1/account/notifications', async (request) => {
-    const { accountId } = requestAccount(request);
-    const patch = toSettingsPatch(parseBody(notificationSettingsPatchSchema, request.body));
-    const settings = await services.store.notifications.updateSettings(accountId, patch, services.now());
-    return { data: renderNotificationSettings(settings, defaultThreshold) };
-  }, account);
+  routes.add(
+    'PATCH',
+    '/api/v1/account/notifications',
+    async (request) => {
+      const { accountId } = requestAccount(request);
+      const patch = toSettingsPatch(parseBody(notificationSettingsPatchSchema, request.body));
+      const settings = await services.store.notifications.updateSettings(accountId, patch, services.now());
+      return { data: renderNotificationSettings(settings, defaultThreshold) };
+    },
+    account,
+  );
 }

@@ -3,7 +3,18 @@
  * are the credentials), code creation by a key of the account (`POST /auth/keys/code`), and the two
  * JSON endpoints behind the `/auth` approval page (session only).
  */
-import { approveSchema, checkAuthorization, cleanAppTitle, createCodeSchema, decide, exchangeCode, exchangeSchema, issueCode, previewQuerySchema, renderAuthorization } from '../../pipeline/oauth.js';
+import {
+  approveSchema,
+  checkAuthorization,
+  cleanAppTitle,
+  createCodeSchema,
+  decide,
+  exchangeCode,
+  exchangeSchema,
+  issueCode,
+  previewQuerySchema,
+  renderAuthorization,
+} from '../../pipeline/oauth.js';
 import { authenticateAccount, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
 import { appAttribution } from '../request-context.js';
@@ -13,32 +24,60 @@ import type { Services } from '../services.js';
 export function registerOAuthRoutes(routes: RouteTable, services: Services): void {
   const deps = { store: services.store, now: services.now };
 
-  routes.add('POST', '/api/v1/auth/keys', async (request, reply) => {
-    const input = parseBody(exchangeSchema, request.body);
-    const { key, accountId } = await exchangeCode(deps, input);
-    return reply.header('cache-control', 'no-store').send({ key, user_id: accountId });
-  }, { auth: 'none', noStore: true });
+  routes.add(
+    'POST',
+    '/api/v1/auth/keys',
+    async (request, reply) => {
+      const input = parseBody(exchangeSchema, request.body);
+      const { key, accountId } = await exchangeCode(deps, input);
+      return reply.header('cache-control', 'no-store').send({ key, user_id: accountId });
+    },
+    { auth: 'none', noStore: true },
+  );
 
-  routes.add('POST', '/api/v1/auth/keys/code', async (request, reply) => {
-    // Any key of the account (inference or management), or the dashboard's session.
-    const caller = await authenticateAccount(services, request, reply, 'any');
-    const { workspace_id: _workspace, ...fields } = parseBody(createCodeSchema, request.body);
-    const issued = await issueCode(deps, caller.accountId, checkAuthorization(fields, services.now(), cleanAppTitle(appAttribution(request).title)));
-    return reply.header('cache-control', 'no-store').send({ data: { id: issued.code, app_id: issued.appId, created_at: new Date(issued.createdAt).toISOString() } });
-  }, { auth: 'account-any' });
+  routes.add(
+    'POST',
+    '/api/v1/auth/keys/code',
+    async (request, reply) => {
+      // Any key of the account (inference or management), or the dashboard's session.
+      const caller = await authenticateAccount(services, request, reply, 'any');
+      const { workspace_id: _workspace, ...fields } = parseBody(createCodeSchema, request.body);
+      const issued = await issueCode(
+        deps,
+        caller.accountId,
+        checkAuthorization(fields, services.now(), cleanAppTitle(appAttribution(request).title)),
+      );
+      return reply.header('cache-control', 'no-store').send({
+        data: { id: issued.code, app_id: issued.appId, created_at: new Date(issued.createdAt).toISOString() },
+      });
+    },
+    { auth: 'account-any' },
+  );
 
-  routes.add('GET', '/api/v1/oauth/authorize', async (request, reply) => {
-    await requireSession(services, request);
-    const query = parseBody(previewQuerySchema, request.query);
-    return reply.header('cache-control', 'no-store').send({ data: renderAuthorization(checkAuthorization(query, services.now())) });
-  }, { auth: 'session' });
+  routes.add(
+    'GET',
+    '/api/v1/oauth/authorize',
+    async (request, reply) => {
+      await requireSession(services, request);
+      const query = parseBody(previewQuerySchema, request.query);
+      return reply
+        .header('cache-control', 'no-store')
+        .send({ data: renderAuthorization(checkAuthorization(query, services.now())) });
+    },
+    { auth: 'session' },
+  );
 
-  routes.add('POST', '/api/v1/oauth/authorize', async (request, reply) => {
-    const { active } = await requireSession(services, request);
-    const { decision, ...fields } = parseBody(approveSchema, request.body);
-    const authorization = checkAuthorization(fields, services.now());
-    const redirectUrl = await decide(deps, active.session.accountId, authorization, decision);
-    request.log.info({ app: authorization.origin, decision }, 'OAuth authorization decided');
-    return reply.header('cache-control', 'no-store').send({ data: { redirect_url: redirectUrl } });
-  }, { auth: 'session' });
+  routes.add(
+    'POST',
+    '/api/v1/oauth/authorize',
+    async (request, reply) => {
+      const { active } = await requireSession(services, request);
+      const { decision, ...fields } = parseBody(approveSchema, request.body);
+      const authorization = checkAuthorization(fields, services.now());
+      const redirectUrl = await decide(deps, active.session.accountId, authorization, decision);
+      request.log.info({ app: authorization.origin, decision }, 'OAuth authorization decided');
+      return reply.header('cache-control', 'no-store').send({ data: { redirect_url: redirectUrl } });
+    },
+    { auth: 'session' },
+  );
 }

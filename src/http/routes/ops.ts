@@ -9,46 +9,72 @@ import type { Services } from '../services.js';
 export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
   routes.add('GET', '/healthz', async () => ({ status: 'ok' }), { auth: 'none' });
 
-  routes.add('GET', '/readyz', async (_request, reply) => {
-    if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
-    let storeOk = true;
-    try {
-      await services.store.ping();
-      services.admission?.storeAnswered();
-    } catch (error) {
-      storeOk = false;
-      services.admission?.storeFailed(error);
-    }
-    // Charge admission (README "The charge journal and store outages"): 503 while paid requests are
-    // refused or the boot replay is pending; 200 `degraded` while they are served under grace.
-    const admission = services.admission?.status();
-    if (admission && admission.state !== 'ok') {
-      const body = { status: admission.state, store: services.store.dialect, reasons: admission.reasons, journal: admission.journal };
-      return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
-    }
-    if (!storeOk) return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
-    // Redis (REDIS_URL) holds the shared counters. Without it a process that serves paid requests from
-    // its share (docs/architecture.md, "Redis outages") is degraded but ready: taking every process out
-    // of the load balancer would turn a Redis outage into a full one. Otherwise it is not ready.
-    if (services.freeModels.store === 'redis') {
+  routes.add(
+    'GET',
+    '/readyz',
+    async (_request, reply) => {
+      if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
+      let storeOk = true;
       try {
-        await services.freeModels.ping();
-      } catch {
-        const fleet = services.fleet;
-        if (fleet?.seen && services.config.billing.on_hold_store_error === 'share') {
-          return { status: 'degraded', store: services.store.dialect, redis: 'unavailable', reasons: ['redis_unavailable'] };
-        }
-        return reply.code(503).send({ status: 'unavailable', store: services.store.dialect, redis: 'unavailable' });
+        await services.store.ping();
+        services.admission?.storeAnswered();
+      } catch (error) {
+        storeOk = false;
+        services.admission?.storeFailed(error);
       }
-      if (services.fleet && !services.fleet.trusted) return { status: 'degraded', store: services.store.dialect, redis: 'resyncing', reasons: ['redis_resyncing'] };
-      return { status: 'ready', store: services.store.dialect, redis: 'ok' };
-    }
-    return { status: 'ready', store: services.store.dialect };
-  }, { auth: 'none' });
+      // Charge admission (README "The charge journal and store outages"): 503 while paid requests are
+      // refused or the boot replay is pending; 200 `degraded` while they are served under grace.
+      const admission = services.admission?.status();
+      if (admission && admission.state !== 'ok') {
+        const body = {
+          status: admission.state,
+          store: services.store.dialect,
+          reasons: admission.reasons,
+          journal: admission.journal,
+        };
+        return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
+      }
+      if (!storeOk) return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
+      // Redis (REDIS_URL) holds the shared counters. Without it a process that serves paid requests from
+      // its share (docs/architecture.md, "Redis outages") is degraded but ready: taking every process out
+      // of the load balancer would turn a Redis outage into a full one. Otherwise it is not ready.
+      if (services.freeModels.store === 'redis') {
+        try {
+          await services.freeModels.ping();
+        } catch {
+          const fleet = services.fleet;
+          if (fleet?.seen && services.config.billing.on_hold_store_error === 'share') {
+            return {
+              status: 'degraded',
+              store: services.store.dialect,
+              redis: 'unavailable',
+              reasons: ['redis_unavailable'],
+            };
+          }
+          return reply.code(503).send({ status: 'unavailable', store: services.store.dialect, redis: 'unavailable' });
+        }
+        if (services.fleet && !services.fleet.trusted)
+          return {
+            status: 'degraded',
+            store: services.store.dialect,
+            redis: 'resyncing',
+            reasons: ['redis_resyncing'],
+          };
+        return { status: 'ready', store: services.store.dialect, redis: 'ok' };
+      }
+      return { status: 'ready', store: services.store.dialect };
+    },
+    { auth: 'none' },
+  );
 
   if (services.config.server.metrics !== null) return;
-  routes.add('GET', '/metrics', async (_request, reply) => {
-    const text = await services.metrics.registry.metrics();
-    return reply.type(services.metrics.registry.contentType).send(text);
-  }, { auth: 'metrics' });
+  routes.add(
+    'GET',
+    '/metrics',
+    async (_request, reply) => {
+      const text = await services.metrics.registry.metrics();
+      return reply.type(services.metrics.registry.contentType).send(text);
+    },
+    { auth: 'metrics' },
+  );
 }

@@ -27,9 +27,14 @@ function renderEntry(entry: OutboxEntry) {
 }
 
 export function registerOutboxAdminRoutes(routes: RouteTable, services: Services): void {
-  routes.add('GET', '/api/v1/admin/outbox', async (request) => {
-    const { offset } = parseBody(z.object({ offset: pageOffset }), request.query);
-    const entries = await services.store.outbox.listUndelivered(PAGE, offset);
-    return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
-  }, { auth: 'admin' });
+  routes.add(
+    'GET',
+    '/api/v1/admin/outbox',
+    async (request) => {
+      const { offset } = parseBody(z.object({ offset: pageOffset }), request.query);
+      const entries = await services.store.outbox.listUndelivered(PAGE, offset);
+      return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
+    },
+    { auth: 'admin' },
+  );
 }

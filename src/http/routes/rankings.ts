@@ -8,8 +8,19 @@ import type { Services } from '../services.js';
 
 export function registerRankingsRoutes(routes: RouteTable, services: Services): void {
   if (!services.config.rankings.public) return;
-  const deps: RankingsDeps = { usage: services.store.usage, catalog: services.catalog, minAccounts: services.config.rankings.min_accounts, now: services.now };
-  routes.add('GET', '/api/v1/datasets/app-rankings', async (request) => appRankings(deps, request.query), { auth: 'none' });
-  routes.add('GET', '/api/v1/datasets/rankings-daily', async (request) => rankingsDaily(deps, request.query), { auth: 'none' });
-  routes.add('GET', '/api/v1/rankings/summary', async (request) => rankingsSummary(deps, request.query), { auth: 'none' });
+  const deps: RankingsDeps = {
+    usage: services.store.usage,
+    catalog: services.catalog,
+    minAccounts: services.config.rankings.min_accounts,
+    now: services.now,
+  };
+  routes.add('GET', '/api/v1/datasets/app-rankings', async (request) => appRankings(deps, request.query), {
+    auth: 'none',
+  });
+  routes.add('GET', '/api/v1/datasets/rankings-daily', async (request) => rankingsDaily(deps, request.query), {
+    auth: 'none',
+  });
+  routes.add('GET', '/api/v1/rankings/summary', async (request) => rankingsSummary(deps, request.query), {
+    auth: 'none',
+  });
 }

@@ -23,11 +23,17 @@ function header(value: string | string[] | undefined): string | null {
   return typeof value === 'string' && value.length > 0 ? value : null;
 }
 
-export function registerSecretScanningRoutes(app: FastifyInstance, routes: RouteTable, deps: SecretScanningRouteDeps): void {
+export function registerSecretScanningRoutes(
+  app: FastifyInstance,
+  routes: RouteTable,
+  deps: SecretScanningRouteDeps,
+): void {
   const schema = scanningReportSchema(deps.maxTokens);
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.maxBodyBytes }, (_request, body, done) => done(null, body));
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.maxBodyBytes }, (_request, body, done) =>
+      done(null, body),
+    );
 
     routes.on(scope).add(
       'POST',
@@ -38,7 +44,13 @@ export function registerSecretScanningRoutes(app: FastifyInstance, routes: Route
         const signature = header(request.headers['github-public-key-signature']);
         const key = identifier && signature ? await deps.keys.find(identifier) : null;
         if (!key || !signature || !isValidReportSignature(raw, signature, key)) {
-          request.log.warn({ key_identifier: identifier?.slice(0, 100) ?? null, reason: !identifier || !signature ? 'missing' : key ? 'invalid' : 'unknown key' }, 'secret-scanning report refused');
+          request.log.warn(
+            {
+              key_identifier: identifier?.slice(0, 100) ?? null,
+              reason: !identifier || !signature ? 'missing' : key ? 'invalid' : 'unknown key',
+            },
+            'secret-scanning report refused',
+          );
           throw new TollgateError('secret_scanning.invalid_signature', 'Missing, unknown or invalid report signature');
         }
         let parsed: unknown;

@@ -4,7 +4,15 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActiveSession } from '../../auth/sessions.js';
-import { assertSignUpOpen, changePassword, changePasswordSchema, credentialsSchema, signIn, signUp, signUpSchema } from '../../pipeline/sign-in.js';
+import {
+  assertSignUpOpen,
+  changePassword,
+  changePasswordSchema,
+  credentialsSchema,
+  signIn,
+  signUp,
+  signUpSchema,
+} from '../../pipeline/sign-in.js';
 import { TollgateError } from '../../core/errors.js';
 import type { AccountRecord } from '../../store/types.js';
 import { checkOrigin, requireSession } from '../account-auth.js';
@@ -14,66 +22,112 @@ import type { Services } from '../services.js';
 import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../session-cookie.js';
 
 function renderSession(account: Pick<AccountRecord, 'id' | 'email'>, active: ActiveSession) {
-  return { data: { account: { id: account.id, email: account.email }, csrf_token: active.csrfToken, expires_at: new Date(active.expiresAt).toISOString() } };
+  return {
+    data: {
+      account: { id: account.id, email: account.email },
+      csrf_token: active.csrfToken,
+      expires_at: new Date(active.expiresAt).toISOString(),
+    },
+  };
 }
 
 export function registerSessionRoutes(routes: RouteTable, services: Services): void {
   const deps = services.accountAuth;
 
-  const signedIn = (request: FastifyRequest, reply: FastifyReply, status: number, result: { account: AccountRecord; token: string; active: ActiveSession }) => {
+  const signedIn = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    status: number,
+    result: { account: AccountRecord; token: string; active: ActiveSession },
+  ) => {
     setSessionCookie(request, reply, result.token, result.active.session.expiresAt - result.active.session.createdAt);
     // Neither the cookie nor the CSRF token may be cached by anything in between.
     return reply.code(status).header('cache-control', 'no-store').send(renderSession(result.account, result.active));
   };
 
-  routes.add('POST', '/api/v1/session', async (request, reply) => {
-    // No CSRF token exists before sign-in; the Origin check stops a foreign page from signing the browser in.
-    checkOrigin(request);
-    const input = parseBody(credentialsSchema, request.body);
-    const result = await signIn(deps, input, request.ip);
-    request.log.info({ account: result.account.id, session: result.active.session.id.slice(0, 12) }, 'signed in');
-    return signedIn(request, reply, 200, result);
-  }, { auth: 'none' });
+  routes.add(
+    'POST',
+    '/api/v1/session',
+    async (request, reply) => {
+      // No CSRF token exists before sign-in; the Origin check stops a foreign page from signing the browser in.
+      checkOrigin(request);
+      const input = parseBody(credentialsSchema, request.body);
+      const result = await signIn(deps, input, request.ip);
+      request.log.info({ account: result.account.id, session: result.active.session.id.slice(0, 12) }, 'signed in');
+      return signedIn(request, reply, 200, result);
+    },
+    { auth: 'none' },
+  );
 
-  routes.add('GET', '/api/v1/session', async (request, reply) => {
-    let active: ActiveSession;
-    try {
-      ({ active } = await requireSession(services, request));
-    } catch (error) {
-      // A dead session's cookie is useless: tell the browser to drop it.
-      if (readSessionCookie(request) !== undefined && error instanceof TollgateError && error.code === 'auth.no_session') clearSessionCookie(request, reply);
-      throw error;
-    }
-    const account = await services.store.getAccount(active.session.accountId);
-    if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
-    return reply.header('cache-control', 'no-store').send(renderSession(account, active));
-  }, { auth: 'none' });
+  routes.add(
+    'GET',
+    '/api/v1/session',
+    async (request, reply) => {
+      let active: ActiveSession;
+      try {
+        ({ active } = await requireSession(services, request));
+      } catch (error) {
+        // A dead session's cookie is useless: tell the browser to drop it.
+        if (
+          readSessionCookie(request) !== undefined &&
+          error instanceof TollgateError &&
+          error.code === 'auth.no_session'
+        )
+          clearSessionCookie(request, reply);
+        throw error;
+      }
+      const account = await services.store.getAccount(active.session.accountId);
+      if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+      return reply.header('cache-control', 'no-store').send(renderSession(account, active));
+    },
+    { auth: 'none' },
+  );
 
-  routes.add('DELETE', '/api/v1/session', async (request, reply) => {
-    const { active } = await requireSession(services, request);
-    await deps.sessions.revoke(active.session.id);
-    clearSessionCookie(request, reply);
-    return { deleted: true };
-  }, { auth: 'session' });
+  routes.add(
+    'DELETE',
+    '/api/v1/session',
+    async (request, reply) => {
+      const { active } = await requireSession(services, request);
+      await deps.sessions.revoke(active.session.id);
+      clearSessionCookie(request, reply);
+      return { deleted: true };
+    },
+    { auth: 'session' },
+  );
 
-  routes.add('POST', '/api/v1/session/revoke-all', async (request, reply) => {
-    const { active } = await requireSession(services, request);
-    const revoked = await deps.sessions.revokeAll(active.session.accountId);
-    clearSessionCookie(request, reply);
-    return { revoked };
-  }, { auth: 'session' });
+  routes.add(
+    'POST',
+    '/api/v1/session/revoke-all',
+    async (request, reply) => {
+      const { active } = await requireSession(services, request);
+      const revoked = await deps.sessions.revokeAll(active.session.accountId);
+      clearSessionCookie(request, reply);
+      return { revoked };
+    },
+    { auth: 'session' },
+  );
 
-  routes.add('POST', '/api/v1/signup', async (request, reply) => {
-    checkOrigin(request);
-    assertSignUpOpen(deps); // closed answers 403 whatever the body
-    const input = parseBody(signUpSchema, request.body);
-    return signedIn(request, reply, 201, await signUp(deps, input));
-  }, { auth: 'none' });
+  routes.add(
+    'POST',
+    '/api/v1/signup',
+    async (request, reply) => {
+      checkOrigin(request);
+      assertSignUpOpen(deps); // closed answers 403 whatever the body
+      const input = parseBody(signUpSchema, request.body);
+      return signedIn(request, reply, 201, await signUp(deps, input));
+    },
+    { auth: 'none' },
+  );
 
-  routes.add('POST', '/api/v1/account/password', async (request) => {
-    const { active } = await requireSession(services, request);
-    const input = parseBody(changePasswordSchema, request.body);
-    await changePassword(deps, active.session.accountId, active.session.id, input, request.ip);
-    return { updated: true };
-  }, { auth: 'session' });
+  routes.add(
+    'POST',
+    '/api/v1/account/password',
+    async (request) => {
+      const { active } = await requireSession(services, request);
+      const input = parseBody(changePasswordSchema, request.body);
+      await changePassword(deps, active.session.accountId, active.session.id, input, request.ip);
+      return { updated: true };
+    },
+    { auth: 'session' },
+  );
 }

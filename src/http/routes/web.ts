@@ -12,7 +12,19 @@ import type { RouteTable } from '../route-table.js';
 import type { WebBundle } from '../web-bundle.js';
 
 /** Client-side routes of web/src (keep in step with web/src/routes.ts). */
-export const SPA_PATHS = ['/', '/signin', '/forgot-password', '/reset-password', '/keys', '/activity', '/credits', '/apps', '/settings', '/auth', '/rankings'] as const;
+export const SPA_PATHS = [
+  '/',
+  '/signin',
+  '/forgot-password',
+  '/reset-password',
+  '/keys',
+  '/activity',
+  '/credits',
+  '/apps',
+  '/settings',
+  '/auth',
+  '/rankings',
+] as const;
 
 // No inline script or style anywhere in the app (uPlot sizes elements through the CSSOM, which style-src does not govern).
 export const CONTENT_SECURITY_POLICY =
@@ -55,23 +67,37 @@ function sendPage(reply: FastifyReply, status: number, body: Buffer | string): F
 export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
   const { index } = bundle;
   for (const path of SPA_PATHS) {
-    routes.add('GET', path, async (request, reply) => {
-      if (!index) return sendPage(reply, 503, NOT_BUILT);
-      if (path === '/auth') {
-        const checked = checkCallbackUrl((request.query as Record<string, unknown>).callback_url);
-        if (!checked.ok) return sendPage(reply, 400, withAuthProblem(index, checked.message));
-      }
-      return sendPage(reply, 200, index);
-    }, { auth: 'none' });
+    routes.add(
+      'GET',
+      path,
+      async (request, reply) => {
+        if (!index) return sendPage(reply, 503, NOT_BUILT);
+        if (path === '/auth') {
+          const checked = checkCallbackUrl((request.query as Record<string, unknown>).callback_url);
+          if (!checked.ok) return sendPage(reply, 400, withAuthProblem(index, checked.message));
+        }
+        return sendPage(reply, 200, index);
+      },
+      { auth: 'none' },
+    );
   }
 
-  routes.add('GET', '/assets/:name', async (request, reply) => {
-    const name = (request.params as { name: string }).name;
-    const file = bundle.assets.get(name);
-    if (!file) throw new TollgateError('route.not_found', `No asset ${name.slice(0, 200)}`);
-    return reply
-      .code(200)
-      .headers({ 'content-type': file.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' })
-      .send(file.body);
-  }, { auth: 'none' });
+  routes.add(
+    'GET',
+    '/assets/:name',
+    async (request, reply) => {
+      const name = (request.params as { name: string }).name;
+      const file = bundle.assets.get(name);
+      if (!file) throw new TollgateError('route.not_found', `No asset ${name.slice(0, 200)}`);
+      return reply
+        .code(200)
+        .headers({
+          'content-type': file.contentType,
+          'cache-control': 'public, max-age=31536000, immutable',
+          'x-content-type-options': 'nosniff',
+        })
+        .send(file.body);
+    },
+    { auth: 'none' },
+  );
 }

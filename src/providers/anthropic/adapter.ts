@@ -10,7 +10,11 @@ import { AnthropicStreamDecoder } from './stream-decoder.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
-export function buildAnthropicRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest {
+export function buildAnthropicRequest(
+  target: EndpointTarget,
+  body: Record<string, unknown>,
+  stream: boolean,
+): UpstreamRequest {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',

@@ -10,7 +10,10 @@ interface RecordedError {
   body: unknown;
 }
 
-const ERRORS = JSON.parse(readFileSync(new URL('./fixtures/errors.json', import.meta.url), 'utf8')) as Record<string, RecordedError>;
+const ERRORS = JSON.parse(readFileSync(new URL('./fixtures/errors.json', import.meta.url), 'utf8')) as Record<
+  string,
+  RecordedError
+>;
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 
 function classify(name: string) {
@@ -45,7 +48,12 @@ describe('classifyAnthropicHttpError', () => {
     expect(classify('prompt_too_long').message).toBe('prompt is too long: 208310 tokens > 200000 maximum');
     expect(classify('rate_limit').retryAfterMs).toBe(17_000);
     expect(classify('overloaded').retryAfterMs).toBeNull();
-    const hinted = classifyAnthropicHttpError(529, { 'retry-after': '3' }, JSON.stringify(ERRORS.overloaded?.body), NOW);
+    const hinted = classifyAnthropicHttpError(
+      529,
+      { 'retry-after': '3' },
+      JSON.stringify(ERRORS.overloaded?.body),
+      NOW,
+    );
     expect(hinted).toMatchObject({ type: 'server', retryAfterMs: 3000 });
   });
 
@@ -62,7 +70,9 @@ describe('classifyAnthropicHttpError', () => {
   });
 
   it('is what the adapter uses', () => {
-    expect(anthropicAdapter.classifyError(429, { 'retry-after': '1' }, JSON.stringify(ERRORS.rate_limit?.body))).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
+    expect(
+      anthropicAdapter.classifyError(429, { 'retry-after': '1' }, JSON.stringify(ERRORS.rate_limit?.body)),
+    ).toMatchObject({ type: 'rate_limited', retryAfterMs: 1000 });
   });
 });
 
@@ -83,6 +93,11 @@ describe('classifyAnthropicStreamError', () => {
   });
 
   it('recognizes a context overflow reported in the stream', () => {
-    expect(classifyAnthropicStreamError({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 1 tokens > 0 maximum' } }).type).toBe('context_length_exceeded');
+    expect(
+      classifyAnthropicStreamError({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'prompt is too long: 1 tokens > 0 maximum' },
+      }).type,
+    ).toBe('context_length_exceeded');
   });
 });

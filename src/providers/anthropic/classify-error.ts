@@ -14,7 +14,12 @@ interface ErrorDetail {
   message: string | null;
 }
 
-export function classifyAnthropicHttpError(status: number, headers: Headers, bodyText: string, nowMs: number): UpstreamFailure {
+export function classifyAnthropicHttpError(
+  status: number,
+  headers: Headers,
+  bodyText: string,
+  nowMs: number,
+): UpstreamFailure {
   const raw = parseJsonOrText(bodyText);
   const detail = readErrorDetail(raw);
   return {

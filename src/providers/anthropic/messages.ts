@@ -57,11 +57,18 @@ function contentBlocks(parts: InputPart[]): AnthropicBlock[] {
     if (part.kind === 'text') {
       if (part.text === '') continue; // empty text blocks are rejected
       // Callers mark prompt-cache breakpoints on parts, as OpenRouter allows; Anthropic reads the same field.
-      blocks.push(part.cacheControl === undefined ? { type: 'text', text: part.text } : { type: 'text', text: part.text, cache_control: part.cacheControl });
+      blocks.push(
+        part.cacheControl === undefined
+          ? { type: 'text', text: part.text }
+          : { type: 'text', text: part.text, cache_control: part.cacheControl },
+      );
       continue;
     }
     const inline = parseDataUrl(part.url);
-    const source = inline === null ? { type: 'url', url: part.url } : { type: 'base64', media_type: inline.mediaType, data: inline.data };
+    const source =
+      inline === null
+        ? { type: 'url', url: part.url }
+        : { type: 'base64', media_type: inline.mediaType, data: inline.data };
     blocks.push({ type: 'image', source });
   }
   return blocks;

@@ -24,7 +24,11 @@ export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Mal
       const name = stringOrNull(block.name);
       if (name === null) return malformed(`content[${position}] is a tool_use without a name`);
       const input = isRecord(block.input) ? block.input : {};
-      toolCalls.push({ id: stringOrNull(block.id) ?? `toolu_${position}`, type: 'function', function: { name, arguments: JSON.stringify(input) } });
+      toolCalls.push({
+        id: stringOrNull(block.id) ?? `toolu_${position}`,
+        type: 'function',
+        function: { name, arguments: JSON.stringify(input) },
+      });
     }
     // Other blocks (redacted_thinking, server tool results...) have no OpenAI counterpart.
   }
@@ -38,7 +42,14 @@ export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Mal
   const nativeFinish = stringOrNull(json.stop_reason);
   return {
     upstreamId: stringOrNull(json.id),
-    choices: [{ index: 0, message, finish_reason: normalizeAnthropicStopReason(nativeFinish), native_finish_reason: nativeFinish }],
+    choices: [
+      {
+        index: 0,
+        message,
+        finish_reason: normalizeAnthropicStopReason(nativeFinish),
+        native_finish_reason: nativeFinish,
+      },
+    ],
     usage: parseAnthropicUsage(json.usage),
     systemFingerprint: null,
   };

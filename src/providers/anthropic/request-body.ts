@@ -9,9 +9,17 @@ import { toAnthropicPrompt } from './messages.js';
 /** Anthropic requires max_tokens; OpenAI callers may omit it. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
 
-export function toAnthropicBody(body: Record<string, unknown>, model: string, stream: boolean): Record<string, unknown> {
+export function toAnthropicBody(
+  body: Record<string, unknown>,
+  model: string,
+  stream: boolean,
+): Record<string, unknown> {
   const { system, messages } = toAnthropicPrompt(body.messages);
-  const out: Record<string, unknown> = { model, max_tokens: readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS, messages };
+  const out: Record<string, unknown> = {
+    model,
+    max_tokens: readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+    messages,
+  };
   if (system.length > 0) out.system = system;
   // Same names as OpenAI's; temperature passes as is (Anthropic's range is 0-1 and it rejects more).
   for (const name of ['temperature', 'top_p', 'top_k'] as const) {

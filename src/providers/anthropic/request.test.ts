@@ -16,7 +16,11 @@ function bodyOf(callerBody: Record<string, unknown>, stream = false): Record<str
 
 const WEATHER_TOOL = {
   type: 'function',
-  function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] } },
+  function: {
+    name: 'get_weather',
+    description: 'Current weather',
+    parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'] },
+  },
 };
 
 describe('anthropicAdapter.buildRequest', () => {
@@ -36,7 +40,11 @@ describe('anthropicAdapter.buildRequest', () => {
   it('accepts a base url with a trailing slash or /v1 and sends no key when there is none', () => {
     const slash = anthropicAdapter.buildRequest({ ...target, baseUrl: 'http://127.0.0.1:9/' }, { messages: [] }, false);
     expect(slash.url).toBe('http://127.0.0.1:9/v1/messages');
-    const v1 = anthropicAdapter.buildRequest({ ...target, baseUrl: 'https://proxy.example/anthropic/v1', apiKey: null }, { messages: [] }, false);
+    const v1 = anthropicAdapter.buildRequest(
+      { ...target, baseUrl: 'https://proxy.example/anthropic/v1', apiKey: null },
+      { messages: [] },
+      false,
+    );
     expect(v1.url).toBe('https://proxy.example/anthropic/v1/messages');
     expect(v1.headers).not.toHaveProperty('x-api-key');
   });
@@ -46,7 +54,10 @@ describe('anthropicAdapter.buildRequest', () => {
       model: 'anthropic/claude-sonnet-4',
       messages: [
         { role: 'system', content: 'You are terse.' },
-        { role: 'developer', content: [{ type: 'text', text: 'Answer in French.', cache_control: { type: 'ephemeral' } }] },
+        {
+          role: 'developer',
+          content: [{ type: 'text', text: 'Answer in French.', cache_control: { type: 'ephemeral' } }],
+        },
         { role: 'user', content: 'Hi' },
       ],
     });
@@ -152,15 +163,30 @@ describe('anthropicAdapter.buildRequest', () => {
   });
 
   it('merges consecutive turns of one role', () => {
-    const body = bodyOf({ messages: [{ role: 'user', content: 'One' }, { role: 'user', content: 'Two' }, { role: 'assistant', content: 'Three' }] });
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'One' },
+        { role: 'user', content: 'Two' },
+        { role: 'assistant', content: 'Three' },
+      ],
+    });
     expect(body.messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'One' }, { type: 'text', text: 'Two' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'One' },
+          { type: 'text', text: 'Two' },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'text', text: 'Three' }] },
     ]);
   });
 
   it('maps function tools and every tool_choice', () => {
-    const base = { messages: [{ role: 'user', content: 'Hi' }], tools: [WEATHER_TOOL, { type: 'function', function: { name: 'noop' } }] };
+    const base = {
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [WEATHER_TOOL, { type: 'function', function: { name: 'noop' } }],
+    };
     expect(bodyOf(base).tools).toEqual([
       { name: 'get_weather', description: 'Current weather', input_schema: WEATHER_TOOL.function.parameters },
       { name: 'noop', input_schema: { type: 'object', properties: {} } },
@@ -169,14 +195,29 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(bodyOf({ ...base, tool_choice: 'auto' }).tool_choice).toEqual({ type: 'auto' });
     expect(bodyOf({ ...base, tool_choice: 'none' }).tool_choice).toEqual({ type: 'none' });
     expect(bodyOf({ ...base, tool_choice: 'required' }).tool_choice).toEqual({ type: 'any' });
-    expect(bodyOf({ ...base, tool_choice: { type: 'function', function: { name: 'get_weather' } } }).tool_choice).toEqual({ type: 'tool', name: 'get_weather' });
-    expect(bodyOf({ ...base, parallel_tool_calls: false }).tool_choice).toEqual({ type: 'auto', disable_parallel_tool_use: true });
-    expect(bodyOf({ ...base, tool_choice: 'required', parallel_tool_calls: false }).tool_choice).toEqual({ type: 'any', disable_parallel_tool_use: true });
+    expect(
+      bodyOf({ ...base, tool_choice: { type: 'function', function: { name: 'get_weather' } } }).tool_choice,
+    ).toEqual({ type: 'tool', name: 'get_weather' });
+    expect(bodyOf({ ...base, parallel_tool_calls: false }).tool_choice).toEqual({
+      type: 'auto',
+      disable_parallel_tool_use: true,
+    });
+    expect(bodyOf({ ...base, tool_choice: 'required', parallel_tool_calls: false }).tool_choice).toEqual({
+      type: 'any',
+      disable_parallel_tool_use: true,
+    });
     expect(bodyOf({ messages: [], tool_choice: 'auto' })).not.toHaveProperty('tool_choice'); // no tools, no choice
   });
 
   it('does not modify the caller body', () => {
-    const callerBody = { messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], tools: [WEATHER_TOOL], stop: 'x' };
+    const callerBody = {
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'user', content: 'Hi' },
+      ],
+      tools: [WEATHER_TOOL],
+      stop: 'x',
+    };
     const copy = structuredClone(callerBody);
     anthropicAdapter.buildRequest(target, callerBody, true);
     expect(callerBody).toEqual(copy);

@@ -40,7 +40,11 @@ describe('anthropicAdapter.parseResponse', () => {
         role: 'assistant',
         content: "I'll check the current weather in Paris for you.",
         tool_calls: [
-          { id: 'toolu_01A09q90qw90lq917835lq9', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}' } },
+          {
+            id: 'toolu_01A09q90qw90lq917835lq9',
+            type: 'function',
+            function: { name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}' },
+          },
           { id: 'toolu_01B7s6H2dD9zKq3Wm1e5xY', type: 'function', function: { name: 'get_time', arguments: '{}' } },
         ],
       },
@@ -48,7 +52,12 @@ describe('anthropicAdapter.parseResponse', () => {
       native_finish_reason: 'tool_use',
     });
     // input 384 + cache writes 120 + cache reads 2048; the reads are the cached part.
-    expect(completion.usage).toEqual({ promptTokens: 2552, completionTokens: 92, reasoningTokens: null, cachedTokens: 2048 });
+    expect(completion.usage).toEqual({
+      promptTokens: 2552,
+      completionTokens: 92,
+      reasoningTokens: null,
+      cachedTokens: 2048,
+    });
   });
 
   it('gives null content when the answer is only tool calls', () => {
@@ -61,11 +70,20 @@ describe('anthropicAdapter.parseResponse', () => {
     const completion = parsed(fixture('message-thinking-max-tokens.json'));
     expect(completion.choices[0]).toEqual({
       index: 0,
-      message: { role: 'assistant', content: '2, 3, 5, 7, 11, 13', reasoning: 'The user wants a long list of primes. I will start from 2.' },
+      message: {
+        role: 'assistant',
+        content: '2, 3, 5, 7, 11, 13',
+        reasoning: 'The user wants a long list of primes. I will start from 2.',
+      },
       finish_reason: 'length',
       native_finish_reason: 'max_tokens',
     });
-    expect(completion.usage).toEqual({ promptTokens: 40, completionTokens: 64, reasoningTokens: null, cachedTokens: null });
+    expect(completion.usage).toEqual({
+      promptTokens: 40,
+      completionTokens: 64,
+      reasoningTokens: null,
+      cachedTokens: null,
+    });
   });
 
   it.each([
@@ -94,8 +112,14 @@ describe('anthropicAdapter.parseResponse', () => {
     ['null', null],
     ['no content', { id: 'msg_1', type: 'message', role: 'assistant' }],
     ['a non-object block', { ...fixture('message-text.json'), content: ['hello'] }],
-    ['a tool_use without a name', { ...fixture('message-text.json'), content: [{ type: 'tool_use', id: 'toolu_1', input: {} }] }],
-    ['an error body with status 200', { type: 'error', error: { type: 'api_error', message: 'Internal server error' } }],
+    [
+      'a tool_use without a name',
+      { ...fixture('message-text.json'), content: [{ type: 'tool_use', id: 'toolu_1', input: {} }] },
+    ],
+    [
+      'an error body with status 200',
+      { type: 'error', error: { type: 'api_error', message: 'Internal server error' } },
+    ],
   ])('rejects %s as malformed', (_name, json) => {
     expect(anthropicAdapter.parseResponse(json)).toMatchObject({ kind: 'malformed', reason: expect.any(String) });
   });
@@ -103,7 +127,14 @@ describe('anthropicAdapter.parseResponse', () => {
 
 describe('Anthropic usage', () => {
   it('adds cache reads and writes to the prompt', () => {
-    expect(parseAnthropicUsage({ input_tokens: 10, cache_creation_input_tokens: 5, cache_read_input_tokens: 100, output_tokens: 3 })).toEqual({
+    expect(
+      parseAnthropicUsage({
+        input_tokens: 10,
+        cache_creation_input_tokens: 5,
+        cache_read_input_tokens: 100,
+        output_tokens: 3,
+      }),
+    ).toEqual({
       promptTokens: 115,
       completionTokens: 3,
       reasoningTokens: null,
@@ -115,8 +146,15 @@ describe('Anthropic usage', () => {
 
   it('lets the final counts of a stream win, ignoring nulls', () => {
     const start = { input_tokens: 472, cache_read_input_tokens: 1200, output_tokens: 2 };
-    expect(mergeAnthropicUsage(start, { input_tokens: null, output_tokens: 89 })).toEqual({ input_tokens: 472, cache_read_input_tokens: 1200, output_tokens: 89 });
-    expect(mergeAnthropicUsage(start, { input_tokens: 500, output_tokens: 90 })).toMatchObject({ input_tokens: 500, output_tokens: 90 });
+    expect(mergeAnthropicUsage(start, { input_tokens: null, output_tokens: 89 })).toEqual({
+      input_tokens: 472,
+      cache_read_input_tokens: 1200,
+      output_tokens: 89,
+    });
+    expect(mergeAnthropicUsage(start, { input_tokens: 500, output_tokens: 90 })).toMatchObject({
+      input_tokens: 500,
+      output_tokens: 90,
+    });
     expect(mergeAnthropicUsage(start, undefined)).toEqual(start);
   });
 });

@@ -61,10 +61,13 @@ export class AnthropicStreamDecoder implements StreamDecoder {
   private blockStart(json: Record<string, unknown>): StreamEvent {
     const index = json.index;
     const block = json.content_block;
-    if (typeof index !== 'number' || !isRecord(block)) return malformed('content_block_start without an index or a block');
+    if (typeof index !== 'number' || !isRecord(block))
+      return malformed('content_block_start without an index or a block');
     if (block.type === 'text') {
       this.blocks.set(index, { kind: 'text', toolIndex: -1, sentArguments: false });
-      return typeof block.text === 'string' && block.text !== '' ? this.chunk({ content: block.text }) : { kind: 'ignore' };
+      return typeof block.text === 'string' && block.text !== ''
+        ? this.chunk({ content: block.text })
+        : { kind: 'ignore' };
     }
     if (block.type === 'thinking') {
       this.blocks.set(index, { kind: 'thinking', toolIndex: -1, sentArguments: false });
@@ -81,18 +84,29 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     // The input is normally `{}` here and streamed as JSON fragments; a non-empty one is sent whole.
     const input = isRecord(block.input) && Object.keys(block.input).length > 0 ? JSON.stringify(block.input) : '';
     state.sentArguments = input !== '';
-    const call = { index: state.toolIndex, id: stringOrNull(block.id) ?? `toolu_${index}`, type: 'function', function: { name, arguments: input } };
+    const call = {
+      index: state.toolIndex,
+      id: stringOrNull(block.id) ?? `toolu_${index}`,
+      type: 'function',
+      function: { name, arguments: input },
+    };
     return this.chunk({ tool_calls: [call] });
   }
 
   private blockDelta(json: Record<string, unknown>): StreamEvent {
     const delta = json.delta;
-    if (typeof json.index !== 'number' || !isRecord(delta)) return malformed('content_block_delta without an index or a delta');
-    if (delta.type === 'text_delta') return typeof delta.text === 'string' ? this.chunk({ content: delta.text }) : malformed('text_delta without text');
-    if (delta.type === 'thinking_delta') return typeof delta.thinking === 'string' ? this.chunk({ reasoning: delta.thinking }) : { kind: 'ignore' };
+    if (typeof json.index !== 'number' || !isRecord(delta))
+      return malformed('content_block_delta without an index or a delta');
+    if (delta.type === 'text_delta')
+      return typeof delta.text === 'string'
+        ? this.chunk({ content: delta.text })
+        : malformed('text_delta without text');
+    if (delta.type === 'thinking_delta')
+      return typeof delta.thinking === 'string' ? this.chunk({ reasoning: delta.thinking }) : { kind: 'ignore' };
     if (delta.type !== 'input_json_delta') return { kind: 'ignore' }; // signature_delta, citations_delta
     const block = this.blocks.get(json.index);
-    if (block?.kind !== 'tool') return malformed(`input_json_delta for block ${json.index}, which is not a tool_use block`);
+    if (block?.kind !== 'tool')
+      return malformed(`input_json_delta for block ${json.index}, which is not a tool_use block`);
     const fragment = stringOrNull(delta.partial_json);
     if (fragment === null || fragment === '') return { kind: 'ignore' };
     block.sentArguments = true;
@@ -116,11 +130,22 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     return this.chunk({}, nativeFinish, usage);
   }
 
-  private chunk(delta: Record<string, unknown>, nativeFinish: string | null = null, usage: NormalizedUsage | null = null): StreamEvent {
+  private chunk(
+    delta: Record<string, unknown>,
+    nativeFinish: string | null = null,
+    usage: NormalizedUsage | null = null,
+  ): StreamEvent {
     return {
       kind: 'chunk',
       upstreamId: this.messageId,
-      choices: [{ index: 0, delta, finish_reason: normalizeAnthropicStopReason(nativeFinish), native_finish_reason: nativeFinish }],
+      choices: [
+        {
+          index: 0,
+          delta,
+          finish_reason: normalizeAnthropicStopReason(nativeFinish),
+          native_finish_reason: nativeFinish,
+        },
+      ],
       usage,
       systemFingerprint: null,
     };

@@ -26,13 +26,27 @@ interface Assembled {
 
 /** What an OpenAI client rebuilds from the chunks. */
 function assemble(events: StreamEvent[]): Assembled {
-  const out: Assembled = { role: undefined, content: '', reasoning: '', toolCalls: [], finish: null, nativeFinish: null, usage: null, done: false };
+  const out: Assembled = {
+    role: undefined,
+    content: '',
+    reasoning: '',
+    toolCalls: [],
+    finish: null,
+    nativeFinish: null,
+    usage: null,
+    done: false,
+  };
   for (const event of events) {
     if (event.kind === 'done') out.done = true;
     if (event.kind !== 'chunk') continue;
     out.usage = event.usage ?? out.usage;
     for (const choice of event.choices) {
-      const delta = choice.delta as { role?: string; content?: string; reasoning?: string; tool_calls?: { index: number; id?: string; function: { name?: string; arguments?: string } }[] };
+      const delta = choice.delta as {
+        role?: string;
+        content?: string;
+        reasoning?: string;
+        tool_calls?: { index: number; id?: string; function: { name?: string; arguments?: string } }[];
+      };
       out.role ??= delta.role;
       out.content += delta.content ?? '';
       out.reasoning += delta.reasoning ?? '';
@@ -42,7 +56,8 @@ function assemble(events: StreamEvent[]): Assembled {
         slot.name ??= call.function.name;
         slot.arguments += call.function.arguments ?? '';
       }
-      if (choice.finish_reason !== null) [out.finish, out.nativeFinish] = [choice.finish_reason, choice.native_finish_reason];
+      if (choice.finish_reason !== null)
+        [out.finish, out.nativeFinish] = [choice.finish_reason, choice.native_finish_reason];
     }
   }
   return out;
@@ -51,15 +66,29 @@ function assemble(events: StreamEvent[]): Assembled {
 describe('Anthropic stream decoding', () => {
   it('reads a text stream: role first, deltas, finish with usage, then done', () => {
     const events = decode('stream-text.sse');
-    expect(events.map((e) => e.kind)).toEqual(['chunk', 'ignore', 'ignore', 'chunk', 'chunk', 'chunk', 'ignore', 'chunk', 'done']);
+    expect(events.map((e) => e.kind)).toEqual([
+      'chunk',
+      'ignore',
+      'ignore',
+      'chunk',
+      'chunk',
+      'chunk',
+      'ignore',
+      'chunk',
+      'done',
+    ]);
     expect(events[0]).toEqual({
       kind: 'chunk',
       upstreamId: 'msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY',
-      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, native_finish_reason: null }],
+      choices: [
+        { index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, native_finish_reason: null },
+      ],
       usage: null, // reported once, with the finish
       systemFingerprint: null,
     });
-    expect(events[7]).toMatchObject({ choices: [{ delta: {}, finish_reason: 'stop', native_finish_reason: 'end_turn' }] });
+    expect(events[7]).toMatchObject({
+      choices: [{ delta: {}, finish_reason: 'stop', native_finish_reason: 'end_turn' }],
+    });
     expect(assemble(events)).toEqual({
       role: 'assistant',
       content: 'Hello! How can I help you today?',
@@ -76,26 +105,56 @@ describe('Anthropic stream decoding', () => {
     const events = decode('stream-tool-use.sse');
     const toolStart = events.find((e) => e.kind === 'chunk' && Array.isArray(e.choices[0]?.delta.tool_calls));
     expect(toolStart).toMatchObject({
-      choices: [{ delta: { tool_calls: [{ index: 0, id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', type: 'function', function: { name: 'get_weather', arguments: '' } }] } }],
+      choices: [
+        {
+          delta: {
+            tool_calls: [
+              {
+                index: 0,
+                id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6',
+                type: 'function',
+                function: { name: 'get_weather', arguments: '' },
+              },
+            ],
+          },
+        },
+      ],
     });
     const assembled = assemble(events);
     expect(assembled.content).toBe("Okay, let's check the weather for San Francisco, CA:");
     expect(assembled.toolCalls).toEqual([
-      { id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', arguments: '{"location": "San Francisco, CA", "unit": "fahrenheit"}' },
+      {
+        id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6',
+        name: 'get_weather',
+        arguments: '{"location": "San Francisco, CA", "unit": "fahrenheit"}',
+      },
       // A tool without parameters streams no fragment: "{}" is sent when its block stops.
       { id: 'toolu_01Ry6sVwQ2mF8kJd3c9ZpL1e', name: 'get_time', arguments: '{}' },
     ]);
-    expect(JSON.parse(assembled.toolCalls[0]!.arguments)).toEqual({ location: 'San Francisco, CA', unit: 'fahrenheit' });
+    expect(JSON.parse(assembled.toolCalls[0]!.arguments)).toEqual({
+      location: 'San Francisco, CA',
+      unit: 'fahrenheit',
+    });
     expect([assembled.finish, assembled.nativeFinish]).toEqual(['tool_calls', 'tool_use']);
     // Prompt usage from message_start (472 + 1200 cached), output from message_delta; its nulls are ignored.
-    expect(assembled.usage).toEqual({ promptTokens: 1672, completionTokens: 89, reasoningTokens: null, cachedTokens: 1200 });
+    expect(assembled.usage).toEqual({
+      promptTokens: 1672,
+      completionTokens: 89,
+      reasoningTokens: null,
+      cachedTokens: 1200,
+    });
   });
 
   it('streams thinking as reasoning and skips signatures', () => {
     const assembled = assemble(decode('stream-thinking.sse'));
     expect(assembled.reasoning).toBe('27 * 453 = 12231');
     expect(assembled.content).toBe('27 * 453 = 12,231');
-    expect(assembled.usage).toEqual({ promptTokens: 85, completionTokens: 41, reasoningTokens: null, cachedTokens: null });
+    expect(assembled.usage).toEqual({
+      promptTokens: 85,
+      completionTokens: 41,
+      reasoningTokens: null,
+      cachedTokens: null,
+    });
   });
 
   it.each([
@@ -104,15 +163,28 @@ describe('Anthropic stream decoding', () => {
     ['refusal', 'content_filter'],
   ])('maps a streamed stop_reason %s to %s', (native, normalized) => {
     const decoder = new AnthropicStreamDecoder();
-    const event = decoder.parseStreamEvent(`{"type":"message_delta","delta":{"stop_reason":"${native}","stop_sequence":null},"usage":{"output_tokens":3}}`, 'message_delta');
-    expect(event).toMatchObject({ kind: 'chunk', choices: [{ finish_reason: normalized, native_finish_reason: native }] });
+    const event = decoder.parseStreamEvent(
+      `{"type":"message_delta","delta":{"stop_reason":"${native}","stop_sequence":null},"usage":{"output_tokens":3}}`,
+      'message_delta',
+    );
+    expect(event).toMatchObject({
+      kind: 'chunk',
+      choices: [{ finish_reason: normalized, native_finish_reason: native }],
+    });
   });
 
   it('reports an in-band error event, classified', () => {
     const events = decode('stream-overloaded.sse');
     expect(events.at(-1)).toEqual({
       kind: 'error',
-      failure: { type: 'server', status: null, message: 'Overloaded', providerCode: 'overloaded_error', retryAfterMs: null, raw: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
+      failure: {
+        type: 'server',
+        status: null,
+        message: 'Overloaded',
+        providerCode: 'overloaded_error',
+        retryAfterMs: null,
+        raw: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+      },
     });
     expect(assemble(events).content).toBe('Once upon');
   });
@@ -121,7 +193,9 @@ describe('Anthropic stream decoding', () => {
     const decoder = new AnthropicStreamDecoder();
     expect(decoder.parseStreamEvent('{"type": "ping"}', 'ping')).toEqual({ kind: 'ignore' });
     expect(decoder.parseStreamEvent(' ', null)).toEqual({ kind: 'ignore' });
-    expect(decoder.parseStreamEvent('{"type":"message_annotation","data":{}}', 'message_annotation')).toEqual({ kind: 'ignore' });
+    expect(decoder.parseStreamEvent('{"type":"message_annotation","data":{}}', 'message_annotation')).toEqual({
+      kind: 'ignore',
+    });
   });
 
   it.each([
@@ -129,9 +203,15 @@ describe('Anthropic stream decoding', () => {
     ['not an object', '[1,2]'],
     ['message_start without a message', '{"type":"message_start"}'],
     ['a block start without an index', '{"type":"content_block_start","content_block":{"type":"text","text":""}}'],
-    ['arguments for a block never started', '{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{}"}}'],
+    [
+      'arguments for a block never started',
+      '{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{}"}}',
+    ],
   ])('reports %s as malformed', (_name, data) => {
-    expect(new AnthropicStreamDecoder().parseStreamEvent(data, null)).toMatchObject({ kind: 'malformed', reason: expect.any(String) });
+    expect(new AnthropicStreamDecoder().parseStreamEvent(data, null)).toMatchObject({
+      kind: 'malformed',
+      reason: expect.any(String),
+    });
   });
 
   it('gives each stream its own decoder', () => {
@@ -145,12 +225,36 @@ describe('Anthropic stream decoding', () => {
 
   it('round-trips streamed tool calls into the next request', () => {
     const assembled = assemble(decode('stream-tool-use.sse'));
-    const target: EndpointTarget = { providerId: 'anthropic', baseUrl: 'https://api.anthropic.com', apiKey: null, upstreamModel: 'claude', extraHeaders: {} };
-    const tool_calls = assembled.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-    const next = anthropicAdapter.buildRequest(target, { messages: [{ role: 'user', content: 'Weather?' }, { role: 'assistant', content: assembled.content, tool_calls }] }, false);
+    const target: EndpointTarget = {
+      providerId: 'anthropic',
+      baseUrl: 'https://api.anthropic.com',
+      apiKey: null,
+      upstreamModel: 'claude',
+      extraHeaders: {},
+    };
+    const tool_calls = assembled.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
+    const next = anthropicAdapter.buildRequest(
+      target,
+      {
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          { role: 'assistant', content: assembled.content, tool_calls },
+        ],
+      },
+      false,
+    );
     const messages = (JSON.parse(next.body) as { messages: { content: unknown[] }[] }).messages;
     expect(messages[1]?.content.slice(1)).toEqual([
-      { type: 'tool_use', id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', input: { location: 'San Francisco, CA', unit: 'fahrenheit' } },
+      {
+        type: 'tool_use',
+        id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6',
+        name: 'get_weather',
+        input: { location: 'San Francisco, CA', unit: 'fahrenheit' },
+      },
       { type: 'tool_use', id: 'toolu_01Ry6sVwQ2mF8kJd3c9ZpL1e', name: 'get_time', input: {} },
     ]);
   });

@@ -9,7 +9,11 @@ import { parseGeminiResponse } from './parse-completion.js';
 import { toGeminiBody } from './request-body.js';
 import { GeminiStreamDecoder } from './stream-decoder.js';
 
-export function buildGeminiRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest {
+export function buildGeminiRequest(
+  target: EndpointTarget,
+  body: Record<string, unknown>,
+  stream: boolean,
+): UpstreamRequest {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
@@ -19,7 +23,11 @@ export function buildGeminiRequest(target: EndpointTarget, body: Record<string, 
   // "gemini-2.5-flash" names a base model; "tunedModels/x" or "models/x" are resource names already.
   const model = target.upstreamModel.includes('/') ? target.upstreamModel : `models/${target.upstreamModel}`;
   const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';
-  return { url: `${target.baseUrl.replace(/\/+$/, '')}/${model}:${method}`, headers, body: JSON.stringify(toGeminiBody(body)) };
+  return {
+    url: `${target.baseUrl.replace(/\/+$/, '')}/${model}:${method}`,
+    headers,
+    body: JSON.stringify(toGeminiBody(body)),
+  };
 }
 
 export const geminiAdapter: ProviderAdapter = {

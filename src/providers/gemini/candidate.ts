@@ -35,7 +35,12 @@ export function readCandidateParts(candidate: Record<string, unknown>): Candidat
       const name = stringOrNull(part.functionCall.name);
       if (name === null) return 'functionCall part without a name';
       const args = isRecord(part.functionCall.args) ? part.functionCall.args : {};
-      read.calls.push({ id: stringOrNull(part.functionCall.id), name, args, thoughtSignature: stringOrNull(part.thoughtSignature) });
+      read.calls.push({
+        id: stringOrNull(part.functionCall.id),
+        name,
+        args,
+        thoughtSignature: stringOrNull(part.thoughtSignature),
+      });
     }
     // executableCode, codeExecutionResult, inlineData... have no OpenAI chat counterpart.
   }
@@ -46,7 +51,11 @@ export function readCandidateParts(candidate: Record<string, unknown>): Candidat
  * An OpenAI tool call for a Gemini function call. Gemini rarely gives calls an id; ours is made
  * from the response id and the call's position, so it is stable and the same when streamed.
  */
-export function toOpenAiToolCall(call: GeminiCall, responseId: string | null, position: number): Record<string, unknown> {
+export function toOpenAiToolCall(
+  call: GeminiCall,
+  responseId: string | null,
+  position: number,
+): Record<string, unknown> {
   const toolCall: Record<string, unknown> = {
     id: call.id ?? `call_${responseId ?? 'gemini'}_${position}`,
     type: 'function',

@@ -10,7 +10,10 @@ interface RecordedError {
   body: unknown;
 }
 
-const ERRORS = JSON.parse(readFileSync(new URL('./fixtures/errors.json', import.meta.url), 'utf8')) as Record<string, RecordedError>;
+const ERRORS = JSON.parse(readFileSync(new URL('./fixtures/errors.json', import.meta.url), 'utf8')) as Record<
+  string,
+  RecordedError
+>;
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 
 function classify(name: string) {
@@ -49,13 +52,27 @@ describe('classifyGeminiHttpError', () => {
 
   it('reads an error wrapped in an array and a body that is not JSON', () => {
     const wrapped = JSON.stringify([ERRORS.unavailable?.body]);
-    expect(classifyGeminiHttpError(503, {}, wrapped, NOW)).toMatchObject({ type: 'server', providerCode: 'UNAVAILABLE', message: 'The model is overloaded. Please try again later.' });
-    expect(classifyGeminiHttpError(502, {}, '<html>502</html>', NOW)).toEqual({ type: 'server', status: 502, message: 'HTTP 502', providerCode: null, retryAfterMs: null, raw: '<html>502</html>' });
+    expect(classifyGeminiHttpError(503, {}, wrapped, NOW)).toMatchObject({
+      type: 'server',
+      providerCode: 'UNAVAILABLE',
+      message: 'The model is overloaded. Please try again later.',
+    });
+    expect(classifyGeminiHttpError(502, {}, '<html>502</html>', NOW)).toEqual({
+      type: 'server',
+      status: 502,
+      message: 'HTTP 502',
+      providerCode: null,
+      retryAfterMs: null,
+      raw: '<html>502</html>',
+    });
     expect(classifyGeminiHttpError(401, {}, '', NOW).type).toBe('auth');
   });
 
   it('is what the adapter uses', () => {
-    expect(geminiAdapter.classifyError(429, {}, JSON.stringify(ERRORS.rate_limit?.body))).toMatchObject({ type: 'rate_limited', retryAfterMs: 38_000 });
+    expect(geminiAdapter.classifyError(429, {}, JSON.stringify(ERRORS.rate_limit?.body))).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: 38_000,
+    });
   });
 });
 
@@ -67,11 +84,23 @@ describe('classifyGeminiStreamError', () => {
     [504, 'DEADLINE_EXCEEDED', 'timeout'],
     [400, 'INVALID_ARGUMENT', 'bad_request'],
   ])('classifies an in-band %i %s as %s', (code, status, type) => {
-    expect(classifyGeminiStreamError({ error: { code, message: 'm', status } })).toMatchObject({ type, status: code, providerCode: status, message: 'm' });
+    expect(classifyGeminiStreamError({ error: { code, message: 'm', status } })).toMatchObject({
+      type,
+      status: code,
+      providerCode: status,
+      message: 'm',
+    });
   });
 
   it('falls back to the status name, then to a transient failure', () => {
-    expect(classifyGeminiStreamError({ error: { message: 'm', status: 'RESOURCE_EXHAUSTED' } })).toMatchObject({ type: 'rate_limited', status: null });
-    expect(classifyGeminiStreamError({ error: { message: 'm' } })).toMatchObject({ type: 'server', status: null, providerCode: null });
+    expect(classifyGeminiStreamError({ error: { message: 'm', status: 'RESOURCE_EXHAUSTED' } })).toMatchObject({
+      type: 'rate_limited',
+      status: null,
+    });
+    expect(classifyGeminiStreamError({ error: { message: 'm' } })).toMatchObject({
+      type: 'server',
+      status: null,
+      providerCode: null,
+    });
   });
 });

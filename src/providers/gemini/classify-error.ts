@@ -19,7 +19,12 @@ interface ErrorDetail {
   retryDelayMs: number | null;
 }
 
-export function classifyGeminiHttpError(status: number, headers: Headers, bodyText: string, nowMs: number): UpstreamFailure {
+export function classifyGeminiHttpError(
+  status: number,
+  headers: Headers,
+  bodyText: string,
+  nowMs: number,
+): UpstreamFailure {
   const raw = parseJsonOrText(bodyText);
   const detail = readErrorDetail(raw);
   return {
@@ -62,7 +67,11 @@ const STATUS_FAILURES: Readonly<Record<string, FailureType>> = {
 
 function failureType(httpStatus: number | null, detail: ErrorDetail): FailureType {
   // A bad key is a 400 INVALID_ARGUMENT at Google: check it before the caller is blamed.
-  if (detail.reasons.includes('API_KEY_INVALID') || (detail.message !== null && /API key not valid|API key expired/i.test(detail.message))) return 'auth';
+  if (
+    detail.reasons.includes('API_KEY_INVALID') ||
+    (detail.message !== null && /API key not valid|API key expired/i.test(detail.message))
+  )
+    return 'auth';
   if (detail.message !== null && CONTEXT_LENGTH_MESSAGE.test(detail.message)) return 'context_length_exceeded';
   if (httpStatus === 429) return 'rate_limited';
   if (httpStatus === 408 || httpStatus === 504) return 'timeout';
@@ -77,7 +86,8 @@ function failureType(httpStatus: number | null, detail: ErrorDetail): FailureTyp
 }
 
 // "The input token count (1131246) exceeds the maximum number of tokens allowed (1048576)."
-const CONTEXT_LENGTH_MESSAGE = /input token count.*exceeds|exceeds the maximum number of tokens|context (window|length)/i;
+const CONTEXT_LENGTH_MESSAGE =
+  /input token count.*exceeds|exceeds the maximum number of tokens|context (window|length)/i;
 const CONTENT_POLICY_MESSAGE = /safety|prohibited content|blocked/i;
 
 function readErrorDetail(raw: unknown): ErrorDetail {

@@ -6,7 +6,14 @@
  * must arrive together in one turn).
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { contentParts, contentText, parseDataUrl, parseToolArguments, readToolCalls, type InputPart } from '../openai-input.js';
+import {
+  contentParts,
+  contentText,
+  parseDataUrl,
+  parseToolArguments,
+  readToolCalls,
+  type InputPart,
+} from '../openai-input.js';
 
 export type GeminiPart = Record<string, unknown>;
 
@@ -61,7 +68,11 @@ function userParts(parts: InputPart[]): GeminiPart[] {
       continue;
     }
     const inline = parseDataUrl(part.url);
-    out.push(inline === null ? { fileData: { mimeType: mimeTypeOf(part.url), fileUri: part.url } } : { inlineData: { mimeType: inline.mediaType, data: inline.data } });
+    out.push(
+      inline === null
+        ? { fileData: { mimeType: mimeTypeOf(part.url), fileUri: part.url } }
+        : { inlineData: { mimeType: inline.mediaType, data: inline.data } },
+    );
   }
   return out;
 }
@@ -103,7 +114,15 @@ function thoughtSignatureOf(call: Record<string, unknown>): string | null {
   return isRecord(google) ? stringOrNull(google.thought_signature) : null;
 }
 
-const MIME_BY_EXTENSION: Readonly<Record<string, string>> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic', pdf: 'application/pdf' };
+const MIME_BY_EXTENSION: Readonly<Record<string, string>> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  heic: 'image/heic',
+  pdf: 'application/pdf',
+};
 
 /** Gemini's `fileData` requires a MIME type; a URL only hints at it by its extension. */
 function mimeTypeOf(url: string): string {

@@ -4,7 +4,16 @@
  * says whether the candidate carried a call. Gemini's other values all mean the answer ended
  * abnormally (unsupported language, a malformed call, "OTHER"): they map to "error".
  */
-const CONTENT_FILTER = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);
+const CONTENT_FILTER = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+  'IMAGE_RECITATION',
+]);
 
 export function normalizeGeminiFinishReason(raw: string | null, hasToolCalls: boolean): string | null {
   if (raw === null) return null;

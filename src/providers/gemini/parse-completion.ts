@@ -9,7 +9,8 @@ type Malformed = { kind: 'malformed'; reason: string };
 /** A non-streamed GenerateContentResponse → one choice per candidate; anything off-shape is malformed. */
 export function parseGeminiResponse(json: unknown): NormalizedCompletion | Malformed {
   if (!isRecord(json)) return malformed('response body is not a JSON object');
-  if (isRecord(json.error)) return malformed(`response carries an error: ${stringOrNull(json.error.message) ?? 'no message'}`);
+  if (isRecord(json.error))
+    return malformed(`response carries an error: ${stringOrNull(json.error.message) ?? 'no message'}`);
   const responseId = stringOrNull(json.responseId);
   const candidates = Array.isArray(json.candidates) ? json.candidates : [];
   const choices: CompletionChoice[] = [];
@@ -17,14 +18,22 @@ export function parseGeminiResponse(json: unknown): NormalizedCompletion | Malfo
     const blockReason = blockReasonOf(json);
     if (blockReason === null) return malformed('response has no candidates');
     // A refused prompt is an answer, not a failure: another provider of the model would refuse too.
-    choices.push({ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'content_filter', native_finish_reason: blockReason });
+    choices.push({
+      index: 0,
+      message: { role: 'assistant', content: '' },
+      finish_reason: 'content_filter',
+      native_finish_reason: blockReason,
+    });
   }
   for (const [position, candidate] of candidates.entries()) {
     if (!isRecord(candidate)) return malformed(`candidates[${position}] is not an object`);
     const parts = readCandidateParts(candidate);
     if (typeof parts === 'string') return malformed(`candidates[${position}]: ${parts}`);
     const toolCalls = parts.calls.map((call, n) => toOpenAiToolCall(call, responseId, n));
-    const message: CompletionChoice['message'] = { role: 'assistant', content: parts.text === '' && toolCalls.length > 0 ? null : parts.text };
+    const message: CompletionChoice['message'] = {
+      role: 'assistant',
+      content: parts.text === '' && toolCalls.length > 0 ? null : parts.text,
+    };
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (parts.reasoning !== '') message.reasoning = parts.reasoning;
     const nativeFinish = stringOrNull(candidate.finishReason);

@@ -14,9 +14,17 @@ function bodyOf(callerBody: Record<string, unknown>, stream = false): Record<str
   return JSON.parse(geminiAdapter.buildRequest(target, callerBody, stream).body) as Record<string, unknown>;
 }
 
-const WEATHER_PARAMETERS = { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false };
+const WEATHER_PARAMETERS = {
+  type: 'object',
+  properties: { location: { type: 'string' } },
+  required: ['location'],
+  additionalProperties: false,
+};
 const TOOLS = [
-  { type: 'function', function: { name: 'get_weather', description: 'Current weather', parameters: WEATHER_PARAMETERS } },
+  {
+    type: 'function',
+    function: { name: 'get_weather', description: 'Current weather', parameters: WEATHER_PARAMETERS },
+  },
   { type: 'function', function: { name: 'get_time' } },
 ];
 
@@ -24,14 +32,26 @@ describe('geminiAdapter.buildRequest', () => {
   it('posts to generateContent, or streamGenerateContent with SSE, with the key header', () => {
     const plain = geminiAdapter.buildRequest(target, { messages: [] }, false);
     expect(plain.url).toBe('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent');
-    expect(plain.headers).toEqual({ 'content-type': 'application/json', accept: 'application/json', 'x-goog-api-key': 'AIza-test-123' });
-    const streamed = geminiAdapter.buildRequest({ ...target, baseUrl: 'http://127.0.0.1:9/v1beta/' }, { messages: [] }, true);
+    expect(plain.headers).toEqual({
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'x-goog-api-key': 'AIza-test-123',
+    });
+    const streamed = geminiAdapter.buildRequest(
+      { ...target, baseUrl: 'http://127.0.0.1:9/v1beta/' },
+      { messages: [] },
+      true,
+    );
     expect(streamed.url).toBe('http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
     expect(streamed.headers.accept).toBe('text/event-stream');
   });
 
   it('takes a resource name as the model and sends no key when there is none', () => {
-    const req = geminiAdapter.buildRequest({ ...target, upstreamModel: 'tunedModels/my-model-7', apiKey: null }, { messages: [] }, false);
+    const req = geminiAdapter.buildRequest(
+      { ...target, upstreamModel: 'tunedModels/my-model-7', apiKey: null },
+      { messages: [] },
+      false,
+    );
     expect(req.url).toBe('https://generativelanguage.googleapis.com/v1beta/tunedModels/my-model-7:generateContent');
     expect(req.headers).not.toHaveProperty('x-goog-api-key');
   });
@@ -88,7 +108,10 @@ describe('geminiAdapter.buildRequest', () => {
         responseJsonSchema: { type: 'object' },
       },
     });
-    expect(bodyOf({ messages: [], max_completion_tokens: 7, stop: 'x', response_format: { type: 'json_object' } }).generationConfig).toEqual({
+    expect(
+      bodyOf({ messages: [], max_completion_tokens: 7, stop: 'x', response_format: { type: 'json_object' } })
+        .generationConfig,
+    ).toEqual({
       maxOutputTokens: 7,
       stopSequences: ['x'],
       responseMimeType: 'application/json',
@@ -128,7 +151,12 @@ describe('geminiAdapter.buildRequest', () => {
           role: 'assistant',
           content: null,
           tool_calls: [
-            { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' }, extra_content: { google: { thought_signature: 'sig-1' } } },
+            {
+              id: 'call_a',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"location":"Paris"}' },
+              extra_content: { google: { thought_signature: 'sig-1' } },
+            },
             { id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '{}' } },
           ],
         },
@@ -172,11 +200,20 @@ describe('geminiAdapter.buildRequest', () => {
     expect(mode('auto')).toEqual({ functionCallingConfig: { mode: 'AUTO' } });
     expect(mode('none')).toEqual({ functionCallingConfig: { mode: 'NONE' } });
     expect(mode('required')).toEqual({ functionCallingConfig: { mode: 'ANY' } });
-    expect(mode({ type: 'function', function: { name: 'get_time' } })).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_time'] } });
+    expect(mode({ type: 'function', function: { name: 'get_time' } })).toEqual({
+      functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_time'] },
+    });
   });
 
   it('does not modify the caller body', () => {
-    const callerBody = { messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }], tools: TOOLS, stop: 'x' };
+    const callerBody = {
+      messages: [
+        { role: 'system', content: 'S' },
+        { role: 'user', content: 'Hi' },
+      ],
+      tools: TOOLS,
+      stop: 'x',
+    };
     const copy = structuredClone(callerBody);
     geminiAdapter.buildRequest(target, callerBody, true);
     expect(callerBody).toEqual(copy);

@@ -22,7 +22,10 @@ describe('geminiAdapter.parseResponse', () => {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: 'AI learns patterns from examples, then uses them to make predictions.' },
+          message: {
+            role: 'assistant',
+            content: 'AI learns patterns from examples, then uses them to make predictions.',
+          },
           finish_reason: 'stop',
           native_finish_reason: 'STOP',
         },
@@ -44,7 +47,9 @@ describe('geminiAdapter.parseResponse', () => {
             id: 'call_8ZjFaMLdKqOfkdUP2ZmN0Ao_0',
             type: 'function',
             function: { name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}' },
-            extra_content: { google: { thought_signature: 'CiIBVKhc7oDPpCaXyJKKssjqr4g3JNOSgJ/M2V+1THC1icsWCmQBVKhc7v9V0zZ' } },
+            extra_content: {
+              google: { thought_signature: 'CiIBVKhc7oDPpCaXyJKKssjqr4g3JNOSgJ/M2V+1THC1icsWCmQBVKhc7v9V0zZ' },
+            },
           },
           { id: 'call_8ZjFaMLdKqOfkdUP2ZmN0Ao_1', type: 'function', function: { name: 'get_time', arguments: '{}' } },
         ],
@@ -52,25 +57,51 @@ describe('geminiAdapter.parseResponse', () => {
       finish_reason: 'tool_calls',
       native_finish_reason: 'STOP',
     });
-    expect(completion.usage).toEqual({ promptTokens: 2106, completionTokens: 127, reasoningTokens: 96, cachedTokens: 2048 });
+    expect(completion.usage).toEqual({
+      promptTokens: 2106,
+      completionTokens: 127,
+      reasoningTokens: 96,
+      cachedTokens: 2048,
+    });
   });
 
   it('answers a blocked prompt with content_filter and the block reason', () => {
     const completion = parsed(fixture('generate-blocked-prompt.json'));
-    expect(completion.choices).toEqual([{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'content_filter', native_finish_reason: 'PROHIBITED_CONTENT' }]);
-    expect(completion.usage).toEqual({ promptTokens: 9, completionTokens: 0, reasoningTokens: null, cachedTokens: null });
+    expect(completion.choices).toEqual([
+      {
+        index: 0,
+        message: { role: 'assistant', content: '' },
+        finish_reason: 'content_filter',
+        native_finish_reason: 'PROHIBITED_CONTENT',
+      },
+    ]);
+    expect(completion.usage).toEqual({
+      promptTokens: 9,
+      completionTokens: 0,
+      reasoningTokens: null,
+      cachedTokens: null,
+    });
   });
 
   it('answers a candidate stopped for safety, without content, with content_filter', () => {
     expect(parsed(fixture('generate-safety.json')).choices).toEqual([
-      { index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'content_filter', native_finish_reason: 'SAFETY' },
+      {
+        index: 0,
+        message: { role: 'assistant', content: '' },
+        finish_reason: 'content_filter',
+        native_finish_reason: 'SAFETY',
+      },
     ]);
   });
 
   it('keeps thought summaries as reasoning and reads several candidates', () => {
     const json = {
       candidates: [
-        { content: { role: 'model', parts: [{ text: 'Thinking it over', thought: true }, { text: 'Yes.' }] }, finishReason: 'STOP', index: 0 },
+        {
+          content: { role: 'model', parts: [{ text: 'Thinking it over', thought: true }, { text: 'Yes.' }] },
+          finishReason: 'STOP',
+          index: 0,
+        },
         { content: { role: 'model', parts: [{ text: 'No.' }] }, finishReason: 'MAX_TOKENS', index: 1 },
       ],
       responseId: 'r1',
@@ -105,7 +136,10 @@ describe('geminiAdapter.parseResponse', () => {
   it('keeps the native finish reason next to the normalized one', () => {
     const json = fixture('generate-text.json');
     (json.candidates as Record<string, unknown>[])[0]!.finishReason = 'RECITATION';
-    expect(parsed(json).choices[0]).toMatchObject({ finish_reason: 'content_filter', native_finish_reason: 'RECITATION' });
+    expect(parsed(json).choices[0]).toMatchObject({
+      finish_reason: 'content_filter',
+      native_finish_reason: 'RECITATION',
+    });
     expect(normalizeGeminiFinishReason(null, false)).toBeNull();
   });
 
@@ -123,7 +157,15 @@ describe('geminiAdapter.parseResponse', () => {
 
 describe('Gemini usage', () => {
   it('adds tool-use prompt tokens to the prompt and thoughts to the completion', () => {
-    expect(parseGeminiUsage({ promptTokenCount: 100, toolUsePromptTokenCount: 20, candidatesTokenCount: 5, thoughtsTokenCount: 7, cachedContentTokenCount: 64 })).toEqual({
+    expect(
+      parseGeminiUsage({
+        promptTokenCount: 100,
+        toolUsePromptTokenCount: 20,
+        candidatesTokenCount: 5,
+        thoughtsTokenCount: 7,
+        cachedContentTokenCount: 64,
+      }),
+    ).toEqual({
       promptTokens: 120,
       completionTokens: 12,
       reasoningTokens: 7,

@@ -33,7 +33,12 @@ export class GeminiStreamDecoder implements StreamDecoder {
     const choices: ChunkChoice[] = [];
     const blockReason = candidates.length === 0 ? blockReasonOf(json) : null;
     if (blockReason !== null) {
-      choices.push({ index: 0, delta: this.withRole(0, { content: '' }), finish_reason: 'content_filter', native_finish_reason: blockReason });
+      choices.push({
+        index: 0,
+        delta: this.withRole(0, { content: '' }),
+        finish_reason: 'content_filter',
+        native_finish_reason: blockReason,
+      });
     }
     for (const [position, candidate] of candidates.entries()) {
       if (!isRecord(candidate)) return malformed(`candidates[${position}] is not an object`);
@@ -45,7 +50,10 @@ export class GeminiStreamDecoder implements StreamDecoder {
       if (parts.reasoning !== '') delta.reasoning = parts.reasoning;
       const before = this.callCounts.get(index) ?? 0;
       if (parts.calls.length > 0) {
-        delta.tool_calls = parts.calls.map((call, n) => ({ index: before + n, ...toOpenAiToolCall(call, responseId, before + n) }));
+        delta.tool_calls = parts.calls.map((call, n) => ({
+          index: before + n,
+          ...toOpenAiToolCall(call, responseId, before + n),
+        }));
         this.callCounts.set(index, before + parts.calls.length);
       }
       const nativeFinish = stringOrNull(candidate.finishReason);

@@ -24,17 +24,31 @@ interface Assembled {
 }
 
 function assemble(events: StreamEvent[]): Assembled {
-  const out: Assembled = { role: undefined, content: '', reasoning: '', toolCalls: [], finish: null, nativeFinish: null, usage: null };
+  const out: Assembled = {
+    role: undefined,
+    content: '',
+    reasoning: '',
+    toolCalls: [],
+    finish: null,
+    nativeFinish: null,
+    usage: null,
+  };
   for (const event of events) {
     if (event.kind !== 'chunk') continue;
     out.usage = event.usage ?? out.usage;
     for (const choice of event.choices) {
-      const delta = choice.delta as { role?: string; content?: string; reasoning?: string; tool_calls?: Record<string, unknown>[] };
+      const delta = choice.delta as {
+        role?: string;
+        content?: string;
+        reasoning?: string;
+        tool_calls?: Record<string, unknown>[];
+      };
       out.role ??= delta.role;
       out.content += delta.content ?? '';
       out.reasoning += delta.reasoning ?? '';
       out.toolCalls.push(...(delta.tool_calls ?? []));
-      if (choice.finish_reason !== null) [out.finish, out.nativeFinish] = [choice.finish_reason, choice.native_finish_reason];
+      if (choice.finish_reason !== null)
+        [out.finish, out.nativeFinish] = [choice.finish_reason, choice.native_finish_reason];
     }
   }
   return out;
@@ -47,7 +61,9 @@ describe('Gemini stream decoding', () => {
     expect(events[0]).toEqual({
       kind: 'chunk',
       upstreamId: 'WJfFaPzLBsSfkdUPq7u14Aw',
-      choices: [{ index: 0, delta: { role: 'assistant', content: 'The' }, finish_reason: null, native_finish_reason: null }],
+      choices: [
+        { index: 0, delta: { role: 'assistant', content: 'The' }, finish_reason: null, native_finish_reason: null },
+      ],
       usage: null,
       systemFingerprint: null,
     });
@@ -73,7 +89,12 @@ describe('Gemini stream decoding', () => {
           function: { name: 'get_weather', arguments: '{"location":"Paris, France"}' },
           extra_content: { google: { thought_signature: 'CiQBVKhc7nZ2mP0vX9S3lL+q8u0sE7kWZ5y' } },
         },
-        { index: 1, id: 'call_3ZjFaJ6mKc6ekdUPqL2B4Ac_1', type: 'function', function: { name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' } },
+        {
+          index: 1,
+          id: 'call_3ZjFaJ6mKc6ekdUPqL2B4Ac_1',
+          type: 'function',
+          function: { name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' },
+        },
       ],
       // A STOP after function calls means the model wants them run.
       finish: 'tool_calls',
@@ -84,7 +105,11 @@ describe('Gemini stream decoding', () => {
 
   it('maps MAX_TOKENS to length', () => {
     const assembled = assemble(decode('stream-max-tokens.sse'));
-    expect([assembled.content, assembled.finish, assembled.nativeFinish]).toEqual(['Once upon a time, in a land', 'length', 'MAX_TOKENS']);
+    expect([assembled.content, assembled.finish, assembled.nativeFinish]).toEqual([
+      'Once upon a time, in a land',
+      'length',
+      'MAX_TOKENS',
+    ]);
   });
 
   it('answers a blocked prompt with a content_filter finish', () => {
@@ -92,7 +117,14 @@ describe('Gemini stream decoding', () => {
       {
         kind: 'chunk',
         upstreamId: 'c6rFaOTvL4aekdUPzJe24Aw',
-        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: 'content_filter', native_finish_reason: 'SAFETY' }],
+        choices: [
+          {
+            index: 0,
+            delta: { role: 'assistant', content: '' },
+            finish_reason: 'content_filter',
+            native_finish_reason: 'SAFETY',
+          },
+        ],
         usage: { promptTokens: 11, completionTokens: 0, reasoningTokens: null, cachedTokens: null },
         systemFingerprint: null,
       },
@@ -101,24 +133,59 @@ describe('Gemini stream decoding', () => {
 
   it('reports an in-band error, classified by its code', () => {
     const events = decode('stream-error.sse');
-    expect(events[1]).toMatchObject({ kind: 'error', failure: { type: 'server', status: 503, providerCode: 'UNAVAILABLE', message: 'The model is overloaded. Please try again later.' } });
+    expect(events[1]).toMatchObject({
+      kind: 'error',
+      failure: {
+        type: 'server',
+        status: 503,
+        providerCode: 'UNAVAILABLE',
+        message: 'The model is overloaded. Please try again later.',
+      },
+    });
   });
 
   it('keeps role and tool numbering per candidate', () => {
     const decoder = new GeminiStreamDecoder();
     const call = (name: string) => ({ functionCall: { name, args: {} } });
     const first = decoder.parseStreamEvent(
-      JSON.stringify({ responseId: 'r', candidates: [{ index: 0, content: { parts: [call('a')] } }, { index: 1, content: { parts: [{ text: 'x' }] } }] }),
+      JSON.stringify({
+        responseId: 'r',
+        candidates: [
+          { index: 0, content: { parts: [call('a')] } },
+          { index: 1, content: { parts: [{ text: 'x' }] } },
+        ],
+      }),
       null,
     );
-    const second = decoder.parseStreamEvent(JSON.stringify({ responseId: 'r', candidates: [{ index: 0, content: { parts: [call('b')] }, finishReason: 'STOP' }, { index: 1, finishReason: 'STOP' }] }), null);
-    expect(first).toMatchObject({ choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0 }] } }, { index: 1, delta: { role: 'assistant', content: 'x' } }] });
-    expect(second).toMatchObject({ choices: [{ index: 0, delta: { tool_calls: [{ index: 1, id: 'call_r_1' }] }, finish_reason: 'tool_calls' }, { index: 1, delta: {}, finish_reason: 'stop' }] });
+    const second = decoder.parseStreamEvent(
+      JSON.stringify({
+        responseId: 'r',
+        candidates: [
+          { index: 0, content: { parts: [call('b')] }, finishReason: 'STOP' },
+          { index: 1, finishReason: 'STOP' },
+        ],
+      }),
+      null,
+    );
+    expect(first).toMatchObject({
+      choices: [
+        { index: 0, delta: { role: 'assistant', tool_calls: [{ index: 0 }] } },
+        { index: 1, delta: { role: 'assistant', content: 'x' } },
+      ],
+    });
+    expect(second).toMatchObject({
+      choices: [
+        { index: 0, delta: { tool_calls: [{ index: 1, id: 'call_r_1' }] }, finish_reason: 'tool_calls' },
+        { index: 1, delta: {}, finish_reason: 'stop' },
+      ],
+    });
   });
 
   it('passes a usage-only event on and ignores empty ones', () => {
     const decoder = new GeminiStreamDecoder();
-    expect(decoder.parseStreamEvent('{"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4}}', null)).toMatchObject({ kind: 'chunk', choices: [], usage: { promptTokens: 3, completionTokens: 4 } });
+    expect(
+      decoder.parseStreamEvent('{"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4}}', null),
+    ).toMatchObject({ kind: 'chunk', choices: [], usage: { promptTokens: 3, completionTokens: 4 } });
     expect(decoder.parseStreamEvent('{"modelVersion":"gemini-2.0-flash"}', null)).toEqual({ kind: 'ignore' });
     expect(decoder.parseStreamEvent('', null)).toEqual({ kind: 'ignore' });
   });
@@ -129,7 +196,10 @@ describe('Gemini stream decoding', () => {
     ['a non-object candidate', '{"candidates":[7]}'],
     ['unreadable parts', '{"candidates":[{"content":{"parts":{}}}]}'],
   ])('reports %s as malformed', (_name, data) => {
-    expect(new GeminiStreamDecoder().parseStreamEvent(data, null)).toMatchObject({ kind: 'malformed', reason: expect.any(String) });
+    expect(new GeminiStreamDecoder().parseStreamEvent(data, null)).toMatchObject({
+      kind: 'malformed',
+      reason: expect.any(String),
+    });
   });
 
   it('gives each stream its own decoder', () => {
@@ -139,7 +209,13 @@ describe('Gemini stream decoding', () => {
 
   it('round-trips streamed calls into the next request, signature included', () => {
     const assembled = assemble(decode('stream-function-call.sse'));
-    const target: EndpointTarget = { providerId: 'gemini', baseUrl: 'https://generativelanguage.googleapis.com/v1beta', apiKey: null, upstreamModel: 'gemini-2.5-flash', extraHeaders: {} };
+    const target: EndpointTarget = {
+      providerId: 'gemini',
+      baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+      apiKey: null,
+      upstreamModel: 'gemini-2.5-flash',
+      extraHeaders: {},
+    };
     const messages = [
       { role: 'user', content: 'Weather?' },
       { role: 'assistant', content: assembled.content, tool_calls: assembled.toolCalls },
@@ -152,7 +228,10 @@ describe('Gemini stream decoding', () => {
         role: 'model',
         parts: [
           { text: 'Let me look that up.' },
-          { functionCall: { name: 'get_weather', args: { location: 'Paris, France' } }, thoughtSignature: 'CiQBVKhc7nZ2mP0vX9S3lL+q8u0sE7kWZ5y' },
+          {
+            functionCall: { name: 'get_weather', args: { location: 'Paris, France' } },
+            thoughtSignature: 'CiQBVKhc7nZ2mP0vX9S3lL+q8u0sE7kWZ5y',
+          },
           { functionCall: { name: 'get_time', args: { timezone: 'Europe/Paris' } } },
         ],
       },

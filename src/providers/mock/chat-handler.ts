@@ -33,7 +33,11 @@ export interface ChatHandlerContext {
   failCounters: Map<string, number>;
 }
 
-export async function handleChatCompletion(req: IncomingMessage, res: ServerResponse, ctx: ChatHandlerContext): Promise<void> {
+export async function handleChatCompletion(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: ChatHandlerContext,
+): Promise<void> {
   const signal = closeSignal(res);
   ctx.stats.requests += 1;
   let body: unknown;
@@ -57,7 +61,9 @@ export async function handleChatCompletion(req: IncomingMessage, res: ServerResp
   const header = firstHeader(req.headers['x-mock-script']);
   const resolved = resolveScript(ctx.defaults, model, header);
   if (typeof resolved === 'string') {
-    sendJson(res, 400, { error: { message: `mock: ${resolved}`, type: 'invalid_request_error', param: null, code: 'mock_script_invalid' } });
+    sendJson(res, 400, {
+      error: { message: `mock: ${resolved}`, type: 'invalid_request_error', param: null, code: 'mock_script_invalid' },
+    });
     return;
   }
   const failKey = `${model}\n${header ?? ''}`;
@@ -79,7 +85,11 @@ export async function handleChatCompletion(req: IncomingMessage, res: ServerResp
       return;
     }
     const plan = planCompletion(script, maxTokensOf(body));
-    const who: ResponseIdentity = { id: `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 29)}`, created: Math.floor(Date.now() / 1000), model };
+    const who: ResponseIdentity = {
+      id: `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 29)}`,
+      created: Math.floor(Date.now() / 1000),
+      model,
+    };
     if (body.stream === true) {
       const includeUsage = script.usage && isRecord(body.stream_options) && body.stream_options.include_usage === true;
       await streamCompletion(res, signal, script, plan, who, includeUsage ? promptTokens : null);
@@ -114,7 +124,8 @@ function scriptedRejection(script: MockScript, model: string, promptTokens: numb
     headers['retry-after'] = String(Math.ceil(script.retryAfter));
     headers['retry-after-ms'] = String(Math.round(script.retryAfter * 1000));
   }
-  if (script.status !== null) return { status: script.status, body: openAiErrorBody(script.status, model, overrides), headers };
+  if (script.status !== null)
+    return { status: script.status, body: openAiErrorBody(script.status, model, overrides), headers };
   if (script.behavior === 'context_length') return { status: 400, body: contextLengthBody(promptTokens), headers };
   if (script.behavior === 'content_policy') return { status: 400, body: contentPolicyBody(), headers };
   return null;

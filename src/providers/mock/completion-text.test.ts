@@ -20,15 +20,28 @@ describe('mock completion text', () => {
     expect(planCompletion({ completionTokens: null, content: null }, null).pieces).toHaveLength(40);
     expect(planCompletion({ completionTokens: null, content: null }, 10)).toMatchObject({ finishReason: 'length' });
     expect(planCompletion({ completionTokens: 5, content: null }, 10).pieces).toHaveLength(5);
-    expect(planCompletion({ completionTokens: null, content: 'a b c' }, 2)).toEqual({ pieces: ['a', ' b'], finishReason: 'length' });
-    expect(planCompletion({ completionTokens: 9, content: 'a b c' }, null)).toEqual({ pieces: ['a', ' b', ' c'], finishReason: 'stop' });
+    expect(planCompletion({ completionTokens: null, content: 'a b c' }, 2)).toEqual({
+      pieces: ['a', ' b'],
+      finishReason: 'length',
+    });
+    expect(planCompletion({ completionTokens: 9, content: 'a b c' }, null)).toEqual({
+      pieces: ['a', ' b', ' c'],
+      finishReason: 'stop',
+    });
   });
 
   it('counts prompt tokens with per-message overhead, ignoring non-text parts', () => {
     const countChars = (text: string) => text.length;
     const messages = [
       { role: 'user', content: 'abcd' },
-      { role: 'user', content: [{ type: 'text', text: 'xy' }, { type: 'image_url', image_url: { url: 'data:...' } }], name: 'bob' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'xy' },
+          { type: 'image_url', image_url: { url: 'data:...' } },
+        ],
+        name: 'bob',
+      },
       { role: 'assistant', content: null, tool_calls: [] },
       'garbage',
     ];

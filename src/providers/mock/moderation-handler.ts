@@ -38,7 +38,11 @@ export interface ModerationHandlerContext {
   stats: { moderations: number };
 }
 
-export async function handleModeration(req: IncomingMessage, res: ServerResponse, ctx: ModerationHandlerContext): Promise<void> {
+export async function handleModeration(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: ModerationHandlerContext,
+): Promise<void> {
   const signal = closeSignal(res);
   ctx.stats.moderations += 1;
   let body: unknown;
@@ -48,16 +52,28 @@ export async function handleModeration(req: IncomingMessage, res: ServerResponse
     return sendJson(res, 400, invalid('We could not parse the JSON body of your request.'));
   }
   if (!firstHeader(req.headers.authorization)) {
-    return sendJson(res, 401, { error: { message: "You didn't provide an API key.", type: 'invalid_request_error', param: null, code: null } });
+    return sendJson(res, 401, {
+      error: { message: "You didn't provide an API key.", type: 'invalid_request_error', param: null, code: null },
+    });
   }
   const inputs = isRecord(body) ? inputsOf(body.input) : null;
-  if (inputs === null) return sendJson(res, 400, invalid("Invalid 'input': expected a string, an array of strings, or an array of content parts."));
+  if (inputs === null)
+    return sendJson(
+      res,
+      400,
+      invalid("Invalid 'input': expected a string, an array of strings, or an array of content parts."),
+    );
   const model = isRecord(body) && typeof body.model === 'string' ? body.model : 'omni-moderation-latest';
 
   const fromModel = parseModelScript(model);
   const header = firstHeader(req.headers['x-mock-script']);
   const fromHeader = header === null ? { ok: true as const, script: {} } : parseHeaderScript(header);
-  if (!fromModel.ok || !fromHeader.ok) return sendJson(res, 400, invalid(`mock: ${!fromModel.ok ? fromModel.error : !fromHeader.ok ? fromHeader.error : ''}`));
+  if (!fromModel.ok || !fromHeader.ok)
+    return sendJson(
+      res,
+      400,
+      invalid(`mock: ${!fromModel.ok ? fromModel.error : !fromHeader.ok ? fromHeader.error : ''}`),
+    );
   const script: MockScript = { ...ctx.defaults, ...fromModel.script, ...fromHeader.script };
 
   try {
@@ -68,8 +84,17 @@ export async function handleModeration(req: IncomingMessage, res: ServerResponse
   if (script.behavior === 'reset') return void req.socket.destroy();
   if (script.behavior === 'hang') return;
   const name = model.split('@', 1)[0] ?? model;
-  if (script.status !== null) return sendJson(res, script.status, openAiErrorBody(script.status, name, { code: script.errorCode, message: script.errorMessage }));
-  sendJson(res, 200, { id: `modr-${randomUUID().replaceAll('-', '').slice(0, 24)}`, model: name, results: inputs.map(resultOf) });
+  if (script.status !== null)
+    return sendJson(
+      res,
+      script.status,
+      openAiErrorBody(script.status, name, { code: script.errorCode, message: script.errorMessage }),
+    );
+  sendJson(res, 200, {
+    id: `modr-${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+    model: name,
+    results: inputs.map(resultOf),
+  });
 }
 
 /** The inputs to judge, one string each; null when the shape is wrong. */

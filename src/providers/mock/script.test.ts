@@ -26,7 +26,10 @@ describe('mock script syntax', () => {
   });
 
   it('rejects unknown keys, bad values and bad encodings', () => {
-    expect(parseModelScript('m@latncy=1')).toMatchObject({ ok: false, error: expect.stringContaining('latncy') as string });
+    expect(parseModelScript('m@latncy=1')).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('latncy') as string,
+    });
     expect(parseModelScript('m@tps=fast')).toMatchObject({ ok: false });
     expect(parseModelScript('m@status=')).toMatchObject({ ok: false });
     expect(parseModelScript('m@behavior=melt')).toMatchObject({ ok: false });
@@ -56,7 +59,10 @@ describe('applyFailFirst', () => {
 
   it('fails with 500 when nothing failing was scripted, and leaves scripts without failFirst alone', () => {
     expect(applyFailFirst({ ...DEFAULT_MOCK_SCRIPT, failFirst: 1 }, 0).status).toBe(500);
-    expect(applyFailFirst({ ...DEFAULT_MOCK_SCRIPT, failFirst: 1, behavior: 'drop' }, 0)).toMatchObject({ status: null, behavior: 'drop' });
+    expect(applyFailFirst({ ...DEFAULT_MOCK_SCRIPT, failFirst: 1, behavior: 'drop' }, 0)).toMatchObject({
+      status: null,
+      behavior: 'drop',
+    });
     const plain = { ...DEFAULT_MOCK_SCRIPT, status: 429 };
     expect(applyFailFirst(plain, 99)).toBe(plain);
   });

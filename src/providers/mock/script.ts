@@ -71,8 +71,24 @@ const KEY_ALIASES: Record<string, Key> = {
 };
 for (const key of Object.keys(DEFAULT_MOCK_SCRIPT) as Key[]) KEY_ALIASES[normalizeKey(key)] = key;
 
-const NUMBER_KEYS = new Set<Key>(['latencyMs', 'ttftMs', 'tokensPerSecond', 'completionTokens', 'status', 'retryAfter', 'failFirst', 'breakAfter']);
-const NULLABLE_KEYS = new Set<Key>(['completionTokens', 'content', 'status', 'errorCode', 'errorMessage', 'retryAfter']);
+const NUMBER_KEYS = new Set<Key>([
+  'latencyMs',
+  'ttftMs',
+  'tokensPerSecond',
+  'completionTokens',
+  'status',
+  'retryAfter',
+  'failFirst',
+  'breakAfter',
+]);
+const NULLABLE_KEYS = new Set<Key>([
+  'completionTokens',
+  'content',
+  'status',
+  'errorCode',
+  'errorMessage',
+  'retryAfter',
+]);
 
 export type ScriptResult = { ok: true; script: Partial<MockScript> } | { ok: false; error: string };
 
@@ -107,7 +123,8 @@ export function parseHeaderScript(header: string): ScriptResult {
   } catch {
     return { ok: false, error: 'x-mock-script is not JSON' };
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return { ok: false, error: 'x-mock-script is not a JSON object' };
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return { ok: false, error: 'x-mock-script is not a JSON object' };
   return readEntries(Object.entries(json));
 }
 
@@ -117,7 +134,8 @@ function readEntries(entries: [string, unknown][]): ScriptResult {
     const key = KEY_ALIASES[normalizeKey(rawKey)];
     if (key === undefined) return { ok: false, error: `unknown mock script key "${rawKey}"` };
     const value = readValue(key, rawValue);
-    if (value === undefined) return { ok: false, error: `bad value for mock script key "${rawKey}": ${JSON.stringify(rawValue)}` };
+    if (value === undefined)
+      return { ok: false, error: `bad value for mock script key "${rawKey}": ${JSON.stringify(rawValue)}` };
     script[key] = value;
   }
   return { ok: true, script: script as Partial<MockScript> };
@@ -127,7 +145,8 @@ function readEntries(entries: [string, unknown][]): ScriptResult {
 function readValue(key: Key, value: unknown): unknown {
   if (value === null || value === 'null') return NULLABLE_KEYS.has(key) ? null : undefined;
   if (NUMBER_KEYS.has(key)) {
-    const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+    const n =
+      typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
     return Number.isFinite(n) && n >= 0 ? n : undefined;
   }
   if (key === 'usage') {

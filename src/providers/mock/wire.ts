@@ -18,7 +18,12 @@ export function openAiUsage(promptTokens: number, completionTokens: number): Rec
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
@@ -33,7 +38,14 @@ export function completionBody(
     object: 'chat.completion',
     created: who.created,
     model: who.model,
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null, annotations: [] }, logprobs: null, finish_reason: finishReason }],
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content, refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: finishReason,
+      },
+    ],
     service_tier: 'default',
     system_fingerprint: MOCK_FINGERPRINT,
   };
@@ -83,7 +95,11 @@ export interface OpenAiErrorBody {
 }
 
 /** The error api.openai.com gives for a status, as far as the mock imitates it. */
-export function openAiErrorBody(status: number, model: string, overrides: { code: string | null; message: string | null }): OpenAiErrorBody {
+export function openAiErrorBody(
+  status: number,
+  model: string,
+  overrides: { code: string | null; message: string | null },
+): OpenAiErrorBody {
   const base = defaultError(status, model);
   return {
     error: {
@@ -100,9 +116,19 @@ function defaultError(status: number, model: string): OpenAiErrorBody['error'] {
     case 400:
       return { message: 'Invalid request (mock).', type: 'invalid_request_error', param: null, code: null };
     case 401:
-      return { message: 'Incorrect API key provided: sk-mo***ck.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' };
+      return {
+        message: 'Incorrect API key provided: sk-mo***ck.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      };
     case 404:
-      return { message: `The model \`${model}\` does not exist or you do not have access to it.`, type: 'invalid_request_error', param: null, code: 'model_not_found' };
+      return {
+        message: `The model \`${model}\` does not exist or you do not have access to it.`,
+        type: 'invalid_request_error',
+        param: null,
+        code: 'model_not_found',
+      };
     case 429:
       return {
         message: `Rate limit reached for ${model} in organization org-mock on requests per min (RPM): Limit 3, Used 3, Requested 1.`,
@@ -111,11 +137,21 @@ function defaultError(status: number, model: string): OpenAiErrorBody['error'] {
         code: 'rate_limit_exceeded',
       };
     case 500:
-      return { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null };
+      return {
+        message: 'The server had an error while processing your request. Sorry about that!',
+        type: 'server_error',
+        param: null,
+        code: null,
+      };
     case 503:
       return { message: 'The server is overloaded or not ready yet.', type: 'server_error', param: null, code: null };
     default:
-      return { message: `Mock error ${status}.`, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code: null };
+      return {
+        message: `Mock error ${status}.`,
+        type: status >= 500 ? 'server_error' : 'invalid_request_error',
+        param: null,
+        code: null,
+      };
   }
 }
 
@@ -133,7 +169,8 @@ export function contextLengthBody(promptTokens: number): OpenAiErrorBody {
 export function contentPolicyBody(): OpenAiErrorBody {
   return {
     error: {
-      message: 'Your request was rejected as a result of our safety system. Your prompt may contain text that is not allowed by our safety system.',
+      message:
+        'Your request was rejected as a result of our safety system. Your prompt may contain text that is not allowed by our safety system.',
       type: 'invalid_request_error',
       param: null,
       code: 'content_policy_violation',

@@ -44,7 +44,12 @@ const COMPLETION = {
     completion_tokens: 7,
     total_tokens: 16,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   },
   service_tier: 'default',
   system_fingerprint: 'fp_06737a9306',
@@ -61,7 +66,9 @@ const TOOL_CALL_COMPLETION = {
       message: {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+        tool_calls: [
+          { id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
         refusal: null,
       },
       finish_reason: 'tool_calls',
@@ -96,7 +103,12 @@ describe('openAiAdapter.buildRequest', () => {
     for (const field of ['models', 'provider', 'transforms', 'route', 'usage', 'plugins', 'stream_options']) {
       expect(body).not.toHaveProperty(field);
     }
-    expect(body).toMatchObject({ max_tokens: 50, temperature: 0.2, messages: callerBody.messages, tools: callerBody.tools });
+    expect(body).toMatchObject({
+      max_tokens: 50,
+      temperature: 0.2,
+      messages: callerBody.messages,
+      tools: callerBody.tools,
+    });
   });
 
   it('asks for usage in the stream', () => {
@@ -106,7 +118,11 @@ describe('openAiAdapter.buildRequest', () => {
   });
 
   it('sends no authorization without a key and tolerates a trailing slash in the base url', () => {
-    const req = openAiAdapter.buildRequest({ ...target, apiKey: null, baseUrl: 'http://localhost:8000/v1/', extraHeaders: {} }, callerBody, true);
+    const req = openAiAdapter.buildRequest(
+      { ...target, apiKey: null, baseUrl: 'http://localhost:8000/v1/', extraHeaders: {} },
+      callerBody,
+      true,
+    );
     expect(req.url).toBe('http://localhost:8000/v1/chat/completions');
     expect(req.headers).not.toHaveProperty('authorization');
   });
@@ -141,27 +157,47 @@ describe('openAiAdapter.parseResponse', () => {
     expect(parsed.choices[0]?.message.content).toBeNull();
     expect(parsed.choices[0]?.message.tool_calls).toEqual(TOOL_CALL_COMPLETION.choices[0]?.message.tool_calls);
     expect(parsed.choices[0]?.finish_reason).toBe('tool_calls');
-    expect(parsed.usage).toEqual({ promptTokens: 2006, completionTokens: 300, reasoningTokens: 256, cachedTokens: 1920 });
+    expect(parsed.usage).toEqual({
+      promptTokens: 2006,
+      completionTokens: 300,
+      reasoningTokens: 256,
+      cachedTokens: 1920,
+    });
     expect(parsed.systemFingerprint).toBeNull();
   });
 
   it('reports usage as null when absent and details as null when missing', () => {
     const noUsage = openAiAdapter.parseResponse({ ...COMPLETION, usage: undefined });
     expect('kind' in noUsage ? null : noUsage.usage).toBeNull();
-    const bare = openAiAdapter.parseResponse({ ...COMPLETION, usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } });
-    expect('kind' in bare ? null : bare.usage).toEqual({ promptTokens: 3, completionTokens: 4, reasoningTokens: null, cachedTokens: null });
+    const bare = openAiAdapter.parseResponse({
+      ...COMPLETION,
+      usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+    });
+    expect('kind' in bare ? null : bare.usage).toEqual({
+      promptTokens: 3,
+      completionTokens: 4,
+      reasoningTokens: null,
+      cachedTokens: null,
+    });
   });
 
   it('maps the legacy function_call finish reason and keeps the native one', () => {
     const legacy = structuredClone(COMPLETION);
     legacy.choices[0]!.finish_reason = 'function_call';
     const parsed = openAiAdapter.parseResponse(legacy);
-    expect('kind' in parsed ? null : parsed.choices[0]).toMatchObject({ finish_reason: 'tool_calls', native_finish_reason: 'function_call' });
+    expect('kind' in parsed ? null : parsed.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      native_finish_reason: 'function_call',
+    });
   });
 
   it('joins text parts when content is an array', () => {
     const parts = structuredClone(COMPLETION) as unknown as { choices: { message: { content: unknown } }[] };
-    parts.choices[0]!.message.content = [{ type: 'thinking', thinking: [] }, { type: 'text', text: 'Hi ' }, { type: 'text', text: 'there' }];
+    parts.choices[0]!.message.content = [
+      { type: 'thinking', thinking: [] },
+      { type: 'text', text: 'Hi ' },
+      { type: 'text', text: 'there' },
+    ];
     const parsed = openAiAdapter.parseResponse(parts);
     expect('kind' in parsed ? null : parsed.choices[0]?.message.content).toBe('Hi there');
   });
@@ -197,7 +233,14 @@ describe('openAiAdapter.parseStreamEvent', () => {
     expect(openAiAdapter.parseStreamEvent(first, null)).toEqual({
       kind: 'chunk',
       upstreamId: 'chatcmpl-1',
-      choices: [{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, finish_reason: null, native_finish_reason: null }],
+      choices: [
+        {
+          index: 0,
+          delta: { role: 'assistant', content: '', refusal: null },
+          finish_reason: null,
+          native_finish_reason: null,
+        },
+      ],
       usage: null,
       systemFingerprint: 'fp_06737a9306',
     });
@@ -216,7 +259,9 @@ describe('openAiAdapter.parseStreamEvent', () => {
   });
 
   it('reads a usage chunk that omits choices altogether', () => {
-    expect(openAiAdapter.parseStreamEvent('{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2}}', null)).toMatchObject({
+    expect(
+      openAiAdapter.parseStreamEvent('{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2}}', null),
+    ).toMatchObject({
       kind: 'chunk',
       choices: [],
       usage: { promptTokens: 1, completionTokens: 2 },
@@ -231,7 +276,8 @@ describe('openAiAdapter.parseStreamEvent', () => {
   });
 
   it('reports an in-band error, classified', () => {
-    const data = '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
+    const data =
+      '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
     expect(openAiAdapter.parseStreamEvent(data, null)).toEqual({
       kind: 'error',
       failure: {
@@ -246,7 +292,8 @@ describe('openAiAdapter.parseStreamEvent', () => {
   });
 
   it('uses a numeric in-band error code as the status', () => {
-    const data = '{"id":"gen-1","error":{"code":429,"message":"Rate limit exceeded"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}';
+    const data =
+      '{"id":"gen-1","error":{"code":429,"message":"Rate limit exceeded"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}';
     expect(openAiAdapter.parseStreamEvent(data, null)).toMatchObject({
       kind: 'error',
       failure: { type: 'rate_limited', status: 429, providerCode: 429 },

@@ -10,7 +10,11 @@ import { parseOpenAiStreamEvent } from './parse-stream-event.js';
 /** OpenRouter extensions that an OpenAI-compatible upstream would reject or misread. */
 const OPENROUTER_ONLY_FIELDS = ['models', 'provider', 'transforms', 'route', 'usage', 'plugins'] as const;
 
-export function buildOpenAiRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest {
+export function buildOpenAiRequest(
+  target: EndpointTarget,
+  body: Record<string, unknown>,
+  stream: boolean,
+): UpstreamRequest {
   const upstreamBody: Record<string, unknown> = { ...body, model: target.upstreamModel, stream };
   for (const field of OPENROUTER_ONLY_FIELDS) delete upstreamBody[field];
   // Usage is always reported to our callers (docs/api.md), so we always ask for it; OpenAI rejects

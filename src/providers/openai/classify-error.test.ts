@@ -7,21 +7,34 @@ const NOW = Date.parse('2026-03-01T12:00:00Z');
 // Bodies as returned by api.openai.com unless noted.
 const RATE_LIMIT = JSON.stringify({
   error: {
-    message: 'Rate limit reached for gpt-4o-mini in organization org-42 on tokens per min (TPM): Limit 200000, Used 199800, Requested 512. Please try again in 93ms.',
+    message:
+      'Rate limit reached for gpt-4o-mini in organization org-42 on tokens per min (TPM): Limit 200000, Used 199800, Requested 512. Please try again in 93ms.',
     type: 'tokens',
     param: null,
     code: 'rate_limit_exceeded',
   },
 });
 const INSUFFICIENT_QUOTA = JSON.stringify({
-  error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' },
+  error: {
+    message: 'You exceeded your current quota, please check your plan and billing details.',
+    type: 'insufficient_quota',
+    param: null,
+    code: 'insufficient_quota',
+  },
 });
 const INVALID_KEY = JSON.stringify({
-  error: { message: 'Incorrect API key provided: sk-abc***xyz. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+  error: {
+    message:
+      'Incorrect API key provided: sk-abc***xyz. You can find your API key at https://platform.openai.com/account/api-keys.',
+    type: 'invalid_request_error',
+    param: null,
+    code: 'invalid_api_key',
+  },
 });
 const CONTEXT_LENGTH = JSON.stringify({
   error: {
-    message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130015 tokens. Please reduce the length of the messages.",
+    message:
+      "This model's maximum context length is 128000 tokens. However, your messages resulted in 130015 tokens. Please reduce the length of the messages.",
     type: 'invalid_request_error',
     param: 'messages',
     code: 'context_length_exceeded',
@@ -29,14 +42,16 @@ const CONTEXT_LENGTH = JSON.stringify({
 });
 const CONTEXT_LENGTH_NO_CODE = JSON.stringify({
   object: 'error',
-  message: "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (39000 in the messages, 1000 in the completion).",
+  message:
+    "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (39000 in the messages, 1000 in the completion).",
   type: 'BadRequestError',
   param: null,
   code: 400,
 }); // vLLM
 const CONTENT_POLICY = JSON.stringify({
   error: {
-    message: 'Your request was rejected as a result of our safety system. Your prompt may contain text that is not allowed by our safety system.',
+    message:
+      'Your request was rejected as a result of our safety system. Your prompt may contain text that is not allowed by our safety system.',
     type: 'invalid_request_error',
     param: null,
     code: 'content_policy_violation',
@@ -49,20 +64,47 @@ const AZURE_CONTENT_FILTER = JSON.stringify({
     param: 'prompt',
     code: 'content_filter',
     status: 400,
-    innererror: { code: 'ResponsibleAIPolicyViolation', content_filter_result: { hate: { filtered: true, severity: 'high' } } },
+    innererror: {
+      code: 'ResponsibleAIPolicyViolation',
+      content_filter_result: { hate: { filtered: true, severity: 'high' } },
+    },
   },
 });
 const MODERATION_FLAGGED = JSON.stringify({
-  error: { code: 403, message: 'openai/gpt-4o requires moderation on OpenAI. Your input was flagged for "harassment".', metadata: { reasons: ['harassment'], flagged_input: 'you...', provider_name: 'OpenAI', model_slug: 'openai/gpt-4o' } },
+  error: {
+    code: 403,
+    message: 'openai/gpt-4o requires moderation on OpenAI. Your input was flagged for "harassment".',
+    metadata: {
+      reasons: ['harassment'],
+      flagged_input: 'you...',
+      provider_name: 'OpenAI',
+      model_slug: 'openai/gpt-4o',
+    },
+  },
 }); // OpenRouter used as an upstream
 const BAD_PARAM = JSON.stringify({
-  error: { message: "Invalid type for 'temperature': expected a decimal, but got a string instead.", type: 'invalid_request_error', param: 'temperature', code: 'invalid_type' },
+  error: {
+    message: "Invalid type for 'temperature': expected a decimal, but got a string instead.",
+    type: 'invalid_request_error',
+    param: 'temperature',
+    code: 'invalid_type',
+  },
 });
 const MODEL_NOT_FOUND = JSON.stringify({
-  error: { message: 'The model `gpt-5-turbo` does not exist or you do not have access to it.', type: 'invalid_request_error', param: null, code: 'model_not_found' },
+  error: {
+    message: 'The model `gpt-5-turbo` does not exist or you do not have access to it.',
+    type: 'invalid_request_error',
+    param: null,
+    code: 'model_not_found',
+  },
 });
 const SERVER_ERROR = JSON.stringify({
-  error: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null },
+  error: {
+    message: 'The server had an error while processing your request. Sorry about that!',
+    type: 'server_error',
+    param: null,
+    code: null,
+  },
 });
 const GEMINI_ARRAY = JSON.stringify([
   { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } },
@@ -86,7 +128,11 @@ describe('classifyOpenAiHttpError', () => {
   });
 
   it('classifies an exhausted quota as rate limited with its code', () => {
-    expect(classify(429, INSUFFICIENT_QUOTA)).toMatchObject({ type: 'rate_limited', providerCode: 'insufficient_quota', retryAfterMs: null });
+    expect(classify(429, INSUFFICIENT_QUOTA)).toMatchObject({
+      type: 'rate_limited',
+      providerCode: 'insufficient_quota',
+      retryAfterMs: null,
+    });
   });
 
   it.each([
@@ -117,17 +163,30 @@ describe('classifyOpenAiHttpError', () => {
   });
 
   it('reads the message and code of an invalid key', () => {
-    expect(classify(401, INVALID_KEY)).toMatchObject({ type: 'auth', providerCode: 'invalid_api_key', message: expect.stringContaining('Incorrect API key') as string });
+    expect(classify(401, INVALID_KEY)).toMatchObject({
+      type: 'auth',
+      providerCode: 'invalid_api_key',
+      message: expect.stringContaining('Incorrect API key') as string,
+    });
   });
 
   it('recognises context length by code and by message', () => {
-    expect(classify(400, CONTEXT_LENGTH)).toMatchObject({ type: 'context_length_exceeded', providerCode: 'context_length_exceeded' });
+    expect(classify(400, CONTEXT_LENGTH)).toMatchObject({
+      type: 'context_length_exceeded',
+      providerCode: 'context_length_exceeded',
+    });
     expect(classify(400, CONTEXT_LENGTH_NO_CODE)).toMatchObject({ type: 'context_length_exceeded', providerCode: 400 });
   });
 
   it('recognises content policy rejections by code, Azure content filter and moderation flags', () => {
-    expect(classify(400, CONTENT_POLICY)).toMatchObject({ type: 'content_policy', providerCode: 'content_policy_violation' });
-    expect(classify(400, AZURE_CONTENT_FILTER)).toMatchObject({ type: 'content_policy', providerCode: 'content_filter' });
+    expect(classify(400, CONTENT_POLICY)).toMatchObject({
+      type: 'content_policy',
+      providerCode: 'content_policy_violation',
+    });
+    expect(classify(400, AZURE_CONTENT_FILTER)).toMatchObject({
+      type: 'content_policy',
+      providerCode: 'content_filter',
+    });
     expect(classify(403, MODERATION_FLAGGED)).toMatchObject({ type: 'content_policy', providerCode: 403 });
   });
 
@@ -141,13 +200,22 @@ describe('classifyOpenAiHttpError', () => {
   });
 
   it('reads other compatible servers error shapes', () => {
-    expect(classify(429, GEMINI_ARRAY)).toMatchObject({ type: 'rate_limited', providerCode: 429, message: 'Resource has been exhausted (e.g. check quota).' });
+    expect(classify(429, GEMINI_ARRAY)).toMatchObject({
+      type: 'rate_limited',
+      providerCode: 429,
+      message: 'Resource has been exhausted (e.g. check quota).',
+    });
     expect(classify(404, FASTAPI_DETAIL)).toMatchObject({ type: 'bad_request', message: 'Not Found' });
-    expect(classify(500, JSON.stringify({ error: 'upstream exploded' }))).toMatchObject({ message: 'upstream exploded' });
+    expect(classify(500, JSON.stringify({ error: 'upstream exploded' }))).toMatchObject({
+      message: 'upstream exploded',
+    });
   });
 
   it('is what the adapter uses', () => {
-    expect(openAiAdapter.classifyError(429, { 'retry-after': '2' }, RATE_LIMIT)).toMatchObject({ type: 'rate_limited', retryAfterMs: 2000 });
+    expect(openAiAdapter.classifyError(429, { 'retry-after': '2' }, RATE_LIMIT)).toMatchObject({
+      type: 'rate_limited',
+      retryAfterMs: 2000,
+    });
   });
 });
 

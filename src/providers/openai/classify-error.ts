@@ -16,7 +16,12 @@ interface ErrorDetail {
   flagged: boolean;
 }
 
-export function classifyOpenAiHttpError(status: number, headers: Headers, bodyText: string, nowMs: number): UpstreamFailure {
+export function classifyOpenAiHttpError(
+  status: number,
+  headers: Headers,
+  bodyText: string,
+  nowMs: number,
+): UpstreamFailure {
   const raw = parseJsonOrText(bodyText);
   const detail = readErrorDetail(raw);
   return {
@@ -62,7 +67,13 @@ function failureTypeForStatus(status: number, detail: ErrorDetail): FailureType 
   return 'invalid_response'; // an "error" with a 1xx/2xx/3xx status is not OpenAI behaviour
 }
 
-const RATE_LIMIT_CODES = new Set(['rate_limit_exceeded', 'rate_limit_error', 'insufficient_quota', 'requests', 'tokens']);
+const RATE_LIMIT_CODES = new Set([
+  'rate_limit_exceeded',
+  'rate_limit_error',
+  'insufficient_quota',
+  'requests',
+  'tokens',
+]);
 const AUTH_CODES = new Set(['invalid_api_key', 'authentication_error', 'permission_error', 'permission_denied']);
 const BAD_REQUEST_CODES = new Set(['invalid_request_error', 'invalid_value', 'invalid_type']);
 
@@ -78,7 +89,8 @@ function failureTypeWithoutStatus(detail: ErrorDetail): FailureType {
   return 'server';
 }
 
-const CONTEXT_LENGTH_MESSAGE = /maximum context length|context[ _]length|context window|prompt is too long|input is too long/i;
+const CONTEXT_LENGTH_MESSAGE =
+  /maximum context length|context[ _]length|context window|prompt is too long|input is too long/i;
 const CONTENT_POLICY_CODES = new Set(['content_policy_violation', 'content_filter', 'content_policy']);
 const CONTENT_POLICY_MESSAGE = /content (management )?polic|content filter|safety system|flagged/i;
 

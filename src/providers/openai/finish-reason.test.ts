@@ -17,9 +17,12 @@ describe('finish reasons from upstreams', () => {
     expect(normalizeOpenAiFinishReason(raw)).toBe(normalized);
   });
 
-  it.each([['st\u0000op'], ['stop\n'], ['stop sequence'], ['<eos>'], ['x'.repeat(41)], ['stop;drop table'], ['é']])('turns junk %j into "error"', (raw) => {
-    expect(normalizeOpenAiFinishReason(raw)).toBe('error');
-  });
+  it.each([['st\u0000op'], ['stop\n'], ['stop sequence'], ['<eos>'], ['x'.repeat(41)], ['stop;drop table'], ['é']])(
+    'turns junk %j into "error"',
+    (raw) => {
+      expect(normalizeOpenAiFinishReason(raw)).toBe('error');
+    },
+  );
 
   it('reads null and an empty string as no finish reason', () => {
     expect(normalizeOpenAiFinishReason(null)).toBeNull();
@@ -44,9 +47,15 @@ describe('finish reasons from upstreams', () => {
   });
 
   it('never hands a NUL byte on as the normalized reason (stream chunk and completion)', () => {
-    const event = parseOpenAiStreamEvent(JSON.stringify({ id: 'x', choices: [{ index: 0, delta: {}, finish_reason: 'st\u0000op' }] }), null);
+    const event = parseOpenAiStreamEvent(
+      JSON.stringify({ id: 'x', choices: [{ index: 0, delta: {}, finish_reason: 'st\u0000op' }] }),
+      null,
+    );
     expect(event.kind === 'chunk' && event.choices[0]!.finish_reason).toBe('error');
-    const completion = parseOpenAiCompletion({ id: 'x', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'st\u0000op' }] });
+    const completion = parseOpenAiCompletion({
+      id: 'x',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'st\u0000op' }],
+    });
     expect('choices' in completion && completion.choices[0]!.finish_reason).toBe('error');
   });
 });

@@ -68,7 +68,11 @@ export async function api<T>(method: Method, path: string, body?: unknown, optio
   if (!response.ok) {
     const retryAfter = Number(response.headers.get('retry-after'));
     if (response.status === 401 && !options.quiet401) onSignedOut?.();
-    throw new ApiError(response.status, messageOf(json, response), Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null);
+    throw new ApiError(
+      response.status,
+      messageOf(json, response),
+      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null,
+    );
   }
   if (json === null) throw new ApiError(response.status, `The gateway answered ${response.status} without a JSON body`);
   return json as T;
@@ -77,7 +81,8 @@ export async function api<T>(method: Method, path: string, body?: unknown, optio
 /** A query string from the defined values only. */
 export function query(params: Record<string, string | number | boolean | null | undefined>): string {
   const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null && value !== '') search.set(name, String(value));
+  for (const [name, value] of Object.entries(params))
+    if (value !== undefined && value !== null && value !== '') search.set(name, String(value));
   const text = search.toString();
   return text === '' ? '' : `?${text}`;
 }

@@ -2,7 +2,13 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { ErrorNotice } from './error-notice';
 
-export function Confirm(props: { title: string; body: string; confirmLabel: string; onConfirm(): Promise<void>; onCancel(): void }) {
+export function Confirm(props: {
+  title: string;
+  body: string;
+  confirmLabel: string;
+  onConfirm(): Promise<void>;
+  onCancel(): void;
+}) {
   const titleId = useId();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);

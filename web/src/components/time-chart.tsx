@@ -11,9 +11,25 @@ export interface ChartSeries {
   values: number[];
 }
 
-const PALETTE = ['#1d4ed8', '#c2410c', '#15803d', '#7e22ce', '#b91c1c', '#0e7490', '#a16207', '#be185d', '#4d7c0f', '#475569'];
+const PALETTE = [
+  '#1d4ed8',
+  '#c2410c',
+  '#15803d',
+  '#7e22ce',
+  '#b91c1c',
+  '#0e7490',
+  '#a16207',
+  '#be185d',
+  '#4d7c0f',
+  '#475569',
+];
 
-export function TimeChart(props: { title: string; days: string[]; series: ChartSeries[]; format(value: number): string }) {
+export function TimeChart(props: {
+  title: string;
+  days: string[];
+  series: ChartSeries[];
+  format(value: number): string;
+}) {
   const container = useRef<HTMLDivElement>(null);
   const { days, series, format } = props;
 
@@ -51,7 +67,12 @@ export function TimeChart(props: { title: string; days: string[]; series: ChartS
   return (
     <figure className="chart">
       <figcaption>{props.title}</figcaption>
-      <div ref={container} className="chart-canvas" role="img" aria-label={`${props.title}, per UTC day for the last ${days.length} days`} />
+      <div
+        ref={container}
+        className="chart-canvas"
+        role="img"
+        aria-label={`${props.title}, per UTC day for the last ${days.length} days`}
+      />
     </figure>
   );
 }

@@ -33,7 +33,11 @@ export function seriesOf(rows: DailyActivity[], days: string[], measure: Measure
   const rest = ranked.slice(MAX_SERIES - 1);
   const series = shown.map((g) => ({ label: g.label, values: g.values }));
   if (rest.length === 1 && rest[0]) series.push({ label: rest[0].label, values: rest[0].values });
-  else if (rest.length > 1) series.push({ label: `Other (${rest.length})`, values: days.map((_, i) => rest.reduce((sum, g) => sum + (g.values[i] ?? 0), 0)) });
+  else if (rest.length > 1)
+    series.push({
+      label: `Other (${rest.length})`,
+      values: days.map((_, i) => rest.reduce((sum, g) => sum + (g.values[i] ?? 0), 0)),
+    });
   return series;
 }
 

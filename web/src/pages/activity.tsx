@@ -44,9 +44,15 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
                 <th scope="col">Provider</th>
                 <th scope="col">App</th>
                 <th scope="col">Key</th>
-                <th scope="col" className="num">Tokens (in → out)</th>
-                <th scope="col" className="num">Cost</th>
-                <th scope="col" className="num">Latency</th>
+                <th scope="col" className="num">
+                  Tokens (in → out)
+                </th>
+                <th scope="col" className="num">
+                  Cost
+                </th>
+                <th scope="col" className="num">
+                  Latency
+                </th>
                 <th scope="col">Finish</th>
                 <th scope="col">Streamed</th>
                 <th scope="col">Generation id</th>
@@ -55,7 +61,9 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
             <tbody>
               {rows.map((row) => (
                 <tr key={row.id}>
-                  <td data-label="Time" className="nowrap">{formatTime(row.created_at)}</td>
+                  <td data-label="Time" className="nowrap">
+                    {formatTime(row.created_at)}
+                  </td>
                   <td data-label="Model">{row.model}</td>
                   <td data-label="Provider">{row.provider_name ?? '—'}</td>
                   <td data-label="App">{row.app ? row.app.name || row.app.origin : '—'}</td>
@@ -99,7 +107,11 @@ export function ActivityPage() {
   const keys = useLoader(() => api<{ data: ApiKey[] }>('GET', '/keys?include_disabled=true'), []);
   const models = useLoader(() => api<{ data: { id: string; name: string }[] }>('GET', '/models'), []);
   const daily = useLoader(
-    () => api<{ data: DailyActivity[] }>('GET', `/activity/daily${query({ days: DAYS, group_by: groupBy, model, api_key_hash: keyHash })}`),
+    () =>
+      api<{ data: DailyActivity[] }>(
+        'GET',
+        `/activity/daily${query({ days: DAYS, group_by: groupBy, model, api_key_hash: keyHash })}`,
+      ),
     [groupBy, model, keyHash, refresh],
   );
 

@@ -21,7 +21,9 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
         {a.key_label}
       </td>
       <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
-      <td data-label="Created" className="nowrap">{formatDate(a.created_at)}</td>
+      <td data-label="Created" className="nowrap">
+        {formatDate(a.created_at)}
+      </td>
       <td data-label="Expires">{a.expires_at ? formatDate(a.expires_at) : 'Never'}</td>
       <td data-label="Status">{a.disabled ? 'Disabled' : 'Active'}</td>
       <td data-label="Actions">
@@ -54,7 +56,9 @@ export function AppsPage() {
       <p className="muted">Apps you approved through OAuth. Each holds its own key drawing on your credits.</p>
       <ErrorNotice error={apps.error} title="Could not load your apps" />
       {apps.data === null ? (
-        apps.loading ? <p className="muted">Loading…</p> : null
+        apps.loading ? (
+          <p className="muted">Loading…</p>
+        ) : null
       ) : apps.data.data.length === 0 ? (
         <p className="empty">You have not authorized any app.</p>
       ) : (

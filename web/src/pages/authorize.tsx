@@ -70,11 +70,19 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
         .
       </p>
       <p className="muted">
-        After you decide, you are sent back to <span className="mono">{request.data.data.callback_url}</span>. You can revoke the key any time under Apps.
+        After you decide, you are sent back to <span className="mono">{request.data.data.callback_url}</span>. You can
+        revoke the key any time under Apps.
       </p>
       <label>
         Credit limit for this app (USD, optional)
-        <input type="number" min="0" step="0.01" inputMode="decimal" value={limit} onChange={(e) => setLimit(e.target.value)} />
+        <input
+          type="number"
+          min="0"
+          step="0.01"
+          inputMode="decimal"
+          value={limit}
+          onChange={(e) => setLimit(e.target.value)}
+        />
       </label>
       <ErrorNotice error={error} />
       <div className="actions">
@@ -93,11 +101,16 @@ export function AuthorizePage() {
   const { state } = useSession();
   const { search } = useLocation();
   const problem = serverProblem();
-  const params = Object.fromEntries(PARAMS.map((name) => [name, search.get(name)])) as Record<(typeof PARAMS)[number], string | null>;
+  const params = Object.fromEntries(PARAMS.map((name) => [name, search.get(name)])) as Record<
+    (typeof PARAMS)[number],
+    string | null
+  >;
 
   useEffect(() => {
     if (!problem && state.status === 'signed-out') {
-      navigate(`/signin?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, { replace: true });
+      navigate(`/signin?next=${encodeURIComponent(window.location.pathname + window.location.search)}`, {
+        replace: true,
+      });
     }
   }, [problem, state.status]);
 
@@ -108,7 +121,9 @@ export function AuthorizePage() {
         <p className="notice notice-error" role="alert">
           {problem}.
         </p>
-        <p className="muted">Nothing was authorized. Tell the app's developer: the callback must use https, or http on localhost.</p>
+        <p className="muted">
+          Nothing was authorized. Tell the app's developer: the callback must use https, or http on localhost.
+        </p>
       </section>
     );
   }

@@ -46,11 +46,15 @@ export function CreditsPage() {
       ) : account.loading ? (
         <p className="muted">Loading…</p>
       ) : null}
-      {a?.is_free_tier ? <p className="muted">Free tier: no credits purchased yet, so free models allow 50 requests per UTC day.</p> : null}
+      {a?.is_free_tier ? (
+        <p className="muted">Free tier: no credits purchased yet, so free models allow 50 requests per UTC day.</p>
+      ) : null}
       <p className="muted">Credits are added by the operator of this gateway. 1 credit = 1 USD.</p>
       <h2>History</h2>
       <ErrorNotice error={history.error} title="Could not load the credit history" />
-      {entries.length === 0 && !history.loading && !history.error ? <p className="empty">No credit entries yet.</p> : null}
+      {entries.length === 0 && !history.loading && !history.error ? (
+        <p className="empty">No credit entries yet.</p>
+      ) : null}
       {entries.length > 0 ? (
         <table className="data-table cards">
           <caption className="visually-hidden">Credit entries, newest first</caption>
@@ -58,14 +62,18 @@ export function CreditsPage() {
             <tr>
               <th scope="col">Time</th>
               <th scope="col">Kind</th>
-              <th scope="col" className="num">Amount</th>
+              <th scope="col" className="num">
+                Amount
+              </th>
               <th scope="col">Reference</th>
             </tr>
           </thead>
           <tbody>
             {entries.map((entry) => (
               <tr key={entry.id}>
-                <td data-label="Time" className="nowrap">{formatTime(entry.created_at)}</td>
+                <td data-label="Time" className="nowrap">
+                  {formatTime(entry.created_at)}
+                </td>
                 <td data-label="Kind">{KIND_WORDS[entry.kind] ?? entry.kind}</td>
                 <td data-label="Amount" className={`num ${entry.amount < 0 ? 'negative' : ''}`}>
                   {formatUsd(entry.amount)}

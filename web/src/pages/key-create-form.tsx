@@ -55,16 +55,36 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
       <h2 id={`${formId}-title`}>Create a key</h2>
       <label>
         Name
-        <input name="name" required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. production server" />
+        <input
+          name="name"
+          required
+          maxLength={200}
+          value={name}
+          onChange={(e) => setName(e.target.value)}
+          placeholder="e.g. production server"
+        />
       </label>
       <div className="row">
         <label>
           Credit limit (USD, optional)
-          <input name="limit" type="number" min="0" step="0.01" inputMode="decimal" value={limit} onChange={(e) => setLimit(e.target.value)} />
+          <input
+            name="limit"
+            type="number"
+            min="0"
+            step="0.01"
+            inputMode="decimal"
+            value={limit}
+            onChange={(e) => setLimit(e.target.value)}
+          />
         </label>
         <label>
           Limit resets
-          <select name="limit_reset" value={reset} onChange={(e) => setReset(e.target.value as '' | LimitReset)} disabled={limit.trim() === ''}>
+          <select
+            name="limit_reset"
+            value={reset}
+            onChange={(e) => setReset(e.target.value as '' | LimitReset)}
+            disabled={limit.trim() === ''}
+          >
             <option value="">Never (total limit)</option>
             <option value="daily">Every UTC day</option>
             <option value="weekly">Every week (Monday, UTC)</option>
@@ -124,7 +144,11 @@ export function NewKeyNotice(props: { created: CreatedKey; onDone(): void }) {
           Done
         </button>
         <span role="status" className="muted">
-          {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'failed' ? 'Copying failed: select the key and copy it by hand.' : ''}
+          {copied === 'yes'
+            ? 'Copied to the clipboard.'
+            : copied === 'failed'
+              ? 'Copying failed: select the key and copy it by hand.'
+              : ''}
         </span>
       </div>
     </section>

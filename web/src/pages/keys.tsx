@@ -124,7 +124,9 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
       <td data-label="This month" className="num">
         {formatUsd(key.usage_monthly)}
       </td>
-      <td data-label="Created" className="nowrap">{formatDate(key.created_at)}</td>
+      <td data-label="Created" className="nowrap">
+        {formatDate(key.created_at)}
+      </td>
       <td data-label="Expires" className="nowrap">
         {key.expires_at ? formatDate(key.expires_at) : 'Never'}
       </td>
@@ -142,13 +144,29 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
           />
         ) : (
           <div className="actions compact">
-            <button type="button" onClick={() => setMode('rename')} disabled={busy || mode === 'rename'} aria-label={`Rename ${key.name}`}>
+            <button
+              type="button"
+              onClick={() => setMode('rename')}
+              disabled={busy || mode === 'rename'}
+              aria-label={`Rename ${key.name}`}
+            >
               Rename
             </button>
-            <button type="button" onClick={() => void toggle()} disabled={busy} aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}>
+            <button
+              type="button"
+              onClick={() => void toggle()}
+              disabled={busy}
+              aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}
+            >
               {key.disabled ? 'Enable' : 'Disable'}
             </button>
-            <button type="button" className="danger" onClick={() => setMode('delete')} disabled={busy} aria-label={`Delete ${key.name}`}>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => setMode('delete')}
+              disabled={busy}
+              aria-label={`Delete ${key.name}`}
+            >
               Delete
             </button>
           </div>
@@ -176,7 +194,8 @@ export function KeysPage() {
         ) : null}
       </div>
       <p className="muted">
-        Inference keys call models at <span className="mono">/api/v1/chat/completions</span>; management keys manage keys through the API. Usage windows are UTC.
+        Inference keys call models at <span className="mono">/api/v1/chat/completions</span>; management keys manage
+        keys through the API. Usage windows are UTC.
       </p>
       {created ? (
         <NewKeyNotice
@@ -198,33 +217,41 @@ export function KeysPage() {
       ) : null}
       <ErrorNotice error={keys.error} title="Could not load your keys" />
       {keys.data === null ? (
-        keys.loading ? <p className="muted">Loading keys…</p> : null
+        keys.loading ? (
+          <p className="muted">Loading keys…</p>
+        ) : null
       ) : keys.data.length === 0 ? (
         <p className="empty">You have no keys yet. Create one to call models.</p>
       ) : (
         <div className="table-scroll">
-        <table className="data-table cards">
-          <caption className="visually-hidden">Your API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Status</th>
-              <th scope="col">Limit</th>
-              <th scope="col" className="num">Today</th>
-              <th scope="col" className="num">This week</th>
-              <th scope="col" className="num">This month</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.map((key) => (
-              <KeyRow key={key.hash} keyRecord={key} now={now} onChanged={keys.reload} />
-            ))}
-          </tbody>
-        </table>
+          <table className="data-table cards">
+            <caption className="visually-hidden">Your API keys</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Status</th>
+                <th scope="col">Limit</th>
+                <th scope="col" className="num">
+                  Today
+                </th>
+                <th scope="col" className="num">
+                  This week
+                </th>
+                <th scope="col" className="num">
+                  This month
+                </th>
+                <th scope="col">Created</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((key) => (
+                <KeyRow key={key.hash} keyRecord={key} now={now} onChanged={keys.reload} />
+              ))}
+            </tbody>
+          </table>
         </div>
       )}
     </section>

@@ -40,7 +40,14 @@ export function ForgotPasswordPage() {
           <p className="muted">Enter the e-mail address you sign in with; we send a link to set a new password.</p>
           <label>
             E-mail
-            <input type="email" name="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} />
+            <input
+              type="email"
+              name="email"
+              autoComplete="username"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+            />
           </label>
           <ErrorNotice error={error} />
           <button type="submit" className="primary" disabled={busy}>
@@ -109,11 +116,29 @@ export function ResetPasswordPage() {
         <form onSubmit={(event) => void submit(event)} className="stack">
           <label>
             New password (10 to 256 characters)
-            <input type="password" name="new-password" autoComplete="new-password" minLength={10} maxLength={256} required value={password} onChange={(e) => setPassword(e.target.value)} />
+            <input
+              type="password"
+              name="new-password"
+              autoComplete="new-password"
+              minLength={10}
+              maxLength={256}
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
           </label>
           <label>
             Repeat the new password
-            <input type="password" name="repeat-password" autoComplete="new-password" minLength={10} maxLength={256} required value={repeat} onChange={(e) => setRepeat(e.target.value)} />
+            <input
+              type="password"
+              name="repeat-password"
+              autoComplete="new-password"
+              minLength={10}
+              maxLength={256}
+              required
+              value={repeat}
+              onChange={(e) => setRepeat(e.target.value)}
+            />
           </label>
           <ErrorNotice error={error} />
           <button type="submit" className="primary" disabled={busy}>

@@ -16,7 +16,9 @@ export function RankingsPage() {
   const [period, setPeriod] = useState<RankingPeriod>('day');
   const summary = useLoader(async () => {
     try {
-      return (await api<{ data: RankingSummary }>('GET', `/rankings/summary?period=${period}`, undefined, { quiet401: true })).data;
+      return (
+        await api<{ data: RankingSummary }>('GET', `/rankings/summary?period=${period}`, undefined, { quiet401: true })
+      ).data;
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) return null;
       throw error;
@@ -27,7 +29,10 @@ export function RankingsPage() {
   return (
     <section>
       <h1>Rankings</h1>
-      <p className="muted">Apps and models on this gateway by tokens processed (prompt and completion). Periods are UTC; nothing about any account is shown.</p>
+      <p className="muted">
+        Apps and models on this gateway by tokens processed (prompt and completion). Periods are UTC; nothing about any
+        account is shown.
+      </p>
       <div className="segmented" role="group" aria-label="Period">
         {PERIODS.map((p) => (
           <button key={p.value} type="button" aria-pressed={period === p.value} onClick={() => setPeriod(p.value)}>
@@ -37,7 +42,9 @@ export function RankingsPage() {
       </div>
       <ErrorNotice error={summary.error} title="Could not load the rankings" />
       {summary.loading && !data ? <p className="muted">Loading…</p> : null}
-      {!summary.loading && data === null && !summary.error ? <p className="empty">Rankings are not public on this gateway.</p> : null}
+      {!summary.loading && data === null && !summary.error ? (
+        <p className="empty">Rankings are not public on this gateway.</p>
+      ) : null}
       {data ? (
         <>
           <p className="muted">
@@ -53,10 +60,16 @@ export function RankingsPage() {
                   <caption className="visually-hidden">Top apps by tokens</caption>
                   <thead>
                     <tr>
-                      <th scope="col" className="num">#</th>
+                      <th scope="col" className="num">
+                        #
+                      </th>
                       <th scope="col">App</th>
-                      <th scope="col" className="num">Tokens</th>
-                      <th scope="col" className="num">Requests</th>
+                      <th scope="col" className="num">
+                        Tokens
+                      </th>
+                      <th scope="col" className="num">
+                        Requests
+                      </th>
                     </tr>
                   </thead>
                   <tbody>
@@ -84,10 +97,16 @@ export function RankingsPage() {
                   <caption className="visually-hidden">Top models by tokens</caption>
                   <thead>
                     <tr>
-                      <th scope="col" className="num">#</th>
+                      <th scope="col" className="num">
+                        #
+                      </th>
                       <th scope="col">Model</th>
-                      <th scope="col" className="num">Tokens</th>
-                      <th scope="col" className="num">Requests</th>
+                      <th scope="col" className="num">
+                        Tokens
+                      </th>
+                      <th scope="col" className="num">
+                        Requests
+                      </th>
                     </tr>
                   </thead>
                   <tbody>
@@ -96,7 +115,9 @@ export function RankingsPage() {
                         <td className="num">{model.rank}</td>
                         <td>
                           <span className="key-name">{model.name || model.model}</span>
-                          {model.name && model.name !== model.model ? <div className="muted small mono">{model.model}</div> : null}
+                          {model.name && model.name !== model.model ? (
+                            <div className="muted small mono">{model.model}</div>
+                          ) : null}
                         </td>
                         <td className="num">{formatInteger(model.total_tokens)}</td>
                         <td className="num">{formatInteger(model.requests)}</td>

@@ -22,7 +22,8 @@ function PasswordForm() {
     event.preventDefault();
     setError(null);
     setDone(false);
-    if (next.length < MIN_PASSWORD || next.length > MAX_PASSWORD) return setError(new Error(`The new password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long`));
+    if (next.length < MIN_PASSWORD || next.length > MAX_PASSWORD)
+      return setError(new Error(`The new password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long`));
     if (next !== repeat) return setError(new Error('The two new passwords differ'));
     setBusy(true);
     try {
@@ -43,15 +44,35 @@ function PasswordForm() {
       <h2 id="password-title">Change password</h2>
       <label>
         Current password
-        <input type="password" autoComplete="current-password" required value={current} onChange={(e) => setCurrent(e.target.value)} />
+        <input
+          type="password"
+          autoComplete="current-password"
+          required
+          value={current}
+          onChange={(e) => setCurrent(e.target.value)}
+        />
       </label>
       <label>
         New password ({MIN_PASSWORD}–{MAX_PASSWORD} characters)
-        <input type="password" autoComplete="new-password" required minLength={MIN_PASSWORD} maxLength={MAX_PASSWORD} value={next} onChange={(e) => setNext(e.target.value)} />
+        <input
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={MIN_PASSWORD}
+          maxLength={MAX_PASSWORD}
+          value={next}
+          onChange={(e) => setNext(e.target.value)}
+        />
       </label>
       <label>
         Repeat the new password
-        <input type="password" autoComplete="new-password" required value={repeat} onChange={(e) => setRepeat(e.target.value)} />
+        <input
+          type="password"
+          autoComplete="new-password"
+          required
+          value={repeat}
+          onChange={(e) => setRepeat(e.target.value)}
+        />
       </label>
       <ErrorNotice error={error} />
       {done ? (
@@ -127,7 +148,8 @@ function NotificationSettings() {
     setError(null);
     setSaved(false);
     const value = threshold.trim() === '' ? null : Number(threshold);
-    if (value !== null && (!Number.isFinite(value) || value < 0)) return setError(new Error('The threshold must be a number of USD, 0 or more'));
+    if (value !== null && (!Number.isFinite(value) || value < 0))
+      return setError(new Error('The threshold must be a number of USD, 0 or more'));
     setBusy(true);
     try {
       const body = { ...form, low_balance: { enabled: form.low_balance.enabled, threshold: value } };
@@ -156,19 +178,39 @@ function NotificationSettings() {
     <form className="panel stack" aria-labelledby="notifications-title" onSubmit={(event) => void submit(event)}>
       <h2 id="notifications-title">Notifications</h2>
       <label className="check">
-        <input type="checkbox" checked={form.low_balance.enabled} onChange={(e) => setForm({ ...form, low_balance: { ...form.low_balance, enabled: e.target.checked } })} />
+        <input
+          type="checkbox"
+          checked={form.low_balance.enabled}
+          onChange={(e) => setForm({ ...form, low_balance: { ...form.low_balance, enabled: e.target.checked } })}
+        />
         E-mail me when my balance runs low
       </label>
       <label>
         Low-balance threshold (USD)
-        <input type="number" min="0" step="0.01" inputMode="decimal" value={threshold} onChange={(e) => setThreshold(e.target.value)} disabled={!form.low_balance.enabled} />
+        <input
+          type="number"
+          min="0"
+          step="0.01"
+          inputMode="decimal"
+          value={threshold}
+          onChange={(e) => setThreshold(e.target.value)}
+          disabled={!form.low_balance.enabled}
+        />
       </label>
       <label className="check">
-        <input type="checkbox" checked={form.key_limit.enabled} onChange={(e) => setForm({ ...form, key_limit: { enabled: e.target.checked } })} />
+        <input
+          type="checkbox"
+          checked={form.key_limit.enabled}
+          onChange={(e) => setForm({ ...form, key_limit: { enabled: e.target.checked } })}
+        />
         E-mail me when a key reaches its credit limit
       </label>
       <label className="check">
-        <input type="checkbox" checked={form.key_expiry.enabled} onChange={(e) => setForm({ ...form, key_expiry: { enabled: e.target.checked } })} />
+        <input
+          type="checkbox"
+          checked={form.key_expiry.enabled}
+          onChange={(e) => setForm({ ...form, key_expiry: { enabled: e.target.checked } })}
+        />
         E-mail me before a key expires
       </label>
       <ErrorNotice error={error} />

@@ -22,6 +22,10 @@ export const BENCH_MODELS = {
   'bench/instant-plain': { provider: 'sim-plain', upstream: 'mock@tps=0' },
   /** 20 tokens at 100 tokens/s: shows that chunks are relayed as they come, not buffered. */
   'bench/paced': { provider: 'sim', upstream: 'mock@tps=100,tokens=20' },
+  /** 50 tokens at 200 tokens/s, one write each: the streaming section's streams. */
+  'bench/stream50': { provider: 'sim', upstream: 'mock@tps=200,tokens=50' },
+  /** A token every 5 s (inside the 10 s idle limit) for 1,000 s: the streams the memory section holds open. */
+  'bench/slow': { provider: 'sim', upstream: 'mock@tps=0.2,tokens=200' },
 } as const;
 export type BenchModel = keyof typeof BENCH_MODELS;
 const PRICING = { prompt: '0.000001', completion: '0.000002' };
@@ -82,9 +86,6 @@ export async function startBenchGateway(providerUrl: string): Promise<BenchGatew
         context_length: 8192,
         endpoints: [{ provider, model: upstream, pricing: PRICING }],
       })),
-      // Every request comes from 127.0.0.1: the per-IP edge guard stays on (its cost is part of the
-      // path) with a bucket far above what the load generator can send.
-      limits: { edge: { burst: 1_000_000, per_second: 1_000_000 } },
     }),
   );
   const env = {

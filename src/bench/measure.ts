@@ -48,3 +48,60 @@ export function percentile(sorted: ArrayLike<number>, q: number): number {
   const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
   return sorted[rank]!;
 }
+
+/** Open loop: requests sent at a fixed rate whatever the answers do; latency counted from each request's scheduled time. */
+export interface OpenLoopJob {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  ratePerSec: number;
+  durationSec: number;
+}
+
+export interface OpenLoopResult {
+  sent: number;
+  ok: number;
+  failures: string[];
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** The rate the generator achieved (it reports when it fell behind). */
+  achievedPerSec: number;
+}
+
+/** Closed loop of streams: `concurrency` callers, each reading a stream to its end and starting the next. */
+export interface StreamLoadJob {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  concurrency: number;
+  durationSec: number;
+}
+
+export interface StreamLoadResult {
+  streams: number;
+  failures: string[];
+  durationSec: number;
+  streamsPerSec: number;
+  /** Time to the first content token (not a comment or an empty role chunk). */
+  ttftP50Ms: number;
+  ttftP99Ms: number;
+  totalP50Ms: number;
+  loadCpuMicros: number;
+}
+
+/** Many streams opened and kept open (each has received its first content token), until `closeStreams`. */
+export interface OpenStreamsJob {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  count: number;
+  /** Streams opened at a time. */
+  batch: number;
+}
+
+export interface OpenStreamsResult {
+  open: number;
+  failures: string[];
+}

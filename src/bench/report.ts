@@ -1,24 +1,45 @@
 /** Markdown tables of the benchmark's results. */
 import type { CommitCount } from './bench-gateway.js';
-import type { LoadResult, ProbeResult } from './measure.js';
+import type { LoadResult, OpenLoopResult, ProbeResult, StreamLoadResult } from './measure.js';
 
+export const DIRECT = 'direct to the provider';
+export const BARE = 'bare proxy';
 /** The gateway through a provider with `stream_upstream: false` (non-streamed requests stay JSON upstream). */
-export const PLAIN_UPSTREAM = 'gateway, plain upstream';
-export type Target = 'direct' | 'gateway' | typeof PLAIN_UPSTREAM;
+export const PLAIN = 'gateway, plain upstream';
+/** The gateway with its defaults: a non-streamed request is served from an upstream stream. */
+export const GATEWAY = 'gateway';
+export type Target = typeof DIRECT | typeof BARE | typeof PLAIN | typeof GATEWAY;
 
-export interface LoadRow {
-  scenario: string;
+export interface ThroughputRow {
   target: Target;
-  result: LoadResult;
-  /** CPU spent during the measured run, microseconds. */
-  gatewayCpuMicros: number;
-  providerCpuMicros: number;
-  /** Share of wall time the gateway's event loop was busy (0..1). */
-  gatewayEventLoop: number;
-  /** CPU that processes outside the benchmark used meanwhile (null: unknown). */
-  otherCpuMicros: number | null;
-  /** The settler's store transactions during the measured run. */
+  rounds: LoadResult[];
+  /** The proxy's CPU over the measured rounds, microseconds, and the requests they completed. */
+  cpuMicros: number;
+  completed: number;
+  /** The settler's store transactions during the measured rounds (gateway targets). */
   commits: CommitCount;
+}
+
+export interface LatencyRow {
+  target: Target;
+  result: OpenLoopResult;
+  /** The gateway's event-loop delay during the run (gateway targets). */
+  gatewayLoop: { p99Ms: number; maxMs: number } | null;
+}
+
+export interface StreamRow {
+  target: Target;
+  result: StreamLoadResult;
+  /** The proxy's CPU during the run; null for direct. */
+  cpuMicros: number | null;
+}
+
+export interface MemoryRow {
+  streams: number;
+  rssBefore: number;
+  rssOpen: number;
+  heapOpen: number;
+  openSec: number;
 }
 
 export interface ProbeRow {
@@ -34,67 +55,129 @@ function table(header: string[], align: ('l' | 'r')[], rows: string[][]): string
 }
 
 const ms = (value: number) => (Number.isNaN(value) ? 'n/a' : value.toFixed(2));
-const int = (value: number) => Math.round(value).toLocaleString('en-US');
-const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(2)}`;
+const int = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
+const signed = (value: number) => (Number.isNaN(value) ? 'n/a' : `${value >= 0 ? '+' : ''}${value.toFixed(2)}`);
+const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : 'n/a');
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
 
-export function loadTable(rows: readonly LoadRow[]): string {
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function throughputTable(rows: readonly ThroughputRow[]): string {
+  const rate = (row: ThroughputRow) => median(row.rounds.map((r) => r.requestsPerSec));
+  const cpu = (row: ThroughputRow) => row.cpuMicros / Math.max(1, row.completed);
+  const bare = rows.find((r) => r.target === BARE);
   return table(
-    ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx'],
-    ['l', 'l', 'r', 'r', 'r', 'r'],
-    rows.map(({ scenario, target, result: r }) => [
-      scenario,
-      target,
-      int(r.requestsPerSec),
-      ms(r.p50Ms),
-      ms(r.p99Ms),
-      `${r.errors}/${r.non2xx}`,
+    [
+      'target',
+      'req/s (median)',
+      'of bare proxy',
+      'CPU µs/req',
+      'CPU vs bare proxy',
+      'p50 ms',
+      'p99 ms',
+      'charges per commit',
+      'errors/non-2xx',
+    ],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    rows.map((row) => [
+      row.target,
+      int(rate(row)),
+      bare ? ratio(rate(row) / rate(bare)) : 'n/a',
+      int(cpu(row)),
+      bare ? ratio(cpu(row) / cpu(bare)) : 'n/a',
+      ms(median(row.rounds.map((r) => r.p50Ms))),
+      ms(median(row.rounds.map((r) => r.p99Ms))),
+      row.commits.transactions > 0 ? (row.commits.charges / row.commits.transactions).toFixed(1) : '–',
+      `${row.rounds.reduce((n, r) => n + r.errors, 0)}/${row.rounds.reduce((n, r) => n + r.non2xx, 0)}`,
     ]),
   );
 }
 
-/** One line per scenario: what going through the gateway adds. */
-export function overheadLines(rows: readonly LoadRow[]): string[] {
-  const lines: string[] = [];
-  for (const scenario of new Set(rows.map((r) => r.scenario))) {
-    const direct = rows.find((r) => r.scenario === scenario && r.target === 'direct')?.result;
-    if (!direct) continue;
-    for (const row of rows.filter((r) => r.scenario === scenario && r.target !== 'direct')) {
-      const gateway = row.result;
-      lines.push(
-        `Gateway overhead, ${scenario}${row.target === 'gateway' ? '' : ` (${row.target})`}: p50 ${signed(gateway.p50Ms - direct.p50Ms)} ms, ` +
-          `p99 ${signed(gateway.p99Ms - direct.p99Ms)} ms; throughput ${((100 * gateway.requestsPerSec) / direct.requestsPerSec).toFixed(1)} % of direct`,
-      );
-    }
-  }
-  return lines;
-}
-
-export function cpuTable(rows: readonly LoadRow[]): string {
-  const perRequest = (micros: number, r: LoadResult) => (r.completed > 0 ? int(micros / r.completed) : 'n/a');
+export function latencyTable(rows: readonly LatencyRow[]): string {
+  const direct = rows.find((r) => r.target === DIRECT)?.result;
   return table(
     [
-      'scenario',
       'target',
-      'gateway CPU µs/req',
-      'gateway event loop busy',
-      'charges per commit',
-      'provider CPU µs/req',
-      'load generator CPU µs/req',
-      'other processes (cores)',
+      'requests',
+      'p50 ms',
+      'p90 ms',
+      'p99 ms',
+      'max ms',
+      'added p50 ms',
+      'added p99 ms',
+      'gateway event-loop delay p99 / max ms',
     ],
-    ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
-    rows.map((row) => [
-      row.scenario,
-      row.target,
-      row.target !== 'direct' ? perRequest(row.gatewayCpuMicros, row.result) : '–',
-      row.target !== 'direct' ? `${(100 * row.gatewayEventLoop).toFixed(0)} %` : '–',
-      row.target !== 'direct' && row.commits.transactions > 0
-        ? (row.commits.charges / row.commits.transactions).toFixed(1)
-        : '–',
-      perRequest(row.providerCpuMicros, row.result),
-      perRequest(row.result.loadCpuMicros, row.result),
-      row.otherCpuMicros === null ? 'n/a' : (row.otherCpuMicros / (row.result.durationSec * 1e6)).toFixed(2),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    rows.map(({ target, result: r, gatewayLoop }) => [
+      target,
+      `${int(r.ok)} of ${int(r.sent)}`,
+      ms(r.p50Ms),
+      ms(r.p90Ms),
+      ms(r.p99Ms),
+      ms(r.maxMs),
+      target === DIRECT || !direct ? '–' : signed(r.p50Ms - direct.p50Ms),
+      target === DIRECT || !direct ? '–' : signed(r.p99Ms - direct.p99Ms),
+      gatewayLoop ? `${ms(gatewayLoop.p99Ms)} / ${ms(gatewayLoop.maxMs)}` : '–',
     ]),
+  );
+}
+
+export function streamTable(rows: readonly StreamRow[]): string {
+  const direct = rows.find((r) => r.target === DIRECT)?.result;
+  const perStream = (row: StreamRow) =>
+    row.cpuMicros === null ? Number.NaN : row.cpuMicros / Math.max(1, row.result.streams);
+  const bare = rows.find((r) => r.target === BARE);
+  return table(
+    [
+      'target',
+      'streams/s',
+      'first token p50 ms',
+      'first token p99 ms',
+      'added first token p50 ms',
+      'stream p50 ms',
+      'CPU µs/stream',
+      'CPU vs bare proxy',
+    ],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    rows.map((row) => [
+      row.target,
+      int(row.result.streamsPerSec),
+      ms(row.result.ttftP50Ms),
+      ms(row.result.ttftP99Ms),
+      row.target === DIRECT || !direct ? '–' : signed(row.result.ttftP50Ms - direct.ttftP50Ms),
+      ms(row.result.totalP50Ms),
+      row.cpuMicros === null ? '–' : int(perStream(row)),
+      row.cpuMicros === null || !bare ? '–' : ratio(perStream(row) / perStream(bare)),
+    ]),
+  );
+}
+
+export function memoryTable(row: MemoryRow): string {
+  return table(
+    [
+      'open streams',
+      'gateway RSS before, MiB',
+      'RSS with the streams open, MiB',
+      'per stream, KiB',
+      'JS heap used, MiB',
+      'time to open them, s',
+    ],
+    ['r', 'r', 'r', 'r', 'r', 'r'],
+    [
+      [
+        int(row.streams),
+        mib(row.rssBefore),
+        mib(row.rssOpen),
+        row.streams > 0 ? ((row.rssOpen - row.rssBefore) / row.streams / 1024).toFixed(1) : 'n/a',
+        mib(row.heapOpen),
+        row.openSec.toFixed(1),
+      ],
+    ],
   );
 }
 

@@ -1,43 +1,69 @@
 /**
- * `npm run bench`: the proxy overhead of the gateway, measured side by side in one run.
+ * `npm run bench`: what the gateway costs, measured side by side with a bare proxy in one run.
  *
- * Three processes share the machine: this one (orchestrator + the gateway, so `process.cpuUsage()`
- * here is the gateway's CPU), the simulated provider, and the load generator (autocannon). Each has
- * its own event loop: a load generator in the gateway's thread would steal the very loop it
- * measures. On a 2-core box the three still compete for cores, as they would for any proxy
- * measured on one host (the design's baseline was taken the same way).
+ * Processes on one machine: this one (orchestrator + the gateway, so `process.cpuUsage()` here is the
+ * gateway's CPU), the simulated provider, the bare proxy (node:http + one undici Pool, bytes piped:
+ * the reference) and the load generator. Each has its own event loop: a load generator in the
+ * gateway's thread would steal the very loop it measures. On a 2-core box they compete for cores, as
+ * they would for any proxy measured on one host; both proxies meet the same competition, in
+ * interleaved rounds, so their ratio is what the figures are about.
  *
- * Environment: BENCH_DURATION (seconds per measured run, default 10), BENCH_CONNECTIONS (default 50),
- * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its measured runs), BENCH_ONLY=activity (only
- * the `/activity` latency section, see activity-bench.ts).
- * Exits non-zero when any request failed or the ledger does not add up.
+ * Sections (BENCH_ONLY=<comma list> runs some): throughput (closed loop), latency (open loop at a
+ * fixed rate), streaming, memory (10,000 open streams), ttfb (one request at a time), activity.
+ * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (throughput rounds,
+ * default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
+ * BENCH_STREAMS (concurrent streams, default 64), BENCH_OPEN_STREAMS (default 10000),
+ * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput runs).
+ * Benchmarks assert no speed: the run exits non-zero only when a request failed or the ledger does
+ * not add up.
  */
+import { execFileSync } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
-import { runActivityBench } from './activity-bench.js';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { request } from 'undici';
 import { usdToUnits } from '../core/money.js';
+import { runActivityBench } from './activity-bench.js';
 import { BENCH_MODELS, startBenchGateway, type BenchGateway, type BenchModel, type Ledger } from './bench-gateway.js';
 import { cpuNow, startHelper, type CpuTime, type HelperProcess } from './child-process.js';
-import type { LoadJob, LoadResult, ProbeJob, ProbeResult } from './measure.js';
-import { machineBusyMicros } from './machine-cpu.js';
+import type {
+  LoadJob,
+  LoadResult,
+  OpenLoopResult,
+  OpenStreamsResult,
+  ProbeJob,
+  ProbeResult,
+  StreamLoadResult,
+} from './measure.js';
 import { createProfiler, type Profiler } from './profile.js';
 import {
-  cpuTable,
-  loadTable,
-  overheadLines,
-  PLAIN_UPSTREAM,
+  BARE,
+  DIRECT,
+  GATEWAY,
+  latencyTable,
+  memoryTable,
+  PLAIN,
   probeTable,
-  type LoadRow,
+  streamTable,
+  throughputTable,
+  type LatencyRow,
+  type MemoryRow,
   type ProbeRow,
+  type StreamRow,
   type Target,
+  type ThroughputRow,
 } from './report.js';
 
-const DURATION = positiveNumber('BENCH_DURATION', 10);
-const CONNECTIONS = positiveNumber('BENCH_CONNECTIONS', 50);
-const WARMUP = Math.max(1, Math.min(3, Math.round(DURATION / 4)));
+const DURATION = positiveNumber('BENCH_DURATION', 5);
+const ROUNDS = Math.round(positiveNumber('BENCH_ROUNDS', 3));
+const CONNECTIONS = Math.round(positiveNumber('BENCH_CONNECTIONS', 50));
+const RATE = positiveNumber('BENCH_RATE', 500);
+const STREAMS = Math.round(positiveNumber('BENCH_STREAMS', 64));
+const OPEN_STREAMS = Math.round(positiveNumber('BENCH_OPEN_STREAMS', 10_000));
+const WARMUP = 2;
 const PROFILER: Profiler | null = process.env.BENCH_PROFILE ? createProfiler(process.env.BENCH_PROFILE) : null;
 const PROMPT = [{ role: 'user', content: 'Write a short greeting for the benchmark.' }];
+const SECTIONS = ['throughput', 'latency', 'streaming', 'memory', 'ttfb', 'activity'] as const;
+type Section = (typeof SECTIONS)[number];
 
 function positiveNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -47,44 +73,70 @@ function positiveNumber(name: string, fallback: number): number {
   return value;
 }
 
-interface Targets {
-  request(
-    target: Target,
-    model: BenchModel,
-    stream: boolean,
-  ): { url: string; headers: Record<string, string>; body: string };
+function sectionsToRun(): Set<Section> {
+  const only = process.env.BENCH_ONLY;
+  if (only === undefined || only === '') return new Set(SECTIONS);
+  const chosen = only.split(',').map((s) => s.trim());
+  for (const name of chosen)
+    if (!(SECTIONS as readonly string[]).includes(name))
+      throw new Error(`BENCH_ONLY takes a comma list of ${SECTIONS.join(', ')}; got "${name}"`);
+  return new Set(chosen as Section[]);
 }
 
-function targetsFor(providerUrl: string, gateway: BenchGateway): Targets {
+interface Bench {
+  gateway: BenchGateway;
+  load: HelperProcess;
+  provider: HelperProcess;
+  bare: HelperProcess;
+  providerUrl: string;
+  bareUrl: string;
+  failures: string[];
+  /** 2xx answers the gateway gave, and how many requests may have been cut off when a run ended. */
+  gatewayOk: number;
+  gatewayCutOff: number;
+}
+
+/** The request a target is sent: the provider's own shape for direct and the bare proxy, the gateway's otherwise. */
+function requestFor(
+  bench: Bench,
+  target: Target,
+  model: BenchModel,
+  stream: boolean,
+): { url: string; headers: Record<string, string>; body: string } {
+  const upstream = target === DIRECT || target === BARE;
+  // A streamed request to the provider asks for usage, as the gateway does upstream.
+  const body = upstream
+    ? {
+        model: BENCH_MODELS[model].upstream,
+        messages: PROMPT,
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      }
+    : { model, messages: PROMPT, ...(stream ? { stream: true } : {}) };
+  const base = target === DIRECT ? bench.providerUrl : target === BARE ? bench.bareUrl : `${bench.gateway.url}/api/v1`;
   return {
-    request(target, model, stream) {
-      // Direct is what a caller would send the provider; a streamed one asks for usage, as the gateway does upstream.
-      // (A non-streamed request through the gateway goes upstream as a stream unless the provider has `stream_upstream: false`.)
-      const body =
-        target === 'direct'
-          ? {
-              model: BENCH_MODELS[model].upstream,
-              messages: PROMPT,
-              ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-            }
-          : { model, messages: PROMPT, ...(stream ? { stream: true } : {}) };
-      return {
-        url: target === 'direct' ? `${providerUrl}/chat/completions` : `${gateway.url}/api/v1/chat/completions`,
-        headers: {
-          'content-type': 'application/json',
-          authorization: `Bearer ${target === 'direct' ? 'bench-upstream-key' : gateway.key}`,
-        },
-        body: JSON.stringify(body),
-      };
+    url: `${base}/chat/completions`,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${upstream ? 'bench-upstream-key' : bench.gateway.key}`,
     },
+    body: JSON.stringify(body),
   };
 }
 
+/** Non-streamed requests through the gateway go to `bench/instant` (upstream stream) or `bench/instant-plain`. */
+const instantModel = (target: Target): BenchModel => (target === PLAIN ? 'bench/instant-plain' : 'bench/instant');
+
+/** The CPU a proxy target spent: the gateway is this process, the bare proxy its helper. */
+async function proxyCpu(bench: Bench, target: Target): Promise<number> {
+  if (target === BARE) return (await bench.bare.call<CpuTime>('cpu')).micros;
+  return cpuNow().micros;
+}
+
 /** One request of each kind through the gateway: proves the path works and gives each model's charge. */
-async function chargesOf(targets: Targets): Promise<Map<BenchModel, bigint>> {
+async function chargesOf(bench: Bench): Promise<Map<BenchModel, bigint>> {
   const charges = new Map<BenchModel, bigint>();
-  for (const model of Object.keys(BENCH_MODELS) as BenchModel[]) {
-    const { url, headers, body } = targets.request('gateway', model, false);
+  for (const model of ['bench/instant', 'bench/instant-plain', 'bench/paced', 'bench/stream50'] as const) {
+    const { url, headers, body } = requestFor(bench, GATEWAY, model, false);
     const response = await request(url, { method: 'POST', headers, body });
     const text = await response.body.text();
     if (response.statusCode !== 200)
@@ -96,85 +148,176 @@ async function chargesOf(targets: Targets): Promise<Map<BenchModel, bigint>> {
   return charges;
 }
 
-interface Bench {
-  gateway: BenchGateway;
-  load: HelperProcess;
-  provider: HelperProcess;
-  targets: Targets;
-  failures: string[];
-  /** 2xx answers the gateway gave, and how many requests may have been cut off when a run ended. */
-  gatewayOk: number;
-  gatewayCutOff: number;
+function countGateway(bench: Bench, target: Target, ok: number, cutOff: number): void {
+  if (target === GATEWAY || target === PLAIN) {
+    bench.gatewayOk += ok;
+    bench.gatewayCutOff += cutOff;
+  }
 }
 
-function check(bench: Bench, what: string, r: LoadResult): void {
+/** Closed loop, non-streamed: interleaved rounds of the bare proxy and the gateway's two paths. */
+async function throughputSection(bench: Bench): Promise<ThroughputRow[]> {
+  const targets: Target[] = [BARE, PLAIN, GATEWAY];
+  const rows = new Map<Target, ThroughputRow>(
+    targets.map((t) => [
+      t,
+      { target: t, rounds: [], cpuMicros: 0, completed: 0, commits: { transactions: 0, charges: 0 } },
+    ]),
+  );
+  const job = (target: Target, durationSec: number): LoadJob => ({
+    ...requestFor(bench, target, instantModel(target), false),
+    connections: CONNECTIONS,
+    durationSec,
+  });
+  for (const target of targets) {
+    const warm = await bench.load.call<LoadResult>('load', job(target, WARMUP));
+    checkLoad(bench, `throughput ${target} (warm-up)`, warm);
+    countGateway(bench, target, warm.ok2xx, CONNECTIONS);
+  }
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) {
+      const row = rows.get(target)!;
+      const profiling = PROFILER !== null && target !== BARE;
+      if (profiling) await PROFILER.start();
+      const commitsBefore = await bench.gateway.commits();
+      const cpuBefore = await proxyCpu(bench, target);
+      const result = await bench.load.call<LoadResult>('load', job(target, DURATION));
+      const cpu = (await proxyCpu(bench, target)) - cpuBefore;
+      const commitsAfter = await bench.gateway.commits();
+      if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`throughput-${target}-${round}`)}`);
+      checkLoad(bench, `throughput ${target} round ${round}`, result);
+      countGateway(bench, target, result.ok2xx, CONNECTIONS);
+      row.rounds.push(result);
+      row.cpuMicros += cpu;
+      row.completed += result.completed;
+      if (target !== BARE) {
+        row.commits.transactions += commitsAfter.transactions - commitsBefore.transactions;
+        row.commits.charges += commitsAfter.charges - commitsBefore.charges;
+      }
+      console.error(
+        `bench: throughput round ${round}/${ROUNDS} ${target}: ${Math.round(result.requestsPerSec)} req/s, ${Math.round(cpu / Math.max(1, result.completed))} µs CPU/req`,
+      );
+    }
+  }
+  return [...rows.values()];
+}
+
+function checkLoad(bench: Bench, what: string, r: LoadResult): void {
   if (r.errors > 0 || r.timeouts > 0 || r.non2xx > 0)
     bench.failures.push(`${what}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
   if (r.ok2xx === 0) bench.failures.push(`${what}: no successful response`);
 }
 
-async function measureLoad(bench: Bench, scenario: string, target: Target, stream: boolean): Promise<LoadRow> {
-  const model: BenchModel = target === PLAIN_UPSTREAM ? 'bench/instant-plain' : 'bench/instant';
-  const job = (durationSec: number): LoadJob => ({
-    ...bench.targets.request(target, model, stream),
-    connections: CONNECTIONS,
-    durationSec,
-  });
-  const warm = await bench.load.call<LoadResult>('load', job(WARMUP));
-  check(bench, `${scenario} ${target} (warm-up)`, warm);
-
-  const profiling = PROFILER !== null && target !== 'direct';
-  if (profiling) await PROFILER.start();
-  const commitsBefore = await bench.gateway.commits();
-  const providerBefore = await bench.provider.call<CpuTime>('cpu');
-  const gatewayBefore = cpuNow();
-  const machineBefore = machineBusyMicros();
-  const loopBefore = performance.eventLoopUtilization();
-  const result = await bench.load.call<LoadResult>('load', job(DURATION));
-  const loop = performance.eventLoopUtilization(loopBefore);
-  const machineAfter = machineBusyMicros();
-  const gatewayCpu = cpuNow().micros - gatewayBefore.micros;
-  const providerCpu = (await bench.provider.call<CpuTime>('cpu')).micros - providerBefore.micros;
-  const otherCpu =
-    machineBefore === null || machineAfter === null
-      ? null
-      : Math.max(0, machineAfter - machineBefore - gatewayCpu - providerCpu - result.loadCpuMicros);
-  const commitsAfter = await bench.gateway.commits();
-  if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`${scenario}-${model}`)}`);
-  check(bench, `${scenario} ${target}`, result);
-
-  if (target !== 'direct') {
-    bench.gatewayOk += warm.ok2xx + result.ok2xx;
-    bench.gatewayCutOff += 2 * CONNECTIONS;
+/** Open loop at BENCH_RATE: the latency each target adds to the provider's own. */
+async function latencySection(bench: Bench): Promise<LatencyRow[]> {
+  const rows: LatencyRow[] = [];
+  for (const target of [DIRECT, BARE, PLAIN, GATEWAY] as const) {
+    const job = { ...requestFor(bench, target, instantModel(target), false), ratePerSec: RATE };
+    await bench.load.call<OpenLoopResult>('openLoop', { ...job, durationSec: 1 }).then((warm) => {
+      countGateway(bench, target, warm.ok, 0);
+      for (const failure of warm.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
+    });
+    // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    const result = await bench.load.call<OpenLoopResult>('openLoop', { ...job, durationSec: DURATION });
+    loop.disable();
+    countGateway(bench, target, result.ok, 0);
+    for (const failure of result.failures) bench.failures.push(`latency ${target}: ${failure}`);
+    const gatewayLoop =
+      target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
+    rows.push({ target, result, gatewayLoop });
+    console.error(`bench: latency ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`);
   }
-  return {
-    scenario,
-    target,
-    result,
-    gatewayCpuMicros: gatewayCpu,
-    providerCpuMicros: providerCpu,
-    gatewayEventLoop: loop.utilization,
-    otherCpuMicros: otherCpu,
-    commits: {
-      transactions: commitsAfter.transactions - commitsBefore.transactions,
-      charges: commitsAfter.charges - commitsBefore.charges,
-    },
-  };
+  return rows;
 }
 
-async function measureProbe(
-  bench: Bench,
-  scenario: string,
-  target: Target,
-  model: BenchModel,
-  count: number,
-): Promise<ProbeRow> {
-  const warmup = Math.max(1, Math.floor(count / 10));
-  const job: ProbeJob = { ...bench.targets.request(target, model, true), count, warmup };
-  const result = await bench.load.call<ProbeResult>('probe', job);
-  for (const failure of result.failures.slice(0, 3)) bench.failures.push(`${scenario} ${target} probe: ${failure}`);
-  if (target !== 'direct') bench.gatewayOk += count - result.failures.length;
-  return { scenario, target, result };
+/** BENCH_STREAMS concurrent streams of 50 tokens at 200 tokens/s, closed loop. */
+async function streamingSection(bench: Bench): Promise<StreamRow[]> {
+  const rows: StreamRow[] = [];
+  for (const target of [DIRECT, BARE, GATEWAY] as const) {
+    const job = { ...requestFor(bench, target, 'bench/stream50', true), concurrency: STREAMS };
+    const warm = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: 1 });
+    countGateway(bench, target, warm.streams, 0);
+    const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
+    const result = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: DURATION });
+    const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
+    countGateway(bench, target, result.streams, 0);
+    for (const failure of [...warm.failures, ...result.failures])
+      bench.failures.push(`streaming ${target}: ${failure}`);
+    rows.push({ target, result, cpuMicros: cpu });
+    console.error(`bench: streaming ${target}: ${result.streamsPerSec.toFixed(0)} streams/s`);
+  }
+  return rows;
+}
+
+/**
+ * Raises this process's open-file limit (forked helpers inherit it): BENCH_OPEN_STREAMS streams take
+ * two sockets each in the gateway. Returns the limit in force.
+ */
+function raiseFileLimit(wanted: number): number {
+  try {
+    execFileSync('prlimit', [`--pid=${process.pid}`, `--nofile=${wanted}:${wanted}`], { stdio: 'ignore' });
+  } catch {
+    // Not allowed (not root, or no prlimit): the current limit stands.
+  }
+  try {
+    const out = execFileSync('prlimit', [`--pid=${process.pid}`, '--nofile', '--raw', '--noheadings', '-o', 'SOFT'])
+      .toString()
+      .trim();
+    return Number(out) || 1024;
+  } catch {
+    return 1024;
+  }
+}
+
+/** BENCH_OPEN_STREAMS slow streams held open through the gateway: its resident memory per stream. */
+async function memorySection(bench: Bench, fileLimit: number): Promise<MemoryRow> {
+  // Two sockets per stream in this process, and headroom for the rest (measured: ~3,600 more at 8,000 streams).
+  const count = Math.min(OPEN_STREAMS, Math.floor((fileLimit - 4_096) / 2));
+  if (count < OPEN_STREAMS)
+    console.error(`bench: the open-file limit (${fileLimit}) allows ${count} streams, not ${OPEN_STREAMS}`);
+  globalThis.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  const started = performance.now();
+  const opened = await bench.load.call<OpenStreamsResult>('openStreams', {
+    ...requestFor(bench, GATEWAY, 'bench/slow', true),
+    count,
+    batch: 500,
+  });
+  const openSec = (performance.now() - started) / 1000;
+  // Let the streams run a moment (a few tokens each) before reading the gauge.
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  const rssOpen = process.memoryUsage().rss;
+  const heapOpen = process.memoryUsage().heapUsed;
+  await bench.load.call<void>('closeStreams');
+  for (const failure of opened.failures) bench.failures.push(`memory: ${failure}`);
+  if (opened.open < count) bench.failures.push(`memory: ${opened.open} of ${count} streams opened`);
+  // Every held stream ends cut by its caller: charged (cancelled) or not, within the ledger's range.
+  bench.gatewayCutOff += count;
+  console.error(`bench: memory: ${opened.open} streams open, RSS ${(rssOpen / 2 ** 20).toFixed(0)} MiB`);
+  return { streams: opened.open, rssBefore, rssOpen, heapOpen, openSec };
+}
+
+/** One request at a time: time to first byte without queueing. */
+async function ttfbSection(bench: Bench): Promise<ProbeRow[]> {
+  const rows: ProbeRow[] = [];
+  const measure = async (scenario: string, target: Target, model: BenchModel, count: number) => {
+    const job: ProbeJob = {
+      ...requestFor(bench, target, model, true),
+      count,
+      warmup: Math.max(1, Math.floor(count / 10)),
+    };
+    const result = await bench.load.call<ProbeResult>('probe', job);
+    for (const failure of result.failures.slice(0, 3)) bench.failures.push(`${scenario} ${target} probe: ${failure}`);
+    countGateway(bench, target, count - result.failures.length, 0);
+    rows.push({ scenario, target, result });
+  };
+  for (const target of [DIRECT, BARE, GATEWAY] as const)
+    await measure('instant (40 tokens)', target, 'bench/instant', Math.max(50, Math.round(50 * DURATION)));
+  for (const target of [DIRECT, BARE, GATEWAY] as const)
+    await measure('paced (20 tokens at 100/s)', target, 'bench/paced', Math.max(5, Math.round(DURATION)));
+  return rows;
 }
 
 /** Every charge is in the ledger exactly once: key counters = account total = sum of generation rows. */
@@ -186,7 +329,7 @@ function checkLedger(bench: Bench, ledger: Ledger, charges: Map<BenchModel, bigi
     );
   }
   if (ledger.errored > 0) bench.failures.push(`${ledger.errored} generations ended in an error`);
-  // Each answer is charged exactly once; requests cut off when a run ended may be charged without being counted by autocannon.
+  // Each answer is charged exactly once; requests cut off when a run ended may be charged without being counted.
   const floor = bench.gatewayOk + charges.size;
   if (ledger.generations < floor || ledger.generations > floor + bench.gatewayCutOff) {
     bench.failures.push(
@@ -200,13 +343,12 @@ function checkLedger(bench: Bench, ledger: Ledger, charges: Map<BenchModel, bigi
       `completed generations with unexpected charges: ${odd.map(([c, n]) => `${n}×${c}`).join(', ')}`,
     );
   return (
-    `Accounting: ${ledger.generations.toLocaleString('en-US')} generations (${ledger.cancelled} cut off by the end of a run), ` +
-    `key usage ${usd(ledger.keyUsage)} USD, account usage ${usd(ledger.accountUsage)} USD, sum of generation charges ${usd(ledger.generationsCost)} USD; ` +
-    `per request ${[...charges].map(([m, c]) => `${m} ${usd(c)}`).join(', ')} USD`
+    `Accounting: ${ledger.generations.toLocaleString('en-US')} generations (${ledger.cancelled.toLocaleString('en-US')} cut off by their caller), ` +
+    `key usage ${usd(ledger.keyUsage)} USD, account usage ${usd(ledger.accountUsage)} USD, sum of generation charges ${usd(ledger.generationsCost)} USD`
   );
 }
 
-/** The `/activity` section: its own gateway and database, after the proxy runs (or alone with BENCH_ONLY=activity). */
+/** The `/activity` section: its own gateway and database, after the proxy sections. */
 async function activitySection(): Promise<number> {
   const { lines, failures } = await runActivityBench((line) => console.error(line));
   console.log('');
@@ -219,85 +361,89 @@ async function activitySection(): Promise<number> {
 }
 
 async function main(): Promise<number> {
-  const only = process.env.BENCH_ONLY;
-  if (only !== undefined && only !== '' && only !== 'activity')
-    throw new Error(`BENCH_ONLY must be "activity", got "${only}"`);
-  if (only === 'activity') return activitySection();
-  const proxy = await proxyBench();
-  const activity = await activitySection();
+  const sections = sectionsToRun();
+  const proxy = [...sections].some((s) => s !== 'activity') ? await proxyBench(sections) : 0;
+  const activity = sections.has('activity') ? await activitySection() : 0;
   return proxy || activity;
 }
 
-async function proxyBench(): Promise<number> {
+async function proxyBench(sections: Set<Section>): Promise<number> {
+  const fileLimit = sections.has('memory') ? raiseFileLimit(2 * OPEN_STREAMS + 4_096) : 0;
   const started: { stop(): Promise<void> }[] = [];
   try {
     const provider = await startHelper('provider-process.js');
     started.push(provider);
     const load = await startHelper('load-process.js');
     started.push(load);
+    const bare = await startHelper('bare-proxy-process.js');
+    started.push(bare);
     const providerUrl = await provider.call<string>('start');
+    const bareUrl = await bare.call<string>('start', providerUrl);
     const gateway = await startBenchGateway(providerUrl);
     started.push(gateway);
-
-    const targets = targetsFor(providerUrl, gateway);
-    const charges = await chargesOf(targets);
-    const bench: Bench = { gateway, load, provider, targets, failures: [], gatewayOk: 0, gatewayCutOff: 0 };
+    const bench: Bench = {
+      gateway,
+      load,
+      provider,
+      bare,
+      providerUrl,
+      bareUrl,
+      failures: [],
+      gatewayOk: 0,
+      gatewayCutOff: 0,
+    };
+    const charges = await chargesOf(bench);
 
     const loadBefore = loadavg()[0]!;
     if (loadBefore > 0.5)
       console.error(
         `bench: WARNING the machine is not idle (load average ${loadBefore.toFixed(2)}): other processes will skew the numbers`,
       );
-    console.error(
-      `bench: ${CONNECTIONS} connections, ${DURATION} s per run after ${WARMUP} s warm-up; 5 runs + TTFB probes...`,
-    );
-    const rows: LoadRow[] = [];
-    const runs: [string, Target[], boolean][] = [
-      ['non-streaming', ['direct', 'gateway', PLAIN_UPSTREAM], false],
-      ['streaming', ['direct', 'gateway'], true],
-    ];
-    for (const [scenario, targets, stream] of runs) {
-      for (const target of targets) {
-        rows.push(await measureLoad(bench, scenario, target, stream));
-        console.error(`bench: ${scenario} ${target} done`);
-      }
-    }
-    const probes: ProbeRow[] = [];
-    const instantCount = Math.max(50, Math.round(50 * DURATION));
-    for (const target of ['direct', 'gateway'] as const)
-      probes.push(await measureProbe(bench, 'instant (40 tokens)', target, 'bench/instant', instantCount));
-    for (const target of ['direct', 'gateway'] as const)
-      probes.push(
-        await measureProbe(
-          bench,
-          'paced (20 tokens at 100/s)',
-          target,
-          'bench/paced',
-          Math.max(5, Math.round(DURATION)),
-        ),
+    const out: string[] = [];
+    const print = (...lines: string[]) => out.push(...lines, '');
+    if (sections.has('throughput')) {
+      print(
+        `### Throughput: non-streamed requests, closed loop (${CONNECTIONS} keep-alive connections), ${ROUNDS} interleaved rounds of ${DURATION} s`,
+        throughputTable(await throughputSection(bench)),
       );
-
+    }
+    if (sections.has('latency')) {
+      print(
+        `### Added latency: open loop at ${RATE} req/s for ${DURATION} s (latency from each request's scheduled time)`,
+        latencyTable(await latencySection(bench)),
+      );
+    }
+    if (sections.has('streaming')) {
+      print(
+        `### Streaming: ${STREAMS} concurrent streams of 50 tokens at 200 tokens/s (one upstream write per token), closed loop, ${DURATION} s`,
+        streamTable(await streamingSection(bench)),
+      );
+    }
+    if (sections.has('memory')) {
+      print(
+        `### Memory: slow streams (a token every 5 s) held open through the gateway, each past its first token`,
+        memoryTable(await memorySection(bench, fileLimit)),
+      );
+    }
+    if (sections.has('ttfb')) {
+      print(
+        `### Time to first byte, one streamed request at a time (no queueing)`,
+        probeTable(await ttfbSection(bench)),
+      );
+    }
     const loadAfter = loadavg()[0]!;
     await gateway.quiesce();
     const accounting = checkLedger(bench, await gateway.ledger(), charges);
 
     console.log(`## Tollgate proxy benchmark\n`);
     console.log(
-      `Node ${process.version}, ${availableParallelism()} cores. Simulated provider, gateway (embedded SQLite, synchronous=FULL) and load generator ` +
-        `(autocannon, ${CONNECTIONS} keep-alive connections, closed loop) each in their own process on loopback. ` +
-        `${DURATION} s per run after ${WARMUP} s of warm-up. 1-minute load average before/after: ${loadBefore.toFixed(2)}/${loadAfter.toFixed(2)} ` +
-        `(the bench itself adds ~2-3). Request: 1 short user message, answer of 40 tokens; streamed as role + 40 content + finish + usage chunks + [DONE], which the provider sends in one write. ` +
-        `"gateway" asks the provider for a stream even for a non-streamed request (the default \`stream_upstream: true\`); "${PLAIN_UPSTREAM}" is a provider configured to send it as one JSON request.\n`,
+      `Node ${process.version}, ${availableParallelism()} cores. The simulated provider, the bare proxy (node:http + one undici Pool, bytes piped), ` +
+        `the gateway (defaults: embedded SQLite with synchronous=FULL, holds, metering, metrics, edge guard) and the load generator each in their own process on loopback. ` +
+        `1-minute load average before/after: ${loadBefore.toFixed(2)}/${loadAfter.toFixed(2)}. ` +
+        `Request: one short user message, answer of 40 tokens. "${GATEWAY}" asks the provider for a stream even for a non-streamed request (the default \`stream_upstream: true\`); ` +
+        `"${PLAIN}" is a provider with \`stream_upstream: false\`.\n`,
     );
-    console.log(loadTable(rows));
-    console.log('');
-    for (const line of overheadLines(rows)) console.log(line);
-    console.log('');
-    console.log(cpuTable(rows));
-    console.log('');
-    console.log(`Time to first byte, one request at a time (no queueing):\n`);
-    console.log(probeTable(probes));
-    console.log('');
+    for (const line of out) console.log(line);
     console.log(accounting);
 
     if (bench.failures.length > 0) {

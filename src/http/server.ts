@@ -13,6 +13,7 @@ import Fastify, {
 } from 'fastify';
 import type { ServerConfig } from '../config/server-schema.js';
 import { TollgateError } from '../core/errors.js';
+import { lazyChildLoggerFactory } from './lazy-logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { trustProxyOption } from './client-address.js';
 import { clientErrorHandler, timeoutOptions } from './edge.js';
@@ -56,6 +57,10 @@ export function replyWithError(error: FastifyError, request: FastifyRequest, rep
 export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
+    // Per-request loggers are built only when something is logged; one access line per request
+    // (installRequestMetrics) instead of Fastify's two.
+    childLoggerFactory: lazyChildLoggerFactory,
+    disableRequestLogging: true,
     // Routes declare their own limit (route-table.ts); the chat route takes server.body_limit_bytes.
     bodyLimit: server.small_body_limit_bytes,
     trustProxy: trustProxyOption(server.trust_proxy),
@@ -72,15 +77,21 @@ export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger
   return app;
 }
 
-/** Counts and times every request by route, whatever answers it (the edge guard and 404s included). */
+/**
+ * Counts, times and logs every request by route, whatever answers it (the edge guard and 404s
+ * included): one access line when it ends, with the client address the edge guard used.
+ */
 export function installRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onRequest', async (request, reply) => {
     const started = process.hrtime.bigint();
     reply.raw.once('close', () => {
       const route = request.routeOptions.url ?? 'unmatched';
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpRequests.inc({ route, method: request.method, status: String(reply.raw.statusCode) });
+      const statusCode = reply.raw.statusCode;
+      metrics.httpRequests.inc({ route, method: request.method, status: String(statusCode) });
       metrics.httpDuration.observe({ route }, seconds);
+      // Fastify's serializers render `req` (method, url, the client address the edge guard used) and `res` (status).
+      request.log.info({ req: request, res: reply, responseTime: seconds * 1000 }, 'request completed');
     });
   });
 }

@@ -14,6 +14,7 @@ import Fastify, {
 import type { ServerConfig } from '../config/server-schema.js';
 import { TollgateError } from '../core/errors.js';
 import { lazyChildLoggerFactory } from './lazy-logger.js';
+import { loggableUrl } from './loggable-url.js';
 import type { Metrics } from '../observability/metrics.js';
 import { trustProxyOption } from './client-address.js';
 import { clientErrorHandler, timeoutOptions } from './edge.js';
@@ -90,8 +91,17 @@ export function installRequestMetrics(app: FastifyInstance, metrics: Metrics): v
       const statusCode = reply.raw.statusCode;
       metrics.httpRequests.inc({ route, method: request.method, status: String(statusCode) });
       metrics.httpDuration.observe({ route }, seconds);
-      // Fastify's serializers render `req` (method, url, the client address the edge guard used) and `res` (status).
-      request.log.info({ req: request, res: reply, responseTime: seconds * 1000 }, 'request completed');
+      // Fastify's `req` serializer reads these fields: method, URL (its secrets redacted), the client
+      // address the edge guard used; `res` gives the status.
+      const req = {
+        method: request.method,
+        url: loggableUrl(request.url),
+        headers: request.headers,
+        host: request.host,
+        ip: request.ip,
+        socket: request.socket,
+      };
+      request.log.info({ req, res: reply, responseTime: seconds * 1000 }, 'request completed');
     });
   });
 }

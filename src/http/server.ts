@@ -5,6 +5,7 @@
  * (shutdown waits for them before draining the settler).
  */
 import Fastify, {
+  LogController,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
@@ -54,6 +55,20 @@ export function replyWithError(error: FastifyError, request: FastifyRequest, rep
   return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
 }
 
+/** Fastify's two lines per request give way to the access line (installRequestMetrics); its error lines stay. */
+class AccessLineLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    metadata?: Record<string, unknown>,
+  ): void {
+    if (error) super.requestCompleted(error, request, reply, metadata);
+  }
+}
+
 /** The Fastify instance: routes declare their own body limit (route-table.ts), deadlines from the edge guard. */
 export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger): FastifyInstance {
   const app = Fastify({
@@ -61,7 +76,7 @@ export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger
     // Per-request loggers are built only when something is logged; one access line per request
     // (installRequestMetrics) instead of Fastify's two.
     childLoggerFactory: lazyChildLoggerFactory,
-    disableRequestLogging: true,
+    logController: new AccessLineLogController(),
     // Routes declare their own limit (route-table.ts); the chat route takes server.body_limit_bytes.
     bodyLimit: server.small_body_limit_bytes,
     trustProxy: trustProxyOption(server.trust_proxy),

@@ -7,10 +7,11 @@
  * billed for its real usage). A caller that leaves is charged for what was produced.
  */
 import { TollgateError } from '../core/errors.js';
-import type { ChunkChoice, FailureType, NormalizedUsage, StreamEvent } from '../providers/types.js';
+import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
 import { estimateCompletionTokens } from '../billing/token-estimate.js';
 import { executeStream, type StreamOutcome } from '../routing/execute.js';
-import { errorTypeOf, failureFromThrown } from '../routing/failure.js';
+import { errorTypeOf } from '../routing/failure.js';
+import { STOP, type ChunkEvent, type StreamEnd, type UpstreamStream } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -41,9 +42,9 @@ type Served = { ok: true; served: PlannedAttempt; attempts: AttemptRecord[] } & 
 /** One upstream stream feeding the caller's stream. */
 interface Segment {
   served: PlannedAttempt;
-  held: StreamEvent[];
-  events: AsyncGenerator<StreamEvent, void, undefined>;
-  abort: StreamOutcome['abort'];
+  held: ChunkEvent[];
+  /** Read, classified and reported to the endpoint's health by routing/stream-reader.ts. */
+  stream: UpstreamStream;
   attemptStartedAt: number;
   firstContentAt: number;
   promptEstimate: number;
@@ -72,7 +73,6 @@ interface Progress {
   fingerprint: string | null;
 }
 
-const MAX_MALFORMED = 3;
 /** A checkpoint is charged only if the process dies: the generation then records a cut answer. */
 const CUT_BY_PROCESS_DEATH = new TollgateError('internal', 'The gateway process stopped mid-stream');
 
@@ -131,7 +131,12 @@ export async function relayStream(
         progress.content,
       );
       if (!next) break;
-      reportHealth(deps, segment, result.fault, true, deps.now(), null);
+      segment.stream.reportEnd({
+        fault: result.fault,
+        incomplete: true,
+        finishedAt: deps.now(),
+        completionTokens: null,
+      });
       deps.log.warn(
         {
           generation_id: ctx.generationId,
@@ -176,14 +181,12 @@ export async function relayStream(
     return null;
   });
 
-  reportHealth(
-    deps,
-    segment,
-    result.fault,
-    cancelled || result.fault !== null,
+  segment.stream.reportEnd({
+    fault: result.fault,
+    incomplete: cancelled || result.fault !== null,
     finishedAt,
-    charge?.completionTokens ?? null,
-  );
+    completionTokens: charge?.completionTokens ?? null,
+  });
   deps.metrics.timeToFirstToken.observe(
     { model: identity.model, provider: identity.provider },
     (outcome.firstContentAt - outcome.startedAt) / 1000,
@@ -218,10 +221,8 @@ async function pump(
   };
   observe?.(result);
   let finished = false;
-  let malformed = 0;
-  let sawDone = false;
 
-  const forward = async (event: Extract<StreamEvent, { kind: 'chunk' }>) => {
+  const forward = async (event: ChunkEvent) => {
     if (event.usage) result.usage = event.usage;
     result.upstreamId ??= event.upstreamId;
     progress.fingerprint ??= event.systemFingerprint;
@@ -241,39 +242,41 @@ async function pump(
     }
     await sink.write(renderChunk(identity, choices, progress.fingerprint));
   };
+  const onMalformed = (reason: string) =>
+    deps.log.warn(
+      { generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason },
+      'skipped a malformed upstream chunk',
+    );
 
+  let end: StreamEnd;
   try {
-    for (const event of segment.held) if (event.kind === 'chunk') await forward(event);
-    for await (const event of segment.events) {
-      if (sink.closed) break;
-      if (event.kind === 'chunk') await forward(event);
-      else if (event.kind === 'done') {
-        sawDone = true;
-        break;
-      } else if (event.kind === 'error') {
-        result.fault = event.failure.type;
-        result.failure = new TollgateError('upstream.unavailable', event.failure.message, {
-          metadata: { error_type: errorTypeOf(event.failure), provider_code: event.failure.providerCode },
-        });
-        break;
-      } else if (event.kind === 'malformed') {
-        deps.log.warn(
-          { generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason: event.reason },
-          'skipped a malformed upstream chunk',
-        );
-        if (++malformed > MAX_MALFORMED) {
-          result.fault = 'invalid_response';
-          result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', {
-            metadata: { error_type: 'invalid_response' },
-          });
-          break;
-        }
-      }
-    }
+    for (const event of segment.held) await forward(event);
+    end = await segment.stream.read(async (event) => {
+      if (sink.closed) return STOP;
+      await forward(event);
+    }, onMalformed);
   } catch (error) {
+    // Writing to the caller failed: they are gone, or it is our bug (never the provider's fault).
+    segment.stream.close();
+    end = { kind: 'local', error };
+  }
+  if (end.kind === 'stopped') segment.stream.close(); // the caller left
+  const thrown =
+    end.kind === 'cancelled' || end.kind === 'local' || (end.kind === 'broken' && end.cause === 'transport');
+  if (end.kind === 'broken' && end.cause === 'event') {
+    result.fault = end.failure.type;
+    result.failure = new TollgateError('upstream.unavailable', end.failure.message, {
+      metadata: { error_type: errorTypeOf(end.failure), provider_code: end.failure.providerCode },
+    });
+  } else if (end.kind === 'broken' && end.cause === 'malformed') {
+    result.fault = 'invalid_response';
+    result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', {
+      metadata: { error_type: 'invalid_response' },
+    });
+  } else if (thrown) {
     if (finished && !sink.closed && !ctx.signal.aborted) {
       // The answer was complete; only the trailing usage/[DONE] went missing: finalise normally.
-      segment.abort('shutdown');
+      segment.stream.abort('shutdown');
       return result;
     }
     if (sink.closed) result.cancelled = true;
@@ -284,22 +287,24 @@ async function pump(
         'The gateway is shutting down; the answer is incomplete',
         { metadata: { error_type: 'server' } },
       );
-    } else if (ctx.signal.aborted) result.cancelled = true;
-    else {
-      const f = failureFromThrown(error, new AbortController().signal);
-      const timedOut = (error as { name?: string })?.name === 'AbortError' || f.type === 'timeout';
-      result.fault = timedOut ? 'timeout' : 'connection';
-      result.failure = timedOut
-        ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', {
-            metadata: { error_type: 'timeout' },
-          })
-        : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', {
-            metadata: { error_type: 'provider_unavailable' },
-          });
+    } else if (ctx.signal.aborted || end.kind === 'cancelled') result.cancelled = true;
+    else if (end.kind === 'local') {
+      deps.log.error({ generation_id: ctx.generationId, err: end.error }, 'relaying a stream failed');
+      result.failure = new TollgateError('internal', 'Internal server error');
+    } else if (end.kind === 'broken') {
+      result.fault = end.failure.type === 'timeout' ? 'timeout' : 'connection';
+      result.failure =
+        result.fault === 'timeout'
+          ? new TollgateError('upstream.timeout', 'The provider stopped sending (stream stalled)', {
+              metadata: { error_type: 'timeout' },
+            })
+          : new TollgateError('upstream.unavailable', 'The provider connection was lost mid-stream', {
+              metadata: { error_type: 'provider_unavailable' },
+            });
     }
   }
   if (sink.closed) result.cancelled = true;
-  if (!result.cancelled && !result.failure && !sawDone && progress.finishReason === null) {
+  if (!result.cancelled && !result.failure && end.kind !== 'done' && progress.finishReason === null) {
     result.fault = 'invalid_response';
     result.failure = new TollgateError(
       'upstream.unavailable',
@@ -307,7 +312,7 @@ async function pump(
       { metadata: { error_type: 'invalid_response' } },
     );
   }
-  if (result.cancelled || result.failure) segment.abort(result.cancelled ? 'client_closed' : 'shutdown');
+  if (result.cancelled || result.failure) segment.stream.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
 }
 
@@ -350,32 +355,11 @@ async function continueElsewhere(
     segment: {
       served: outcome.served,
       held: outcome.held,
-      events: outcome.events,
-      abort: outcome.abort,
+      stream: outcome.stream,
       attemptStartedAt: outcome.attemptStartedAt,
       firstContentAt: outcome.firstContentAt,
       promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
       continuing: true,
     },
   };
-}
-
-/** The segment's outcome for the endpoint's health: its failure, or its latency and throughput. */
-function reportHealth(
-  deps: ChatDeps,
-  segment: Segment,
-  fault: FailureType | null,
-  incomplete: boolean,
-  finishedAt: number,
-  completionTokens: number | null,
-): void {
-  const health = deps.execute.health;
-  const key = segment.served.healthKey;
-  if (fault) {
-    health.recordFailure(key, finishedAt, fault, null);
-    return;
-  }
-  const seconds = (finishedAt - segment.firstContentAt) / 1000;
-  const throughput = !incomplete && completionTokens !== null && seconds > 0 ? completionTokens / seconds : null;
-  health.recordSuccess(key, finishedAt, segment.firstContentAt - segment.attemptStartedAt, throughput);
 }

@@ -8,7 +8,6 @@ import type {
   EndpointTarget,
   NormalizedCompletion,
   ProviderAdapter,
-  StreamEvent,
   UpstreamFailure,
   UpstreamRequest,
 } from '../providers/types.js';
@@ -16,10 +15,10 @@ import { byokHeaders } from './byok-headers.js';
 import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute-deps.js';
-import { failureFromThrown, isTransportError } from './failure.js';
+import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
-import { carriesContent, readUpstreamEvents } from './stream-reader.js';
+import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
 /** The upstream failed, or the attempt was cancelled (caller gone, shutdown). */
@@ -137,31 +136,22 @@ async function collectStream(
   signal: AbortSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
+  const { held, stream } = opened.value;
   const aggregate = new CompletionAggregator();
-  let malformed = 0;
-  let ended = false;
-  let failure: AttemptResult<NormalizedCompletion> | null = null;
+  for (const event of held) aggregate.add(event);
+  let end: StreamEnd;
   try {
-    for (const event of opened.value.held) if (event.kind === 'chunk') aggregate.add(event);
-    for await (const event of opened.value.events) {
-      if (event.kind === 'chunk') aggregate.add(event);
-      else if (event.kind === 'done') {
-        ended = true;
-        break;
-      } else if (event.kind === 'error') {
-        failure = { ok: false, failure: event.failure, cancelled: false };
-        break;
-      } else if (event.kind === 'malformed' && ++malformed > 3) {
-        failure = { ok: false, failure: invalidResponse(event.reason), cancelled: false };
-        break;
-      }
-    }
+    end = await stream.read((event) => aggregate.add(event));
   } catch (error) {
-    if (!signal.aborted)
-      failure = isTransportError(error, new AbortController().signal)
-        ? { ok: false, failure: failureFromThrown(error, new AbortController().signal), cancelled: false }
-        : internalFailure(error);
+    end = { kind: 'local', error };
   }
+  const ended = end.kind === 'done';
+  let failure: AttemptResult<NormalizedCompletion> | null =
+    end.kind === 'broken'
+      ? { ok: false, failure: end.failure, cancelled: false }
+      : end.kind === 'local'
+        ? internalFailure(end.error)
+        : null;
   if (signal.aborted && !ended && !aggregate.finished) {
     // The caller left, or shutdown's grace ended, mid-answer: the upstream did produce what was folded
     // so far, and it is charged as a cut stream is (its usage if it came, else an estimate of the text).
@@ -173,7 +163,7 @@ async function collectStream(
     };
   }
   if (failure) {
-    opened.value.abort('shutdown');
+    stream.abort('shutdown');
     return failure;
   }
   // Without [DONE] the answer is complete only if every choice finished.
@@ -211,10 +201,26 @@ async function attemptPlainCompletion(
 }
 
 export interface OpenedStream {
-  held: StreamEvent[];
-  events: AsyncGenerator<StreamEvent, void, undefined>;
+  /** The chunks read up to and including the first content. */
+  held: ChunkEvent[];
+  /** The rest of the upstream stream (routing/stream-reader.ts). */
+  stream: UpstreamStream;
   firstContentAt: number;
-  abort(reason: AbortReason): void;
+}
+
+/** A read that ended before the commit point: the attempt's failure. */
+function beforeContent(end: Exclude<StreamEnd, { kind: 'stopped' }>): AttemptFailure | LocalFailure {
+  switch (end.kind) {
+    case 'done':
+    case 'eof':
+      return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
+    case 'broken':
+      return { ok: false, failure: end.failure, cancelled: false };
+    case 'cancelled':
+      return { ok: false, failure: end.failure, cancelled: true };
+    case 'local':
+      return internalFailure(end.error);
+  }
 }
 
 export async function attemptStream(
@@ -228,6 +234,12 @@ export async function attemptStream(
   const request = buildUpstream(adapter, planned, body, true);
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
+  const control = {
+    signal: scope.controller.signal,
+    abort: (reason: AbortReason) => scope.controller.abort(new AttemptAbort(reason)),
+    onClose: () => scope.close(),
+    health: { registry: deps.health, key: planned.healthKey, attemptStartedAt: deps.now() },
+  };
   let committed = false;
   try {
     scope.arm(timeouts.connect_ms, 'connect_timeout');
@@ -245,10 +257,12 @@ export async function attemptStream(
       const [first, ...rest] = completionToEvents(completion);
       committed = true;
       scope.close();
+      const stream = UpstreamStream.fromEvents(rest, { ...control, abort: () => undefined });
+      stream.firstContentAt = deps.now();
       return {
         ok: true,
         status: response.status,
-        value: { held: [first!], events: fromArray(rest), firstContentAt: deps.now(), abort: () => undefined },
+        value: { held: [first], stream, firstContentAt: stream.firstContentAt },
       };
     }
     // Until the first content event, the first-token budget bounds the wait; after it, the idle budget.
@@ -259,38 +273,17 @@ export async function attemptStream(
         return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
       return scope.arm(timeouts.idle_ms, 'idle_timeout');
     };
-    const events = readUpstreamEvents({ body: response.body, adapter, armIdle });
-    const held: StreamEvent[] = [];
-    let malformed = 0;
-    for (;;) {
-      const next = await events.next();
-      if (next.done)
-        return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
-      const event = next.value;
-      if (event.kind === 'error') return { ok: false, failure: event.failure, cancelled: false };
-      if (event.kind === 'malformed') {
-        if (++malformed > 3) return { ok: false, failure: invalidResponse(event.reason), cancelled: false };
-        continue;
-      }
-      if (event.kind === 'done')
-        return { ok: false, failure: invalidResponse('stream ended before any content'), cancelled: false };
-      if (event.kind === 'ignore') continue;
+    const stream = UpstreamStream.fromBody({ body: response.body, adapter, armIdle }, control);
+    const held: ChunkEvent[] = [];
+    const end = await stream.read((event) => {
       held.push(event);
-      if (carriesContent(event)) break;
-    }
+      return carriesContent(event) ? STOP : undefined;
+    });
+    if (end.kind !== 'stopped') return beforeContent(end);
     firstTokenDeadline = null;
     committed = true;
-    const unlinkScope = () => scope.close();
-    return {
-      ok: true,
-      status: response.status,
-      value: {
-        held,
-        events: closeWith(events, unlinkScope),
-        firstContentAt: deps.now(),
-        abort: (reason) => scope.controller.abort(new AttemptAbort(reason)),
-      },
-    };
+    stream.firstContentAt = deps.now();
+    return { ok: true, status: response.status, value: { held, stream, firstContentAt: stream.firstContentAt } };
   } catch (error) {
     return failed(scope, error);
   } finally {
@@ -322,32 +315,6 @@ function parseCompletion(
 function isJson(headers: Record<string, string | string[] | undefined>): boolean {
   const type = headers['content-type'];
   return typeof type === 'string' && type.toLowerCase().includes('application/json');
-}
-
-async function* fromArray<T>(items: readonly T[]): AsyncGenerator<T, void, undefined> {
-  yield* items;
-}
-
-async function* closeWith<T>(
-  source: AsyncGenerator<T, void, undefined>,
-  onClose: () => void,
-): AsyncGenerator<T, void, undefined> {
-  try {
-    yield* source;
-  } finally {
-    onClose();
-  }
-}
-
-function invalidResponse(reason: string): UpstreamFailure {
-  return {
-    type: 'invalid_response',
-    status: null,
-    message: `Invalid response from provider: ${reason}`,
-    providerCode: null,
-    retryAfterMs: null,
-    raw: null,
-  };
 }
 
 function target(planned: PlannedAttempt): EndpointTarget {

@@ -14,7 +14,7 @@
  * health registry, which orders the next requests' plans.
  */
 import type { TollgateError } from '../core/errors.js';
-import type { NormalizedCompletion, StreamEvent } from '../providers/types.js';
+import type { NormalizedCompletion } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
 import {
   circuitOpenError,
@@ -28,7 +28,8 @@ import type { HealthRegistry } from './health.js';
 import type { PlannedAttempt } from './plan.js';
 import type { ExecuteDeps, RetryPolicy } from './execute-deps.js';
 import { SecretScrubber } from './secret-scrubber.js';
-import { abortReasonOf, type AbortReason } from './upstream-client.js';
+import type { ChunkEvent, UpstreamStream } from './stream-reader.js';
+import { abortReasonOf } from './upstream-client.js';
 
 export type { ExecuteDeps, RetryPolicy } from './execute-deps.js';
 
@@ -89,15 +90,14 @@ export interface CompletionOutcome {
 }
 
 export interface StreamOutcome {
-  /** Events read before the attempt committed (role deltas, the first content). */
-  held: StreamEvent[];
-  events: AsyncGenerator<StreamEvent, void, undefined>;
+  /** Chunks read before the attempt committed (role deltas, the first content). */
+  held: ChunkEvent[];
+  /** The rest of the upstream stream: read, classified and reported by routing/stream-reader.ts. */
+  stream: UpstreamStream;
   startedAt: number;
   attemptStartedAt: number;
   /** Time the first content event arrived. */
   firstContentAt: number;
-  /** Ends the upstream request (caller gone, or shutdown). */
-  abort(reason: AbortReason): void;
 }
 
 interface Entry {
@@ -346,14 +346,13 @@ export async function executeStream(unscoped: ExecuteDeps, input: ExecuteInput):
     false,
   );
   if (!outcome.ok) return outcome;
-  const { held, events, firstContentAt, abort } = outcome.value;
+  const { held, stream, firstContentAt } = outcome.value;
   return {
     ok: true,
     served: outcome.served,
     held,
-    events,
+    stream,
     firstContentAt,
-    abort,
     startedAt: outcome.startedAt,
     attemptStartedAt: outcome.attemptStartedAt,
     attempts: outcome.attempts,

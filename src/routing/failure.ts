@@ -52,6 +52,18 @@ export function failureFromThrown(error: unknown, signal: AbortSignal): Upstream
   };
 }
 
+/** The upstream answered with something that is not a valid answer (bad JSON, a broken stream, too many malformed events). */
+export function invalidResponse(reason: string): UpstreamFailure {
+  return {
+    type: 'invalid_response',
+    status: null,
+    message: `Invalid response from provider: ${reason}`,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
+}
+
 /** Socket and DNS error codes of a connection that failed or broke (Node's `net`, `dns`, `tls`). */
 const SOCKET_CODES = new Set([
   'ECONNRESET',

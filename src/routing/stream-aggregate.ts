@@ -127,7 +127,9 @@ export class CompletionAggregator {
 }
 
 /** A whole completion as stream events: one content chunk per choice (with its finish reason), the usage, done. */
-export function completionToEvents(completion: NormalizedCompletion): StreamEvent[] {
+export function completionToEvents(
+  completion: NormalizedCompletion,
+): [Extract<StreamEvent, { kind: 'chunk' }>, ...StreamEvent[]] {
   const choices: ChunkChoice[] = completion.choices.map((choice) => {
     const { role, content, tool_calls: toolCalls, ...rest } = choice.message;
     const delta: Record<string, unknown> = { role, content: content ?? '', ...rest };

@@ -1,10 +1,182 @@
 /**
- * Turns an upstream SSE body into adapter events, one at a time, with the stall (idle) timer armed
- * only while we wait on the upstream — never while the caller is slow to take the next event, so a
- * slow client is backpressure, not a provider stall.
+ * Reading an upstream stream, in one place for every path (docs/architecture.md, "Streams"): the
+ * attempt reads it up to its first content (the commit point), then the non-streamed path folds the
+ * rest into one completion and the streamed path relays it — all through `UpstreamStream.read`,
+ * which applies the limits (the malformed-event budget, the SSE line and event caps, the stall
+ * timer), classifies how the stream ended (the upstream's fault, our cancel, our bug) and reports a
+ * committed stream's outcome to the endpoint's health. Its consumers only fold or write.
+ *
+ * The stall (idle) timer is armed only while we wait on the upstream — never while the caller is
+ * slow to take the next event, so a slow client is backpressure, not a provider stall.
  */
 import { SseLimitError, SseParser } from '../streaming/sse-parser.js';
-import type { ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import type { FailureType, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
+import type { HealthRegistry } from './health.js';
+import { abortReasonOf, type AbortReason } from './upstream-client.js';
+
+/** Malformed events one upstream stream may send (each is skipped and reported) before it counts as broken. */
+export const MAX_MALFORMED_EVENTS = 3;
+
+export type ChunkEvent = Extract<StreamEvent, { kind: 'chunk' }>;
+
+/** A chunk handler's answer that stops reading and leaves the stream open for a later `read`. */
+export const STOP = Symbol('stop');
+export type ChunkHandler = (event: ChunkEvent) => void | typeof STOP | Promise<void | typeof STOP>;
+
+/** How a `read` ended. */
+export type StreamEnd =
+  /** `[DONE]`. */
+  | { kind: 'done' }
+  /** The body ended without `[DONE]` (complete only if every choice finished). */
+  | { kind: 'eof' }
+  /** The handler answered STOP. */
+  | { kind: 'stopped' }
+  /**
+   * The upstream broke it: an in-band error event, more malformed events than allowed, or a transport
+   * failure (a reset, a stall past the idle budget); `cause` says which.
+   */
+  | { kind: 'broken'; failure: UpstreamFailure; cause: 'event' | 'malformed' | 'transport' }
+  /** Our side ended it: the caller left or the process is shutting down. */
+  | { kind: 'cancelled'; failure: UpstreamFailure }
+  /** Our own code threw while reading: not the provider's fault. */
+  | { kind: 'local'; error: unknown };
+
+export interface UpstreamStreamControl {
+  /** The attempt's signal: its abort reason tells a stall or timeout (the upstream's) from a cancel (ours). */
+  signal: AbortSignal;
+  /** Ends the upstream request. */
+  abort(reason: AbortReason): void;
+  /** Runs once when the stream is done with (read to its end, or closed): releases the attempt's timers. */
+  onClose?(): void;
+  /** Where a committed stream's outcome is reported (`reportEnd`). */
+  health?: { registry: HealthRegistry; key: string; attemptStartedAt: number };
+}
+
+export class UpstreamStream {
+  private malformed = 0;
+  private closed = false;
+  /** When the first content event arrived (set at the commit point). */
+  firstContentAt = 0;
+
+  private constructor(
+    private readonly events: AsyncGenerator<StreamEvent, void, undefined>,
+    private readonly control: UpstreamStreamControl,
+  ) {}
+
+  /** A stream read from an upstream SSE body. */
+  static fromBody(options: StreamReaderOptions, control: UpstreamStreamControl): UpstreamStream {
+    return new UpstreamStream(readUpstreamEvents(options), control);
+  }
+
+  /** Events already in hand (an upstream that answered a stream request whole). */
+  static fromEvents(events: readonly StreamEvent[], control: UpstreamStreamControl): UpstreamStream {
+    return new UpstreamStream(
+      (async function* () {
+        yield* events;
+      })(),
+      control,
+    );
+  }
+
+  /**
+   * Reads events, giving each chunk to `onChunk`, until the stream ends or `onChunk` answers STOP
+   * (then the stream stays open for the next `read`). Any other end closes it. Errors thrown by
+   * `onChunk` are the consumer's: they close the stream and propagate.
+   */
+  async read(onChunk: ChunkHandler, onMalformed?: (reason: string) => void): Promise<StreamEnd> {
+    let end: StreamEnd;
+    try {
+      end = await this.loop(onChunk, onMalformed);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+    if (end.kind !== 'stopped') this.close();
+    return end;
+  }
+
+  private async loop(onChunk: ChunkHandler, onMalformed?: (reason: string) => void): Promise<StreamEnd> {
+    for (;;) {
+      let next: IteratorResult<StreamEvent>;
+      try {
+        next = await this.events.next();
+      } catch (error) {
+        return this.classify(error);
+      }
+      if (next.done) return { kind: 'eof' };
+      const event = next.value;
+      switch (event.kind) {
+        case 'chunk':
+          if ((await onChunk(event)) === STOP) return { kind: 'stopped' };
+          break;
+        case 'done':
+          return { kind: 'done' };
+        case 'error':
+          return { kind: 'broken', failure: event.failure, cause: 'event' };
+        case 'malformed':
+          onMalformed?.(event.reason);
+          if (++this.malformed > MAX_MALFORMED_EVENTS)
+            return { kind: 'broken', failure: invalidResponse(event.reason), cause: 'malformed' };
+          break;
+        case 'ignore':
+          break;
+      }
+    }
+  }
+
+  private classify(error: unknown): StreamEnd {
+    const signal = this.control.signal;
+    const reason = abortReasonOf(signal);
+    if (reason === 'client_closed' || reason === 'shutdown')
+      return { kind: 'cancelled', failure: failureFromThrown(error, signal) };
+    if (isTransportError(error, signal))
+      return { kind: 'broken', failure: failureFromThrown(error, signal), cause: 'transport' };
+    return { kind: 'local', error };
+  }
+
+  /** Ends the upstream request (its body reads fail from then on). */
+  abort(reason: AbortReason): void {
+    this.control.abort(reason);
+  }
+
+  /** Done with it: what is left of the body is drained (the connection goes back to the pool) or dropped. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    void this.events.return(undefined).catch(() => undefined);
+    this.control.onClose?.();
+  }
+
+  /**
+   * A committed stream's outcome, for its endpoint's health: the upstream's fault, or its time to
+   * first token and (when the answer completed) its throughput.
+   */
+  reportEnd(outcome: {
+    fault: FailureType | null;
+    incomplete: boolean;
+    finishedAt: number;
+    completionTokens: number | null;
+  }): void {
+    const health = this.control.health;
+    if (!health) return;
+    if (outcome.fault) {
+      health.registry.recordFailure(health.key, outcome.finishedAt, outcome.fault, null);
+      return;
+    }
+    const seconds = (outcome.finishedAt - this.firstContentAt) / 1000;
+    const throughput =
+      !outcome.incomplete && outcome.completionTokens !== null && seconds > 0
+        ? outcome.completionTokens / seconds
+        : null;
+    health.registry.recordSuccess(
+      health.key,
+      outcome.finishedAt,
+      this.firstContentAt - health.attemptStartedAt,
+      throughput,
+    );
+  }
+}
 
 export interface StreamReaderOptions {
   body: AsyncIterable<Uint8Array>;
@@ -13,7 +185,7 @@ export interface StreamReaderOptions {
   armIdle: () => () => void;
 }
 
-export async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator<StreamEvent, void, undefined> {
+async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator<StreamEvent, void, undefined> {
   const parser = new SseParser();
   const decoder = options.adapter.openStream?.() ?? options.adapter;
   const iterator = options.body[Symbol.asyncIterator]();

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { openAiAdapter } from '../providers/openai/adapter.js';
+import { HealthRegistry } from './health.js';
+import { MAX_MALFORMED_EVENTS, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';
+import { AttemptAbort, type AbortReason } from './upstream-client.js';
+
+const chunk = (content: string, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'u1', choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+
+/** An SSE body from text pieces; `hang` leaves it open after the last piece until the signal aborts. */
+function body(pieces: string[], signal: AbortSignal, hang = false): AsyncIterable<Uint8Array> {
+  return (async function* () {
+    for (const piece of pieces) yield new TextEncoder().encode(piece);
+    if (hang) await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+  })();
+}
+
+function open(pieces: string[], options: { hang?: boolean; health?: HealthRegistry } = {}) {
+  const controller = new AbortController();
+  let closed = 0;
+  const stream = UpstreamStream.fromBody(
+    { body: body(pieces, controller.signal, options.hang), adapter: openAiAdapter, armIdle: () => () => undefined },
+    {
+      signal: controller.signal,
+      abort: (reason: AbortReason) => controller.abort(new AttemptAbort(reason)),
+      onClose: () => closed++,
+      ...(options.health ? { health: { registry: options.health, key: 'p/m', attemptStartedAt: 1_000 } } : {}),
+    },
+  );
+  return { stream, controller, closed: () => closed };
+}
+
+const texts = (events: ChunkEvent[]) => events.map((e) => e.choices[0]?.delta.content).join('');
+
+describe('UpstreamStream: one reader for every path', () => {
+  it('stops at a STOP and goes on from there on the next read; [DONE] ends it and closes it once', async () => {
+    const { stream, closed } = open([chunk('a'), chunk('b'), chunk('c', 'stop'), 'data: [DONE]\n\n']);
+    const first: ChunkEvent[] = [];
+    expect(await stream.read((e) => (first.push(e), STOP))).toEqual({ kind: 'stopped' });
+    expect(closed()).toBe(0);
+    const rest: ChunkEvent[] = [];
+    expect(await stream.read((e) => void rest.push(e))).toEqual({ kind: 'done' });
+    expect([texts(first), texts(rest)]).toEqual(['a', 'bc']);
+    expect(closed()).toBe(1);
+  });
+
+  it(`skips up to ${MAX_MALFORMED_EVENTS} malformed events (reporting each), then calls the stream broken`, async () => {
+    const bad = 'data: {not json\n\n';
+    const reasons: string[] = [];
+    const tolerated = open([bad, chunk('a'), bad, bad, chunk('b', 'stop')]).stream;
+    expect(
+      await tolerated.read(
+        () => undefined,
+        (r) => reasons.push(r),
+      ),
+    ).toEqual({ kind: 'eof' });
+    expect(reasons).toHaveLength(3);
+    const broken = open([bad, bad, chunk('a'), bad, bad]).stream;
+    const end = await broken.read(() => undefined);
+    expect(end).toMatchObject({ kind: 'broken', cause: 'malformed', failure: { type: 'invalid_response' } });
+  });
+
+  it("tells the upstream's in-band error, a stall and our own cancel apart", async () => {
+    const inBand = open([chunk('a'), `data: ${JSON.stringify({ error: { message: 'overloaded', code: 502 } })}\n\n`]);
+    expect(await inBand.stream.read(() => undefined)).toMatchObject({ kind: 'broken', cause: 'event' });
+
+    const stalled = open([chunk('a')], { hang: true });
+    setTimeout(() => stalled.stream.abort('idle_timeout'), 10);
+    expect(await stalled.stream.read(() => undefined)).toMatchObject({
+      kind: 'broken',
+      cause: 'transport',
+      failure: { type: 'timeout' },
+    });
+
+    const left = open([chunk('a')], { hang: true });
+    setTimeout(() => left.stream.abort('client_closed'), 10);
+    expect(await left.stream.read(() => undefined)).toMatchObject({ kind: 'cancelled' });
+    expect(left.closed()).toBe(1);
+  });
+
+  it("a consumer's error closes the stream and reaches the consumer; it is not the provider's fault", async () => {
+    const { stream, closed } = open([chunk('a'), chunk('b')], { hang: true });
+    await expect(
+      stream.read(() => {
+        throw new Error('sink failed');
+      }),
+    ).rejects.toThrow('sink failed');
+    expect(closed()).toBe(1);
+  });
+
+  it("reports a committed stream's outcome to its endpoint's health", async () => {
+    const health = new HealthRegistry();
+    const { stream } = open([chunk('a', 'stop')], { health });
+    stream.firstContentAt = 1_200;
+    stream.reportEnd({ fault: null, incomplete: false, finishedAt: 2_200, completionTokens: 50 });
+    expect(health.snapshot('p/m', 2_200)).toMatchObject({
+      uptime5m: 100,
+      latency30m: { p50: 200 },
+      throughput30m: { p50: 50 },
+    });
+    stream.reportEnd({ fault: 'connection', incomplete: true, finishedAt: 2_300, completionTokens: null });
+    expect(health.snapshot('p/m', 2_300)?.uptime5m).toBe(50);
+  });
+});

@@ -13,7 +13,7 @@
  * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (throughput rounds,
  * default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
  * BENCH_STREAMS (concurrent streams, default 64), BENCH_OPEN_STREAMS (default 10000),
- * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput runs).
+ * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput and streaming runs).
  * Benchmarks assert no speed: the run exits non-zero only when a request failed or the ledger does
  * not add up.
  */
@@ -239,9 +239,12 @@ async function streamingSection(bench: Bench): Promise<StreamRow[]> {
     const job = { ...requestFor(bench, target, 'bench/stream50', true), concurrency: STREAMS };
     const warm = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: 1 });
     countGateway(bench, target, warm.streams, 0);
+    const profiling = PROFILER !== null && target === GATEWAY;
+    if (profiling) await PROFILER.start();
     const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
     const result = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: DURATION });
     const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
+    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
     countGateway(bench, target, result.streams, 0);
     for (const failure of [...warm.failures, ...result.failures])
       bench.failures.push(`streaming ${target}: ${failure}`);

@@ -3,11 +3,9 @@
  * status and `error.type` agree (429 rate_limit_error, 529 overloaded_error...), and in a stream,
  * where the status was already 200, the type alone tells what happened.
  */
+import { classifyHttpError, type ResponseHeaders } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { parseRetryAfterMs } from '../openai/classify-error.js';
 import type { FailureType, UpstreamFailure } from '../types.js';
-
-type Headers = Record<string, string | string[] | undefined>;
 
 interface ErrorDetail {
   type: string | null;
@@ -16,20 +14,15 @@ interface ErrorDetail {
 
 export function classifyAnthropicHttpError(
   status: number,
-  headers: Headers,
+  headers: ResponseHeaders,
   bodyText: string,
   nowMs: number,
 ): UpstreamFailure {
-  const raw = parseJsonOrText(bodyText);
-  const detail = readErrorDetail(raw);
-  return {
-    type: failureTypeForStatus(status, detail),
-    status,
-    message: detail.message ?? `HTTP ${status}`,
-    providerCode: detail.type,
-    retryAfterMs: parseRetryAfterMs(headers, nowMs),
-    raw,
-  };
+  // 529 overloaded_error is Anthropic-wide capacity, not our quota: another endpoint may serve (5xx → server).
+  return classifyHttpError(status, headers, bodyText, nowMs, (raw) => {
+    const detail = readErrorDetail(raw);
+    return { message: detail.message, providerCode: detail.type, type: null, clientErrorType: clientErrorType(detail) };
+  });
 }
 
 /** An `error` event inside a stream (e.g. `overloaded_error` after the 200 was sent). */
@@ -45,18 +38,11 @@ export function classifyAnthropicStreamError(payload: Record<string, unknown>): 
   };
 }
 
-function failureTypeForStatus(status: number, detail: ErrorDetail): FailureType {
-  if (status === 429) return 'rate_limited';
-  // 529 overloaded_error is Anthropic-wide capacity, not our quota: another endpoint may serve.
-  if (status === 408 || status === 504) return 'timeout';
-  if (status >= 500 && status <= 599) return 'server';
-  if (status >= 400 && status <= 499) {
-    if (isContextLength(detail)) return 'context_length_exceeded';
-    if (isOutOfCredit(detail)) return 'auth';
-    if (status === 401 || status === 402 || status === 403) return 'auth';
-    return 'bad_request';
-  }
-  return 'invalid_response';
+/** A 4xx that says more than its status. */
+function clientErrorType(detail: ErrorDetail): FailureType | null {
+  if (isContextLength(detail)) return 'context_length_exceeded';
+  if (isOutOfCredit(detail)) return 'auth';
+  return null;
 }
 
 const TYPE_FAILURES: Readonly<Record<string, FailureType>> = {
@@ -95,12 +81,4 @@ function readErrorDetail(raw: unknown): ErrorDetail {
   if (!isRecord(raw)) return { type: null, message: null };
   const error = isRecord(raw.error) ? raw.error : raw;
   return { type: stringOrNull(error.type), message: stringOrNull(error.message) };
-}
-
-function parseJsonOrText(bodyText: string): unknown {
-  try {
-    return JSON.parse(bodyText) as unknown;
-  } catch {
-    return bodyText;
-  }
 }

@@ -4,11 +4,9 @@
  * (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, UNAVAILABLE...). A 429 may say when to retry in a
  * `google.rpc.RetryInfo` detail rather than a header.
  */
+import { classifyHttpError, failureTypeForStatus, type ResponseHeaders } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { parseRetryAfterMs } from '../openai/classify-error.js';
 import type { FailureType, UpstreamFailure } from '../types.js';
-
-type Headers = Record<string, string | string[] | undefined>;
 
 interface ErrorDetail {
   code: number | null;
@@ -21,20 +19,20 @@ interface ErrorDetail {
 
 export function classifyGeminiHttpError(
   status: number,
-  headers: Headers,
+  headers: ResponseHeaders,
   bodyText: string,
   nowMs: number,
 ): UpstreamFailure {
-  const raw = parseJsonOrText(bodyText);
-  const detail = readErrorDetail(raw);
-  return {
-    type: failureType(status, detail),
-    status,
-    message: detail.message ?? `HTTP ${status}`,
-    providerCode: detail.status ?? detail.code,
-    retryAfterMs: parseRetryAfterMs(headers, nowMs) ?? detail.retryDelayMs,
-    raw,
-  };
+  return classifyHttpError(status, headers, bodyText, nowMs, (raw) => {
+    const detail = readErrorDetail(raw);
+    return {
+      message: detail.message,
+      providerCode: detail.status ?? detail.code,
+      type: bodyType(detail),
+      clientErrorType: status === 401 || status === 403 ? null : clientErrorType(detail),
+      retryAfterMs: detail.retryDelayMs,
+    };
+  });
 }
 
 /** An `{error}` event inside a stream; its `code` stands in for the HTTP status. */
@@ -65,24 +63,32 @@ const STATUS_FAILURES: Readonly<Record<string, FailureType>> = {
   NOT_FOUND: 'bad_request',
 };
 
-function failureType(httpStatus: number | null, detail: ErrorDetail): FailureType {
-  // A bad key is a 400 INVALID_ARGUMENT at Google: check it before the caller is blamed.
+/** What the body says whatever the status: a bad key (a 400 INVALID_ARGUMENT at Google: not the caller's fault), a context-length error. */
+function bodyType(detail: ErrorDetail): FailureType | null {
   if (
     detail.reasons.includes('API_KEY_INVALID') ||
     (detail.message !== null && /API key not valid|API key expired/i.test(detail.message))
   )
     return 'auth';
   if (detail.message !== null && CONTEXT_LENGTH_MESSAGE.test(detail.message)) return 'context_length_exceeded';
-  if (httpStatus === 429) return 'rate_limited';
-  if (httpStatus === 408 || httpStatus === 504) return 'timeout';
-  if (httpStatus !== null && httpStatus >= 500 && httpStatus <= 599) return 'server';
-  if (httpStatus === 401 || httpStatus === 403) return 'auth';
+  return null;
+}
+
+/** A 4xx (or a stream error without a status) by its gRPC status name and message; null: nothing specific. */
+function clientErrorType(detail: ErrorDetail): FailureType | null {
   const byStatus = detail.status === null ? undefined : STATUS_FAILURES[detail.status];
   if (byStatus !== undefined && byStatus !== 'bad_request') return byStatus;
   if (detail.message !== null && CONTENT_POLICY_MESSAGE.test(detail.message)) return 'content_policy';
-  if (byStatus !== undefined || (httpStatus !== null && httpStatus >= 400 && httpStatus <= 499)) return 'bad_request';
-  // No usable status: in a stream, an unknown error is most likely transient.
-  return httpStatus === null ? 'server' : 'invalid_response';
+  return byStatus ?? null;
+}
+
+function failureType(status: number | null, detail: ErrorDetail): FailureType {
+  const early = bodyType(detail);
+  if (early !== null) return early;
+  if (status !== null)
+    return failureTypeForStatus(status, status === 401 || status === 403 ? null : clientErrorType(detail));
+  // No status: the name says what it can; an unknown error mid-stream is most likely transient.
+  return clientErrorType(detail) ?? 'server';
 }
 
 // "The input token count (1131246) exceeds the maximum number of tokens allowed (1048576)."
@@ -112,12 +118,4 @@ function readErrorDetail(raw: unknown): ErrorDetail {
 function parseDurationMs(value: string): number | null {
   const match = /^(\d+(?:\.\d+)?)s$/.exec(value.trim());
   return match?.[1] === undefined ? null : Math.ceil(Number(match[1]) * 1000);
-}
-
-function parseJsonOrText(bodyText: string): unknown {
-  try {
-    return JSON.parse(bodyText) as unknown;
-  } catch {
-    return bodyText;
-  }
 }

@@ -3,10 +3,11 @@
  * UpstreamFailure, so routing decides failover from data. OpenAI-compatible providers vary in the
  * body's shape, so the reader accepts the common variants (see readErrorDetail).
  */
+import { classifyHttpError, failureTypeForStatus, type ResponseHeaders } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { FailureType, UpstreamFailure } from '../types.js';
 
-type Headers = Record<string, string | string[] | undefined>;
+export { parseRetryAfterMs } from '../http-error.js';
 
 /** The fields of an upstream error we classify on. */
 interface ErrorDetail {
@@ -18,20 +19,19 @@ interface ErrorDetail {
 
 export function classifyOpenAiHttpError(
   status: number,
-  headers: Headers,
+  headers: ResponseHeaders,
   bodyText: string,
   nowMs: number,
 ): UpstreamFailure {
-  const raw = parseJsonOrText(bodyText);
-  const detail = readErrorDetail(raw);
-  return {
-    type: failureTypeForStatus(status, detail),
-    status,
-    message: detail.message ?? `HTTP ${status}`,
-    providerCode: detail.code ?? detail.type,
-    retryAfterMs: parseRetryAfterMs(headers, nowMs),
-    raw,
-  };
+  return classifyHttpError(status, headers, bodyText, nowMs, (raw) => {
+    const detail = readErrorDetail(raw);
+    return {
+      message: detail.message,
+      providerCode: detail.code ?? detail.type,
+      type: null,
+      clientErrorType: clientErrorType(detail),
+    };
+  });
 }
 
 /**
@@ -43,7 +43,10 @@ export function classifyOpenAiStreamError(payload: Record<string, unknown>): Ups
   const embeddedStatus =
     typeof detail.code === 'number' && detail.code >= 400 && detail.code <= 599 ? detail.code : null;
   return {
-    type: embeddedStatus === null ? failureTypeWithoutStatus(detail) : failureTypeForStatus(embeddedStatus, detail),
+    type:
+      embeddedStatus === null
+        ? failureTypeWithoutStatus(detail)
+        : failureTypeForStatus(embeddedStatus, clientErrorType(detail)),
     status: embeddedStatus,
     message: detail.message ?? 'upstream reported an error in the stream',
     providerCode: detail.code ?? detail.type,
@@ -52,19 +55,11 @@ export function classifyOpenAiStreamError(payload: Record<string, unknown>): Ups
   };
 }
 
-function failureTypeForStatus(status: number, detail: ErrorDetail): FailureType {
-  if (status === 429) return 'rate_limited';
-  if (status === 408 || status === 504) return 'timeout';
-  if (status >= 500 && status <= 599) return 'server';
-  if (status >= 400 && status <= 499) {
-    // Checked before the status mapping: providers send these as 400, 403 (moderation) or 413.
-    if (isContextLength(detail)) return 'context_length_exceeded';
-    if (isContentPolicy(detail)) return 'content_policy';
-    // 402: our provider account cannot pay; like a rejected key, another endpoint may still succeed.
-    if (status === 401 || status === 402 || status === 403) return 'auth';
-    return 'bad_request';
-  }
-  return 'invalid_response'; // an "error" with a 1xx/2xx/3xx status is not OpenAI behaviour
+/** A 4xx that says more than its status: providers send these as 400, 403 (moderation) or 413. */
+function clientErrorType(detail: ErrorDetail): FailureType | null {
+  if (isContextLength(detail)) return 'context_length_exceeded';
+  if (isContentPolicy(detail)) return 'content_policy';
+  return null;
 }
 
 const RATE_LIMIT_CODES = new Set([
@@ -106,14 +101,6 @@ function isContentPolicy(detail: ErrorDetail): boolean {
   return detail.message !== null && CONTENT_POLICY_MESSAGE.test(detail.message);
 }
 
-function parseJsonOrText(bodyText: string): unknown {
-  try {
-    return JSON.parse(bodyText) as unknown;
-  } catch {
-    return bodyText;
-  }
-}
-
 /**
  * Accepts `{error: {message, code, type}}` (OpenAI), `{error: "text"}`, `[{error: {...}}]` (Gemini's
  * OpenAI endpoint), `{message, code}` and `{detail: "text"}` (FastAPI-based servers such as vLLM).
@@ -132,27 +119,4 @@ function readErrorDetail(raw: unknown): ErrorDetail {
     type: stringOrNull(error.type),
     flagged: error.flagged === true || metadata?.flagged_input !== undefined,
   };
-}
-
-/** `retry-after-ms` (OpenAI, more precise) wins over `retry-after` (seconds or an HTTP date). */
-export function parseRetryAfterMs(headers: Headers, nowMs: number): number | null {
-  const ms = headerValue(headers, 'retry-after-ms');
-  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
-  const value = headerValue(headers, 'retry-after');
-  if (value === null) return null;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000);
-  // An HTTP date names a month; Date.parse alone would also take "-5" as a year.
-  const date = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN;
-  return Number.isNaN(date) ? null : Math.max(0, date - nowMs);
-}
-
-function headerValue(headers: Headers, name: string): string | null {
-  let value = headers[name];
-  if (value === undefined) {
-    // Node and undici lower-case header names; a hand-built record may not.
-    const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
-    value = key === undefined ? undefined : headers[key];
-  }
-  const first = Array.isArray(value) ? value[0] : value;
-  return first === undefined ? null : first;
 }

@@ -1,0 +1,90 @@
+/**
+ * What every provider adapter does with an HTTP error the same way: read the body as JSON when it is
+ * JSON (as text otherwise), take the retry hint from the headers, and map the status to a failure
+ * once the provider's own reading of the body had its say. Each adapter keeps only what its API
+ * says differently (its error shape, its codes, its messages).
+ */
+import type { FailureType, UpstreamFailure } from './types.js';
+
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+/** What an adapter reads from an error body. */
+export interface ErrorReading {
+  message: string | null;
+  providerCode: string | number | null;
+  /** Decided by the body before the status (a bad key sent as 400, a context-length error sent as 400 or 413…). */
+  type: FailureType | null;
+  /** A 4xx status the body does not explain: the provider's own mapping (status names, content policy), or null for the default. */
+  clientErrorType?: FailureType | null;
+  /** A retry hint inside the body (the header wins). */
+  retryAfterMs?: number | null;
+}
+
+export function parseJsonOrText(bodyText: string): unknown {
+  try {
+    return JSON.parse(bodyText) as unknown;
+  } catch {
+    return bodyText;
+  }
+}
+
+/**
+ * The failure an HTTP status means: 429 rate-limited; 408 and 504 timeouts; other 5xx the provider's
+ * trouble; 401, 402 (our provider account cannot pay) and 403 our credentials — another endpoint may
+ * still succeed; other 4xx the request's fault unless `clientErrorType` says otherwise; an "error" with
+ * a 1xx–3xx status is not an answer.
+ */
+export function failureTypeForStatus(status: number, clientErrorType: FailureType | null = null): FailureType {
+  if (status === 429) return 'rate_limited';
+  if (status === 408 || status === 504) return 'timeout';
+  if (status >= 500 && status <= 599) return 'server';
+  if (status >= 400 && status <= 499) {
+    if (clientErrorType !== null) return clientErrorType;
+    if (status === 401 || status === 402 || status === 403) return 'auth';
+    return 'bad_request';
+  }
+  return 'invalid_response';
+}
+
+/** An HTTP error response as an UpstreamFailure, through the adapter's reading of its body. */
+export function classifyHttpError(
+  status: number,
+  headers: ResponseHeaders,
+  bodyText: string,
+  nowMs: number,
+  read: (raw: unknown, status: number) => ErrorReading,
+): UpstreamFailure {
+  const raw = parseJsonOrText(bodyText);
+  const reading = read(raw, status);
+  return {
+    type: reading.type ?? failureTypeForStatus(status, reading.clientErrorType ?? null),
+    status,
+    message: reading.message ?? `HTTP ${status}`,
+    providerCode: reading.providerCode,
+    retryAfterMs: parseRetryAfterMs(headers, nowMs) ?? reading.retryAfterMs ?? null,
+    raw,
+  };
+}
+
+/** `retry-after-ms` (OpenAI, more precise) wins over `retry-after` (seconds or an HTTP date). */
+export function parseRetryAfterMs(headers: ResponseHeaders, nowMs: number): number | null {
+  const ms = headerValue(headers, 'retry-after-ms');
+  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
+  const value = headerValue(headers, 'retry-after');
+  if (value === null) return null;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000);
+  // An HTTP date names a month; Date.parse alone would also take "-5" as a year.
+  const date = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN;
+  return Number.isNaN(date) ? null : Math.max(0, date - nowMs);
+}
+
+function headerValue(headers: ResponseHeaders, name: string): string | null {
+  let value = headers[name];
+  if (value === undefined) {
+    // Node and undici lower-case header names; a hand-built record may not.
+    const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+    value = key === undefined ? undefined : headers[key];
+  }
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? null : first;
+}

@@ -70,6 +70,23 @@ export default tseslint.config(
   { files: DOMAIN.map((dir) => `src/${dir}/**/*.ts`), rules: restrict(FASTIFY, IMPLEMENTATIONS, UPWARD) },
   { files: ['src/core/**/*.ts'], rules: restrict(FASTIFY, IMPLEMENTATIONS, UPWARD, CORE) },
   { files: ['src/http/**/*.ts'], rules: restrict(IMPLEMENTATIONS) },
+  // Routes reach data through the pipeline's use cases: they may hand `services.store` to them, never
+  // call it themselves. The operations endpoints (ops.ts) probe the store's health directly.
+  {
+    files: ['src/http/routes/**/*.ts'],
+    ignores: ['src/http/routes/ops.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "MemberExpression[object.type='MemberExpression'][object.object.name='services'][object.property.name='store']",
+          message:
+            'Routes reach data through src/pipeline (pass services.store to a use case), not services.store itself',
+        },
+      ],
+    },
+  },
   // The implementations themselves, and the composition root that wires them.
   { files: ['src/store/**/*.ts', 'src/billing/redis-*.ts', 'src/limits/redis-*.ts'], rules: restrict(FASTIFY, UPWARD) },
   {

@@ -1,5 +1,5 @@
 /**
- * Sign-in for account holders (dashboard-docs/api.md "Session authentication"), through real HTTP on both
+ * Sign-in for account holders (docs/api.md, "The dashboard's session API"), through real HTTP on both
  * stores: cookie attributes, sign out (everywhere), CSRF, the session-or-management-key account API,
  * sign-up policy, password change.
  */

@@ -76,6 +76,23 @@ describe('lint-enforced boundaries', { timeout: 60_000 }, () => {
     ).toEqual([]);
   });
 
+  it('routes reach data through the pipeline, not services.store', async () => {
+    const [direct] = await eslint.lintText(
+      'export const f = (services: { store: { getAccount(id: string): void } }) => services.store.getAccount("a");\n',
+      {
+        filePath: `${ROOT}src/http/routes/x.ts`,
+      },
+    );
+    expect(direct?.messages.map((m) => m.message)).toEqual([
+      expect.stringContaining('Routes reach data through src/pipeline'),
+    ]);
+    const [handed] = await eslint.lintText(
+      'export const deps = (services: { store: object; now: number }) => ({ store: services.store, now: services.now });\n',
+      { filePath: `${ROOT}src/http/routes/x.ts` },
+    );
+    expect(handed?.messages).toEqual([]);
+  });
+
   it('the cycle check finds cycles, type-only ones included, and passes an acyclic graph', () => {
     expect(
       importsOf(

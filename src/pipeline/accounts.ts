@@ -84,3 +84,27 @@ export function renderAccount(account: AccountRecord) {
     is_free_tier: account.totalPurchased === 0n,
   };
 }
+
+/** The account a key or session belongs to; a key whose account is gone is an invalid key. */
+export async function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
+  const account = await deps.store.getAccount(accountId);
+  if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
+  return account;
+}
+
+/** GET /account: the account and the credit granted to its OAuth apps. */
+export async function accountOverview(deps: Pick<AccountDeps, 'store'>, accountId: string) {
+  const [account, granted] = await Promise.all([
+    deps.store.getAccount(accountId),
+    deps.store.accountAuth.totalGranted(accountId),
+  ]);
+  if (!account) throw new TollgateError('resource.not_found', 'Account not found');
+  return { ...renderAccount(account), total_granted: unitsToUsd(granted) };
+}
+
+/** The account of a live session; one deleted meanwhile ends the session. */
+export async function sessionAccount(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
+  const account = await deps.store.getAccount(accountId);
+  if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+  return account;
+}

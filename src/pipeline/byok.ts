@@ -114,6 +114,12 @@ export async function createByok(
   return record;
 }
 
+/** The account's provider keys (never their secrets). */
+export async function listByok(deps: Pick<ByokDeps, 'store'>, accountId: string) {
+  const records = await deps.store.byok.list(accountId);
+  return records.map(renderByok);
+}
+
 export async function ownedByok(deps: ByokDeps, accountId: string, id: string): Promise<ByokRecord> {
   const record = id.length <= 100 ? await deps.store.byok.get(id) : null;
   if (!record || record.accountId !== accountId) throw new TollgateError('resource.not_found', 'BYOK key not found');

@@ -1,6 +1,16 @@
 /** The generation record as `GET /generation` returns it (docs/api.md; every required key present). */
+import { TollgateError } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
-import type { GenerationRecord } from '../store/types.js';
+import type { GenerationRecord, Store } from '../store/types.js';
+
+/** One of the account's generations, rendered; another account's is indistinguishable from a missing one. */
+export async function generationOf(deps: { store: Store }, accountId: string, id: string) {
+  if (id.length === 0) throw new TollgateError('request.invalid_body', 'Query parameter "id" is required');
+  const generation = id.length <= 200 ? await deps.store.getGeneration(id) : null;
+  if (!generation || generation.accountId !== accountId)
+    throw new TollgateError('resource.not_found', `Generation ${id.slice(0, 200)} not found`);
+  return renderGeneration(generation);
+}
 
 export function renderGeneration(g: GenerationRecord) {
   return {

@@ -12,6 +12,7 @@ import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { limitRemaining, ZERO_USAGE } from '../billing/key-view.js';
 import { LIMIT_RESETS, usagePeriods } from '../core/usage-window.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { OAuthApp } from '../store/account-auth-store.js';
 import type { KeyPatch, KeyRecord, KeyUsage, Store } from '../store/types.js';
 
 export interface KeyServiceDeps {
@@ -149,6 +150,30 @@ export async function createKey(
   };
   await deps.store.insertKey(key);
   return { key, plaintext };
+}
+
+/** Any account's key, for the operator; 404 when there is none. */
+export async function keyByHash(deps: Pick<KeyServiceDeps, 'store'>, hash: string): Promise<KeyRecord> {
+  const key = /^[0-9a-f]{64}$/.test(hash) ? await deps.store.getKey(hash) : null;
+  if (!key) throw new TollgateError('resource.not_found', 'Key not found');
+  return key;
+}
+
+/** One page of an account's keys, newest first. */
+export function listKeys(
+  deps: Pick<KeyServiceDeps, 'store'>,
+  accountId: string,
+  page: { offset: number; limit: number; includeDisabled: boolean },
+): Promise<KeyRecord[]> {
+  return deps.store.listKeys(accountId, page);
+}
+
+/** The OAuth app each key was issued to (keys made by hand have none). */
+export async function appsOfKeys(
+  deps: Pick<KeyServiceDeps, 'store'>,
+  keys: readonly KeyRecord[],
+): Promise<Map<string, OAuthApp>> {
+  return keys.length === 0 ? new Map() : deps.store.accountAuth.appsOfKeys(keys.map((k) => k.hash));
 }
 
 /** A key of the given account, or 404 (another account's key is indistinguishable from a missing one). */

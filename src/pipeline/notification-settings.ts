@@ -1,7 +1,15 @@
-/** An account holder's notification switches (`GET/PATCH /account/notifications`, dashboard-docs/api.md). */
+/** An account holder's notification switches (`GET/PATCH /account/notifications`, docs/api.md). */
 import { z } from 'zod';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { NotificationSettings, NotificationSettingsPatch } from '../store/mail-types.js';
+import type { Store } from '../store/types.js';
+
+export interface NotificationSettingsDeps {
+  store: Store;
+  now(): number;
+  /** The low-balance threshold of an account that set none (`notifications.low_balance_threshold`). */
+  defaultThreshold: Units;
+}
 
 const threshold = z
   .number()
@@ -40,4 +48,17 @@ export function renderNotificationSettings(settings: NotificationSettings, defau
     key_limit: { enabled: settings.keyLimitEnabled },
     key_expiry: { enabled: settings.keyExpiryEnabled },
   };
+}
+
+export async function notificationSettingsOf(deps: NotificationSettingsDeps, accountId: string) {
+  return renderNotificationSettings(await deps.store.notifications.settings(accountId), deps.defaultThreshold);
+}
+
+export async function updateNotificationSettings(
+  deps: NotificationSettingsDeps,
+  accountId: string,
+  input: z.output<typeof notificationSettingsPatchSchema>,
+) {
+  const settings = await deps.store.notifications.updateSettings(accountId, toSettingsPatch(input), deps.now());
+  return renderNotificationSettings(settings, deps.defaultThreshold);
 }

@@ -21,7 +21,7 @@ function fakeUsage(days: ModelDay[]): UsageStore {
 }
 
 const deps = (days: ModelDay[]) => ({
-  usage: fakeUsage(days),
+  store: { usage: fakeUsage(days) },
   catalog: { models: new Map(), providers: new Map() } as Catalog,
   minAccounts: 1,
   now: () => NOW,

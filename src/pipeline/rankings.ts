@@ -12,7 +12,7 @@ import { addDays, daysBetween, monthStart, parseUtcDay, utcDay, weekStart } from
 import { parseQuery } from './activity.js';
 
 export interface RankingsDeps {
-  usage: UsageStore;
+  store: { usage: UsageStore };
   catalog: Catalog;
   minAccounts: number;
   now(): number;
@@ -83,14 +83,14 @@ export async function appRankings(deps: RankingsDeps, rawQuery: unknown) {
   const query = parseQuery(appRankingsQuery, rawQuery);
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
-  const current = await deps.usage.appTotals(range, deps.minAccounts);
+  const current = await deps.store.usage.appTotals(range, deps.minAccounts);
   let ranked: RankedApp[];
   if (query.sort === 'popular') {
     ranked = current.sort(byTokens);
   } else {
     // Trending: window volume minus the average of the three equal windows before it; growth only.
     const length = daysBetween(range.from, range.to) + 1;
-    const before = await deps.usage.appTotals(
+    const before = await deps.store.usage.appTotals(
       { from: addDays(range.from, -3 * length), to: addDays(range.from, -1) },
       deps.minAccounts,
     );
@@ -135,7 +135,7 @@ export async function rankingsDaily(deps: RankingsDeps, rawQuery: unknown) {
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
   const buckets = new Map<string, Map<string, bigint>>();
-  for (const row of await deps.usage.modelDays(range)) {
+  for (const row of await deps.store.usage.modelDays(range)) {
     const date = BUCKET[query.period](row.day);
     const models = buckets.get(date) ?? new Map<string, bigint>();
     models.set(row.model, (models.get(row.model) ?? 0n) + row.tokens);
@@ -186,8 +186,8 @@ export async function rankingsSummary(deps: RankingsDeps, rawQuery: unknown) {
     to: today,
   };
   const [apps, models] = await Promise.all([
-    deps.usage.appTotals(range, deps.minAccounts),
-    deps.usage.modelDays(range),
+    deps.store.usage.appTotals(range, deps.minAccounts),
+    deps.store.usage.modelDays(range),
   ]);
   return {
     data: {

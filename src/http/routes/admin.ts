@@ -12,6 +12,8 @@ import {
   adminCreateKeySchema,
   createKey,
   deleteKey,
+  keyByHash,
+  listKeys,
   renderApiKey,
   updateKey,
   updateKeySchema,
@@ -53,7 +55,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     async (request) => {
       const id = (request.params as { id: string }).id;
       const { password } = parseBody(setPasswordSchema, request.body);
-      await setAccountPassword(services.store.accountAuth, id, password);
+      await setAccountPassword(deps.store.accountAuth, id, password);
       // A password set by the operator (say, after a lost one) ends every session the old one opened.
       const revoked = await services.accountAuth.sessions.revokeAll(id);
       return { data: { updated: true, sessions_revoked: revoked } };
@@ -105,7 +107,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     async (request) => {
       const query = parseBody(listKeysQuery, request.query);
       const account = await getAccount(deps, (request.params as { id: string }).id);
-      const keys = await services.store.listKeys(account.id, {
+      const keys = await listKeys(deps, account.id, {
         offset: query.offset,
         limit: 100,
         includeDisabled: query.include_disabled === 'true',
@@ -150,8 +152,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     '/api/v1/admin/keys/:hash',
     async (request) => {
       const hash = (request.params as { hash: string }).hash;
-      const existing = /^[0-9a-f]{64}$/.test(hash) ? await services.store.getKey(hash) : null;
-      if (!existing) throw new TollgateError('resource.not_found', 'Key not found');
+      const existing = await keyByHash(deps, hash);
       const key = await updateKey(services.keys, existing.accountId, hash, parseBody(updateKeySchema, request.body));
       const usage = await usageOf(services.keys, [key]);
       return { data: renderApiKey(key, usage.get(key.hash)) };
@@ -164,8 +165,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     '/api/v1/admin/keys/:hash',
     async (request) => {
       const hash = (request.params as { hash: string }).hash;
-      const existing = /^[0-9a-f]{64}$/.test(hash) ? await services.store.getKey(hash) : null;
-      if (!existing) throw new TollgateError('resource.not_found', 'Key not found');
+      const existing = await keyByHash(deps, hash);
       await deleteKey(services.keys, existing.accountId, hash);
       return { deleted: true };
     },

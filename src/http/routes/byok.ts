@@ -3,6 +3,7 @@ import {
   createByok,
   createByokSchema,
   deleteByok,
+  listByok,
   ownedByok,
   renderByok,
   rewrapByok,
@@ -24,8 +25,8 @@ export function registerByokRoutes(routes: RouteTable, services: Services, deps:
     '/api/v1/byok',
     async (request) => {
       const me = requestKey(request);
-      const records = await services.store.byok.list(me.accountId);
-      return { data: records.map(renderByok), total_count: records.length };
+      const records = await listByok(deps, me.accountId);
+      return { data: records, total_count: records.length };
     },
     management,
   );

@@ -3,8 +3,10 @@ import { z } from 'zod';
 import { TollgateError } from '../../core/errors.js';
 import {
   adminCreateKeySchema,
+  appsOfKeys,
   createKey,
   deleteKey,
+  listKeys,
   ownedKey,
   renderApiKey,
   updateKey,
@@ -29,7 +31,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
   const account = { auth: 'account' } as const;
   /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null). */
   const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
-    const apps = keys.length === 0 ? new Map() : await services.store.accountAuth.appsOfKeys(keys.map((k) => k.hash));
+    const apps = await appsOfKeys(services.keys, keys);
     return keys.map((k) => ({ ...renderApiKey(k, usage.get(k.hash)), app: apps.get(k.hash) ?? null }));
   };
 
@@ -39,7 +41,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     async (request) => {
       const me = requestAccount(request);
       const query = parseBody(listQuery, request.query);
-      const keys = await services.store.listKeys(me.accountId, {
+      const keys = await listKeys(services.keys, me.accountId, {
         offset: query.offset,
         limit: PAGE,
         includeDisabled: query.include_disabled === 'true',

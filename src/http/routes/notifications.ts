@@ -4,9 +4,9 @@
  */
 import { usdToUnits } from '../../core/money.js';
 import {
+  notificationSettingsOf,
   notificationSettingsPatchSchema,
-  renderNotificationSettings,
-  toSettingsPatch,
+  updateNotificationSettings,
 } from '../../pipeline/notification-settings.js';
 import { requestAccount } from '../route-auth.js';
 import { parseBody } from '../parse-body.js';
@@ -14,7 +14,11 @@ import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
 
 export function registerNotificationRoutes(routes: RouteTable, services: Services): void {
-  const defaultThreshold = usdToUnits(services.config.notifications.low_balance_threshold);
+  const deps = {
+    store: services.store,
+    now: services.now,
+    defaultThreshold: usdToUnits(services.config.notifications.low_balance_threshold),
+  };
   // A management key or the dashboard's session (with the CSRF defence on PATCH), from the headers.
   const account = { auth: 'account' } as const;
 
@@ -23,9 +27,7 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
     '/api/v1/account/notifications',
     async (request) => {
       const { accountId } = requestAccount(request);
-      return {
-        data: renderNotificationSettings(await services.store.notifications.settings(accountId), defaultThreshold),
-      };
+      return { data: await notificationSettingsOf(deps, accountId) };
     },
     account,
   );
@@ -35,9 +37,8 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
     '/api/v1/account/notifications',
     async (request) => {
       const { accountId } = requestAccount(request);
-      const patch = toSettingsPatch(parseBody(notificationSettingsPatchSchema, request.body));
-      const settings = await services.store.notifications.updateSettings(accountId, patch, services.now());
-      return { data: renderNotificationSettings(settings, defaultThreshold) };
+      const input = parseBody(notificationSettingsPatchSchema, request.body);
+      return { data: await updateNotificationSettings(deps, accountId, input) };
     },
     account,
   );

@@ -1,4 +1,5 @@
 /** GET /api/v1/admin/outbox — mail not delivered yet (waiting for a retry, or given up), oldest first. */
+import { undeliveredMail } from '../../pipeline/mail-outbox.js';
 import type { OutboxEntry } from '../../store/mail-types.js';
 import { z } from 'zod';
 import { pageOffset } from '../page-offset.js';
@@ -32,7 +33,7 @@ export function registerOutboxAdminRoutes(routes: RouteTable, services: Services
     '/api/v1/admin/outbox',
     async (request) => {
       const { offset } = parseBody(z.object({ offset: pageOffset }), request.query);
-      const entries = await services.store.outbox.listUndelivered(PAGE, offset);
+      const entries = await undeliveredMail(services.keys, PAGE, offset);
       return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
     },
     { auth: 'admin' },

@@ -9,7 +9,7 @@ import type { Services } from '../services.js';
 export function registerRankingsRoutes(routes: RouteTable, services: Services): void {
   if (!services.config.rankings.public) return;
   const deps: RankingsDeps = {
-    usage: services.store.usage,
+    store: services.store,
     catalog: services.catalog,
     minAccounts: services.config.rankings.min_accounts,
     now: services.now,

@@ -1,5 +1,5 @@
 /**
- * The dashboard's sign-in (contract: /work/contract/dashboard-docs/api.md, "Session authentication"):
+ * The dashboard's sign-in (docs/api.md, "The dashboard's session API"):
  * POST/GET/DELETE /session, sign out everywhere, sign-up when open, password change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -14,6 +14,7 @@ import {
   signUpSchema,
 } from '../../pipeline/sign-in.js';
 import { TollgateError } from '../../core/errors.js';
+import { sessionAccount } from '../../pipeline/accounts.js';
 import type { AccountRecord } from '../../store/types.js';
 import { checkOrigin, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
@@ -76,8 +77,7 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
           clearSessionCookie(request, reply);
         throw error;
       }
-      const account = await services.store.getAccount(active.session.accountId);
-      if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+      const account = await sessionAccount(services.keys, active.session.accountId);
       return reply.header('cache-control', 'no-store').send(renderSession(account, active));
     },
     { auth: 'none' },

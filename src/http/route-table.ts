@@ -3,10 +3,33 @@
  * (404) from "path exists, wrong method" (405 with Allow), and so every route states who may call it
  * (`auth`, see route-auth.ts) and how large a body it takes. Admin routes send no CORS headers.
  */
-import type { FastifyInstance, onRequestHookHandler, RouteHandlerMethod, RouteOptions } from 'fastify';
+import type {
+  FastifyInstance,
+  onRequestHookHandler,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteHandlerMethod,
+  RouteOptions,
+} from 'fastify';
 import type { RouteAuth } from './route-auth.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
+
+/** The path parameters of a URL template, typed from the template itself: `/keys/:hash` → `{ hash: string }`. */
+export type ParamsOf<Url extends string> = Url extends `${string}:${infer Name}/${infer Rest}`
+  ? { [K in Name]: string } & ParamsOf<`/${Rest}`>
+  : Url extends `${string}:${infer Name}`
+    ? { [K in Name]: string }
+    : Record<never, never>;
+
+/** A route's handler: `request.params` typed from its URL; the query is parsed with a schema (`parseBody`), never cast. */
+export type RouteHandler<Url extends string> = RouteHandlerMethod<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  { Params: ParamsOf<Url>; Querystring: unknown; Body: unknown }
+>;
 
 export interface RouteDeclaration extends Pick<RouteOptions, 'bodyLimit'> {
   /** Who may call it; checked from the headers before the body is read. Every route should say (`none` for public ones). */
@@ -32,7 +55,12 @@ export class RouteTable {
     return new RouteTable(instance, this.guard, this.defaultBodyLimit, this.patterns);
   }
 
-  add(method: Method, url: string, handler: RouteHandlerMethod, declaration: RouteDeclaration = {}): void {
+  add<Url extends string>(
+    method: Method,
+    url: Url,
+    handler: RouteHandler<Url>,
+    declaration: RouteDeclaration = {},
+  ): void {
     // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.
     const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
     this.patterns.push({ method, url, regex, auth: declaration.auth });
@@ -40,7 +68,7 @@ export class RouteTable {
     this.app.route({
       method,
       url,
-      handler,
+      handler: handler as RouteHandlerMethod,
       onRequest,
       bodyLimit: declaration.bodyLimit ?? this.defaultBodyLimit,
       config: {

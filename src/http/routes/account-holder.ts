@@ -34,7 +34,7 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
     '/api/v1/apps/:id',
     async (request, reply) => {
       const caller = await authenticateAccount(services, request, reply);
-      const id = (request.params as { id: string }).id;
+      const id = request.params.id;
       await revokeAppGrant(services.keys, caller.accountId, id);
       return { deleted: true };
     },

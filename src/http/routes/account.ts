@@ -1,11 +1,16 @@
 /** GET /key, GET /credits, GET /generation — the caller's own account (inference or management key; /credits also the dashboard's session). */
+import { z } from 'zod';
 import { unitsToUsd } from '../../core/money.js';
 import { accountOfCaller } from '../../pipeline/accounts.js';
 import { renderKeyInfo, usageOf } from '../../pipeline/key-management.js';
 import { generationOf } from '../../pipeline/generation-view.js';
+import { parseBody } from '../parse-body.js';
 import { requestAccount, requestKey } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
+
+/** `?id=`: a missing or repeated id is answered by generationOf (400 "id is required"). */
+const GENERATION_QUERY = z.looseObject({ id: z.unknown().optional() });
 
 export function registerAccountRoutes(routes: RouteTable, services: Services): void {
   routes.add(
@@ -40,7 +45,7 @@ export function registerAccountRoutes(routes: RouteTable, services: Services): v
     '/api/v1/generation',
     async (request) => {
       const key = requestKey(request);
-      const id = (request.query as { id?: unknown }).id;
+      const { id } = parseBody(GENERATION_QUERY, request.query);
       return { data: await generationOf(services.keys, key.accountId, typeof id === 'string' ? id : '') };
     },
     { auth: 'any-key' },

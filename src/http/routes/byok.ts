@@ -18,7 +18,6 @@ import type { Services } from '../services.js';
 
 export function registerByokRoutes(routes: RouteTable, services: Services, deps: ByokDeps): void {
   const management = { auth: 'management' } as const;
-  const idOf = (params: unknown) => (params as { id: string }).id;
 
   routes.add(
     'GET',
@@ -47,7 +46,7 @@ export function registerByokRoutes(routes: RouteTable, services: Services, deps:
     '/api/v1/byok/:id',
     async (request) => {
       const me = requestKey(request);
-      return { data: renderByok(await ownedByok(deps, me.accountId, idOf(request.params))) };
+      return { data: renderByok(await ownedByok(deps, me.accountId, request.params.id)) };
     },
     management,
   );
@@ -57,12 +56,7 @@ export function registerByokRoutes(routes: RouteTable, services: Services, deps:
     '/api/v1/byok/:id',
     async (request) => {
       const me = requestKey(request);
-      const record = await updateByok(
-        deps,
-        me.accountId,
-        idOf(request.params),
-        parseBody(updateByokSchema, request.body),
-      );
+      const record = await updateByok(deps, me.accountId, request.params.id, parseBody(updateByokSchema, request.body));
       return { data: renderByok(record) };
     },
     management,
@@ -73,7 +67,7 @@ export function registerByokRoutes(routes: RouteTable, services: Services, deps:
     '/api/v1/byok/:id',
     async (request) => {
       const me = requestKey(request);
-      await deleteByok(deps, me.accountId, idOf(request.params));
+      await deleteByok(deps, me.accountId, request.params.id);
       return { deleted: true };
     },
     management,

@@ -115,7 +115,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
     'GET',
     '/api/v1/models/:author/:slug/endpoints',
     async (request) => {
-      const { author, slug } = request.params as { author: string; slug: string };
+      const { author, slug } = request.params;
       // The router already percent-decoded the segments (gpt-4o%3Afree → gpt-4o:free).
       const id = `${author}/${slug}`;
       const model = services.catalog.models.get(id);

@@ -76,7 +76,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     '/api/v1/keys/:hash',
     async (request) => {
       const me = requestAccount(request);
-      const key = await ownedKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
+      const key = await ownedKey(services.keys, me.accountId, request.params.hash);
       const usage = await usageOf(services.keys, [key]);
       return { data: (await render([key], usage))[0] };
     },
@@ -89,7 +89,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     async (request) => {
       const me = requestAccount(request);
       const input = parseBody(updateKeySchema, request.body);
-      const key = await updateKey(services.keys, me.accountId, (request.params as { hash: string }).hash, input);
+      const key = await updateKey(services.keys, me.accountId, request.params.hash, input);
       const usage = await usageOf(services.keys, [key]);
       return { data: (await render([key], usage))[0] };
     },
@@ -101,7 +101,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
     '/api/v1/keys/:hash',
     async (request) => {
       const me = requestAccount(request);
-      await deleteKey(services.keys, me.accountId, (request.params as { hash: string }).hash);
+      await deleteKey(services.keys, me.accountId, request.params.hash);
       return { deleted: true };
     },
     account,

@@ -6,8 +6,10 @@
  * are never shadowed.
  */
 import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
 import { checkCallbackUrl } from '../../auth/callback-url.js';
 import { TollgateError } from '../../core/errors.js';
+import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import type { WebBundle } from '../web-bundle.js';
 
@@ -64,6 +66,9 @@ function sendPage(reply: FastifyReply, status: number, body: Buffer | string): F
   return reply.code(status).headers(PAGE_HEADERS).send(body);
 }
 
+/** The consent page's query: `callback_url` is checked by checkCallbackUrl, which explains what is wrong with it. */
+const AUTH_PAGE_QUERY = z.looseObject({ callback_url: z.unknown().optional() });
+
 export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
   const { index } = bundle;
   for (const path of SPA_PATHS) {
@@ -73,7 +78,7 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
       async (request, reply) => {
         if (!index) return sendPage(reply, 503, NOT_BUILT);
         if (path === '/auth') {
-          const checked = checkCallbackUrl((request.query as Record<string, unknown>).callback_url);
+          const checked = checkCallbackUrl(parseBody(AUTH_PAGE_QUERY, request.query).callback_url);
           if (!checked.ok) return sendPage(reply, 400, withAuthProblem(index, checked.message));
         }
         return sendPage(reply, 200, index);
@@ -86,7 +91,7 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
     'GET',
     '/assets/:name',
     async (request, reply) => {
-      const name = (request.params as { name: string }).name;
+      const name = request.params.name;
       const file = bundle.assets.get(name);
       if (!file) throw new TollgateError('route.not_found', `No asset ${name.slice(0, 200)}`);
       return reply

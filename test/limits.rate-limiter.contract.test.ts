@@ -397,6 +397,47 @@ describe('RedisRateLimiter across processes', () => {
       admin.disconnect();
     }
   });
+  it('after Redis comes back without its data, restore() puts back this process’s counts and its capacity (weighted) entries', async () => {
+    const limiter = new RedisRateLimiter({ url: REDIS_TEST_URL, keyPrefix: prefix, skewAllowanceMs: 10_000 });
+    const admin = new Redis(REDIS_TEST_URL);
+    const TPM: WeightedRule = { name: 'tpm', kind: 'sliding', limit: 1_000, windowMs: MINUTE };
+    try {
+      await limiter.ready();
+      const account = 'acct_restore';
+      expect(allowedCount(await consumeMany(limiter, account, 5, (i) => T0 + i))).toBe(5);
+      const first = await limiter.consumeWeighted('endpoint_restore', TPM, 600, T0);
+      expect(await limiter.consumeWeighted('endpoint_restore', TPM, 300, T0 + 1)).toMatchObject({ allowed: true });
+      await limiter.adjustWeighted('endpoint_restore', TPM, first.entry!, 500); // the real usage replaced the estimate
+
+      // Redis restarts empty.
+      await admin.del(...(await admin.keys(`${prefix}*`)));
+      expect(await limiter.peek(account, freeRules(), T0 + 10)).toMatchObject([{ used: 0 }, { used: 0 }]);
+
+      expect(await limiter.restore(T0 + 10)).toEqual(new Set());
+      expect(await limiter.peek(account, freeRules(), T0 + 10)).toMatchObject([{ used: 5 }, { used: 5 }]);
+      // 500 + 300 restored: 150 more leaves 50.
+      expect(await limiter.consumeWeighted('endpoint_restore', TPM, 150, T0 + 10)).toMatchObject({
+        allowed: true,
+        remaining: 50,
+      });
+      // A weighted log restored again (a retry) counts each entry once.
+      const log = `${prefix}{endpoint_restore}:tpm:log`;
+      expect(await limiter.restore(T0 + 10, new Set([log]))).toEqual(new Set());
+      expect(await limiter.consumeWeighted('endpoint_restore', TPM, 10, T0 + 11)).toMatchObject({
+        allowed: true,
+        remaining: 40,
+      });
+      // Entries that left the window are not put back.
+      await admin.del(...(await admin.keys(`${prefix}*`)));
+      await limiter.restore(T0 + MINUTE + 5);
+      expect(await limiter.consumeWeighted('endpoint_restore', TPM, 100, T0 + MINUTE + 5)).toMatchObject({
+        remaining: 1_000 - 160 - 100,
+      });
+    } finally {
+      await limiter.close();
+      admin.disconnect();
+    }
+  });
 });
 
 describe('RedisRateLimiter when Redis is unreachable', () => {

@@ -93,12 +93,28 @@ return out
  * a weight. Running total, so a call costs O(entries leaving the window), not O(window).
  *
  * KEYS[1] ZSET  entry id → timestamp      KEYS[2] HASH  entry id → weight, and '#total'
- * ARGV    mode ('consume' | 'adjust'), then
+ * ARGV    mode ('consume' | 'adjust' | 'restore'), then
  *         consume: now, entry id, limit, window ms, ttl ms, cost → { admitted 1|0, used (before), pivot|nil }
  *         adjust:  entry id, cost (0 removes the entry) → {}
+ *         restore: ttl ms, then (entry id, timestamp, cost) triples: each entry not in the log is put
+ *                  back (idempotent: a restore retried, or one that meets entries already there, counts
+ *                  each entry once) → {}
  */
 export const WEIGHTED_LUA = `
 local log, weights = KEYS[1], KEYS[2]
+if ARGV[1] == 'restore' then
+  for i = 3, #ARGV, 3 do
+    local id, at, cost = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if not redis.call('ZSCORE', log, id) then
+      redis.call('ZADD', log, at, id)
+      redis.call('HSET', weights, id, cost)
+      redis.call('HINCRBY', weights, '#total', cost)
+    end
+  end
+  redis.call('PEXPIRE', log, ARGV[2])
+  redis.call('PEXPIRE', weights, ARGV[2])
+  return {}
+end
 if ARGV[1] == 'adjust' then
   local id, cost = ARGV[2], tonumber(ARGV[3])
   local old = redis.call('HGET', weights, id)

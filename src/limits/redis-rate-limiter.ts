@@ -15,7 +15,8 @@
  *
  * Redis data loss (docs/architecture.md, "Redis outages"): each process keeps what it consumed itself
  * — its entries of every sliding log still in the window, its count of every day counter — and
- * `restore()` puts them back when the fleet sees Redis come back empty. Counts are then short only by
+ * `restore()` puts them back when the fleet sees Redis come back empty — the weighted logs of the
+ * capacity limits too, entry by entry. Counts are then short only by
  * what was admitted between Redis's return and the restores (seconds), never by a whole window.
  */
 import { randomUUID } from 'node:crypto';
@@ -51,6 +52,18 @@ type OwnCounter =
   | { kind: 's'; windowMs: number; ttlMs: number; entries: Map<string, number> }
   | { kind: 'd'; ttlMs: number; expiresAt: number; count: number };
 
+/** This process's entries of one weighted log (capacity limits), for `restore`. */
+interface OwnWeighted {
+  keys: [string, string];
+  windowMs: number;
+  ttlMs: number;
+  /** entry id → when it was admitted and its current weight (insertion order is time order). */
+  entries: Map<string, { at: number; cost: number }>;
+}
+
+/** Entries per restore call of a weighted log (the script's arguments stay small). */
+const RESTORE_CHUNK = 300;
+
 export class RedisRateLimiter implements RateLimiter {
   private readonly client: RedisScriptClient;
   /** The weighted log's script, on the same connection. */
@@ -59,6 +72,8 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly skewAllowanceMs: number;
   /** What this process consumed, by Redis key, for `restore`. */
   private readonly own = new Map<string, OwnCounter>();
+  /** What this process admitted into weighted logs, by log key, for `restore`. */
+  private readonly ownWeighted = new Map<string, OwnWeighted>();
   private lastSweep = 0;
 
   constructor(options: RedisRateLimiterOptions) {
@@ -73,7 +88,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.weightedClient = new RedisScriptClient({
       ...this.client.connection(options.timeoutMs),
       lua: WEIGHTED_LUA,
-      commandName: 'tollgateWeightedV1',
+      commandName: 'tollgateWeightedV2',
       unavailableMessage: 'The rate-limit store (Redis) is unavailable',
     });
   }
@@ -134,6 +149,19 @@ export class RedisRateLimiter implements RateLimiter {
         failed.add(key);
       }
     }
+    for (const [key, log] of this.ownWeighted) {
+      if (only && !only.has(key)) continue;
+      const entries = [...log.entries];
+      try {
+        for (let start = 0; start < entries.length; start += RESTORE_CHUNK) {
+          const args: Array<string | number> = ['restore', log.ttlMs];
+          for (const [id, { at, cost }] of entries.slice(start, start + RESTORE_CHUNK)) args.push(id, at, cost);
+          await this.weightedClient.run(log.keys, args);
+        }
+      } catch {
+        failed.add(key);
+      }
+    }
     return failed;
   }
 
@@ -157,12 +185,30 @@ export class RedisRateLimiter implements RateLimiter {
     );
     if (decision.allowed !== (Number(reply[0]) === 1))
       throw new Error('weighted rate-limit script and rate-limit.ts disagree on admission');
+    if (decision.allowed) this.rememberWeighted([log, weights], rule, entry, now, cost);
     return decision;
   }
 
   async adjustWeighted(subject: string, rule: WeightedRule, entry: string, cost: number): Promise<void> {
     assertValidWeighted(rule, cost, 0);
-    await this.weightedClient.run(this.weightedKeys(subject, rule), ['adjust', entry, cost]);
+    const keys = this.weightedKeys(subject, rule);
+    const own = this.ownWeighted.get(keys[0])?.entries;
+    const mine = own?.get(entry);
+    if (mine) {
+      if (cost === 0) own!.delete(entry);
+      else mine.cost = cost;
+    }
+    await this.weightedClient.run(keys, ['adjust', entry, cost]);
+  }
+
+  private rememberWeighted(keys: [string, string], rule: WeightedRule, entry: string, now: number, cost: number): void {
+    this.sweep(now, false);
+    let log = this.ownWeighted.get(keys[0]);
+    if (!log) {
+      log = { keys, windowMs: rule.windowMs, ttlMs: counterTtlMs(rule, now, this.skewAllowanceMs), entries: new Map() };
+      this.ownWeighted.set(keys[0], log);
+    }
+    log.entries.set(entry, { at: now, cost });
   }
 
   close(): Promise<void> {
@@ -226,6 +272,13 @@ export class RedisRateLimiter implements RateLimiter {
           ? counter.expiresAt > now && counter.count > 0
           : [...counter.entries.values()].some((at) => at > now - counter.windowMs);
       if (!live) this.own.delete(key);
+    }
+    for (const [key, log] of this.ownWeighted) {
+      for (const [id, { at }] of log.entries) {
+        if (at > now - log.windowMs) break; // insertion order is time order
+        log.entries.delete(id);
+      }
+      if (log.entries.size === 0) this.ownWeighted.delete(key);
     }
   }
 

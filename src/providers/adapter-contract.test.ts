@@ -1,5 +1,5 @@
 /**
- * One spec over every provider adapter (OpenAI, Anthropic, Gemini), each fed its own recorded
+ * One spec over every provider adapter (OpenAI, Anthropic, Gemini), each fed its own
  * fixtures: a whole answer, the same kind of answer streamed (read through the gateway's one stream
  * reader, cut at awkward byte boundaries), and HTTP errors. What the adapters must agree on is stated
  * once here; what each API says differently stays in its own tests.

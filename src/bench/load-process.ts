@@ -52,7 +52,7 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
   const { error, result } = await finished;
   if (error) throw error;
   const cpuMicros = cpuNow().micros - cpuBefore;
-  const sorted = latencies.subarray(0, count).sort();
+  const ordered = latencies.subarray(0, count).sort();
   return {
     completed: result.requests.total,
     ok2xx: result['2xx'],
@@ -61,8 +61,8 @@ async function runLoad(job: LoadJob): Promise<LoadResult> {
     timeouts: result.timeouts,
     durationSec: result.duration,
     requestsPerSec: result.requests.total / result.duration,
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
+    p50Ms: percentile(ordered, 0.5),
+    p99Ms: percentile(ordered, 0.99),
     loadCpuMicros: cpuMicros,
   };
 }
@@ -75,33 +75,23 @@ async function runProbe(job: ProbeJob): Promise<ProbeResult> {
   const failures: string[] = [];
   try {
     for (let i = 0; i < job.count; i++) {
-      const started = performance.now();
-      const response = await request(job.url, { method: 'POST', headers: job.headers, body: job.body, dispatcher });
-      let first = 0;
-      let text = '';
-      for await (const chunk of response.body) {
-        if (first === 0) first = performance.now();
-        text += (chunk as Buffer).toString('utf8');
-      }
-      const ended = performance.now();
-      const problem = streamProblem(response.statusCode, text);
-      if (problem) failures.push(problem);
+      const r = await readStream(job, dispatcher);
+      if (r.problem) failures.push(r.problem);
       else if (i >= job.warmup) {
-        ttfb.push(first - started);
-        total.push(ended - started);
+        ttfb.push(r.ttfbMs);
+        total.push(r.totalMs);
       }
     }
   } finally {
     await dispatcher.close();
   }
-  const sortedTtfb = Float64Array.from(ttfb).sort();
-  const sortedTotal = Float64Array.from(total).sort();
+  const sortedTtfb = sorted(ttfb);
   return {
     measured: ttfb.length,
     failures,
     ttfbP50Ms: percentile(sortedTtfb, 0.5),
     ttfbP99Ms: percentile(sortedTtfb, 0.99),
-    totalP50Ms: percentile(sortedTotal, 0.5),
+    totalP50Ms: percentile(sorted(total), 0.5),
   };
 }
 
@@ -166,25 +156,32 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   };
 }
 
-/** Reads one stream to its end; time to the first content token and to the end. */
+/** Reads one stream to its end; time to its first byte, to the first content token and to the end. */
 async function readStream(
   job: { url: string; headers: Record<string, string>; body: string },
   dispatcher: Agent,
   signal?: AbortSignal,
   onFirstContent?: () => void,
-): Promise<{ ttftMs: number; totalMs: number; problem: string | null }> {
+): Promise<{ ttfbMs: number; ttftMs: number; totalMs: number; problem: string | null }> {
   const started = performance.now();
   const response = await request(job.url, { method: 'POST', headers: job.headers, body: job.body, dispatcher, signal });
+  let ttfb = Number.NaN;
   let ttft = Number.NaN;
   let text = '';
   for await (const chunk of response.body) {
+    if (Number.isNaN(ttfb)) ttfb = performance.now() - started;
     text += (chunk as Buffer).toString('utf8');
     if (Number.isNaN(ttft) && FIRST_CONTENT.test(text)) {
       ttft = performance.now() - started;
       onFirstContent?.();
     }
   }
-  return { ttftMs: ttft, totalMs: performance.now() - started, problem: streamProblem(response.statusCode, text) };
+  return {
+    ttfbMs: ttfb,
+    ttftMs: ttft,
+    totalMs: performance.now() - started,
+    problem: streamProblem(response.statusCode, text),
+  };
 }
 
 async function runStreamLoad(job: StreamLoadJob): Promise<StreamLoadResult> {

@@ -42,9 +42,9 @@ export async function createAccount(
 }
 
 export async function getAccount(deps: AccountDeps, id: string): Promise<AccountRecord> {
-  const account = id.length <= 100 ? await deps.store.getAccount(id) : null;
-  if (!account) throw new TollgateError('resource.not_found', `Account ${id.slice(0, 100)} not found`);
-  return account;
+  const missing = () => new TollgateError('resource.not_found', `Account ${id.slice(0, 100)} not found`);
+  if (id.length > 100) throw missing();
+  return accountOr(deps, id, missing);
 }
 
 export async function addCredits(
@@ -85,11 +85,9 @@ export function renderAccount(account: AccountRecord) {
   };
 }
 
-/** The account a key or session belongs to; a key whose account is gone is an invalid key. */
-export async function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
-  const account = await deps.store.getAccount(accountId);
-  if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
-  return account;
+/** The account a key belongs to; a key whose account is gone is an invalid key. */
+export function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
+  return accountOr(deps, accountId, () => new TollgateError('auth.invalid_key', 'Invalid API key'));
 }
 
 /** GET /account: the account and the credit granted to its OAuth apps. */
@@ -103,8 +101,21 @@ export async function accountOverview(deps: Pick<AccountDeps, 'store'>, accountI
 }
 
 /** The account of a live session; one deleted meanwhile ends the session. */
-export async function sessionAccount(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
+export function sessionAccount(deps: Pick<AccountDeps, 'store'>, accountId: string): Promise<AccountRecord> {
+  return accountOr(
+    deps,
+    accountId,
+    () => new TollgateError('auth.no_session', 'Not signed in, or the session has expired'),
+  );
+}
+
+/** The account, or the caller's error when there is none. */
+async function accountOr(
+  deps: Pick<AccountDeps, 'store'>,
+  accountId: string,
+  missing: () => TollgateError,
+): Promise<AccountRecord> {
   const account = await deps.store.getAccount(accountId);
-  if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+  if (!account) throw missing();
   return account;
 }

@@ -52,10 +52,10 @@ export function classifyHttpError(
   headers: ResponseHeaders,
   bodyText: string,
   nowMs: number,
-  read: (raw: unknown, status: number) => ErrorReading,
+  read: (raw: unknown) => ErrorReading,
 ): UpstreamFailure {
   const raw = parseJsonOrText(bodyText);
-  const reading = read(raw, status);
+  const reading = read(raw);
   return {
     type: reading.type ?? failureTypeForStatus(status, reading.clientErrorType ?? null),
     status,

@@ -57,6 +57,7 @@ import { registerAccountHolderRoutes } from './http/routes/account-holder.js';
 import { SessionService } from './auth/sessions.js';
 import { SignInGuard } from './auth/sign-in-guard.js';
 import { registerWebRoutes } from './http/routes/web.js';
+import { registerOpenApiRoute } from './http/routes/openapi.js';
 import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
 import { registerEdgeGuard } from './http/edge.js';
@@ -406,6 +407,8 @@ export function buildApp(deps: AppDeps): Gateway {
   registerOAuthRoutes(routes, services);
   registerAccountHolderRoutes(routes, services);
   registerWebRoutes(routes, deps.web ?? loadWebBundle(defaultWebDir()));
+  // Last: the document lists every route registered before it (and itself).
+  registerOpenApiRoute(routes);
 
   async function shutdown(graceMs: number): Promise<void> {
     if (shuttingDown) return;

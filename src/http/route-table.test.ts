@@ -11,7 +11,10 @@ describe('RouteTable', () => {
 
     const app = Fastify();
     const routes = new RouteTable(app, async () => undefined, 1024);
-    routes.add('GET', '/things/:kind/:id', async (request) => ({ kind: request.params.kind, id: request.params.id }));
+    routes.add('GET', '/things/:kind/:id', async (request) => ({ kind: request.params.kind, id: request.params.id }), {
+      auth: 'none',
+      doc: { summary: 'A thing', tag: 'Catalog', responses: { 200: { description: 'OK' } } },
+    });
     const response = await app.inject({ method: 'GET', url: '/things/a%3Ab/42' });
     expect(response.json()).toEqual({ kind: 'a:b', id: '42' });
     expect(routes.allowedMethods('/things/x/y')).toEqual(['GET']);

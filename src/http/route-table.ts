@@ -13,6 +13,7 @@ import type {
   RouteOptions,
 } from 'fastify';
 import type { RouteAuth } from './route-auth.js';
+import type { RouteDoc } from './route-doc.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
 
@@ -32,8 +33,10 @@ export type RouteHandler<Url extends string> = RouteHandlerMethod<
 >;
 
 export interface RouteDeclaration extends Pick<RouteOptions, 'bodyLimit'> {
-  /** Who may call it; checked from the headers before the body is read. Every route should say (`none` for public ones). */
-  auth?: RouteAuth;
+  /** Who may call it; checked from the headers before the body is read (`none` for public routes). */
+  auth: RouteAuth;
+  /** Its schemas and answers, for the OpenAPI document (openapi.ts). */
+  doc: RouteDoc;
   /** Hooks that run before authentication (e.g. assigning an id that even a 401 carries). */
   onRequest?: onRequestHookHandler;
   /** `Cache-Control: no-store` on a public route that answers with a secret. */
@@ -47,7 +50,7 @@ export class RouteTable {
     private readonly guard: onRequestHookHandler,
     /** The body limit of routes that declare none (the chat route declares its own, larger one). */
     private readonly defaultBodyLimit: number,
-    private readonly patterns: { method: Method; url: string; regex: RegExp; auth: RouteAuth | undefined }[] = [],
+    private readonly patterns: { method: Method; url: string; regex: RegExp; auth: RouteAuth; doc: RouteDoc }[] = [],
   ) {}
 
   /** The same table, registering on `instance` (an encapsulated plugin, e.g. with its own body parsing). */
@@ -55,15 +58,10 @@ export class RouteTable {
     return new RouteTable(instance, this.guard, this.defaultBodyLimit, this.patterns);
   }
 
-  add<Url extends string>(
-    method: Method,
-    url: Url,
-    handler: RouteHandler<Url>,
-    declaration: RouteDeclaration = {},
-  ): void {
+  add<Url extends string>(method: Method, url: Url, handler: RouteHandler<Url>, declaration: RouteDeclaration): void {
     // Exactly the paths the router matches (it does not ignore a trailing slash): anything else is a 404, not a 405.
     const regex = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
-    this.patterns.push({ method, url, regex, auth: declaration.auth });
+    this.patterns.push({ method, url, regex, auth: declaration.auth, doc: declaration.doc });
     const onRequest = declaration.onRequest ? [declaration.onRequest, this.guard] : [this.guard];
     this.app.route({
       method,
@@ -72,7 +70,7 @@ export class RouteTable {
       onRequest,
       bodyLimit: declaration.bodyLimit ?? this.defaultBodyLimit,
       config: {
-        ...(declaration.auth ? { auth: declaration.auth } : {}),
+        auth: declaration.auth,
         ...(declaration.noStore ? { noStore: true } : {}),
         // The operator's API is not for browsers: no CORS headers (preflights: see registerCors).
         ...(declaration.auth === 'admin' ? { cors: false } : {}),
@@ -85,8 +83,8 @@ export class RouteTable {
     return [...new Set(this.patterns.filter((p) => p.regex.test(clean)).map((p) => p.method))];
   }
 
-  /** Every route and its declared authentication (a test checks that none is left undeclared). */
-  declarations(): { method: Method; url: string; auth: RouteAuth | undefined }[] {
-    return this.patterns.map(({ method, url, auth }) => ({ method, url, auth }));
+  /** Every route with its declared authentication and documentation (the OpenAPI document is built from them). */
+  declarations(): { method: Method; url: string; auth: RouteAuth; doc: RouteDoc }[] {
+    return this.patterns.map(({ method, url, auth, doc }) => ({ method, url, auth, doc }));
   }
 }

@@ -32,6 +32,11 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/** The media types an asset may have (for the OpenAPI document). */
+export const ASSET_MEDIA_TYPES: readonly string[] = [
+  ...new Set(Object.values(CONTENT_TYPES).map((type) => type.split(';')[0]!)),
+];
+
 /** `dist/web` of the package: this module sits two folders deep both as source (src/http/) and built (dist/http/). */
 export function defaultWebDir(): string {
   return fileURLToPath(new URL('../../dist/web', import.meta.url));

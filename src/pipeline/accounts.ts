@@ -1,4 +1,5 @@
 /** Account use cases for the operator: create, read, add credits. */
+import type { accountOverviewSchema, accountSchema } from './response-schemas.js';
 import { z } from 'zod';
 import { hashPassword } from '../auth/password.js';
 import { TollgateError } from '../core/errors.js';
@@ -72,7 +73,7 @@ export async function addCredits(
   return result;
 }
 
-export function renderAccount(account: AccountRecord) {
+export function renderAccount(account: AccountRecord): z.output<typeof accountSchema> {
   return {
     id: account.id,
     email: account.email,
@@ -91,7 +92,10 @@ export function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: str
 }
 
 /** GET /account: the account and the credit granted to its OAuth apps. */
-export async function accountOverview(deps: Pick<AccountDeps, 'store'>, accountId: string) {
+export async function accountOverview(
+  deps: Pick<AccountDeps, 'store'>,
+  accountId: string,
+): Promise<z.output<typeof accountOverviewSchema>> {
   const [account, granted] = await Promise.all([
     deps.store.getAccount(accountId),
     deps.store.accountAuth.totalGranted(accountId),

@@ -3,6 +3,12 @@
  * recent generations and credit history. Every usage figure comes from the rollups; only the page of
  * recent generations reads the generations table, by its (account_id, created_at) index.
  */
+import type {
+  activityResponse,
+  creditHistoryResponse,
+  dailyActivityResponse,
+  recentGenerationsResponse,
+} from './response-schemas.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
@@ -66,9 +72,13 @@ async function ownKeyHash(
   return hash;
 }
 
-const activityQuery = z.object({ date: z.string().optional(), api_key_hash: keyHash.optional() });
+export const activityQuery = z.object({ date: z.string().optional(), api_key_hash: keyHash.optional() });
 
-export async function activity(deps: ActivityDeps, accountId: string, rawQuery: unknown) {
+export async function activity(
+  deps: ActivityDeps,
+  accountId: string,
+  rawQuery: unknown,
+): Promise<z.output<typeof activityResponse>> {
   const query = parseQuery(activityQuery, rawQuery);
   const today = utcDay(deps.now());
   let from = addDays(today, -ACTIVITY_DAYS);
@@ -121,14 +131,18 @@ export async function activity(deps: ActivityDeps, accountId: string, rawQuery: 
   };
 }
 
-const dailyQuery = z.object({
+export const dailyQuery = z.object({
   days: z.coerce.number().int().min(1).max(MAX_DAILY_DAYS).default(30),
   group_by: z.enum(['model', 'key', 'app']).default('model'),
   model: modelId.optional(),
   api_key_hash: keyHash.optional(),
 });
 
-export async function dailyActivity(deps: ActivityDeps, accountId: string, rawQuery: unknown) {
+export async function dailyActivity(
+  deps: ActivityDeps,
+  accountId: string,
+  rawQuery: unknown,
+): Promise<z.output<typeof dailyActivityResponse>> {
   const query = parseQuery(dailyQuery, rawQuery);
   const to = utcDay(deps.now());
   const from = addDays(to, -(query.days - 1));
@@ -177,14 +191,18 @@ async function groupLabels(deps: ActivityDeps, groupBy: DailyGroup, groups: (str
   };
 }
 
-const generationsQuery = z.object({
+export const generationsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(GENERATIONS_MAX_LIMIT).default(50),
   offset: z.coerce.number().int().min(0).max(GENERATIONS_MAX_OFFSET).default(0),
   model: modelId.optional(),
   api_key_hash: keyHash.optional(),
 });
 
-export async function recentGenerations(deps: ActivityDeps, accountId: string, rawQuery: unknown) {
+export async function recentGenerations(
+  deps: ActivityDeps,
+  accountId: string,
+  rawQuery: unknown,
+): Promise<z.output<typeof recentGenerationsResponse>> {
   const query = parseQuery(generationsQuery, rawQuery);
   const hash = await ownKeyHash(deps, accountId, query.api_key_hash);
   const generations = await deps.store.usage.recentGenerations(accountId, {
@@ -217,9 +235,13 @@ export async function recentGenerations(deps: ActivityDeps, accountId: string, r
   };
 }
 
-const creditsQuery = z.object({ offset: z.coerce.number().int().min(0).max(1_000_000).default(0) });
+export const creditsQuery = z.object({ offset: z.coerce.number().int().min(0).max(1_000_000).default(0) });
 
-export async function creditHistory(deps: ActivityDeps, accountId: string, rawQuery: unknown) {
+export async function creditHistory(
+  deps: ActivityDeps,
+  accountId: string,
+  rawQuery: unknown,
+): Promise<z.output<typeof creditHistoryResponse>> {
   const query = parseQuery(creditsQuery, rawQuery);
   const entries = await deps.store.usage.creditHistory(accountId, { limit: CREDIT_PAGE, offset: query.offset });
   return {

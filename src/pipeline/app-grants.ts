@@ -1,4 +1,6 @@
 /** The OAuth apps an account holder approved (`GET /apps`, `DELETE /apps/{id}`, docs/api.md). */
+import type { z } from 'zod';
+import type { appGrantSchema } from './response-schemas.js';
 import { TollgateError } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
 import type { OAuthGrant } from '../store/account-auth-store.js';
@@ -8,7 +10,7 @@ function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-export function renderGrant(grant: OAuthGrant) {
+export function renderGrant(grant: OAuthGrant): z.output<typeof appGrantSchema> {
   return {
     id: grant.id,
     app: { id: grant.app.id, name: grant.app.name, origin: grant.app.origin },

@@ -2,6 +2,7 @@
  * BYOK management (docs/api.md): an account's own provider keys, stored encrypted, never returned.
  * Changes are published on the change bus so every process's credential cache forgets them.
  */
+import type { byokSchema } from './response-schemas.js';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { SecretBox } from '../auth/secret-box.js';
@@ -175,7 +176,7 @@ export async function rewrapByok(deps: ByokDeps): Promise<number> {
 }
 
 /** The `Byok` object of docs/api.md (never the key). */
-export function renderByok(r: ByokRecord) {
+export function renderByok(r: ByokRecord): z.output<typeof byokSchema> {
   return {
     id: r.id,
     name: r.name,

@@ -1,6 +1,8 @@
 /**
  * The response bodies of docs/api.md/§2.4: completion, stream chunk, usage chunk, in-band error chunk.
  */
+import type { z } from 'zod';
+import type { usageSchema } from './response-schemas.js';
 import type { ErrorType } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
 import type { ChunkChoice, CompletionChoice } from '../providers/types.js';
@@ -13,7 +15,7 @@ export interface ResponseIdentity {
   provider: string;
 }
 
-export function renderUsage(charge: Charge) {
+export function renderUsage(charge: Charge): z.output<typeof usageSchema> {
   const r = charge.record;
   return {
     prompt_tokens: charge.promptTokens,

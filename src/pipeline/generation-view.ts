@@ -1,4 +1,6 @@
 /** The generation record as `GET /generation` returns it (docs/api.md; every required key present). */
+import type { z } from 'zod';
+import type { generationSchema } from './response-schemas.js';
 import { TollgateError } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
 import type { GenerationRecord, Store } from '../store/types.js';
@@ -12,7 +14,7 @@ export async function generationOf(deps: { store: Store }, accountId: string, id
   return renderGeneration(generation);
 }
 
-export function renderGeneration(g: GenerationRecord) {
+export function renderGeneration(g: GenerationRecord): z.output<typeof generationSchema> {
   return {
     id: g.id,
     created_at: new Date(g.createdAt).toISOString(),

@@ -3,6 +3,7 @@
  * update, delete, key info. Every change is published on the change bus so that every process's
  * authentication cache forgets the key at once.
  */
+import type { apiKeySchema, keyInfoSchema } from './response-schemas.js';
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import { parseUtcDateTime } from '../core/utc-date-time.js';
@@ -254,7 +255,7 @@ function limitFields(key: KeyRecord, usage: KeyUsage) {
 }
 
 /** The `ApiKey` object of docs/api.md */
-export function renderApiKey(key: KeyRecord, usage: KeyUsage = ZERO_USAGE) {
+export function renderApiKey(key: KeyRecord, usage: KeyUsage = ZERO_USAGE): z.output<typeof apiKeySchema> {
   return {
     hash: key.hash,
     name: key.name,
@@ -281,7 +282,12 @@ export interface FreeModelDaily {
 }
 
 /** `GET /key` (docs/api.md). */
-export function renderKeyInfo(key: KeyRecord, usage: KeyUsage, isFreeTier: boolean, freeDaily: FreeModelDaily) {
+export function renderKeyInfo(
+  key: KeyRecord,
+  usage: KeyUsage,
+  isFreeTier: boolean,
+  freeDaily: FreeModelDaily,
+): z.output<typeof keyInfoSchema> {
   return {
     label: key.label,
     ...limitFields(key, usage),

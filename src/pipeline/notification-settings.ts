@@ -1,4 +1,5 @@
 /** An account holder's notification switches (`GET/PATCH /account/notifications`, docs/api.md). */
+import type { notificationSettingsSchema } from './response-schemas.js';
 import { z } from 'zod';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { NotificationSettings, NotificationSettingsPatch } from '../store/mail-types.js';
@@ -39,7 +40,10 @@ export function toSettingsPatch(input: z.output<typeof notificationSettingsPatch
   return patch;
 }
 
-export function renderNotificationSettings(settings: NotificationSettings, defaultThreshold: Units) {
+export function renderNotificationSettings(
+  settings: NotificationSettings,
+  defaultThreshold: Units,
+): z.output<typeof notificationSettingsSchema> {
   return {
     low_balance: {
       enabled: settings.lowBalanceEnabled,

@@ -5,6 +5,7 @@
  * optional limit and an optional expiry. Codes are random, stored hashed, single-use (an atomic
  * conditional update) and expire after 10 minutes.
  */
+import type { authorizationPreviewSchema } from './response-schemas.js';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { appOriginOf, callbackWith, checkCallbackUrl } from '../auth/callback-url.js';
@@ -158,7 +159,7 @@ export function checkAuthorization(
 }
 
 /** What the approval page shows the holder before they decide. */
-export function renderAuthorization(authorization: Authorization) {
+export function renderAuthorization(authorization: Authorization): z.output<typeof authorizationPreviewSchema> {
   return {
     app: { origin: authorization.origin, name: authorization.appName },
     callback_url: authorization.callbackUrl.href,

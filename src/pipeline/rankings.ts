@@ -4,6 +4,7 @@
  * for the dashboard's `/rankings` page. They read only the fleet-wide public tables (no account, no
  * money); an app appears once `rankings.min_accounts` accounts have used it.
  */
+import type { appRankingsResponse, rankingsDailyResponse, rankingsSummaryResponse } from './response-schemas.js';
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import type { Catalog } from '../routing/catalog.js';
@@ -69,7 +70,7 @@ function byTokens(a: RankedApp, b: RankedApp): number {
   return a.app.name < b.app.name ? -1 : a.app.name > b.app.name ? 1 : a.app.id - b.app.id;
 }
 
-const appRankingsQuery = z.object({
+export const appRankingsQuery = z.object({
   sort: z.enum(['popular', 'trending']).default('popular'),
   start_date: z.string().optional(),
   end_date: z.string().optional(),
@@ -79,7 +80,10 @@ const appRankingsQuery = z.object({
   subcategory: unsupported('subcategory'),
 });
 
-export async function appRankings(deps: RankingsDeps, rawQuery: unknown) {
+export async function appRankings(
+  deps: RankingsDeps,
+  rawQuery: unknown,
+): Promise<z.output<typeof appRankingsResponse>> {
   const query = parseQuery(appRankingsQuery, rawQuery);
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
@@ -118,7 +122,7 @@ export async function appRankings(deps: RankingsDeps, rawQuery: unknown) {
   };
 }
 
-const rankingsDailyQuery = z.object({
+export const rankingsDailyQuery = z.object({
   start_date: z.string().optional(),
   end_date: z.string().optional(),
   period: z.enum(['day', 'week', 'month']).default('day'),
@@ -130,7 +134,10 @@ const rankingsDailyQuery = z.object({
 
 const BUCKET = { day: (day: string) => day, week: weekStart, month: monthStart } as const;
 
-export async function rankingsDaily(deps: RankingsDeps, rawQuery: unknown) {
+export async function rankingsDaily(
+  deps: RankingsDeps,
+  rawQuery: unknown,
+): Promise<z.output<typeof rankingsDailyResponse>> {
   const query = parseQuery(rankingsDailyQuery, rawQuery);
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
@@ -159,7 +166,7 @@ export async function rankingsDaily(deps: RankingsDeps, rawQuery: unknown) {
   return { data, meta: meta(now, range) };
 }
 
-const summaryQuery = z.object({
+export const summaryQuery = z.object({
   period: z.enum(['day', 'week', 'month']).default('day'),
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
@@ -178,7 +185,10 @@ function modelTotals(rows: readonly ModelDay[]): { model: string; tokens: bigint
 }
 
 /** Today, this (Monday-start) week or this month so far, in UTC: the dashboard's `/rankings` page. */
-export async function rankingsSummary(deps: RankingsDeps, rawQuery: unknown) {
+export async function rankingsSummary(
+  deps: RankingsDeps,
+  rawQuery: unknown,
+): Promise<z.output<typeof rankingsSummaryResponse>> {
   const query = parseQuery(summaryQuery, rawQuery);
   const today = utcDay(deps.now());
   const range: DayRange = {

@@ -16,6 +16,8 @@ import type { Store } from '../../src/store/types.js';
 import { ChargeJournal } from '../../src/billing/charge-journal.js';
 import type { StoreDatabase, StoreTarget } from './store-targets.js';
 import { stringify } from 'yaml';
+import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { ResponseChecker } from './openapi-check.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -127,6 +129,8 @@ export interface TestGateway {
   database: StoreDatabase;
   createAccount(credits?: number, kind?: 'grant' | 'purchase'): Promise<string>;
   createKey(accountId: string, body?: Record<string, unknown>): Promise<{ key: string; hash: string }>;
+  /** Answers that did not match the OpenAPI document; `close()` fails when there are any. */
+  contractViolations: string[];
   admin(
     method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
@@ -165,6 +169,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     ...(journal ? { journal, dataDir: options.journalDir! } : {}),
     ...(options.web ? { web: options.web } : {}),
   });
+  const contractViolations = checkResponsesAgainstOpenApi(gateway);
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
 
   async function admin(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) {
@@ -204,6 +209,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
       if (created.status !== 201) throw new Error(`key creation failed: ${JSON.stringify(created.json)}`);
       return { key: created.json.key as string, hash: created.json.data.hash as string };
     },
+    contractViolations,
     async close() {
       await gateway.shutdown(2000);
       await journal?.close();
@@ -212,8 +218,47 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
       // A borrowed database belongs to whoever created it.
       if (options.database) await store.close();
       else await database.cleanup();
+      if (contractViolations.length > 0)
+        throw new Error(
+          `Answers that do not match the OpenAPI document (GET /api/v1/openapi.json):\n${[...new Set(contractViolations)].join('\n')}`,
+        );
     },
   };
+}
+
+const checkers = new WeakMap<Gateway, ResponseChecker>();
+
+/** The gateway's OpenAPI document as a checker, built once every route is registered. */
+function checkerFor(gateway: Gateway): ResponseChecker {
+  let checker = checkers.get(gateway);
+  if (!checker) {
+    checker = new ResponseChecker(buildOpenApiDocument(gateway.routes.declarations(), 'test'));
+    checkers.set(gateway, checker);
+  }
+  return checker;
+}
+
+/**
+ * Every answer this gateway gives through Fastify (all but the hijacked event streams) is checked
+ * against the OpenAPI document; what does not match is collected and fails `close()`.
+ */
+function checkResponsesAgainstOpenApi(gateway: Gateway): string[] {
+  const violations: string[] = [];
+  gateway.app.addHook('onSend', async (request, reply, payload) => {
+    // HEAD answers (Fastify's, for every GET) carry no body; preflights belong to the CORS plugin.
+    if (request.method === 'HEAD' || request.method === 'OPTIONS') return payload;
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload) && payload !== null) return payload;
+    const problem = checkerFor(gateway).check(
+      request.method,
+      request.routeOptions.url ?? null,
+      reply.statusCode,
+      String(reply.getHeader('content-type') ?? ''),
+      payload === null ? '' : payload.toString(),
+    );
+    if (problem) violations.push(problem);
+    return payload;
+  });
+  return violations;
 }
 
 /** POST /chat/completions with a key; returns status, headers and parsed JSON (non-streaming). */
@@ -254,7 +299,14 @@ export async function chatStream(gw: TestGateway, key: string, body: Record<stri
     body: JSON.stringify({ ...body, stream: true }),
   });
   const raw = await response.body.text();
-  return { status: response.statusCode, headers: response.headers, ...parseSse(raw), raw };
+  const parsed = parseSse(raw);
+  // The stream is written past Fastify: its events are checked against the document here.
+  if (response.statusCode === 200)
+    for (const event of parsed.events) {
+      const problem = checkerFor(gw.gateway).checkEvent('POST', '/api/v1/chat/completions', event);
+      if (problem) gw.contractViolations.push(problem);
+    }
+  return { status: response.statusCode, headers: response.headers, ...parsed, raw };
 }
 
 export function parseSse(raw: string): { comments: string[]; events: any[]; done: boolean } {

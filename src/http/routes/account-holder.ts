@@ -5,7 +5,10 @@
 import { accountOverview } from '../../pipeline/accounts.js';
 import { listAppGrants, revokeAppGrant } from '../../pipeline/app-grants.js';
 import { authenticateAccount } from '../account-auth.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { accountOverviewSchema, appGrantSchema, deletedResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 export function registerAccountHolderRoutes(routes: RouteTable, services: Services): void {
@@ -16,7 +19,14 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
       const caller = await authenticateAccount(services, request, reply);
       return { data: await accountOverview(services.keys, caller.accountId) };
     },
-    { auth: 'account' },
+    {
+      auth: 'account',
+      doc: {
+        summary: 'The account: credits, usage, balance and credit granted to apps',
+        tag: 'Account',
+        responses: { 200: json(z.object({ data: accountOverviewSchema })) },
+      },
+    },
   );
 
   routes.add(
@@ -26,7 +36,14 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
       const caller = await authenticateAccount(services, request, reply);
       return { data: await listAppGrants(services.keys, caller.accountId) };
     },
-    { auth: 'account' },
+    {
+      auth: 'account',
+      doc: {
+        summary: 'The OAuth apps the holder approved, with their keys',
+        tag: 'Account',
+        responses: { 200: json(z.object({ data: z.array(appGrantSchema) })) },
+      },
+    },
   );
 
   routes.add(
@@ -38,6 +55,13 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
       await revokeAppGrant(services.keys, caller.accountId, id);
       return { deleted: true };
     },
-    { auth: 'account' },
+    {
+      auth: 'account',
+      doc: {
+        summary: 'Revoke an app: deletes the key it was given',
+        tag: 'Account',
+        responses: { 200: json(deletedResponse) },
+      },
+    },
   );
 }

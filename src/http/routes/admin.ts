@@ -25,10 +25,15 @@ import { pageOffset } from '../page-offset.js';
 import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { accountSchema, apiKeySchema, deletedResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 const compromisedSchema = z.strictObject({ reason: z.string().max(500).optional() });
 const setPasswordSchema = z.strictObject({ password: passwordSchema });
+
+const accountData = z.object({ data: accountSchema });
+const keyData = z.object({ data: apiKeySchema });
 
 const listKeysQuery = z.object({
   offset: pageOffset,
@@ -37,7 +42,6 @@ const listKeysQuery = z.object({
 
 export function registerAdminRoutes(routes: RouteTable, services: Services): void {
   const deps = { store: services.store, bus: services.bus, now: services.now };
-  const admin = { auth: 'admin' } as const;
 
   routes.add(
     'POST',
@@ -46,7 +50,16 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       const account = await createAccount(deps, parseBody(createAccountSchema, request.body));
       return reply.code(201).send({ data: renderAccount(account) });
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Create an account',
+        tag: 'Admin',
+        body: createAccountSchema,
+        responses: { 201: json(accountData, 'Created') },
+        errors: [409],
+      },
+    },
   );
 
   routes.add(
@@ -60,7 +73,17 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       const revoked = await services.accountAuth.sessions.revokeAll(id);
       return { data: { updated: true, sessions_revoked: revoked } };
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Set an account’s password (ends its sessions)',
+        tag: 'Admin',
+        body: setPasswordSchema,
+        responses: {
+          200: json(z.object({ data: z.object({ updated: z.literal(true), sessions_revoked: z.int() }) })),
+        },
+      },
+    },
   );
 
   routes.add(
@@ -69,7 +92,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     async (request) => {
       return { data: renderAccount(await getAccount(deps, request.params.id)) };
     },
-    admin,
+    { auth: 'admin', doc: { summary: 'One account', tag: 'Admin', responses: { 200: json(accountData) } } },
   );
 
   routes.add(
@@ -80,7 +103,18 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       // A replayed reference changes nothing: 200 with the current account instead of 201.
       return reply.code(applied ? 201 : 200).send({ data: renderAccount(account) });
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Add credits (idempotent per `reference`)',
+        tag: 'Admin',
+        body: addCreditsSchema,
+        responses: {
+          201: json(accountData, 'Credits added'),
+          200: json(accountData, 'The reference was seen before: nothing changed'),
+        },
+      },
+    },
   );
 
   routes.add(
@@ -94,7 +128,15 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       });
       return reply.code(201).send({ data: renderApiKey(created.key), key: created.plaintext });
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Create a key for an account',
+        tag: 'Admin',
+        body: adminCreateKeySchema,
+        responses: { 201: json(z.object({ data: apiKeySchema, key: z.string() }), 'Created') },
+      },
+    },
   );
 
   routes.add(
@@ -111,7 +153,15 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       const usage = await usageOf(services.keys, keys);
       return { data: keys.map((k) => renderApiKey(k, usage.get(k.hash))) };
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'An account’s keys (100 per page)',
+        tag: 'Admin',
+        query: listKeysQuery,
+        responses: { 200: json(z.object({ data: z.array(apiKeySchema) })) },
+      },
+    },
   );
 
   routes.add(
@@ -140,7 +190,15 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       );
       return { data: renderApiKey(result.key) };
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Disable a key as compromised and tell its holder',
+        tag: 'Admin',
+        body: compromisedSchema,
+        responses: { 200: json(keyData) },
+      },
+    },
   );
 
   routes.add(
@@ -153,7 +211,10 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       const usage = await usageOf(services.keys, [key]);
       return { data: renderApiKey(key, usage.get(key.hash)) };
     },
-    admin,
+    {
+      auth: 'admin',
+      doc: { summary: 'Change any key', tag: 'Admin', body: updateKeySchema, responses: { 200: json(keyData) } },
+    },
   );
 
   routes.add(
@@ -165,6 +226,6 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       await deleteKey(services.keys, existing.accountId, hash);
       return { deleted: true };
     },
-    admin,
+    { auth: 'admin', doc: { summary: 'Delete any key', tag: 'Admin', responses: { 200: json(deletedResponse) } } },
   );
 }

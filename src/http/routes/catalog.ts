@@ -6,13 +6,16 @@ import { HealthRegistry } from '../../routing/health.js';
 import { z } from 'zod';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import type { endpointSchema, modelSchema } from '../../pipeline/response-schemas.js';
+import { modelEndpointsResponse, modelsResponse, providersResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 function architecture(model: CatalogModel) {
   return {
     modality: `${model.inputModalities.join('+')}->${model.outputModalities.join('+')}`,
-    input_modalities: model.inputModalities,
-    output_modalities: model.outputModalities,
+    input_modalities: [...model.inputModalities],
+    output_modalities: [...model.outputModalities],
     tokenizer: model.tokenizer,
     instruct_type: model.instructType,
   };
@@ -27,7 +30,7 @@ function pricing(endpoint: CatalogEndpoint) {
   };
 }
 
-function renderModel(model: CatalogModel) {
+function renderModel(model: CatalogModel): z.output<typeof modelSchema> {
   const primary = primaryEndpoint(model);
   // In a Model, `tokenizer` is optional but not nullable (@openrouter/sdk rejects null); the endpoints
   // listing, by contrast, requires it present and nullable.
@@ -48,14 +51,18 @@ function renderModel(model: CatalogModel) {
       max_completion_tokens: primary.maxCompletionTokens,
     },
     per_request_limits: null,
-    supported_parameters: model.supportedParameters,
+    supported_parameters: [...model.supportedParameters],
     default_parameters: null,
     supported_voices: null,
     links: { details: `/api/v1/models/${model.id}/endpoints` },
   };
 }
 
-function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: EndpointStatsSnapshot | null) {
+function renderEndpoint(
+  model: CatalogModel,
+  endpoint: CatalogEndpoint,
+  stats: EndpointStatsSnapshot | null,
+): z.output<typeof endpointSchema> {
   const tools = endpoint.supportedParameters.includes('tool_choice');
   return {
     name: `${endpoint.provider.name} | ${model.id}`,
@@ -68,7 +75,7 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
     max_prompt_tokens: null,
     pricing: pricing(endpoint),
     quantization: endpoint.quantization,
-    supported_parameters: endpoint.supportedParameters,
+    supported_parameters: [...endpoint.supportedParameters],
     supports_implicit_caching: false,
     supports_tool_choice: { auto: tools, none: tools, required: tools, function: tools },
     status: 0,
@@ -89,9 +96,6 @@ function renderEndpoint(model: CatalogModel, endpoint: CatalogEndpoint, stats: E
   };
 }
 
-/** The catalog is public (docs/api.md). */
-const PUBLIC = { auth: 'none' } as const;
-
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
@@ -108,7 +112,10 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
       const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
       return { data, links: { next: null }, total_count: all.length };
     },
-    PUBLIC,
+    {
+      auth: 'none',
+      doc: { summary: 'The models', tag: 'Catalog', query: page, responses: { 200: json(modelsResponse) } },
+    },
   );
 
   routes.add(
@@ -137,7 +144,14 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
         },
       };
     },
-    PUBLIC,
+    {
+      auth: 'none',
+      doc: {
+        summary: 'A model’s endpoints (providers) with their prices, limits and measured health',
+        tag: 'Catalog',
+        responses: { 200: json(modelEndpointsResponse) },
+      },
+    },
   );
 
   routes.add(
@@ -152,6 +166,6 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
         status_page_url: null,
       })),
     }),
-    PUBLIC,
+    { auth: 'none', doc: { summary: 'The providers', tag: 'Catalog', responses: { 200: json(providersResponse) } } },
   );
 }

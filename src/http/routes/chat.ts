@@ -7,6 +7,8 @@ import { renderError } from '../error-table.js';
 import { appAttribution } from '../request-context.js';
 import { requestKey } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
+import { chatRequestSchema } from '../../pipeline/chat-request.js';
+import { chatCompletionChunkSchema, chatCompletionSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { SseSink } from '../sse-sink.js';
 
@@ -114,6 +116,26 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         throw error;
       }
     },
-    { auth: 'inference', bodyLimit: services.config.server.body_limit_bytes, onRequest: assignGenerationId },
+    {
+      auth: 'inference',
+      bodyLimit: services.config.server.body_limit_bytes,
+      onRequest: assignGenerationId,
+      doc: {
+        summary: 'Create a chat completion',
+        description:
+          'OpenAI Chat Completions plus OpenRouter’s extensions (`models`, `provider`, …). With `stream: true` the answer is server-sent events: chunks, a usage chunk, `[DONE]`; an error after the first byte arrives in-band as a chunk with `error` and `finish_reason: "error"`.',
+        tag: 'Inference',
+        body: chatRequestSchema,
+        responses: {
+          200: {
+            description: 'The completion, or its stream',
+            json: chatCompletionSchema,
+            events: chatCompletionChunkSchema,
+            headers: { 'X-Generation-Id': 'The generation’s id (also the body’s `id`)' },
+          },
+        },
+        errors: [402, 403, 404, 408, 429, 502, 503],
+      },
+    },
   );
 }

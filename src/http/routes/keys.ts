@@ -17,6 +17,8 @@ import type { KeyRecord, KeyUsage } from '../../store/types.js';
 import { parseBody } from '../parse-body.js';
 import { requestAccount } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { deletedResponse, ownedApiKeySchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { pageOffset } from '../page-offset.js';
 
@@ -28,7 +30,8 @@ const listQuery = z.object({
 });
 
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
-  const account = { auth: 'account' } as const;
+  const account = 'account' as const;
+  const one = z.object({ data: ownedApiKeySchema });
   /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null). */
   const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
     const apps = await appsOfKeys(services.keys, keys);
@@ -49,7 +52,15 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
       const usage = await usageOf(services.keys, keys);
       return { data: await render(keys, usage) };
     },
-    account,
+    {
+      auth: account,
+      doc: {
+        summary: 'List the account’s keys (100 per page)',
+        tag: 'Keys',
+        query: listQuery,
+        responses: { 200: json(z.object({ data: z.array(ownedApiKeySchema) })) },
+      },
+    },
   );
 
   routes.add(
@@ -68,7 +79,16 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
       const [data] = await render([created.key], new Map());
       return reply.code(201).send({ data, key: created.plaintext });
     },
-    account,
+    {
+      auth: account,
+      doc: {
+        summary: 'Create a key',
+        description: 'The full key is in `key`, this once; only its hash is kept.',
+        tag: 'Keys',
+        body: adminCreateKeySchema,
+        responses: { 201: json(z.object({ data: ownedApiKeySchema, key: z.string() }), 'Created') },
+      },
+    },
   );
 
   routes.add(
@@ -80,7 +100,7 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
       const usage = await usageOf(services.keys, [key]);
       return { data: (await render([key], usage))[0] };
     },
-    account,
+    { auth: account, doc: { summary: 'One key of the account', tag: 'Keys', responses: { 200: json(one) } } },
   );
 
   routes.add(
@@ -93,7 +113,10 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
       const usage = await usageOf(services.keys, [key]);
       return { data: (await render([key], usage))[0] };
     },
-    account,
+    {
+      auth: account,
+      doc: { summary: 'Change a key', tag: 'Keys', body: updateKeySchema, responses: { 200: json(one) } },
+    },
   );
 
   routes.add(
@@ -104,6 +127,6 @@ export function registerKeyRoutes(routes: RouteTable, services: Services): void 
       await deleteKey(services.keys, me.accountId, request.params.hash);
       return { deleted: true };
     },
-    account,
+    { auth: account, doc: { summary: 'Delete a key', tag: 'Keys', responses: { 200: json(deletedResponse) } } },
   );
 }

@@ -10,7 +10,10 @@ import {
 } from '../../pipeline/notification-settings.js';
 import { requestAccount } from '../route-auth.js';
 import { parseBody } from '../parse-body.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { notificationSettingsSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 export function registerNotificationRoutes(routes: RouteTable, services: Services): void {
@@ -20,7 +23,7 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
     defaultThreshold: usdToUnits(services.config.notifications.low_balance_threshold),
   };
   // A management key or the dashboard's session (with the CSRF defence on PATCH), from the headers.
-  const account = { auth: 'account' } as const;
+  const settings = json(z.object({ data: notificationSettingsSchema }));
 
   routes.add(
     'GET',
@@ -29,7 +32,10 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
       const { accountId } = requestAccount(request);
       return { data: await notificationSettingsOf(deps, accountId) };
     },
-    account,
+    {
+      auth: 'account',
+      doc: { summary: 'Which e-mail notifications the holder receives', tag: 'Account', responses: { 200: settings } },
+    },
   );
 
   routes.add(
@@ -40,6 +46,14 @@ export function registerNotificationRoutes(routes: RouteTable, services: Service
       const input = parseBody(notificationSettingsPatchSchema, request.body);
       return { data: await updateNotificationSettings(deps, accountId, input) };
     },
-    account,
+    {
+      auth: 'account',
+      doc: {
+        summary: 'Turn notifications on or off; set the low-balance threshold',
+        tag: 'Account',
+        body: notificationSettingsPatchSchema,
+        responses: { 200: settings },
+      },
+    },
   );
 }

@@ -18,7 +18,10 @@ import {
 import { authenticateAccount, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
 import { appAttribution } from '../request-context.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { authorizationPreviewSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 export function registerOAuthRoutes(routes: RouteTable, services: Services): void {
@@ -32,7 +35,16 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
       const { key, accountId } = await exchangeCode(deps, input);
       return reply.header('cache-control', 'no-store').send({ key, user_id: accountId });
     },
-    { auth: 'none', noStore: true },
+    {
+      auth: 'none',
+      noStore: true,
+      doc: {
+        summary: 'Exchange an authorization code and its PKCE verifier for a key',
+        tag: 'OAuth',
+        body: exchangeSchema,
+        responses: { 200: json(z.object({ key: z.string(), user_id: z.string() })) },
+      },
+    },
   );
 
   routes.add(
@@ -51,7 +63,17 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
         data: { id: issued.code, app_id: issued.appId, created_at: new Date(issued.createdAt).toISOString() },
       });
     },
-    { auth: 'account-any' },
+    {
+      auth: 'account-any',
+      doc: {
+        summary: 'Create an authorization code for the calling account',
+        tag: 'OAuth',
+        body: createCodeSchema,
+        responses: {
+          200: json(z.object({ data: z.object({ id: z.string(), app_id: z.int(), created_at: z.iso.datetime() }) })),
+        },
+      },
+    },
   );
 
   routes.add(
@@ -64,7 +86,15 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
         .header('cache-control', 'no-store')
         .send({ data: renderAuthorization(checkAuthorization(query, services.now())) });
     },
-    { auth: 'session' },
+    {
+      auth: 'session',
+      doc: {
+        summary: 'What an app asks for, checked, for the approval page',
+        tag: 'OAuth',
+        query: previewQuerySchema,
+        responses: { 200: json(z.object({ data: authorizationPreviewSchema })) },
+      },
+    },
   );
 
   routes.add(
@@ -78,6 +108,14 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
       request.log.info({ app: authorization.origin, decision }, 'OAuth authorization decided');
       return reply.header('cache-control', 'no-store').send({ data: { redirect_url: redirectUrl } });
     },
-    { auth: 'session' },
+    {
+      auth: 'session',
+      doc: {
+        summary: 'Approve or deny an app; answers where to send the browser',
+        tag: 'OAuth',
+        body: approveSchema,
+        responses: { 200: json(z.object({ data: z.object({ redirect_url: z.string() }) })) },
+      },
+    },
   );
 }

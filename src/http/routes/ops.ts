@@ -3,11 +3,21 @@
  * (Prometheus; behind TOLLGATE_METRICS_TOKEN when it is set, and absent here when `server.metrics`
  * gives it a listener of its own, see metrics-listener.ts).
  */
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { readinessSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
-  routes.add('GET', '/healthz', async () => ({ status: 'ok' }), { auth: 'none' });
+  routes.add('GET', '/healthz', async () => ({ status: 'ok' }), {
+    auth: 'none',
+    doc: {
+      summary: 'The process is up',
+      tag: 'Operations',
+      responses: { 200: json(z.object({ status: z.literal('ok') })) },
+    },
+  });
 
   routes.add(
     'GET',
@@ -64,7 +74,19 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       }
       return { status: 'ready', store: services.store.dialect };
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Whether this process should receive traffic',
+        description:
+          '200 `ready`, or `degraded` while paid requests are still served (store or Redis outage under grace or share); 503 otherwise, with the reasons.',
+        tag: 'Operations',
+        responses: {
+          200: json(readinessSchema, 'Ready, or degraded but serving'),
+          503: json(readinessSchema, 'Not ready'),
+        },
+      },
+    },
   );
 
   if (services.config.server.metrics !== null) return;
@@ -75,6 +97,13 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       const text = await services.metrics.registry.metrics();
       return reply.type(services.metrics.registry.contentType).send(text);
     },
-    { auth: 'metrics' },
+    {
+      auth: 'metrics',
+      doc: {
+        summary: 'Prometheus metrics',
+        tag: 'Operations',
+        responses: { 200: { description: 'Prometheus text exposition', media: ['text/plain'] } },
+      },
+    },
   );
 }

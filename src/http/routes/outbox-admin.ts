@@ -5,9 +5,13 @@ import { z } from 'zod';
 import { pageOffset } from '../page-offset.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { outboxEntrySchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 const PAGE = 100;
+
+const outboxQuery = z.object({ offset: pageOffset });
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -32,10 +36,25 @@ export function registerOutboxAdminRoutes(routes: RouteTable, services: Services
     'GET',
     '/api/v1/admin/outbox',
     async (request) => {
-      const { offset } = parseBody(z.object({ offset: pageOffset }), request.query);
+      const { offset } = parseBody(outboxQuery, request.query);
       const entries = await undeliveredMail(services.keys, PAGE, offset);
       return { data: entries.map(renderEntry), sending: services.config.smtpUrl !== null };
     },
-    { auth: 'admin' },
+    {
+      auth: 'admin',
+      doc: {
+        summary: 'Mail not delivered yet, oldest first (100 per page)',
+        tag: 'Admin',
+        query: outboxQuery,
+        responses: {
+          200: json(
+            z.object({
+              data: z.array(outboxEntrySchema),
+              sending: z.boolean().meta({ description: 'Whether SMTP is configured' }),
+            }),
+          ),
+        },
+      },
+    },
   );
 }

@@ -12,7 +12,9 @@ import {
 } from '../../pipeline/password-reset.js';
 import { checkOrigin } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
 
 export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordResetDeps): void {
   routes.add(
@@ -25,7 +27,16 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
       setImmediate(() => void requestPasswordReset(deps, email));
       return reply.code(202).header('cache-control', 'no-store').send({ accepted: true });
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Mail a password-reset link (the same answer whether or not the address has an account)',
+        tag: 'Session',
+        body: resetRequestSchema,
+        responses: { 202: json(z.object({ accepted: z.literal(true) }), 'Accepted') },
+        errors: [403, 429],
+      },
+    },
   );
 
   routes.add(
@@ -36,6 +47,15 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
       await confirmPasswordReset(deps, parseBody(resetConfirmSchema, request.body));
       return reply.header('cache-control', 'no-store').send({ updated: true });
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Set a new password with a reset token (single use, 30 minutes)',
+        tag: 'Session',
+        body: resetConfirmSchema,
+        responses: { 200: json(z.object({ updated: z.literal(true) })) },
+        errors: [403],
+      },
+    },
   );
 }

@@ -10,7 +10,9 @@ import { handleScanningReport, scanningReportSchema, type ExposedKeyDeps } from 
 import type { PublicKeyRing } from '../../secret-scanning/public-key-ring.js';
 import { isValidReportSignature } from '../../secret-scanning/report-signature.js';
 import { parseBody } from '../parse-body.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
 
 export interface SecretScanningRouteDeps {
   exposed: ExposedKeyDeps;
@@ -62,7 +64,33 @@ export function registerSecretScanningRoutes(
         return handleScanningReport(deps.exposed, parseBody(schema, parsed), request.log);
       },
       // The code host authenticates by the signature over the raw body, checked in the handler.
-      { auth: 'none', bodyLimit: deps.maxBodyBytes },
+      {
+        auth: 'none',
+        bodyLimit: deps.maxBodyBytes,
+        doc: {
+          summary: 'A code host’s report of tokens found in public: Tollgate keys among them are disabled',
+          description:
+            'The signature (ECDSA P-256, SHA-256) covers the raw body and is checked before it is parsed; the code host’s public keys come from `secret_scanning.keys_url`.',
+          tag: 'Secret scanning',
+          headers: {
+            'Github-Public-Key-Identifier': 'Which of the code host’s keys signed the report',
+            'Github-Public-Key-Signature': 'Base64 DER ECDSA signature over the raw body',
+          },
+          body: schema,
+          responses: {
+            200: json(
+              z.array(
+                z.object({
+                  token_raw: z.string(),
+                  token_type: z.string(),
+                  label: z.enum(['true_positive', 'false_positive']),
+                }),
+              ),
+              'One verdict per reported token, in report order',
+            ),
+          },
+        },
+      },
     );
   });
 }

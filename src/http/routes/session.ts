@@ -18,7 +18,10 @@ import { sessionAccount } from '../../pipeline/accounts.js';
 import type { AccountRecord } from '../../store/types.js';
 import { checkOrigin, requireSession } from '../account-auth.js';
 import { parseBody } from '../parse-body.js';
+import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
+import { json } from '../route-doc.js';
+import { deletedResponse, sessionResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../session-cookie.js';
 
@@ -34,6 +37,7 @@ function renderSession(account: Pick<AccountRecord, 'id' | 'email'>, active: Act
 
 export function registerSessionRoutes(routes: RouteTable, services: Services): void {
   const deps = services.accountAuth;
+  const session = json(sessionResponse, 'Signed in');
 
   const signedIn = (
     request: FastifyRequest,
@@ -57,7 +61,16 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       request.log.info({ account: result.account.id, session: result.active.session.id.slice(0, 12) }, 'signed in');
       return signedIn(request, reply, 200, result);
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Sign in: sets the session cookie',
+        tag: 'Session',
+        body: credentialsSchema,
+        responses: { 200: session },
+        errors: [401, 403, 429],
+      },
+    },
   );
 
   routes.add(
@@ -80,7 +93,15 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       const account = await sessionAccount(services.keys, active.session.accountId);
       return reply.header('cache-control', 'no-store').send(renderSession(account, active));
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'The current session, with its CSRF token',
+        tag: 'Session',
+        responses: { 200: json(sessionResponse) },
+        errors: [401],
+      },
+    },
   );
 
   routes.add(
@@ -92,7 +113,7 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       clearSessionCookie(request, reply);
       return { deleted: true };
     },
-    { auth: 'session' },
+    { auth: 'session', doc: { summary: 'Sign out', tag: 'Session', responses: { 200: json(deletedResponse) } } },
   );
 
   routes.add(
@@ -104,7 +125,14 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       clearSessionCookie(request, reply);
       return { revoked };
     },
-    { auth: 'session' },
+    {
+      auth: 'session',
+      doc: {
+        summary: 'Sign out everywhere (every session of the account)',
+        tag: 'Session',
+        responses: { 200: json(z.object({ revoked: z.int() })) },
+      },
+    },
   );
 
   routes.add(
@@ -116,7 +144,16 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       const input = parseBody(signUpSchema, request.body);
       return signedIn(request, reply, 201, await signUp(deps, input));
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Create an account and sign in (when `accounts.signup` is open)',
+        tag: 'Session',
+        body: signUpSchema,
+        responses: { 201: { ...session, description: 'Signed up and signed in' } },
+        errors: [403, 409, 429],
+      },
+    },
   );
 
   routes.add(
@@ -128,6 +165,15 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       await changePassword(deps, active.session.accountId, active.session.id, input, request.ip);
       return { updated: true };
     },
-    { auth: 'session' },
+    {
+      auth: 'session',
+      doc: {
+        summary: 'Change the password (ends the account’s other sessions)',
+        tag: 'Session',
+        body: changePasswordSchema,
+        responses: { 200: json(z.object({ updated: z.literal(true) })) },
+        errors: [429],
+      },
+    },
   );
 }

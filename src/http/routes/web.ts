@@ -11,7 +11,8 @@ import { checkCallbackUrl } from '../../auth/callback-url.js';
 import { TollgateError } from '../../core/errors.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
-import type { WebBundle } from '../web-bundle.js';
+import type { RouteDoc } from '../route-doc.js';
+import { ASSET_MEDIA_TYPES, type WebBundle } from '../web-bundle.js';
 
 /** Client-side routes of web/src (keep in step with web/src/routes.ts). */
 export const SPA_PATHS = [
@@ -41,6 +42,16 @@ const PAGE_HEADERS = {
   // The OAuth page's query (callback URL, challenge) has no business in another site's logs.
   'referrer-policy': 'no-referrer',
 } as const;
+
+const PAGE_DOC: RouteDoc = {
+  summary: 'A page of the account holder’s dashboard',
+  tag: 'Dashboard',
+  responses: {
+    200: { description: 'The dashboard (index.html)', media: ['text/html'] },
+    400: { description: '`/auth` with an invalid `callback_url`: the page shows why', media: ['text/html'] },
+    503: { description: 'The dashboard was not built', media: ['text/html'] },
+  },
+};
 
 const NOT_BUILT = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Tollgate: dashboard not built</title></head>
@@ -83,7 +94,7 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
         }
         return sendPage(reply, 200, index);
       },
-      { auth: 'none' },
+      { auth: 'none', doc: PAGE_DOC },
     );
   }
 
@@ -103,6 +114,13 @@ export function registerWebRoutes(routes: RouteTable, bundle: WebBundle): void {
         })
         .send(file.body);
     },
-    { auth: 'none' },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'A file of the dashboard’s build (hashed name, cached for a year)',
+        tag: 'Dashboard',
+        responses: { 200: { description: 'The file', media: ASSET_MEDIA_TYPES } },
+      },
+    },
   );
 }

@@ -1,8 +1,17 @@
 /**
- * POST /chat/completions, as a list of steps:
- *   validate → plan → moderate → admit → execute → respond → settle.
- * Authentication happened in the route (it needs only the header). Each step is a named function.
- * The stream variant writes through a StreamSink so this file never sees the web framework.
+ * POST /chat/completions, as a list of steps in the order they run, each one hop away:
+ *   context   the route (http/routes/chat.ts): the key (authenticated from the header), the
+ *             generation id, the abort signal → `ChatContext`
+ *   validate  `validate` below (chat-request.ts's schema), then keys pasted into messages (key-leak-step.ts)
+ *   plan      `plan` below (routing/plan.ts), then features priced above the catalog (upstream-parameters.ts)
+ *   moderate  moderation-step.ts, before anything is reserved: a refused request changes nothing
+ *   admit     `admit` below: the credit hold, a free-model slot, capacity per attempt
+ *   execute   routing/execute.ts: attempts with failover until one answers
+ *   then, not streamed (`completeChat`):  settle (settle.ts) → respond (completion-shapes.ts):
+ *             the charge is committed before the answer is sent;
+ *   streamed (`streamChat`):  respond (stream-relay.ts writes each event as it is read) → settle at
+ *             the stream's end (stream-relay.ts calls settle.ts).
+ * The stream variant writes through a StreamSink, so this file never sees the web framework.
  */
 import { TollgateError } from '../core/errors.js';
 import { estimatePromptTokens } from '../billing/token-estimate.js';

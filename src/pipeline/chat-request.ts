@@ -5,17 +5,32 @@
  * problems, never one per element of a huge array.
  */
 import { z } from 'zod';
-import { findMessagesProblem, type ChatMessage } from './chat-messages.js';
+import { findMessagesProblem, MESSAGE_ROLES, type ChatMessage } from './chat-messages.js';
 import { formatInputPath } from './input-path.js';
 
-const messages = z.custom<ChatMessage[]>().superRefine((value, ctx) => {
-  const problem = findMessagesProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: [...problem.path] });
-});
+const messages = z
+  .custom<ChatMessage[]>()
+  .superRefine((value, ctx) => {
+    const problem = findMessagesProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: [...problem.path] });
+  })
+  // Checked by hand (chat-messages.ts); the OpenAPI document says what it accepts.
+  .meta({
+    type: 'array',
+    minItems: 1,
+    items: {
+      type: 'object',
+      properties: { role: { type: 'string', enum: [...MESSAGE_ROLES] }, content: {} },
+      required: ['role'],
+    },
+    description: 'The conversation; each message has the shape of its role (docs/api.md §2.1)',
+  });
 
 /** A list of at most `max` items: the length is checked first, the items only when it fits. */
 function boundedArray<T extends z.ZodType>(item: T, max: number) {
-  return z.array(z.unknown()).max(max, `must have at most ${max} items`).pipe(z.array(item));
+  // The OpenAPI document shows the items' schema, not the length check's `unknown`.
+  const { $schema: _, ...items } = z.toJSONSchema(item, { io: 'input', unrepresentable: 'any' });
+  return z.array(z.unknown()).max(max, `must have at most ${max} items`).pipe(z.array(item)).meta({ items });
 }
 
 /** Token id → bias in [-100, 100], at most 300 entries (OpenAI's bounds), checked up to the first bad entry. */

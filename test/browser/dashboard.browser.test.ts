@@ -366,6 +366,27 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await screenshot(p, 'rankings');
   });
 
+  it('the API reference at /docs renders the gateway’s own OpenAPI document, without signing in', async () => {
+    const p = await page();
+    await p.goto('/docs');
+    await p.getByRole('heading', { name: 'API reference', level: 1 }).waitFor();
+    const chatOperation = p.getByRole('article', { name: 'POST /api/v1/chat/completions' });
+    await chatOperation.waitFor();
+    expect(await chatOperation.textContent()).toContain('Credentials: inference key');
+    expect(await chatOperation.getByRole('cell', { name: 'messages', exact: true }).count()).toBe(1);
+    // A named answer links to its schema, which lists its fields.
+    const keyOperation = p.getByRole('article', { name: 'GET /api/v1/keys/{hash}' });
+    await keyOperation.getByRole('link', { name: 'OwnedApiKey' }).click();
+    await p.waitForURL(/#schema-OwnedApiKey$/);
+    const schema = p.getByRole('article', { name: 'Schema OwnedApiKey' });
+    expect(await schema.getByRole('cell', { name: 'limit_remaining' }).count()).toBe(1);
+    // Every route of the document is on the page.
+    const document = (await getJson(gw, '/openapi.json')).json as { paths: Record<string, object> };
+    const operations = Object.values(document.paths).reduce((n, methods) => n + Object.keys(methods).length, 0);
+    expect(await p.locator('article.api-operation h3 .api-method').count()).toBe(operations);
+    await screenshot(p, 'api-reference');
+  });
+
   it('the keys page works at phone width (390 px): no horizontal scrolling, every action reachable', async () => {
     await gw.createKey(holder.id, { name: 'phone key', limit: 2, limit_reset: 'daily' });
     const p = await signedInPage({ width: 390, height: 844 });

@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'react';
 import { ErrorNotice } from './components/error-notice';
 import { ActivityPage } from './pages/activity';
+import { ApiReferencePage } from './pages/api-reference';
 import { AppsPage } from './pages/apps';
 import { AuthorizePage } from './pages/authorize';
 import { CreditsPage } from './pages/credits';
@@ -20,6 +21,7 @@ const NAV = [
   { to: '/apps', label: 'Apps' },
   { to: '/settings', label: 'Settings' },
   { to: '/rankings', label: 'Rankings' },
+  { to: '/docs', label: 'API' },
 ] as const;
 
 const TITLES: Record<string, string> = {
@@ -33,6 +35,7 @@ const TITLES: Record<string, string> = {
   '/forgot-password': 'Reset your password',
   '/reset-password': 'Set a new password',
   '/auth': 'Authorize an app',
+  '/docs': 'API reference',
 };
 
 function Header(props: { path: string }) {
@@ -83,8 +86,8 @@ function Header(props: { path: string }) {
   );
 }
 
-/** Pages that need no account: the public rankings, sign-in and password reset, and /auth (which handles its own sign-in hop). */
-const PUBLIC = new Set(['/rankings', '/signin', '/forgot-password', '/reset-password', '/auth']);
+/** Pages that need no account: the public rankings, the API reference, sign-in and password reset, and /auth (which handles its own sign-in hop). */
+const PUBLIC = new Set(['/rankings', '/docs', '/signin', '/forgot-password', '/reset-password', '/auth']);
 
 function Page(props: { path: string }) {
   const { state } = useSession();
@@ -99,6 +102,7 @@ function Page(props: { path: string }) {
   }, [state.status, path, needsSession]);
 
   if (path === '/rankings') return <RankingsPage />;
+  if (path === '/docs') return <ApiReferencePage />;
   if (path === '/signin') return <SignInPage />;
   if (path === '/forgot-password') return <ForgotPasswordPage />;
   if (path === '/reset-password') return <ResetPasswordPage />;

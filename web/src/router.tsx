@@ -13,6 +13,7 @@ export const PATHS = [
   '/settings',
   '/auth',
   '/rankings',
+  '/docs',
 ] as const;
 
 const listeners = new Set<() => void>();

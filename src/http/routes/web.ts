@@ -14,7 +14,7 @@ import type { RouteTable } from '../route-table.js';
 import type { RouteDoc } from '../route-doc.js';
 import { ASSET_MEDIA_TYPES, type WebBundle } from '../web-bundle.js';
 
-/** Client-side routes of web/src (keep in step with web/src/routes.ts). */
+/** Client-side routes of web/src (keep in step with PATHS in web/src/router.tsx). */
 export const SPA_PATHS = [
   '/',
   '/signin',
@@ -27,6 +27,7 @@ export const SPA_PATHS = [
   '/settings',
   '/auth',
   '/rankings',
+  '/docs',
 ] as const;
 
 // No inline script or style anywhere in the app (uPlot sizes elements through the CSSOM, which style-src does not govern).

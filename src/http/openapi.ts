@@ -15,7 +15,7 @@ type JsonSchema = Record<string, unknown>;
 export interface DocumentedRoute {
   method: string;
   url: string;
-  auth: RouteAuth | undefined;
+  auth: RouteAuth;
   doc: RouteDoc;
 }
 
@@ -190,7 +190,7 @@ function response(doc: ResponseDoc, components: Record<string, JsonSchema>): Jso
 /** The error statuses a route's declaration implies, plus those it names. */
 function errorStatuses(route: DocumentedRoute): number[] {
   const statuses = new Set<number>(route.doc.errors ?? []);
-  const auth = route.auth ?? 'none';
+  const auth = route.auth;
   if (auth !== 'none') statuses.add(401);
   if (auth === 'admin') statuses.add(403);
   if ((auth === 'account' || auth === 'account-any' || auth === 'session') && route.method !== 'GET') statuses.add(403);
@@ -200,13 +200,16 @@ function errorStatuses(route: DocumentedRoute): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-function operationId(method: string, url: string): string {
-  const words = url
+/** `get_keys_by_hash` for `GET /api/v1/keys/:hash`; the dashboard's pages are `get_page_keys` (unique: a test checks). */
+function operationId(route: DocumentedRoute): string {
+  const api = route.url.startsWith('/api/v1/');
+  const words = route.url
     .replace(/^\/api\/v1/, '')
-    .split(/[/-]/)
+    .split(/[/.-]/)
     .filter(Boolean)
     .map((part) => (part.startsWith(':') ? `by_${part.slice(1)}` : part.replace(/[^A-Za-z0-9_]/g, '')));
-  return [method.toLowerCase(), ...words].join('_') || method.toLowerCase();
+  const page = !api && route.doc.tag === 'Dashboard' ? ['page'] : [];
+  return [route.method.toLowerCase(), ...page, ...words].join('_');
 }
 
 export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version: string): OpenApiDocument {
@@ -227,11 +230,11 @@ export function buildOpenApiDocument(routes: readonly DocumentedRoute[], version
     };
     const params = parameters(route, schemas);
     const operation: OperationObject = {
-      operationId: operationId(route.method, route.url),
+      operationId: operationId(route),
       summary: route.doc.summary,
       ...(route.doc.description ? { description: route.doc.description } : {}),
       tags: [route.doc.tag],
-      security: SECURITY[route.auth ?? 'none'],
+      security: SECURITY[route.auth],
       ...(params.length > 0 ? { parameters: params } : {}),
       ...(route.doc.body
         ? {

@@ -52,6 +52,16 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       const health = await request(`${first.url}/healthz`);
       expect(health.statusCode).toBe(200);
       await health.body.dump();
+      // The printed API reference and its OpenAPI document answer.
+      const reference = /API reference: (\S+)\/docs \(OpenAPI 3\.1: (\S+)\)/.exec(first.stdout());
+      expect(reference).not.toBeNull();
+      const openapi = await request(reference![2]!);
+      expect(openapi.statusCode).toBe(200);
+      expect(((await openapi.body.json()) as { openapi: string }).openapi).toBe('3.1.0');
+      const docsPage = await request(`${reference![1]}/docs`);
+      expect(docsPage.statusCode).toBe(200);
+      expect(docsPage.headers['content-type']).toMatch(/^text\/html/);
+      await docsPage.body.dump();
       const metrics = await request(`${first.url}/metrics`);
       const text = await metrics.body.text();
       expect(text).toContain('tollgate_http_requests_total');

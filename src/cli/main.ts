@@ -52,6 +52,7 @@ async function serve(): Promise<void> {
   const base = running.url.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
   const lines = [
     `Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`,
+    `API reference: ${base}/docs (OpenAPI 3.1: ${base}/api/v1/openapi.json)`,
   ];
   if (running.demoKey) {
     lines.push(

@@ -116,10 +116,7 @@ function hoist(schema: JsonSchema, components: Record<string, JsonSchema>): Json
       throw new Error(`OpenAPI: two different schemas are named ${name}`);
     components[name] = target;
   }
-  const top = retarget(rest) as JsonSchema;
-  // A named schema at the top comes back as its own definition: refer to it instead.
-  if (typeof top.id === 'string' && components[top.id]) return { $ref: `#/components/schemas/${top.id}` };
-  return top;
+  return retarget(rest) as JsonSchema;
 }
 
 /** Named schemas at the top of a conversion are not in `$defs`: put them there first. */

@@ -43,7 +43,16 @@ export type AttemptResult<T> = { ok: true; value: T; status: number } | AttemptF
 
 class AttemptScope {
   readonly controller = new AbortController();
+  /**
+   * The armed deadline (monotonic ms, `performance.now()`, as the timers count) and what its expiry means. A stream re-arms before every read, so
+   * arming moves a number; the one timer is replaced only when a deadline comes earlier than it, and
+   * when it fires before a moved deadline it sleeps again for the rest.
+   */
+  private deadline: number | null = null;
+  private deadlineReason: AbortReason = 'idle_timeout';
+  private armings = 0;
   private timer: NodeJS.Timeout | null = null;
+  private timerAt = 0;
   private readonly unlink: () => void;
 
   constructor(callerSignal: AbortSignal) {
@@ -57,16 +66,31 @@ class AttemptScope {
   }
 
   arm(ms: number, reason: AbortReason): () => void {
-    this.disarm();
-    const timer = setTimeout(() => this.controller.abort(new AttemptAbort(reason)), ms);
-    this.timer = timer;
+    const at = performance.now() + ms;
+    const arming = ++this.armings;
+    this.deadline = at;
+    this.deadlineReason = reason;
+    if (this.timer === null || this.timerAt > at) this.schedule(at);
     return () => {
-      clearTimeout(timer);
-      if (this.timer === timer) this.timer = null;
+      if (this.armings === arming) this.deadline = null;
     };
   }
 
+  private schedule(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.expire, Math.max(1, at - performance.now()));
+  }
+
+  private readonly expire = (): void => {
+    this.timer = null;
+    if (this.deadline === null) return;
+    if (performance.now() >= this.deadline) this.controller.abort(new AttemptAbort(this.deadlineReason));
+    else this.schedule(this.deadline);
+  };
+
   disarm(): void {
+    this.deadline = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
   }

@@ -56,11 +56,15 @@ export interface UpstreamStreamControl {
 export class UpstreamStream {
   private malformed = 0;
   private closed = false;
+  /** The events of the last upstream read not taken yet (a STOP can come mid-read). */
+  private pending: readonly StreamEvent[] = [];
+  private taken = 0;
   /** When the first content event arrived (set at the commit point). */
   firstContentAt = 0;
 
   private constructor(
-    private readonly events: AsyncGenerator<StreamEvent, void, undefined>,
+    /** One batch per upstream read: the events of a body chunk cost one await, not one each. */
+    private readonly events: AsyncGenerator<readonly StreamEvent[], void, undefined>,
     private readonly control: UpstreamStreamControl,
   ) {}
 
@@ -73,7 +77,7 @@ export class UpstreamStream {
   static fromEvents(events: readonly StreamEvent[], control: UpstreamStreamControl): UpstreamStream {
     return new UpstreamStream(
       (async function* () {
-        yield* events;
+        yield events;
       })(),
       control,
     );
@@ -98,14 +102,19 @@ export class UpstreamStream {
 
   private async loop(onChunk: ChunkHandler, onMalformed?: (reason: string) => void): Promise<StreamEnd> {
     for (;;) {
-      let next: IteratorResult<StreamEvent>;
-      try {
-        next = await this.events.next();
-      } catch (error) {
-        return this.classify(error);
+      if (this.taken === this.pending.length) {
+        let next: IteratorResult<readonly StreamEvent[]>;
+        try {
+          next = await this.events.next();
+        } catch (error) {
+          return this.classify(error);
+        }
+        if (next.done) return { kind: 'eof' };
+        this.pending = next.value;
+        this.taken = 0;
+        continue;
       }
-      if (next.done) return { kind: 'eof' };
-      const event = next.value;
+      const event = this.pending[this.taken++]!;
       switch (event.kind) {
         case 'chunk':
           if ((await onChunk(event)) === STOP) return { kind: 'stopped' };
@@ -185,7 +194,9 @@ export interface StreamReaderOptions {
   armIdle: () => () => void;
 }
 
-async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator<StreamEvent, void, undefined> {
+async function* readUpstreamEvents(
+  options: StreamReaderOptions,
+): AsyncGenerator<readonly StreamEvent[], void, undefined> {
   const parser = new SseParser();
   const decoder = options.adapter.openStream?.() ?? options.adapter;
   const iterator = options.body[Symbol.asyncIterator]();
@@ -199,7 +210,7 @@ async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator
     if (!drained) void drain(iterator);
   }
 
-  async function* read(): AsyncGenerator<StreamEvent, void, undefined> {
+  async function* read(): AsyncGenerator<readonly StreamEvent[], void, undefined> {
     for (;;) {
       const disarm = options.armIdle();
       let next: IteratorResult<Uint8Array>;
@@ -214,10 +225,10 @@ async function* readUpstreamEvents(options: StreamReaderOptions): AsyncGenerator
       } catch (error) {
         if (!(error instanceof SseLimitError)) throw error;
         // An invalid response like any other: fails over before the first byte, in-band error after.
-        yield { kind: 'error', failure: oversized(error) };
+        yield [{ kind: 'error', failure: oversized(error) }];
         return;
       }
-      for (const event of events) yield decoder.parseStreamEvent(event.data, event.event);
+      if (events.length > 0) yield events.map((event) => decoder.parseStreamEvent(event.data, event.event));
       if (next.done) return;
     }
   }

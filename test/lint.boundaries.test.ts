@@ -5,7 +5,6 @@
  */
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
-// @ts-expect-error -- a plain .mjs script without type declarations
 import { cyclesOf, importsOf } from '../scripts/check-cycles.mjs';
 import { ROOT } from './helpers/process.js';
 

@@ -101,11 +101,58 @@ for (const target of STORE_TARGETS) {
           await sleep(30);
           throw new Error('roll me back');
         });
+        const rolledBack = expect(failing).rejects.toThrow('roll me back');
         await sleep(5);
         await driver.run(insert, [outside.id, outside.email, null, outside.createdAt]);
-        await expect(failing).rejects.toThrow('roll me back');
+        await rolledBack;
         expect(await store.getAccount(inside.id)).toBeNull();
         expect(await store.getAccount(outside.id)).not.toBeNull();
+      });
+    });
+
+    describe('driver batches', () => {
+      const insert =
+        'INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id';
+      const row = (a: ReturnType<typeof newAccountFixture>) => [a.id, a.email, null, a.createdAt];
+
+      it('runs its statements in one transaction and returns their rows', async () => {
+        const driver = database.openDriver();
+        const [a, b] = [newAccountFixture(), newAccountFixture()];
+        const results = await driver.batch([
+          { sql: insert, params: row(a), expectRows: 1 },
+          { sql: insert, params: row(b) },
+          { sql: 'UPDATE accounts SET total_usage = total_usage + ? WHERE id = ?', params: [5n, a.id] },
+        ]);
+        expect(results).toEqual([[{ id: a.id }], [{ id: b.id }], []]);
+        expect((await store.getAccount(a.id))?.totalUsage).toBe(5n);
+        expect(await store.getAccount(b.id)).not.toBeNull();
+      });
+
+      it('writes nothing and answers null when a statement returns other rows than expected', async () => {
+        const driver = database.openDriver();
+        const [a, b] = [newAccountFixture(), newAccountFixture()];
+        await driver.all(insert, row(a));
+        const results = await driver.batch([
+          { sql: insert, params: row(b), expectRows: 1 },
+          { sql: 'UPDATE accounts SET total_usage = total_usage + ? WHERE id = ?', params: [5n, a.id] },
+          { sql: insert, params: row(a), expectRows: 1 }, // already there: returns no row
+        ]);
+        expect(results).toBeNull();
+        expect(await store.getAccount(b.id)).toBeNull();
+        expect((await store.getAccount(a.id))?.totalUsage).toBe(0n);
+      });
+
+      it('rolls back and rejects when a statement fails, and the driver goes on', async () => {
+        const driver = database.openDriver();
+        const a = newAccountFixture();
+        await expect(
+          driver.batch([
+            { sql: insert, params: row(a) },
+            { sql: 'UPDATE no_such_table SET x = 1', params: [] },
+          ]),
+        ).rejects.toThrow();
+        expect(await store.getAccount(a.id)).toBeNull();
+        expect(await driver.batch([{ sql: insert, params: row(a), expectRows: 1 }])).toEqual([[{ id: a.id }]]);
       });
     });
 
@@ -312,6 +359,30 @@ for (const target of STORE_TARGETS) {
         expect((await store.getAccount(accountId))?.totalUsage).toBe(100n);
         expect((await store.getKeyUsage([keyHash], usagePeriods(WEDNESDAY))).get(keyHash)?.all.usage).toBe(100n);
         expect(await store.getGeneration(generation.id)).toEqual(generation);
+      });
+
+      it('applies the new generations of a batch that also replays a recorded one, and only them', async () => {
+        const { accountId, keyHash } = await setup();
+        const recorded = generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost: 100n });
+        await store.settle([settlementFixture(recorded)]);
+        const fresh = [7n, 11n].map((totalCost) =>
+          generationFixture(accountId, keyHash, { createdAt: WEDNESDAY, totalCost }),
+        );
+        const outcome = await store.settle([
+          settlementFixture(fresh[0]!),
+          settlementFixture({ ...recorded, totalCost: 999n }),
+          settlementFixture(fresh[1]!),
+        ]);
+        expect(outcome).toEqual([
+          { id: fresh[0]!.id, applied: true },
+          { id: recorded.id, applied: false },
+          { id: fresh[1]!.id, applied: true },
+        ]);
+        expect((await store.getAccount(accountId))?.totalUsage).toBe(118n);
+        const usage = (await store.getKeyUsage([keyHash], usagePeriods(WEDNESDAY))).get(keyHash);
+        const spent = { usage: 118n, byokUsage: 0n };
+        expect(usage).toEqual({ all: spent, day: spent, week: spent, month: spent });
+        for (const generation of fresh) expect(await store.getGeneration(generation.id)).toEqual(generation);
       });
 
       it('applies only the first of two settlements with the same id in one batch', async () => {

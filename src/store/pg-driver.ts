@@ -1,6 +1,14 @@
 import pg from 'pg';
 import { TollgateError } from '../core/errors.js';
-import type { RunResult, SqlDriver, SqlExecutor, SqlParam, SqlRow } from './sql-driver.js';
+import {
+  batchInTransaction,
+  type RunResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlParam,
+  type SqlRow,
+  type SqlStatement,
+} from './sql-driver.js';
 
 export interface PgDriverOptions {
   /** Schema put first on `search_path` for every connection (tests use a throwaway one). */
@@ -164,6 +172,10 @@ export class PgDriver implements SqlDriver {
         broken instanceof Error ? broken : broken === undefined ? undefined : new Error('connection lost'),
       );
     }
+  }
+
+  batch(statements: readonly SqlStatement[]): Promise<SqlRow[][] | null> {
+    return batchInTransaction(this, statements);
   }
 
   async close(): Promise<void> {

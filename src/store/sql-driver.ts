@@ -14,11 +14,23 @@ export interface RunResult {
   changes: number;
 }
 
+/**
+ * Statements run in the order they are issued. Inside a transaction, statements that do not depend
+ * on each other's results may be issued without awaiting one another (and then awaited together):
+ * the embedded store sends them to its thread in one go instead of one round trip each.
+ */
 export interface SqlExecutor {
   all(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]>;
   run(sql: string, params?: readonly SqlParam[]): Promise<RunResult>;
   /** Runs a parameterless script that may hold several statements (migrations). */
   exec(script: string): Promise<void>;
+}
+
+export interface SqlStatement {
+  sql: string;
+  params: readonly SqlParam[];
+  /** The rows it must return (an INSERT … RETURNING that must insert every row it was given). */
+  expectRows?: number;
 }
 
 export interface SqlDriver extends SqlExecutor {
@@ -28,7 +40,36 @@ export interface SqlDriver extends SqlExecutor {
    * may be used inside `fn`; calling the driver itself there would wait for the transaction to end.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Runs `statements` in one transaction, in one go (on the embedded store, one round trip to its
+   * thread). Resolves with each statement's rows once committed — or with `null`, rolled back and
+   * nothing written, when a statement returned other than the rows it expected.
+   */
+  batch(statements: readonly SqlStatement[]): Promise<SqlRow[][] | null>;
   close(): Promise<void>;
+}
+
+const UNEXPECTED_ROWS = Symbol('unexpected rows');
+
+/** `SqlDriver.batch` as a transaction of one statement after the other (for drivers with nothing faster). */
+export async function batchInTransaction(
+  driver: Pick<SqlDriver, 'transaction'>,
+  statements: readonly SqlStatement[],
+): Promise<SqlRow[][] | null> {
+  try {
+    return await driver.transaction(async (tx) => {
+      const results: SqlRow[][] = [];
+      for (const { sql, params, expectRows } of statements) {
+        const rows = await tx.all(sql, params);
+        if (expectRows !== undefined && rows.length !== expectRows) throw UNEXPECTED_ROWS;
+        results.push(rows);
+      }
+      return results;
+    });
+  } catch (error) {
+    if (error === UNEXPECTED_ROWS) return null;
+    throw error;
+  }
 }
 
 /** `(?, ?, ?)` — for building multi-row VALUES lists. */

@@ -231,7 +231,7 @@ export class SqlStore implements Store {
 
   async settle(batch: readonly Settlement[]): Promise<SettleOutcome[]> {
     if (batch.length === 0) return [];
-    return this.#driver.transaction((tx) => settleBatch(tx, batch));
+    return settleBatch(this.#driver, batch);
   }
 
   async getGeneration(id: string): Promise<GenerationRecord | null> {

@@ -1,18 +1,29 @@
+/**
+ * The embedded store's driver. The SQLite connection lives on its own thread (store/sqlite-thread.js):
+ * libsql's API is synchronous, and a statement run on the event loop — above all a COMMIT waiting
+ * for its fsync (`synchronous = FULL`: a charge is on disk before the request reports done) — would
+ * stop every request in the process while it runs. Here each statement is a message to that thread
+ * and a reply; the event loop only copies parameters and rows.
+ *
+ * The thread runs requests in the order they arrive, one at a time. A transaction is BEGIN, its
+ * statements and COMMIT sent in turn, so a statement from elsewhere could land between them: one
+ * mutex per database file per process closes that gap (while a transaction is open every other
+ * statement on that file, from any driver instance, waits). Sharing it across instances also keeps
+ * a second connection's BEGIN IMMEDIATE from waiting out its busy timeout on a lock held by a
+ * transaction of this process.
+ *
+ * The thread keeps the process alive only while a request is in flight. Should it ever die, the
+ * requests in flight fail as "store unavailable" and the next request starts a new one.
+ */
 import { resolve } from 'node:path';
-import Database from 'libsql';
+import { Worker } from 'node:worker_threads';
 import { TollgateError } from '../core/errors.js';
 import { AsyncMutex } from './async-mutex.js';
-import type { RunResult, SqlDriver, SqlExecutor, SqlParam, SqlRow } from './sql-driver.js';
+import type { RunResult, SqlDriver, SqlExecutor, SqlParam, SqlRow, SqlStatement } from './sql-driver.js';
+import type { SqliteReply, SqliteRequest, SqliteThreadOptions } from './sqlite-protocol.js';
 
-type SqliteValue = bigint | number | string | null;
+const THREAD_FILE = new URL('./sqlite-thread.js', import.meta.url);
 
-/**
- * libsql's API is synchronous, so a statement can only interleave with a transaction at an `await`
- * inside the transaction body. One mutex per database file per process closes that gap: while a
- * transaction is open every other statement on that file (from any driver instance) waits. Sharing it
- * across instances also matters because a second connection's BEGIN IMMEDIATE would otherwise block
- * the only thread on a lock that the first connection can never release.
- */
 const fileMutexes = new Map<string, { mutex: AsyncMutex; users: number }>();
 
 function claimMutex(key: string | null): AsyncMutex {
@@ -31,21 +42,78 @@ function releaseMutex(key: string | null): void {
   if (entry.users <= 0) fileMutexes.delete(key);
 }
 
-function toSqlite(value: SqlParam): SqliteValue {
-  if (typeof value === 'boolean') return value ? 1n : 0n; // libsql aborts the process on a boolean
-  // Bind whole numbers as INTEGER, never REAL.
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
-  return value;
-}
-
 const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB)/;
 
-function translateError(error: unknown): unknown {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && UNAVAILABLE_CODES.test(code)) {
+function errorOf(reply: { message: string; code: string | null }): Error {
+  const error = Object.assign(new Error(reply.message), reply.code === null ? {} : { code: reply.code });
+  if (reply.code !== null && UNAVAILABLE_CODES.test(reply.code)) {
     return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
   }
   return error;
+}
+
+type Request = SqliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+interface InFlight {
+  resolve: (reply: SqliteReply & { ok: true }) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One connection's thread: requests in, replies out, matched by id. */
+class SqliteThread {
+  readonly #worker: Worker;
+  readonly #inFlight = new Map<number, InFlight>();
+  #nextId = 1;
+  #exited = false;
+
+  constructor(options: SqliteThreadOptions) {
+    this.#worker = new Worker(THREAD_FILE, { workerData: options, stdout: false, stderr: false });
+    this.#worker.unref();
+    this.#worker.on('message', (reply: SqliteReply) => this.#settle(reply));
+    this.#worker.on('error', (error) => this.#fail(error));
+    this.#worker.on('exit', (code) => {
+      this.#exited = true;
+      this.#fail(new Error(`the SQLite thread exited with code ${code}`));
+    });
+  }
+
+  get alive(): boolean {
+    return !this.#exited;
+  }
+
+  send(request: Request): Promise<SqliteReply & { ok: true }> {
+    if (this.#exited) return Promise.reject(this.#unavailable(new Error('the SQLite thread has exited')));
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      if (this.#inFlight.size === 0) this.#worker.ref();
+      this.#inFlight.set(id, { resolve, reject });
+      this.#worker.postMessage({ ...request, id });
+    });
+  }
+
+  async terminate(): Promise<void> {
+    if (!this.#exited) await this.#worker.terminate();
+  }
+
+  #settle(reply: SqliteReply): void {
+    const waiting = this.#inFlight.get(reply.id);
+    if (!waiting) return;
+    this.#inFlight.delete(reply.id);
+    if (this.#inFlight.size === 0) this.#worker.unref();
+    if (reply.ok) waiting.resolve(reply);
+    else waiting.reject(errorOf(reply));
+  }
+
+  #fail(cause: unknown): void {
+    const waiting = [...this.#inFlight.values()];
+    this.#inFlight.clear();
+    this.#worker.unref();
+    for (const { reject } of waiting) reject(this.#unavailable(cause));
+  }
+
+  #unavailable(cause: unknown): TollgateError {
+    return new TollgateError('store.unavailable', 'Storage is unavailable', { cause });
+  }
 }
 
 export interface SqliteDriverOptions {
@@ -55,125 +123,103 @@ export interface SqliteDriverOptions {
 
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
-  readonly #db: Database.Database;
-  readonly #statements = new Map<string, Database.Statement>();
+  readonly #options: SqliteThreadOptions;
+  #thread: SqliteThread;
+  #closed = false;
   readonly #mutexKey: string | null;
   readonly #mutex: AsyncMutex;
 
   constructor(path: string, options: SqliteDriverOptions = {}) {
     const inMemory = path === ':memory:' || path === '';
     this.#mutexKey = inMemory ? null : resolve(path);
-    try {
-      this.#db = new Database(path);
-      this.#db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
-      this.#db.exec('PRAGMA journal_mode = WAL');
-      this.#db.exec('PRAGMA synchronous = FULL');
-      this.#db.exec('PRAGMA foreign_keys = ON');
-    } catch (error) {
-      throw translateError(error);
-    }
+    this.#options = { path, busyTimeoutMs: options.busyTimeoutMs ?? 5000 };
+    this.#thread = new SqliteThread(this.#options);
     this.#mutex = claimMutex(this.#mutexKey);
   }
 
-  all(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]> {
-    return this.#outsideTransaction(() => this.#all(sql, params));
+  all(sql: string, params: readonly SqlParam[] = []): Promise<SqlRow[]> {
+    return this.#outsideTransaction(() => this.#all(sql, params, false));
   }
 
-  run(sql: string, params?: readonly SqlParam[]): Promise<RunResult> {
-    return this.#outsideTransaction(() => this.#run(sql, params));
+  run(sql: string, params: readonly SqlParam[] = []): Promise<RunResult> {
+    return this.#outsideTransaction(() => this.#run(sql, params, false));
   }
 
   exec(script: string): Promise<void> {
-    return this.#outsideTransaction(() => this.#exec(script));
+    return this.#outsideTransaction(() => this.#exec(script, false));
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return this.#mutex.runExclusive(async () => {
-      this.#exec('BEGIN IMMEDIATE');
+      // Not awaited: the first statement follows it to the thread at once (and fails if it failed).
+      const begun = this.#exec('BEGIN IMMEDIATE', false).then(
+        () => null,
+        (error: unknown) => error,
+      );
       let open = true;
-      const guard = <R>(action: () => R): Promise<R> => {
-        if (!open) return Promise.reject(new Error('transaction already finished'));
-        try {
-          return Promise.resolve(action());
-        } catch (error) {
-          return Promise.reject(error);
-        }
-      };
+      const guard = <R>(action: () => Promise<R>): Promise<R> =>
+        open ? action() : Promise.reject(new Error('transaction already finished'));
       const tx: SqlExecutor = {
-        all: (sql, params) => guard(() => this.#all(sql, params)),
-        run: (sql, params) => guard(() => this.#run(sql, params)),
-        exec: (script) => guard(() => this.#exec(script)),
+        all: (sql, params = []) => guard(() => this.#all(sql, params, true)),
+        run: (sql, params = []) => guard(() => this.#run(sql, params, true)),
+        exec: (script) => guard(() => this.#exec(script, true)),
       };
       try {
         const result = await fn(tx);
         open = false;
-        this.#exec('COMMIT');
+        const notBegun = await begun;
+        if (notBegun !== null) throw notBegun;
+        await this.#exec('COMMIT', true);
         return result;
       } catch (error) {
         open = false;
-        try {
-          if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
-        } catch {
-          // The original error matters more; SQLite already rolled back if the connection failed.
-        }
-        throw error;
+        await this.#send({ op: 'rollback' }).catch(() => undefined);
+        throw (await begun) ?? error;
       }
+    });
+  }
+
+  batch(statements: readonly SqlStatement[]): Promise<SqlRow[][] | null> {
+    // Under the mutex: no transaction of this process may be open on the file when the thread runs BEGIN.
+    return this.#mutex.runExclusive(async () => {
+      const reply = await this.#send({ op: 'batch', statements });
+      return 'results' in reply ? reply.results : null;
     });
   }
 
   async close(): Promise<void> {
-    await this.#mutex.runExclusive(() => {
-      if (!this.#db.open) return;
-      this.#statements.clear();
-      this.#db.close();
+    await this.#mutex.runExclusive(async () => {
+      if (this.#closed) return;
+      this.#closed = true;
+      await this.#thread.send({ op: 'close' }).catch(() => undefined);
+      await this.#thread.terminate();
       releaseMutex(this.#mutexKey);
     });
   }
 
-  /** Fast path: with no transaction open anywhere on this file, a synchronous statement cannot interleave. */
-  #outsideTransaction<R>(action: () => R): Promise<R> {
-    if (!this.#mutex.locked) {
-      try {
-        return Promise.resolve(action());
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    }
-    return this.#mutex.runExclusive(action);
+  /** With no transaction open anywhere on this file, a statement goes straight to the thread. */
+  #outsideTransaction<R>(action: () => Promise<R>): Promise<R> {
+    return this.#mutex.locked ? this.#mutex.runExclusive(action) : action();
   }
 
-  #statement(sql: string): Database.Statement {
-    let statement = this.#statements.get(sql);
-    if (!statement) {
-      statement = this.#db.prepare(sql).safeIntegers(true);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
+  #send(request: Request): Promise<SqliteReply & { ok: true }> {
+    if (this.#closed) return Promise.reject(new Error('the store is closed'));
+    if (!this.#thread.alive) this.#thread = new SqliteThread(this.#options);
+    return this.#thread.send(request);
   }
 
-  #all(sql: string, params: readonly SqlParam[] = []): SqlRow[] {
-    try {
-      return this.#statement(sql).all(params.map(toSqlite)) as SqlRow[];
-    } catch (error) {
-      throw translateError(error);
-    }
+  async #all(sql: string, params: readonly SqlParam[], tx: boolean): Promise<SqlRow[]> {
+    const reply = await this.#send({ op: 'all', sql, params, tx });
+    return 'rows' in reply ? reply.rows : [];
   }
 
-  #run(sql: string, params: readonly SqlParam[] = []): RunResult {
-    try {
-      const result = this.#statement(sql).run(params.map(toSqlite));
-      return { changes: Number(result.changes) };
-    } catch (error) {
-      throw translateError(error);
-    }
+  async #run(sql: string, params: readonly SqlParam[], tx: boolean): Promise<RunResult> {
+    const reply = await this.#send({ op: 'run', sql, params, tx });
+    return { changes: 'changes' in reply ? reply.changes : 0 };
   }
 
-  #exec(script: string): void {
-    try {
-      this.#db.exec(script);
-    } catch (error) {
-      throw translateError(error);
-    }
+  async #exec(script: string, tx: boolean): Promise<void> {
+    await this.#send({ op: 'exec', sql: script, tx });
   }
 }
 

@@ -1,13 +1,14 @@
 /**
- * The usage rollups of a settle batch, written inside the charge's transaction (settle-batch.ts) for
- * the generations that batch actually inserted, so a replayed generation id adds nothing.
+ * The usage rollups of a settle batch, as statements run inside the charge's transaction
+ * (settle-batch.ts) for the generations that batch actually inserted, so a replayed generation id
+ * adds nothing.
  * Deltas are summed in memory (one statement per table and chunk, and PostgreSQL refuses to update
  * one row twice in a statement) and rows are written in sorted order, every transaction taking the
  * same locks in the same order: concurrent batches cannot deadlock. The fleet-wide public tables
  * come last, so their hot rows are locked only for the end of the transaction.
  */
 import { appIdentity, type AppIdentity } from '../usage/app-identity.js';
-import { placeholderTuple, type SqlExecutor, type SqlParam } from './sql-driver.js';
+import { placeholderTuple, type SqlParam, type SqlStatement } from './sql-driver.js';
 import type { Settlement } from './types.js';
 
 const CHUNK = 100;
@@ -41,16 +42,13 @@ function sorted<K>(rows: Map<string, Row<unknown>>): Row<K>[] {
   return ([...rows.values()] as Row<K>[]).sort((a, b) => (a.sort < b.sort ? -1 : a.sort > b.sort ? 1 : 0));
 }
 
-async function upsert(
-  tx: SqlExecutor,
-  head: string,
-  width: number,
-  tail: string,
-  rows: readonly SqlParam[][],
-): Promise<void> {
+function upsert(out: SqlStatement[], head: string, width: number, tail: string, rows: readonly SqlParam[][]): void {
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK);
-    await tx.run(`${head} VALUES ${chunk.map(() => placeholderTuple(width)).join(', ')} ${tail}`, chunk.flat());
+    out.push({
+      sql: `${head} VALUES ${chunk.map(() => placeholderTuple(width)).join(', ')} ${tail}`,
+      params: chunk.flat(),
+    });
   }
 }
 
@@ -74,8 +72,9 @@ function accumulate(table: string, conflict: string): string {
   return `ON CONFLICT (${conflict}) DO UPDATE SET ${TOTALS_COLUMNS.split(', ').map(sum).join(', ')}`;
 }
 
-export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly Settlement[]): Promise<void> {
-  if (settlements.length === 0) return;
+export function usageRollupStatements(settlements: readonly Settlement[]): SqlStatement[] {
+  const out: SqlStatement[] = [];
+  if (settlements.length === 0) return out;
   const rollups = new Map<string, Row<unknown>>();
   const byModel = new Map<string, Row<unknown>>();
   const bySource = new Map<string, Row<unknown>>();
@@ -115,8 +114,8 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
   }
 
   const t = (x: Totals) => [x.usage, x.byokUsage, x.requests, x.prompt, x.completion, x.reasoning];
-  await upsert(
-    tx,
+  upsert(
+    out,
     `INSERT INTO usage_rollups (account_id, key_hash, day, model, provider_name, app_id, ${TOTALS_COLUMNS})`,
     12,
     accumulate('usage_rollups', 'account_id, key_hash, day, model, provider_name, app_id'),
@@ -130,15 +129,15 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       ...t(totals),
     ]),
   );
-  await upsert(
-    tx,
+  upsert(
+    out,
     `INSERT INTO usage_rollups_model (account_id, day, model, provider_name, ${TOTALS_COLUMNS})`,
     10,
     accumulate('usage_rollups_model', 'account_id, day, model, provider_name'),
     sorted<RollupKey>(byModel).map(({ key: k, totals }) => [k.accountId, k.day, k.model, k.provider, ...t(totals)]),
   );
-  await upsert(
-    tx,
+  upsert(
+    out,
     `INSERT INTO usage_rollups_source (account_id, day, key_hash, app_id, ${TOTALS_COLUMNS})`,
     10,
     accumulate('usage_rollups_source', 'account_id, day, key_hash, app_id'),
@@ -147,8 +146,8 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
 
   // An app's name is its first title: a later request cannot rename someone else's app, but an app
   // first seen without a title gets the first one that arrives.
-  await upsert(
-    tx,
+  upsert(
+    out,
     'INSERT INTO usage_apps (id, app_key, origin, name, titled, created_at)',
     6,
     'ON CONFLICT (id) DO UPDATE SET name = excluded.name, titled = excluded.titled WHERE usage_apps.titled = 0 AND excluded.titled = 1',
@@ -156,8 +155,8 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       .sort((a, b) => a.app.id - b.app.id)
       .map(({ app, createdAt }) => [app.id, app.key, app.origin, app.name, app.titled, createdAt]),
   );
-  await upsert(
-    tx,
+  upsert(
+    out,
     'INSERT INTO usage_app_accounts (app_id, account_id, created_at)',
     3,
     'ON CONFLICT (app_id, account_id) DO NOTHING',
@@ -167,8 +166,8 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
   const publicTail = (table: string, conflict: string) =>
     `ON CONFLICT (${conflict}) DO UPDATE SET requests = ${table}.requests + excluded.requests, ` +
     `prompt_tokens = ${table}.prompt_tokens + excluded.prompt_tokens, completion_tokens = ${table}.completion_tokens + excluded.completion_tokens`;
-  await upsert(
-    tx,
+  upsert(
+    out,
     'INSERT INTO usage_app_daily (day, app_id, requests, prompt_tokens, completion_tokens)',
     5,
     publicTail('usage_app_daily', 'day, app_id'),
@@ -180,8 +179,8 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       totals.completion,
     ]),
   );
-  await upsert(
-    tx,
+  upsert(
+    out,
     'INSERT INTO usage_model_daily (day, model, requests, prompt_tokens, completion_tokens)',
     5,
     publicTail('usage_model_daily', 'day, model'),
@@ -193,4 +192,5 @@ export async function writeUsageRollups(tx: SqlExecutor, settlements: readonly S
       totals.completion,
     ]),
   );
+  return out;
 }

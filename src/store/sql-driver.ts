@@ -17,7 +17,7 @@ export interface RunResult {
 /**
  * Statements run in the order they are issued. Inside a transaction, statements that do not depend
  * on each other's results may be issued without awaiting one another (and then awaited together):
- * the embedded store sends them to its thread in one go instead of one round trip each.
+ * the embedded store then sends them to its thread back to back instead of waiting for each reply.
  */
 export interface SqlExecutor {
   all(sql: string, params?: readonly SqlParam[]): Promise<SqlRow[]>;

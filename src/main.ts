@@ -26,7 +26,7 @@ import { ensureDemoAccount } from './pipeline/demo-setup.js';
 import { startMockProvider, type MockProvider } from './providers/mock-server.js';
 import { buildCatalog } from './routing/catalog.js';
 import { createUpstreamAgent } from './routing/upstream-client.js';
-import { openPostgresStore, openSqliteStore } from './store/open-store.js';
+import { openPostgresStore, openSqliteStoreWhenOpen } from './store/open-store.js';
 import { PgChangeBus } from './store/pg-change-bus.js';
 import type { Store } from './store/types.js';
 
@@ -40,10 +40,10 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-function openStore(config: Config): Store {
+async function openStore(config: Config): Promise<Store> {
   if (config.databaseUrl) return openPostgresStore(config.databaseUrl);
   mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteStore(join(config.dataDir, 'tollgate.db'));
+  return openSqliteStoreWhenOpen(join(config.dataDir, 'tollgate.db'));
 }
 
 type OpenedRateLimiter = NonNullable<AppDeps['rateLimiter']> & { close(): Promise<void>; redis?: RedisRateLimiter };
@@ -156,7 +156,7 @@ export async function startGateway(
     });
   }
   const catalog = buildCatalog(config, { demoBaseUrl: demo?.url ?? null });
-  const store = openStore(config);
+  const store = await openStore(config);
   // A database down at boot is not fatal: the gateway starts not ready and migrates when it answers.
   const migrations = await startMigrations(store, logger);
   const journal = await openChargeJournal(config, logger);

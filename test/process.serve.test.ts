@@ -2,7 +2,8 @@
  * The operator's view: the built `tollgate serve` process in demo mode, restart, logs, graceful
  * shutdown, configuration errors, and PostgreSQL mode with two processes starting together.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -99,6 +100,17 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
     expect(result.stderr).toContain('providers.0.id');
     expect(result.stderr).toContain('providers.0.kind');
     expect(result.stderr).toContain('PORT');
+  });
+
+  it('refuses to start on a database file it cannot open, saying why, and exits 1', async () => {
+    const dataDir = join(dir, 'broken-db');
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(join(dataDir, 'tollgate.db'), randomBytes(8192));
+    const result = await runCli(['serve'], { TOLLGATE_DATA_DIR: dataDir, PORT: '0' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `tollgate: The embedded store cannot open ${join(dataDir, 'tollgate.db')}: file is not a database`,
+    );
   });
 
   describe('with a config file', () => {

@@ -4,6 +4,7 @@
  * be opened is "store unavailable" (not a crash), and an idle driver does not keep a process alive.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -90,6 +91,17 @@ describe('the SQLite thread', { timeout: 60_000 }, () => {
       const error = await driver.all('SELECT 1').catch((e: unknown) => e);
       expect(isTollgateError(error) && error.code === 'store.unavailable').toBe(true);
     }
+  });
+
+  it('says whether it opened the database, and why not', async () => {
+    await open();
+    await expect(driver.opened()).resolves.toBeUndefined();
+    await driver.close();
+    await writeFile(file.path, randomBytes(8192)); // not a database any more
+    driver = openSqliteDriver(file.path);
+    const error = await driver.opened().catch((e: unknown) => e);
+    expect(isTollgateError(error) && error.code === 'store.unavailable').toBe(true);
+    expect((error as Error).message).toBe(`The embedded store cannot open ${file.path}: file is not a database`);
   });
 });
 

@@ -20,7 +20,7 @@ import { Worker } from 'node:worker_threads';
 import { TollgateError } from '../core/errors.js';
 import { AsyncMutex } from './async-mutex.js';
 import type { RunResult, SqlDriver, SqlExecutor, SqlParam, SqlRow, SqlStatement } from './sql-driver.js';
-import type { SqliteReply, SqliteRequest, SqliteThreadOptions } from './sqlite-protocol.js';
+import { OPENED_ID, type SqliteReply, type SqliteRequest, type SqliteThreadOptions } from './sqlite-protocol.js';
 
 const THREAD_FILE = new URL('./sqlite-thread.js', import.meta.url);
 
@@ -63,17 +63,35 @@ interface InFlight {
 class SqliteThread {
   readonly #worker: Worker;
   readonly #inFlight = new Map<number, InFlight>();
-  #nextId = 1;
+  #nextId = OPENED_ID + 1;
   #exited = false;
+  /** Whether the database opened; the thread is held open (ref'd) until it says. */
+  readonly opened: Promise<void>;
+  #openedSaid = false;
 
   constructor(options: SqliteThreadOptions) {
+    let said: (error: Error | null) => void = () => undefined;
+    this.opened = new Promise<void>((resolve, reject) => {
+      said = (error) => (error ? reject(error) : resolve());
+    });
+    this.opened.catch(() => undefined); // a failed open also answers every request
+    const sayOpened = (error: Error | null) => {
+      if (this.#openedSaid) return;
+      this.#openedSaid = true;
+      if (this.#inFlight.size === 0) this.#worker.unref();
+      said(error);
+    };
     this.#worker = new Worker(THREAD_FILE, { workerData: options, stdout: false, stderr: false });
-    this.#worker.unref();
-    this.#worker.on('message', (reply: SqliteReply) => this.#settle(reply));
+    this.#worker.on('message', (reply: SqliteReply) => {
+      if (reply.id !== OPENED_ID) this.#settle(reply);
+      else sayOpened(reply.ok ? null : new Error(reply.message));
+    });
     this.#worker.on('error', (error) => this.#fail(error));
     this.#worker.on('exit', (code) => {
       this.#exited = true;
-      this.#fail(new Error(`the SQLite thread exited with code ${code}`));
+      const exited = new Error(`the SQLite thread exited with code ${code}`);
+      sayOpened(exited);
+      this.#fail(exited);
     });
   }
 
@@ -99,7 +117,7 @@ class SqliteThread {
     const waiting = this.#inFlight.get(reply.id);
     if (!waiting) return;
     this.#inFlight.delete(reply.id);
-    if (this.#inFlight.size === 0) this.#worker.unref();
+    if (this.#inFlight.size === 0 && this.#openedSaid) this.#worker.unref();
     if (reply.ok) waiting.resolve(reply);
     else waiting.reject(errorOf(reply));
   }
@@ -107,7 +125,7 @@ class SqliteThread {
   #fail(cause: unknown): void {
     const waiting = [...this.#inFlight.values()];
     this.#inFlight.clear();
-    this.#worker.unref();
+    if (this.#openedSaid) this.#worker.unref();
     for (const { reject } of waiting) reject(this.#unavailable(cause));
   }
 
@@ -177,6 +195,22 @@ export class SqliteDriver implements SqlDriver {
         throw (await begun) ?? error;
       }
     });
+  }
+
+  /**
+   * Resolves once the thread has opened the database; rejects, saying why, when it could not (a
+   * file that is not a database, a directory that does not exist or cannot be written). Statements
+   * need not wait for it; a boot that must not start on a broken file does.
+   */
+  async opened(): Promise<void> {
+    try {
+      await this.#thread.opened;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new TollgateError('store.unavailable', `The embedded store cannot open ${this.#options.path}: ${reason}`, {
+        cause: error,
+      });
+    }
   }
 
   batch(statements: readonly SqlStatement[]): Promise<SqlRow[][] | null> {

@@ -23,6 +23,9 @@ export type SqliteRequest =
   | { id: number; op: 'rollback' }
   | { id: number; op: 'close' };
 
+/** The thread's first message: whether it opened the database (`id` 0, before any reply). */
+export const OPENED_ID = 0;
+
 export type SqliteReply =
   | { id: number; ok: true; rows: SqlRow[] }
   | { id: number; ok: true; changes: number }

@@ -17,6 +17,9 @@ import Database from 'libsql';
 /** @typedef {import('./sql-driver.js').SqlRow} SqlRow */
 /** @typedef {import('./sql-driver.js').SqlStatement} SqlStatement */
 
+/** The id of the first message, which says whether the database opened (`OPENED_ID` in sqlite-protocol.ts). */
+const OPENED_ID = 0;
+
 const port = parentPort;
 if (!port) throw new Error('store/sqlite-thread.js runs as a worker thread');
 const options = /** @type {SqliteThreadOptions} */ (workerData);
@@ -48,9 +51,11 @@ function open() {
 let connection;
 try {
   connection = { db: open() };
+  port.postMessage(/** @type {SqliteReply} */ ({ id: OPENED_ID, ok: true }));
 } catch (error) {
-  // Every request answers with this error (the driver turns it into "store unavailable").
+  // Said once now (the driver's `opened()`), and answered to every request (as "store unavailable").
   connection = { error };
+  port.postMessage({ ...failure(OPENED_ID, error), code: 'SQLITE_CANTOPEN' });
 }
 
 /** @type {Map<string, Database.Statement>} */

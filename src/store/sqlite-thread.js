@@ -73,15 +73,15 @@ function statement(db, sql) {
 
 /**
  * @param {Database.Database} db
- * @param {readonly SqlStatement[]} statements
+ * @param {readonly SqlStatement[]} script
  * @returns {SqlRow[][] | null}
  */
-function batch(db, statements) {
+function batch(db, script) {
   db.exec('BEGIN IMMEDIATE');
   try {
     /** @type {SqlRow[][]} */
     const results = [];
-    for (const { sql, params, expectRows } of statements) {
+    for (const { sql, params, expectRows } of script) {
       const prepared = statement(db, sql);
       const bound = params.map(toSqlite);
       const rows = prepared.reader ? /** @type {SqlRow[]} */ (prepared.all(bound)) : (prepared.run(bound), []);

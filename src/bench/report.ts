@@ -20,18 +20,27 @@ export interface ThroughputRow {
   commits: CommitCount;
 }
 
-export interface LatencyRow {
-  target: Target;
+export interface LatencyRound {
   result: OpenLoopResult;
   /** The gateway's event-loop delay during the run (gateway targets). */
   gatewayLoop: { p99Ms: number; maxMs: number } | null;
 }
 
-export interface StreamRow {
+/** One target's interleaved rounds (round i of every target ran in the same stretch of time). */
+export interface LatencyRow {
   target: Target;
+  rounds: LatencyRound[];
+}
+
+export interface StreamRound {
   result: StreamLoadResult;
   /** The proxy's CPU during the run; null for direct. */
   cpuMicros: number | null;
+}
+
+export interface StreamRow {
+  target: Target;
+  rounds: StreamRound[];
 }
 
 export interface MemoryRow {
@@ -99,7 +108,15 @@ export function throughputTable(rows: readonly ThroughputRow[]): string {
 }
 
 export function latencyTable(rows: readonly LatencyRow[]): string {
-  const direct = rows.find((r) => r.target === DIRECT)?.result;
+  const direct = rows.find((r) => r.target === DIRECT);
+  const of = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => median(row.rounds.map((r) => pick(r.result)));
+  /** Each round's figure minus the provider's own in the same round. */
+  const added = (row: LatencyRow, pick: (r: OpenLoopResult) => number) =>
+    row.rounds.map((r, i) => {
+      const base = direct?.rounds[i]?.result;
+      return base ? pick(r.result) - pick(base) : Number.NaN;
+    });
+  const loops = (row: LatencyRow) => row.rounds.flatMap((r) => (r.gatewayLoop ? [r.gatewayLoop] : []));
   return table(
     [
       'target',
@@ -110,27 +127,51 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
       'max ms',
       'added p50 ms',
       'added p99 ms',
+      'added p99 per round, ms',
       'gateway event-loop delay p99 / max ms',
     ],
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
-    rows.map(({ target, result: r, gatewayLoop }) => [
-      target,
-      `${int(r.ok)} of ${int(r.sent)}`,
-      ms(r.p50Ms),
-      ms(r.p90Ms),
-      ms(r.p99Ms),
-      ms(r.maxMs),
-      target === DIRECT || !direct ? '–' : signed(r.p50Ms - direct.p50Ms),
-      target === DIRECT || !direct ? '–' : signed(r.p99Ms - direct.p99Ms),
-      gatewayLoop ? `${ms(gatewayLoop.p99Ms)} / ${ms(gatewayLoop.maxMs)}` : '–',
-    ]),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    rows.map((row) => {
+      const isDirect = row.target === DIRECT || !direct;
+      const loop = loops(row);
+      return [
+        row.target,
+        `${int(row.rounds.reduce((n, r) => n + r.result.ok, 0))} of ${int(row.rounds.reduce((n, r) => n + r.result.sent, 0))}`,
+        ms(of(row, (r) => r.p50Ms)),
+        ms(of(row, (r) => r.p90Ms)),
+        ms(of(row, (r) => r.p99Ms)),
+        ms(Math.max(...row.rounds.map((r) => r.result.maxMs))),
+        isDirect ? '–' : signed(median(added(row, (r) => r.p50Ms))),
+        isDirect ? '–' : signed(median(added(row, (r) => r.p99Ms))),
+        isDirect
+          ? '–'
+          : added(row, (r) => r.p99Ms)
+              .map(signed)
+              .join(' / '),
+        loop.length > 0
+          ? `${ms(median(loop.map((l) => l.p99Ms)))} / ${ms(Math.max(...loop.map((l) => l.maxMs)))}`
+          : '–',
+      ];
+    }),
   );
 }
 
 export function streamTable(rows: readonly StreamRow[]): string {
-  const direct = rows.find((r) => r.target === DIRECT)?.result;
-  const perStream = (row: StreamRow) =>
-    row.cpuMicros === null ? Number.NaN : row.cpuMicros / Math.max(1, row.result.streams);
+  const direct = rows.find((r) => r.target === DIRECT);
+  const of = (row: StreamRow, pick: (r: StreamLoadResult) => number) => median(row.rounds.map((r) => pick(r.result)));
+  /** The proxy's CPU over all its rounds per stream they completed (as the throughput table counts it). */
+  const perStream = (row: StreamRow) => {
+    const cpu = row.rounds.reduce<number | null>((n, r) => (r.cpuMicros === null ? null : (n ?? 0) + r.cpuMicros), 0);
+    return cpu === null
+      ? Number.NaN
+      : cpu /
+          Math.max(
+            1,
+            row.rounds.reduce((n, r) => n + r.result.streams, 0),
+          );
+  };
+  const perRound = (row: StreamRow) =>
+    row.rounds.map((r) => (r.cpuMicros === null ? Number.NaN : r.cpuMicros / Math.max(1, r.result.streams)));
   const bare = rows.find((r) => r.target === BARE);
   return table(
     [
@@ -142,18 +183,32 @@ export function streamTable(rows: readonly StreamRow[]): string {
       'stream p50 ms',
       'CPU µs/stream',
       'CPU vs bare proxy',
+      'CPU vs bare proxy per round',
     ],
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
-    rows.map((row) => [
-      row.target,
-      int(row.result.streamsPerSec),
-      ms(row.result.ttftP50Ms),
-      ms(row.result.ttftP99Ms),
-      row.target === DIRECT || !direct ? '–' : signed(row.result.ttftP50Ms - direct.ttftP50Ms),
-      ms(row.result.totalP50Ms),
-      row.cpuMicros === null ? '–' : int(perStream(row)),
-      row.cpuMicros === null || !bare ? '–' : ratio(perStream(row) / perStream(bare)),
-    ]),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    rows.map((row) => {
+      const addedTtft = row.rounds.map((r, i) => {
+        const base = direct?.rounds[i]?.result;
+        return base ? r.result.ttftP50Ms - base.ttftP50Ms : Number.NaN;
+      });
+      const noCpu = Number.isNaN(perStream(row)) || !bare;
+      const bareRounds = bare ? perRound(bare) : [];
+      return [
+        row.target,
+        int(of(row, (r) => r.streamsPerSec)),
+        ms(of(row, (r) => r.ttftP50Ms)),
+        ms(of(row, (r) => r.ttftP99Ms)),
+        row.target === DIRECT || !direct ? '–' : signed(median(addedTtft)),
+        ms(of(row, (r) => r.totalP50Ms)),
+        Number.isNaN(perStream(row)) ? '–' : int(perStream(row)),
+        noCpu ? '–' : ratio(perStream(row) / perStream(bare)),
+        noCpu
+          ? '–'
+          : perRound(row)
+              .map((cpu, i) => ratio(cpu / (bareRounds[i] ?? Number.NaN)))
+              .join(' / '),
+      ];
+    }),
   );
 }
 

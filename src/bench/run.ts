@@ -10,8 +10,8 @@
  *
  * Sections (BENCH_ONLY=<comma list> runs some): throughput (closed loop), latency (open loop at a
  * fixed rate), streaming, memory (10,000 open streams), ttfb (one request at a time), activity.
- * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (throughput rounds,
- * default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
+ * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (interleaved rounds
+ * of the throughput, latency and streaming sections, default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
  * BENCH_STREAMS (concurrent streams, default 64), BENCH_OPEN_STREAMS (default 10000),
  * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput and streaming runs).
  * Benchmarks assert no speed: the run exits non-zero only when a request failed or the ledger does
@@ -208,50 +208,75 @@ function checkLoad(bench: Bench, what: string, r: LoadResult): void {
   if (r.ok2xx === 0) bench.failures.push(`${what}: no successful response`);
 }
 
-/** Open loop at BENCH_RATE: the latency each target adds to the provider's own. */
+/**
+ * Open loop at BENCH_RATE: the latency each target adds to the provider's own, in interleaved rounds
+ * (a tail measured once on a shared machine says more about the machine than about the proxy).
+ */
 async function latencySection(bench: Bench): Promise<LatencyRow[]> {
-  const rows: LatencyRow[] = [];
-  for (const target of [DIRECT, BARE, PLAIN, GATEWAY] as const) {
-    const job = { ...requestFor(bench, target, instantModel(target), false), ratePerSec: RATE };
-    await bench.load.call<OpenLoopResult>('openLoop', { ...job, durationSec: 1 }).then((warm) => {
-      countGateway(bench, target, warm.ok, 0);
-      for (const failure of warm.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
-    });
-    // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
-    const loop = monitorEventLoopDelay({ resolution: 1 });
-    loop.enable();
-    const result = await bench.load.call<OpenLoopResult>('openLoop', { ...job, durationSec: DURATION });
-    loop.disable();
-    countGateway(bench, target, result.ok, 0);
-    for (const failure of result.failures) bench.failures.push(`latency ${target}: ${failure}`);
-    const gatewayLoop =
-      target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
-    rows.push({ target, result, gatewayLoop });
-    console.error(`bench: latency ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`);
+  const targets = [DIRECT, BARE, PLAIN, GATEWAY] as const;
+  const rows = new Map<Target, LatencyRow>(targets.map((t) => [t, { target: t, rounds: [] }]));
+  const job = (target: Target, durationSec: number) => ({
+    ...requestFor(bench, target, instantModel(target), false),
+    ratePerSec: RATE,
+    durationSec,
+  });
+  for (const target of targets) {
+    const warm = await bench.load.call<OpenLoopResult>('openLoop', job(target, 1));
+    countGateway(bench, target, warm.ok, 0);
+    for (const failure of warm.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
   }
-  return rows;
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) {
+      // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
+      const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, DURATION));
+      loop.disable();
+      countGateway(bench, target, result.ok, 0);
+      for (const failure of result.failures) bench.failures.push(`latency ${target} round ${round}: ${failure}`);
+      const gatewayLoop =
+        target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
+      rows.get(target)!.rounds.push({ result, gatewayLoop });
+      console.error(
+        `bench: latency round ${round}/${ROUNDS} ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
+      );
+    }
+  }
+  return [...rows.values()];
 }
 
-/** BENCH_STREAMS concurrent streams of 50 tokens at 200 tokens/s, closed loop. */
+/** BENCH_STREAMS concurrent streams of 50 tokens at 200 tokens/s, closed loop, in interleaved rounds. */
 async function streamingSection(bench: Bench): Promise<StreamRow[]> {
-  const rows: StreamRow[] = [];
-  for (const target of [DIRECT, BARE, GATEWAY] as const) {
-    const job = { ...requestFor(bench, target, 'bench/stream50', true), concurrency: STREAMS };
-    const warm = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: 1 });
+  const targets = [DIRECT, BARE, GATEWAY] as const;
+  const rows = new Map<Target, StreamRow>(targets.map((t) => [t, { target: t, rounds: [] }]));
+  const job = (target: Target, durationSec: number) => ({
+    ...requestFor(bench, target, 'bench/stream50', true),
+    concurrency: STREAMS,
+    durationSec,
+  });
+  for (const target of targets) {
+    const warm = await bench.load.call<StreamLoadResult>('streams', job(target, 1));
     countGateway(bench, target, warm.streams, 0);
-    const profiling = PROFILER !== null && target === GATEWAY;
-    if (profiling) await PROFILER.start();
-    const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
-    const result = await bench.load.call<StreamLoadResult>('streams', { ...job, durationSec: DURATION });
-    const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
-    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
-    countGateway(bench, target, result.streams, 0);
-    for (const failure of [...warm.failures, ...result.failures])
-      bench.failures.push(`streaming ${target}: ${failure}`);
-    rows.push({ target, result, cpuMicros: cpu });
-    console.error(`bench: streaming ${target}: ${result.streamsPerSec.toFixed(0)} streams/s`);
+    for (const failure of warm.failures) bench.failures.push(`streaming ${target} (warm-up): ${failure}`);
   }
-  return rows;
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) {
+      const profiling = PROFILER !== null && target === GATEWAY && round === 1;
+      if (profiling) await PROFILER.start();
+      const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
+      const result = await bench.load.call<StreamLoadResult>('streams', job(target, DURATION));
+      const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
+      if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
+      countGateway(bench, target, result.streams, 0);
+      for (const failure of result.failures) bench.failures.push(`streaming ${target} round ${round}: ${failure}`);
+      rows.get(target)!.rounds.push({ result, cpuMicros: cpu });
+      console.error(
+        `bench: streaming round ${round}/${ROUNDS} ${target}: ${result.streamsPerSec.toFixed(0)} streams/s` +
+          (cpu === null ? '' : `, ${Math.round(cpu / Math.max(1, result.streams))} µs CPU/stream`),
+      );
+    }
+  }
+  return [...rows.values()];
 }
 
 /**
@@ -412,13 +437,13 @@ async function proxyBench(sections: Set<Section>): Promise<number> {
     }
     if (sections.has('latency')) {
       print(
-        `### Added latency: open loop at ${RATE} req/s for ${DURATION} s (latency from each request's scheduled time)`,
+        `### Added latency: open loop at ${RATE} req/s, ${ROUNDS} interleaved rounds of ${DURATION} s (latency from each request's scheduled time; medians of the rounds, each round's added p99 listed)`,
         latencyTable(await latencySection(bench)),
       );
     }
     if (sections.has('streaming')) {
       print(
-        `### Streaming: ${STREAMS} concurrent streams of 50 tokens at 200 tokens/s (one upstream write per token), closed loop, ${DURATION} s`,
+        `### Streaming: ${STREAMS} concurrent streams of 50 tokens at 200 tokens/s (one upstream write per token), closed loop, ${ROUNDS} interleaved rounds of ${DURATION} s (medians of the rounds)`,
         streamTable(await streamingSection(bench)),
       );
     }

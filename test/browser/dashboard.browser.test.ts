@@ -373,6 +373,9 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const chatOperation = p.getByRole('article', { name: 'POST /api/v1/chat/completions' });
     await chatOperation.waitFor();
     expect(await chatOperation.textContent()).toContain('Credentials: inference key');
+    // The descriptions' inline code is set as code, not shown as Markdown backticks.
+    expect(await chatOperation.locator('p code', { hasText: 'stream: true' }).count()).toBe(1);
+    expect(await chatOperation.locator('p.muted').first().textContent()).not.toContain('`');
     expect(await chatOperation.getByRole('cell', { name: 'messages', exact: true }).count()).toBe(1);
     // A named answer links to its schema, which lists its fields.
     const keyOperation = p.getByRole('article', { name: 'GET /api/v1/keys/{hash}' });

@@ -46,6 +46,11 @@ function refName(schema: Schema): string | null {
   return typeof schema.$ref === 'string' && schema.$ref.startsWith(REF) ? schema.$ref.slice(REF.length) : null;
 }
 
+/** A description from the document: its `inline code` (Markdown backticks) as code, the rest as text. */
+function Prose(props: { text: string }) {
+  return <>{props.text.split('`').map((part, i) => (i % 2 === 1 ? <code key={i}>{part}</code> : part))}</>;
+}
+
 /** A one-line description of a schema's type, with links to named schemas. */
 function TypeOf(props: { schema: Schema }): ReactNode {
   const { schema } = props;
@@ -108,7 +113,7 @@ function SchemaView(props: { schema: Schema; depth?: number }): ReactNode {
                 <TypeOf schema={inner} />
               )}
             </td>
-            <td>{typeof inner.description === 'string' ? inner.description : null}</td>
+            <td>{typeof inner.description === 'string' ? <Prose text={inner.description} /> : null}</td>
           </tr>
         ))}
       </tbody>
@@ -128,7 +133,11 @@ function OperationView(props: { method: string; path: string; operation: Operati
         <code className={`api-method api-method-${method}`}>{method.toUpperCase()}</code> <code>{path}</code>
       </h3>
       <p>{operation.summary}</p>
-      {operation.description ? <p className="muted">{operation.description}</p> : null}
+      {operation.description ? (
+        <p className="muted">
+          <Prose text={operation.description} />
+        </p>
+      ) : null}
       <p>
         <strong>Credentials:</strong> {credentials(operation.security)}
       </p>
@@ -154,7 +163,7 @@ function OperationView(props: { method: string; path: string; operation: Operati
                 <td>
                   <TypeOf schema={parameter.schema} />
                 </td>
-                <td>{parameter.description ?? null}</td>
+                <td>{parameter.description ? <Prose text={parameter.description} /> : null}</td>
               </tr>
             ))}
           </tbody>
@@ -174,7 +183,7 @@ function OperationView(props: { method: string; path: string; operation: Operati
           return (
             <div key={status}>
               <dt>
-                <code>{status}</code> {answer.description}
+                <code>{status}</code> <Prose text={answer.description} />
               </dt>
               <dd>
                 {json ? <SchemaView schema={json} /> : null}
@@ -189,7 +198,7 @@ function OperationView(props: { method: string; path: string; operation: Operati
         {errors.map(([status, answer], index) => (
           <span key={status}>
             {index > 0 ? '; ' : null}
-            <code>{status}</code> {answer.description}
+            <code>{status}</code> <Prose text={answer.description} />
           </span>
         ))}
       </p>
@@ -208,8 +217,8 @@ export function ApiReferencePage() {
       {doc ? (
         <>
           <p className="muted">
-            {doc.info.title} {doc.info.version}. {doc.info.description} The same description as OpenAPI 3.1:{' '}
-            <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.
+            {doc.info.title} {doc.info.version}. <Prose text={doc.info.description} /> The same description as OpenAPI
+            3.1: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.
           </p>
           <nav aria-label="API sections">
             <ul className="api-toc">
@@ -233,7 +242,9 @@ export function ApiReferencePage() {
             return (
               <section key={tag.name} id={`tag-${tag.name.replace(/\s+/g, '-')}`} aria-labelledby={`h-${tag.name}`}>
                 <h2 id={`h-${tag.name}`}>{tag.name}</h2>
-                <p className="muted">{tag.description}</p>
+                <p className="muted">
+                  <Prose text={tag.description} />
+                </p>
                 {operations.map(({ path, method, operation }) => (
                   <OperationView key={`${method} ${path}`} method={method} path={path} operation={operation} />
                 ))}
@@ -247,7 +258,11 @@ export function ApiReferencePage() {
                 <h3>
                   <code>{name}</code>
                 </h3>
-                {typeof schema.description === 'string' ? <p className="muted">{schema.description}</p> : null}
+                {typeof schema.description === 'string' ? (
+                  <p className="muted">
+                    <Prose text={schema.description} />
+                  </p>
+                ) : null}
                 <SchemaView schema={schema} />
               </article>
             ))}

@@ -76,6 +76,18 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** Each round's figure minus the provider's own in the same round (NaN without one). */
+function minusDirect<R>(
+  rounds: readonly { result: R }[],
+  direct: readonly { result: R }[] | undefined,
+  pick: (result: R) => number,
+): number[] {
+  return rounds.map((r, i) => {
+    const base = direct?.[i]?.result;
+    return base === undefined ? Number.NaN : pick(r.result) - pick(base);
+  });
+}
+
 export function throughputTable(rows: readonly ThroughputRow[]): string {
   const rate = (row: ThroughputRow) => median(row.rounds.map((r) => r.requestsPerSec));
   const cpu = (row: ThroughputRow) => row.cpuMicros / Math.max(1, row.completed);
@@ -110,12 +122,7 @@ export function throughputTable(rows: readonly ThroughputRow[]): string {
 export function latencyTable(rows: readonly LatencyRow[]): string {
   const direct = rows.find((r) => r.target === DIRECT);
   const of = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => median(row.rounds.map((r) => pick(r.result)));
-  /** Each round's figure minus the provider's own in the same round. */
-  const added = (row: LatencyRow, pick: (r: OpenLoopResult) => number) =>
-    row.rounds.map((r, i) => {
-      const base = direct?.rounds[i]?.result;
-      return base ? pick(r.result) - pick(base) : Number.NaN;
-    });
+  const added = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => minusDirect(row.rounds, direct?.rounds, pick);
   const loops = (row: LatencyRow) => row.rounds.flatMap((r) => (r.gatewayLoop ? [r.gatewayLoop] : []));
   return table(
     [
@@ -187,10 +194,7 @@ export function streamTable(rows: readonly StreamRow[]): string {
     ],
     ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     rows.map((row) => {
-      const addedTtft = row.rounds.map((r, i) => {
-        const base = direct?.rounds[i]?.result;
-        return base ? r.result.ttftP50Ms - base.ttftP50Ms : Number.NaN;
-      });
+      const addedTtft = minusDirect(row.rounds, direct?.rounds, (r) => r.ttftP50Ms);
       const noCpu = Number.isNaN(perStream(row)) || !bare;
       const bareRounds = bare ? perRound(bare) : [];
       return [

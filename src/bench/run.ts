@@ -155,6 +155,21 @@ function countGateway(bench: Bench, target: Target, ok: number, cutOff: number):
   }
 }
 
+/**
+ * Warms each target once, then runs ROUNDS rounds with every target in turn inside a round, so the
+ * targets of one round meet the same stretch of the machine's time (on a shared machine that moves).
+ */
+async function interleaved<T extends Target>(
+  targets: readonly T[],
+  warm: (target: T) => Promise<void>,
+  measure: (target: T, round: number) => Promise<void>,
+): Promise<void> {
+  for (const target of targets) await warm(target);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) await measure(target, round);
+  }
+}
+
 /** Closed loop, non-streamed: interleaved rounds of the bare proxy and the gateway's two paths. */
 async function throughputSection(bench: Bench): Promise<ThroughputRow[]> {
   const targets: Target[] = [BARE, PLAIN, GATEWAY];
@@ -169,36 +184,34 @@ async function throughputSection(bench: Bench): Promise<ThroughputRow[]> {
     connections: CONNECTIONS,
     durationSec,
   });
-  for (const target of targets) {
-    const warm = await bench.load.call<LoadResult>('load', job(target, WARMUP));
-    checkLoad(bench, `throughput ${target} (warm-up)`, warm);
-    countGateway(bench, target, warm.ok2xx, CONNECTIONS);
-  }
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const target of targets) {
-      const row = rows.get(target)!;
-      const profiling = PROFILER !== null && target !== BARE;
-      if (profiling) await PROFILER.start();
-      const commitsBefore = await bench.gateway.commits();
-      const cpuBefore = await proxyCpu(bench, target);
-      const result = await bench.load.call<LoadResult>('load', job(target, DURATION));
-      const cpu = (await proxyCpu(bench, target)) - cpuBefore;
-      const commitsAfter = await bench.gateway.commits();
-      if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`throughput-${target}-${round}`)}`);
-      checkLoad(bench, `throughput ${target} round ${round}`, result);
-      countGateway(bench, target, result.ok2xx, CONNECTIONS);
-      row.rounds.push(result);
-      row.cpuMicros += cpu;
-      row.completed += result.completed;
-      if (target !== BARE) {
-        row.commits.transactions += commitsAfter.transactions - commitsBefore.transactions;
-        row.commits.charges += commitsAfter.charges - commitsBefore.charges;
-      }
-      console.error(
-        `bench: throughput round ${round}/${ROUNDS} ${target}: ${Math.round(result.requestsPerSec)} req/s, ${Math.round(cpu / Math.max(1, result.completed))} µs CPU/req`,
-      );
+  const warm = async (target: Target) => {
+    const result = await bench.load.call<LoadResult>('load', job(target, WARMUP));
+    checkLoad(bench, `throughput ${target} (warm-up)`, result);
+    countGateway(bench, target, result.ok2xx, CONNECTIONS);
+  };
+  await interleaved(targets, warm, async (target, round) => {
+    const row = rows.get(target)!;
+    const profiling = PROFILER !== null && target !== BARE;
+    if (profiling) await PROFILER.start();
+    const commitsBefore = await bench.gateway.commits();
+    const cpuBefore = await proxyCpu(bench, target);
+    const result = await bench.load.call<LoadResult>('load', job(target, DURATION));
+    const cpu = (await proxyCpu(bench, target)) - cpuBefore;
+    const commitsAfter = await bench.gateway.commits();
+    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`throughput-${target}-${round}`)}`);
+    checkLoad(bench, `throughput ${target} round ${round}`, result);
+    countGateway(bench, target, result.ok2xx, CONNECTIONS);
+    row.rounds.push(result);
+    row.cpuMicros += cpu;
+    row.completed += result.completed;
+    if (target !== BARE) {
+      row.commits.transactions += commitsAfter.transactions - commitsBefore.transactions;
+      row.commits.charges += commitsAfter.charges - commitsBefore.charges;
     }
-  }
+    console.error(
+      `bench: throughput round ${round}/${ROUNDS} ${target}: ${Math.round(result.requestsPerSec)} req/s, ${Math.round(cpu / Math.max(1, result.completed))} µs CPU/req`,
+    );
+  });
   return [...rows.values()];
 }
 
@@ -220,28 +233,26 @@ async function latencySection(bench: Bench): Promise<LatencyRow[]> {
     ratePerSec: RATE,
     durationSec,
   });
-  for (const target of targets) {
-    const warm = await bench.load.call<OpenLoopResult>('openLoop', job(target, 1));
-    countGateway(bench, target, warm.ok, 0);
-    for (const failure of warm.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
-  }
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const target of targets) {
-      // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
-      const loop = monitorEventLoopDelay({ resolution: 1 });
-      loop.enable();
-      const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, DURATION));
-      loop.disable();
-      countGateway(bench, target, result.ok, 0);
-      for (const failure of result.failures) bench.failures.push(`latency ${target} round ${round}: ${failure}`);
-      const gatewayLoop =
-        target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
-      rows.get(target)!.rounds.push({ result, gatewayLoop });
-      console.error(
-        `bench: latency round ${round}/${ROUNDS} ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
-      );
-    }
-  }
+  const warm = async (target: Target) => {
+    const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, 1));
+    countGateway(bench, target, result.ok, 0);
+    for (const failure of result.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
+  };
+  await interleaved(targets, warm, async (target, round) => {
+    // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
+    const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, DURATION));
+    loop.disable();
+    countGateway(bench, target, result.ok, 0);
+    for (const failure of result.failures) bench.failures.push(`latency ${target} round ${round}: ${failure}`);
+    const gatewayLoop =
+      target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
+    rows.get(target)!.rounds.push({ result, gatewayLoop });
+    console.error(
+      `bench: latency round ${round}/${ROUNDS} ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
+    );
+  });
   return [...rows.values()];
 }
 
@@ -254,28 +265,26 @@ async function streamingSection(bench: Bench): Promise<StreamRow[]> {
     concurrency: STREAMS,
     durationSec,
   });
-  for (const target of targets) {
-    const warm = await bench.load.call<StreamLoadResult>('streams', job(target, 1));
-    countGateway(bench, target, warm.streams, 0);
-    for (const failure of warm.failures) bench.failures.push(`streaming ${target} (warm-up): ${failure}`);
-  }
-  for (let round = 1; round <= ROUNDS; round++) {
-    for (const target of targets) {
-      const profiling = PROFILER !== null && target === GATEWAY && round === 1;
-      if (profiling) await PROFILER.start();
-      const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
-      const result = await bench.load.call<StreamLoadResult>('streams', job(target, DURATION));
-      const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
-      if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
-      countGateway(bench, target, result.streams, 0);
-      for (const failure of result.failures) bench.failures.push(`streaming ${target} round ${round}: ${failure}`);
-      rows.get(target)!.rounds.push({ result, cpuMicros: cpu });
-      console.error(
-        `bench: streaming round ${round}/${ROUNDS} ${target}: ${result.streamsPerSec.toFixed(0)} streams/s` +
-          (cpu === null ? '' : `, ${Math.round(cpu / Math.max(1, result.streams))} µs CPU/stream`),
-      );
-    }
-  }
+  const warm = async (target: Target) => {
+    const result = await bench.load.call<StreamLoadResult>('streams', job(target, 1));
+    countGateway(bench, target, result.streams, 0);
+    for (const failure of result.failures) bench.failures.push(`streaming ${target} (warm-up): ${failure}`);
+  };
+  await interleaved(targets, warm, async (target, round) => {
+    const profiling = PROFILER !== null && target === GATEWAY && round === 1;
+    if (profiling) await PROFILER.start();
+    const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
+    const result = await bench.load.call<StreamLoadResult>('streams', job(target, DURATION));
+    const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
+    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
+    countGateway(bench, target, result.streams, 0);
+    for (const failure of result.failures) bench.failures.push(`streaming ${target} round ${round}: ${failure}`);
+    rows.get(target)!.rounds.push({ result, cpuMicros: cpu });
+    console.error(
+      `bench: streaming round ${round}/${ROUNDS} ${target}: ${result.streamsPerSec.toFixed(0)} streams/s` +
+        (cpu === null ? '' : `, ${Math.round(cpu / Math.max(1, result.streams))} µs CPU/stream`),
+    );
+  });
   return [...rows.values()];
 }
 

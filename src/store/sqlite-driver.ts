@@ -52,7 +52,8 @@ function errorOf(reply: { message: string; code: string | null }): Error {
   return error;
 }
 
-type Request = SqliteRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+/** A request before the thread object numbers it (`Omit` taken member by member of the union). */
+type Request = SqliteRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
 interface InFlight {
   resolve: (reply: SqliteReply & { ok: true }) => void;

@@ -3,7 +3,6 @@
  * not listening yet (tests drive it with inject() or listen on port 0). Opening pools and stores is
  * main.ts's job; buildApp only wires what it is given.
  */
-import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -25,6 +24,7 @@ import type { Clock } from './core/clock.js';
 import type { Config } from './config/schema.js';
 import { createHttpServer, installNotFound, installRequestMetrics, trackHandlersInFlight } from './http/server.js';
 import { registerCors } from './http/cors.js';
+import { RequestAborts } from './http/request-aborts.js';
 import { RouteTable } from './http/route-table.js';
 import { principalResolvers, registerResponseHeaders, routeGuard } from './http/route-auth.js';
 import { registerJsonBody } from './http/json-body.js';
@@ -160,8 +160,6 @@ export function buildApp(deps: AppDeps): Gateway {
   const app = createHttpServer(config.server, deps.logger ?? pino({ level: 'silent' }));
 
   const shutdownController = new AbortController();
-  // Every in-flight chat request listens for shutdown (removed when it ends): no listener cap.
-  setMaxListeners(0, shutdownController.signal);
   let shuttingDown = false;
 
   const breaker = config.routing.breaker;
@@ -324,7 +322,7 @@ export function buildApp(deps: AppDeps): Gateway {
     },
     freeModels: chat.freeModels,
     now,
-    shutdownSignal: shutdownController.signal,
+    requestAborts: new RequestAborts(shutdownController.signal),
     health,
     admission,
     mail,

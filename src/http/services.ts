@@ -14,6 +14,7 @@ import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { HealthRegistry } from '../routing/health.js';
 import type { Store } from '../store/types.js';
+import type { RequestAborts } from './request-aborts.js';
 
 export interface Services {
   config: Config;
@@ -29,8 +30,8 @@ export interface Services {
   accountAuth: SignInDeps;
   freeModels: FreeModelPolicy;
   now(): number;
-  /** Aborted when shutdown's grace period is over: in-flight upstream requests end. */
-  shutdownSignal: AbortSignal;
+  /** The chat requests in flight: aborted when shutdown's grace period is over (their upstream requests end). */
+  requestAborts: RequestAborts;
   /** Measured endpoint health (circuit breakers, uptime, latency, throughput). */
   health: HealthRegistry;
   /** Paid admission under store and journal failures; its status feeds /readyz. */

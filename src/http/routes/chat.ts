@@ -11,22 +11,16 @@ import { chatRequestSchema } from '../../pipeline/chat-request.js';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { SseSink } from '../sse-sink.js';
+import type { RequestAborts } from '../request-aborts.js';
 
 /** Aborted when the caller disconnects before the response finished, or when shutdown's grace ends. */
-function requestSignal(request: FastifyRequest, reply: FastifyReply, shutdown: AbortSignal): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.on('close', () => {
+function requestSignal(request: FastifyRequest, reply: FastifyReply, aborts: RequestAborts): AbortSignal {
+  const controller = aborts.open();
+  reply.raw.once('close', () => {
+    aborts.release(controller);
     if (!reply.raw.writableFinished) controller.abort();
   });
   request.raw.on('aborted', () => controller.abort());
-  // Linked by hand: AbortSignal.any() on Node 20 keeps every dependant of the long-lived shutdown
-  // signal alive (nodejs/node#55351), a leak per request.
-  const onShutdown = () => controller.abort(shutdown.reason);
-  if (shutdown.aborted) onShutdown();
-  else {
-    shutdown.addEventListener('abort', onShutdown, { once: true });
-    reply.raw.once('close', () => shutdown.removeEventListener('abort', onShutdown));
-  }
   return controller.signal;
 }
 
@@ -52,7 +46,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         key,
         body,
         app: appAttribution(request),
-        signal: requestSignal(request, reply, services.shutdownSignal),
+        signal: requestSignal(request, reply, services.requestAborts),
       };
       // Label values come from the catalog only: a caller must not be able to mint label values.
       const known = (model: unknown) =>

@@ -1,0 +1,40 @@
+import { getEventListeners } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { RequestAborts } from './request-aborts.js';
+
+describe('RequestAborts', () => {
+  it('aborts every request still in flight when shutdown aborts, with its reason', () => {
+    const shutdown = new AbortController();
+    const aborts = new RequestAborts(shutdown.signal);
+    const running = aborts.open();
+    const finished = aborts.open();
+    aborts.release(finished);
+    expect(aborts.size).toBe(1);
+
+    const reason = new Error('shutdown');
+    shutdown.abort(reason);
+    expect(running.signal.aborted).toBe(true);
+    expect(running.signal.reason).toBe(reason);
+    expect(finished.signal.aborted).toBe(false);
+    expect(aborts.size).toBe(0);
+  });
+
+  it('opens an already aborted controller once shutdown has begun, and holds nothing for it', () => {
+    const shutdown = new AbortController();
+    const aborts = new RequestAborts(shutdown.signal);
+    shutdown.abort('gone');
+    const late = aborts.open();
+    expect(late.signal.aborted).toBe(true);
+    expect(late.signal.reason).toBe('gone');
+    expect(aborts.size).toBe(0);
+  });
+
+  it('leaves the shutdown signal with one listener however many requests come and go', () => {
+    const shutdown = new AbortController();
+    const aborts = new RequestAborts(shutdown.signal);
+    const open = Array.from({ length: 100 }, () => aborts.open());
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(1);
+    for (const controller of open) aborts.release(controller);
+    expect(aborts.size).toBe(0);
+  });
+});

@@ -3,7 +3,7 @@
  * 56, so typos and random strings are rejected offline, before any lookup. Only the SHA-256 hash of
  * the whole key string is stored; the plaintext exists once, in the creation response.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 export const KEY_PREFIX = 'sk-tg-v1-';
@@ -26,7 +26,7 @@ export function isWellFormedKey(key: string): boolean {
 }
 
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function maskKey(key: string): string {

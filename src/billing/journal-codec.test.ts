@@ -83,3 +83,23 @@ describe('journal record framing', () => {
     expect(decoded.tail).toBe('invalid');
   });
 });
+
+describe('journal record encoding', () => {
+  const payloadOf = (record: JournalRecord) => encodeRecord(record).subarray(8).toString('utf8');
+  const slow = (record: JournalRecord) =>
+    JSON.stringify(record, (_key, value: unknown) => (typeof value === 'bigint' ? { $big: value.toString() } : value));
+
+  it('writes the same text as the generic bigint replacer', () => {
+    const record: JournalRecord = { t: 'charge', s: settlement('gen-9', -42n), at: 7 };
+    expect(payloadOf(record)).toBe(slow(record));
+  });
+
+  it('encodes a bigint outside the money fields too (the generic way), and decodes it exact', () => {
+    const s = settlement('gen-10', 3n);
+    const record = { t: 'charge', s: { ...s, generation: { ...s.generation, extra: 9_007_199_254_740_993n } }, at: 8 };
+    const encoded = encodeRecord(record as unknown as JournalRecord);
+    expect(encoded.subarray(8).toString('utf8')).toBe(slow(record as unknown as JournalRecord));
+    const decoded = decodeRecords(encoded).records[0] as unknown as typeof record;
+    expect(decoded.s.generation.extra).toBe(9_007_199_254_740_993n);
+  });
+});

@@ -32,8 +32,37 @@ function reviver(_key: string, value: unknown): unknown {
   return value;
 }
 
+const big = (value: bigint) => ({ $big: value.toString() });
+
+/**
+ * The record's JSON. A charge's money fields are converted up front, so the common record needs no
+ * replacer (a call per value, most of the cost of encoding); a bigint anywhere else makes the plain
+ * stringify throw, and the record is encoded with the replacer instead. Same text either way.
+ */
+function jsonOf(record: JournalRecord): string {
+  if (record.t === 'done') return JSON.stringify(record);
+  const generation = record.s.generation;
+  try {
+    return JSON.stringify({
+      ...record,
+      s: {
+        ...record.s,
+        generation: {
+          ...generation,
+          totalCost: big(generation.totalCost),
+          upstreamPromptCost: big(generation.upstreamPromptCost),
+          upstreamCompletionCost: big(generation.upstreamCompletionCost),
+        },
+      },
+    });
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    return JSON.stringify(record, replacer);
+  }
+}
+
 export function encodeRecord(record: JournalRecord): Buffer {
-  const payload = Buffer.from(JSON.stringify(record, replacer), 'utf8');
+  const payload = Buffer.from(jsonOf(record), 'utf8');
   if (payload.length > MAX_RECORD_BYTES)
     throw new RangeError(`journal record of ${payload.length} bytes exceeds ${MAX_RECORD_BYTES}`);
   const header = Buffer.alloc(HEADER_BYTES);

@@ -48,6 +48,25 @@ describe('SseParser', () => {
     expect(events).toEqual([{ event: null, data: '👋', id: null }]);
   });
 
+  it('replaces invalid UTF-8 as the WHATWG decoder does, whole or split byte by byte', () => {
+    const invalid = [
+      [0xff],
+      [0xc3],
+      [0xe2, 0x82],
+      [0xf0, 0x9f, 0x91],
+      [0xed, 0xa0, 0x80],
+      [0xc0, 0xaf],
+      [0xe2, 0x28, 0xa1],
+    ];
+    for (const bad of invalid) {
+      const bytes = Uint8Array.from([...encoder.encode('data: a'), ...bad, ...encoder.encode('z\n\n')]);
+      const expected = new TextDecoder('utf-8').decode(bytes).slice('data: '.length, -2);
+      expect(expected).toContain('\ufffd');
+      expect(parseAll([bytes])[0]?.data).toBe(expected);
+      expect(parseAll([...bytes].map((b) => Uint8Array.of(b)))[0]?.data).toBe(expected);
+    }
+  });
+
   it('accepts LF, CRLF and CR line endings, mixed', () => {
     const events = parseAll(['data: a\r\ndata: b\rdata: c\n\r\ndata: d\r\r']);
     expect(events.map((e) => e.data)).toEqual(['a\nb\nc', 'd']);

@@ -1,6 +1,6 @@
 /** Runs the built `tollgate` command as a real process, as an operator would. */
 import { spawn, execFile, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,7 +67,22 @@ export interface ServeProcess {
   exited: Promise<number | null>;
 }
 
-export async function startServe(env: Record<string, string>, timeoutMs = 20_000): Promise<ServeProcess> {
+/**
+ * A test's process never uses the checkout's own `./data` (the default TOLLGATE_DATA_DIR): its
+ * charge journal slots would be adopted by a developer's `npm start` (and the reverse). Without a
+ * TOLLGATE_DATA_DIR of the test's own, the process gets a fresh one, removed when it exits.
+ */
+function privateDataDir(env: Record<string, string>): { env: Record<string, string>; cleanup: () => void } {
+  if (env.TOLLGATE_DATA_DIR !== undefined) return { env, cleanup: () => undefined };
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-process-'));
+  return {
+    env: { ...env, TOLLGATE_DATA_DIR: dir },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export async function startServe(given: Record<string, string>, timeoutMs = 20_000): Promise<ServeProcess> {
+  const { env, cleanup } = privateDataDir(given);
   const child = spawn(process.execPath, [BIN, 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', PORT: '0', HOST: '127.0.0.1', ...env },
@@ -76,7 +91,12 @@ export async function startServe(env: Record<string, string>, timeoutMs = 20_000
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      cleanup();
+      resolve(code);
+    }),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`gateway did not start in time\nstdout:\n${out}\nstderr:\n${err}`)),
@@ -110,14 +130,16 @@ export async function startServe(env: Record<string, string>, timeoutMs = 20_000
 
 export async function runCli(
   args: string[],
-  env: Record<string, string>,
+  given: Record<string, string>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { env, cleanup } = privateDataDir(given);
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [BIN, ...args],
       { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env } },
       (error, stdout, stderr) => {
+        cleanup();
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
       },

@@ -20,20 +20,18 @@ function isoDate(ms: number): string {
 const DAY_MS = 86_400_000;
 
 /** The last day's periods: every request of a day asks for the same ones (formatting them is not free). */
-let lastDay = Number.NaN;
-let lastPeriods: UsagePeriods | null = null;
+let last: { dayStart: number; periods: UsagePeriods } | null = null;
 
 /** The day, week and month containing `nowMs` (UTC). The object is shared and frozen: never mutated. */
 export function usagePeriods(nowMs: number): UsagePeriods {
   const dayStart = Math.floor(nowMs / DAY_MS) * DAY_MS;
-  if (dayStart === lastDay && lastPeriods) return lastPeriods;
+  if (last?.dayStart === dayStart) return last.periods;
   const weekday = (new Date(dayStart).getUTCDay() + 6) % 7; // Monday = 0
   const periods = Object.freeze({
     day: `d:${isoDate(dayStart)}`,
     week: `w:${isoDate(dayStart - weekday * DAY_MS)}`,
     month: `m:${isoDate(dayStart).slice(0, 7)}`,
   });
-  lastDay = dayStart;
-  lastPeriods = periods;
+  last = { dayStart, periods };
   return periods;
 }

@@ -164,7 +164,10 @@ export class CreditGate {
       state: 'held',
     };
     const check: HoldCheck = {
-      ...hold,
+      id: hold.id,
+      accountId: hold.accountId,
+      keyHash: hold.keyHash,
+      amount: hold.amount,
       paid: isPaid,
       balance: account.account.totalCredits - account.account.totalUsage,
       accountMark: account.mark ?? 0n,
@@ -232,11 +235,16 @@ export class CreditGate {
     // MemoryHoldStore.admit runs synchronously up to its answer: the check and the new hold are one step.
     return this.own!.admit(
       {
-        ...check,
+        id: check.id,
+        accountId: check.accountId,
+        keyHash: check.keyHash,
+        amount: check.amount,
+        paid: check.paid,
         balance: accountShare.amount,
         accountMark: accountShare.mark,
         keyRemaining: keyShare?.amount ?? null,
         keyMark: keyShare?.mark ?? 0n,
+        expiresAt: check.expiresAt,
       },
       now,
     );

@@ -52,13 +52,15 @@ export class SseSink implements StreamSink {
   private open(): void {
     if (this.headersSent) return;
     this.headersSent = true;
-    this.res.writeHead(200, {
-      ...this.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    this.res.writeHead(
+      200,
+      Object.assign({}, this.headers, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      }),
+    );
   }
 
   private async send(text: string): Promise<void> {

@@ -18,8 +18,6 @@ export interface AppAttribution {
 export interface ChargeInput {
   /** Earlier segments of a continued stream (mid-stream continuation), billed with this one. */
   earlier?: readonly EarlierSegment[];
-  /** BYOK fee in basis points of the list price (500 = 5 %); applies when the serving attempt used the caller's own key. */
-  byokFeeBasisPoints: number;
   generationId: string;
   accountId: string;
   keyHash: string;
@@ -74,7 +72,8 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
   return { promptTokens, completionTokens, cost, charged, estimated: segment.usage === null };
 }
 
-export function buildCharge(input: ChargeInput): Charge {
+/** `byokFeeBasisPoints`: the BYOK fee in basis points of the list price (500 = 5 %), when the serving attempt used the caller's own key. */
+export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Charge {
   // A continued stream is billed for every segment's real usage, each at its own endpoint's prices.
   const segments = [
     ...(input.earlier ?? []),
@@ -84,7 +83,7 @@ export function buildCharge(input: ChargeInput): Charge {
       promptEstimate: input.promptEstimate,
       completionText: input.completionText,
     },
-  ].map((segment) => chargeSegment(segment, input.byokFeeBasisPoints));
+  ].map((segment) => chargeSegment(segment, byokFeeBasisPoints));
   const sum = (pick: (s: SegmentCharge) => bigint) => segments.reduce((total, s) => total + pick(s), 0n);
   const count = (pick: (s: SegmentCharge) => number) => segments.reduce((total, s) => total + pick(s), 0);
   const cost: CostBreakdown = {

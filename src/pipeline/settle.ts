@@ -25,11 +25,11 @@ export function identityOf(ctx: ChatContext, served: PlannedAttempt, now: number
 /** Commits the charge (generation + ledger + counters in one transaction) before the caller hears "done". */
 export async function settle(
   deps: ChatDeps,
-  input: Omit<ChargeInput, 'byokFeeBasisPoints'>,
+  input: ChargeInput,
   hold?: Hold,
   capacity?: RequestCapacity | null,
 ): Promise<Charge> {
-  const charge = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints });
+  const charge = buildCharge(input, deps.byokFeeBasisPoints);
   capacity?.settle(charge.promptTokens + charge.completionTokens);
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
@@ -40,9 +40,10 @@ export async function settle(
       committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)),
     );
   else if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
-  const labels = { model: charge.record.model, provider: charge.record.providerName ?? 'unknown' };
-  deps.metrics.tokens.inc({ ...labels, kind: 'prompt' }, charge.promptTokens);
-  deps.metrics.tokens.inc({ ...labels, kind: 'completion' }, charge.completionTokens);
-  deps.metrics.creditsCharged.inc(labels, unitsToUsd(charge.record.totalCost));
+  const model = charge.record.model;
+  const provider = charge.record.providerName ?? 'unknown';
+  deps.metrics.tokens.inc({ model, provider, kind: 'prompt' }, charge.promptTokens);
+  deps.metrics.tokens.inc({ model, provider, kind: 'completion' }, charge.completionTokens);
+  deps.metrics.creditsCharged.inc({ model, provider }, unitsToUsd(charge.record.totalCost));
   return charge;
 }

@@ -17,7 +17,7 @@ export interface Checkpoints<T> {
 
 export function startCheckpoints<T extends { generated: string }>(
   deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>,
-  inputOf: (live: T) => Omit<ChargeInput, 'byokFeeBasisPoints'>,
+  inputOf: (live: T) => ChargeInput,
 ): Checkpoints<T> {
   let live: T | null = null;
   let lastLength = -1;
@@ -31,7 +31,7 @@ export function startCheckpoints<T extends { generated: string }>(
           if (live === null || live.generated.length === 0 || live.generated.length === lastLength) return;
           lastLength = live.generated.length;
           const input = inputOf(live);
-          const record = buildCharge({ ...input, byokFeeBasisPoints: deps.byokFeeBasisPoints }).record;
+          const record = buildCharge(input, deps.byokFeeBasisPoints).record;
           written = written.then(() =>
             deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }),
           );

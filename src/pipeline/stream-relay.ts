@@ -87,13 +87,21 @@ export async function relayStream(
   const progress: Progress = { content: '', finishReason: null, nativeFinishReason: null, fingerprint: null };
   const attempts = [...outcome.attempts];
   const earlier: EarlierSegment[] = [];
-  let segment: Segment = { ...outcome, promptEstimate: admitted.promptEstimate, continuing: false };
+  let segment: Segment = {
+    served: outcome.served,
+    held: outcome.held,
+    stream: outcome.stream,
+    attemptStartedAt: outcome.attemptStartedAt,
+    firstContentAt: outcome.firstContentAt,
+    promptEstimate: admitted.promptEstimate,
+    continuing: false,
+  };
   const chargeInput = (
     result: SegmentResult,
     failure: TollgateError | null,
     cancelled: boolean,
     finishedAt: number,
-  ): Omit<ChargeInput, 'byokFeeBasisPoints'> => ({
+  ): ChargeInput => ({
     generationId: ctx.generationId,
     accountId: ctx.key.accountId,
     keyHash: ctx.key.hash,

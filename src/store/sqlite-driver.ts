@@ -106,7 +106,7 @@ class SqliteThread {
     return new Promise((resolve, reject) => {
       if (this.#inFlight.size === 0) this.#worker.ref();
       this.#inFlight.set(id, { resolve, reject });
-      this.#worker.postMessage({ ...request, id });
+      this.#worker.postMessage({ id, ...request });
     });
   }
 

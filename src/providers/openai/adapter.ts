@@ -8,19 +8,33 @@ import { parseOpenAiCompletion } from './parse-completion.js';
 import { parseOpenAiStreamEvent } from './parse-stream-event.js';
 
 /** OpenRouter extensions that an OpenAI-compatible upstream would reject or misread. */
-const OPENROUTER_ONLY_FIELDS = ['models', 'provider', 'transforms', 'route', 'usage', 'plugins'] as const;
+const OPENROUTER_ONLY_FIELDS: ReadonlySet<string> = new Set([
+  'models',
+  'provider',
+  'transforms',
+  'route',
+  'usage',
+  'plugins',
+]);
 
 export function buildOpenAiRequest(
   target: EndpointTarget,
   body: Record<string, unknown>,
   stream: boolean,
 ): UpstreamRequest {
-  const upstreamBody: Record<string, unknown> = { ...body, model: target.upstreamModel, stream };
-  for (const field of OPENROUTER_ONLY_FIELDS) delete upstreamBody[field];
-  // Usage is always reported to our callers (docs/api.md), so we always ask for it; OpenAI rejects
-  // stream_options on a non-streamed request.
+  // Copied field by field, not spread and then trimmed with `delete`: V8 gives a spread copy that
+  // gains new keys a hidden class of its own, and `delete` turns an object into a dictionary (both
+  // slow to stringify and to collect, once per request). Fastify's JSON parser refuses `__proto__`.
+  const upstreamBody: Record<string, unknown> = {};
+  for (const field of Object.keys(body)) {
+    // OpenAI rejects stream_options on a non-streamed request.
+    if (OPENROUTER_ONLY_FIELDS.has(field) || (field === 'stream_options' && !stream)) continue;
+    upstreamBody[field] = body[field];
+  }
+  upstreamBody.model = target.upstreamModel;
+  upstreamBody.stream = stream;
+  // Usage is always reported to our callers (docs/api.md), so we always ask for it.
   if (stream) upstreamBody.stream_options = { include_usage: true };
-  else delete upstreamBody.stream_options;
 
   const headers: Record<string, string> = {
     'content-type': 'application/json',

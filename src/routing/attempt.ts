@@ -19,7 +19,7 @@ import { failureFromThrown, invalidResponse, isTransportError } from './failure.
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
-import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
+import { AttemptAbort, AttemptSignal, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
 /** The upstream failed, or the attempt was cancelled (caller gone, shutdown). */
 export interface AttemptFailure {
@@ -42,7 +42,7 @@ export interface LocalFailure {
 export type AttemptResult<T> = { ok: true; value: T; status: number } | AttemptFailure | LocalFailure;
 
 class AttemptScope {
-  readonly controller = new AbortController();
+  readonly signal = new AttemptSignal();
   /**
    * The armed deadline (monotonic ms, `performance.now()`, as the timers count) and what its expiry means. A stream re-arms before every read, so
    * arming moves a number; the one timer is replaced only when a deadline comes earlier than it, and
@@ -57,7 +57,7 @@ class AttemptScope {
 
   constructor(callerSignal: AbortSignal) {
     const onAbort = () =>
-      this.controller.abort(
+      this.signal.abort(
         callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'),
       );
     if (callerSignal.aborted) onAbort();
@@ -85,7 +85,7 @@ class AttemptScope {
   private readonly expire = (): void => {
     this.timer = null;
     if (this.deadline === null) return;
-    if (performance.now() >= this.deadline) this.controller.abort(new AttemptAbort(this.deadlineReason));
+    if (performance.now() >= this.deadline) this.signal.abort(new AttemptAbort(this.deadlineReason));
     else this.schedule(this.deadline);
   };
 
@@ -96,7 +96,7 @@ class AttemptScope {
   }
 
   get cancelled(): boolean {
-    const reason: unknown = this.controller.signal.reason;
+    const reason: unknown = this.signal.reason;
     return reason instanceof AttemptAbort && (reason.reason === 'client_closed' || reason.reason === 'shutdown');
   }
 
@@ -107,9 +107,9 @@ class AttemptScope {
 }
 
 function failed(scope: AttemptScope, error: unknown): AttemptFailure | LocalFailure {
-  if (isTransportError(error, scope.controller.signal))
-    return { ok: false, failure: failureFromThrown(error, scope.controller.signal), cancelled: scope.cancelled };
-  scope.controller.abort(new AttemptAbort('shutdown')); // nothing more is read from this upstream request
+  if (isTransportError(error, scope.signal))
+    return { ok: false, failure: failureFromThrown(error, scope.signal), cancelled: scope.cancelled };
+  scope.signal.abort(new AttemptAbort('shutdown')); // nothing more is read from this upstream request
   return internalFailure(error);
 }
 
@@ -209,7 +209,7 @@ async function attemptPlainCompletion(
   const scope = new AttemptScope(signal);
   try {
     scope.arm(timeouts.response_ms, 'connect_timeout');
-    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
+    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.signal);
     const text = await readBounded(response.body, 32 * 1024 * 1024);
     scope.disarm();
     if (response.status < 200 || response.status >= 300)
@@ -259,15 +259,15 @@ export async function attemptStream(
   if ('local' in request) return request;
   const scope = new AttemptScope(signal);
   const control = {
-    signal: scope.controller.signal,
-    abort: (reason: AbortReason) => scope.controller.abort(new AttemptAbort(reason)),
+    signal: scope.signal,
+    abort: (reason: AbortReason) => scope.signal.abort(new AttemptAbort(reason)),
     onClose: () => scope.close(),
     health: { registry: deps.health, key: planned.healthKey, attemptStartedAt: deps.now() },
   };
   let committed = false;
   try {
     scope.arm(timeouts.connect_ms, 'connect_timeout');
-    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.controller.signal);
+    const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.signal);
     if (response.status < 200 || response.status >= 300) {
       const text = await readBounded(response.body);
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
@@ -312,7 +312,7 @@ export async function attemptStream(
     return failed(scope, error);
   } finally {
     if (!committed) {
-      scope.controller.abort(new AttemptAbort('shutdown'));
+      scope.signal.abort(new AttemptAbort('shutdown'));
       scope.close();
     }
   }

@@ -13,19 +13,19 @@ describe('RequestAborts', () => {
 
     const reason = new Error('shutdown');
     shutdown.abort(reason);
-    expect(running.signal.aborted).toBe(true);
-    expect(running.signal.reason).toBe(reason);
-    expect(finished.signal.aborted).toBe(false);
+    expect(running.aborted).toBe(true);
+    expect(running.reason).toBe(reason);
+    expect(finished.aborted).toBe(false);
     expect(aborts.size).toBe(0);
   });
 
-  it('opens an already aborted controller once shutdown has begun, and holds nothing for it', () => {
+  it('opens an already aborted cancellation once shutdown has begun, and holds nothing for it', () => {
     const shutdown = new AbortController();
     const aborts = new RequestAborts(shutdown.signal);
     shutdown.abort('gone');
     const late = aborts.open();
-    expect(late.signal.aborted).toBe(true);
-    expect(late.signal.reason).toBe('gone');
+    expect(late.aborted).toBe(true);
+    expect(late.reason).toBe('gone');
     expect(aborts.size).toBe(0);
   });
 
@@ -34,7 +34,7 @@ describe('RequestAborts', () => {
     const aborts = new RequestAborts(shutdown.signal);
     const open = Array.from({ length: 100 }, () => aborts.open());
     expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(1);
-    for (const controller of open) aborts.release(controller);
+    for (const cancellation of open) aborts.release(cancellation);
     expect(aborts.size).toBe(0);
   });
 });

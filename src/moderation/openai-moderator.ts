@@ -5,6 +5,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import { abortSignalFor } from '../core/cancellation.js';
 import { ModerationFailure, type ModerationInput, type ModerationVerdict, type Moderator } from './types.js';
 
 export interface OpenAiModeratorOptions {
@@ -45,7 +46,8 @@ export class OpenAiModerator implements Moderator {
   async check(input: ModerationInput): Promise<ModerationVerdict> {
     if (input.texts.length === 0) return { flagged: false };
     const timeout = AbortSignal.timeout(this.#options.timeoutMs);
-    const signal = input.signal ? AbortSignal.any([input.signal, timeout]) : timeout;
+    const caller = input.signal ? abortSignalFor(input.signal) : null;
+    const signal = caller ? AbortSignal.any([caller.signal, timeout]) : timeout;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.#options.apiKey) headers.authorization = `Bearer ${this.#options.apiKey}`;
     let body: string;
@@ -70,6 +72,8 @@ export class OpenAiModerator implements Moderator {
           ? 'the caller went away'
           : `the moderation endpoint is unreachable (${(error as Error)?.message ?? 'error'})`;
       throw new ModerationFailure(reason, { cause: error });
+    } finally {
+      caller?.release();
     }
     return verdictOf(body, input.texts);
   }

@@ -2,6 +2,7 @@
  * The moderation step's vocabulary. A Moderator looks at the caller's own text (user, system and
  * developer messages) before anything is forwarded and says whether it is flagged and why.
  */
+import type { CancelSignal } from '../core/cancellation.js';
 
 export interface ModerationInput {
   /** The texts to check, one per message (or text part), in request order. */
@@ -9,7 +10,7 @@ export interface ModerationInput {
   /** The model the caller asked for. */
   model: string;
   /** Aborted when the caller leaves; the moderator stops waiting. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export type ModerationVerdict =

@@ -19,7 +19,8 @@ import { failureFromThrown, invalidResponse, isTransportError } from './failure.
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
-import { AttemptAbort, AttemptSignal, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
+import { Cancellation, type CancelSignal } from '../core/cancellation.js';
+import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
 /** The upstream failed, or the attempt was cancelled (caller gone, shutdown). */
 export interface AttemptFailure {
@@ -42,7 +43,7 @@ export interface LocalFailure {
 export type AttemptResult<T> = { ok: true; value: T; status: number } | AttemptFailure | LocalFailure;
 
 class AttemptScope {
-  readonly signal = new AttemptSignal();
+  readonly signal = new Cancellation();
   /**
    * The armed deadline (monotonic ms, `performance.now()`, as the timers count) and what its expiry means. A stream re-arms before every read, so
    * arming moves a number; the one timer is replaced only when a deadline comes earlier than it, and
@@ -55,7 +56,7 @@ class AttemptScope {
   private timerAt = 0;
   private readonly unlink: () => void;
 
-  constructor(callerSignal: AbortSignal) {
+  constructor(callerSignal: CancelSignal) {
     const onAbort = () =>
       this.signal.abort(
         callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'),
@@ -148,7 +149,7 @@ export async function attemptCompletion(
   deps: ExecuteDeps,
   planned: PlannedAttempt,
   body: Record<string, unknown>,
-  signal: AbortSignal,
+  signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (planned.endpoint.provider.streamUpstream)
     return collectStream(await attemptStream(deps, planned, body, signal), signal);
@@ -157,7 +158,7 @@ export async function attemptCompletion(
 
 async function collectStream(
   opened: AttemptResult<OpenedStream>,
-  signal: AbortSignal,
+  signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const { held, stream } = opened.value;
@@ -200,7 +201,7 @@ async function attemptPlainCompletion(
   deps: ExecuteDeps,
   planned: PlannedAttempt,
   body: Record<string, unknown>,
-  signal: AbortSignal,
+  signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   const { provider, timeouts } = planned.endpoint;
   const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));
@@ -251,7 +252,7 @@ export async function attemptStream(
   deps: ExecuteDeps,
   planned: PlannedAttempt,
   body: Record<string, unknown>,
-  signal: AbortSignal,
+  signal: CancelSignal,
 ): Promise<AttemptResult<OpenedStream>> {
   const { provider, timeouts } = planned.endpoint;
   const adapter = scrubbingAdapter(deps.adapterFor(provider.kind), scrubberFor(deps, planned));

@@ -4,6 +4,7 @@
  * that the two files do not import each other.
  */
 import type { Dispatcher } from 'undici';
+import type { CancelSignal } from '../core/cancellation.js';
 import type { ProviderAdapter, ProviderKind } from '../providers/types.js';
 import type { AdaptiveFirstToken } from './first-token-limit.js';
 import type { HealthRegistry } from './health.js';
@@ -26,7 +27,7 @@ export interface ExecuteDeps {
   health: HealthRegistry;
   policy: RetryPolicy;
   /** Waits (abortably); injectable so tests of the loop need no real time. */
-  sleep?(ms: number, signal: AbortSignal): Promise<void>;
+  sleep?(ms: number, signal: CancelSignal): Promise<void>;
   /** [0, 1): jitter source. */
   random?(): number;
   /** Scrubs upstream texts of the configured provider keys (and, per request, its BYOK keys). */

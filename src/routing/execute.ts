@@ -13,6 +13,7 @@
  * more than two attempts of one request within HAMMER_WINDOW_MS. Every attempt is reported to the
  * health registry, which orders the next requests' plans.
  */
+import type { CancelSignal } from '../core/cancellation.js';
 import type { TollgateError } from '../core/errors.js';
 import type { NormalizedCompletion } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
@@ -42,7 +43,7 @@ export interface ExecuteInput {
   /** The body of one attempt (its endpoint's parameters and completion budget); `body` when absent. */
   bodyFor?(planned: PlannedAttempt): Record<string, unknown>;
   /** Aborts every attempt: the caller went away, or the process is shutting down. */
-  signal: AbortSignal;
+  signal: CancelSignal;
   /** Capacity limits of the plan's endpoints (limits/capacity.ts); absent when none has any. */
   capacity?: RequestCapacity | undefined;
 }
@@ -111,7 +112,7 @@ interface Entry {
   timedOut: boolean;
 }
 
-function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
+function defaultSleep(ms: number, signal: CancelSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {

@@ -6,7 +6,8 @@
 import { TollgateError, type ErrorType } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';
 import type { PlannedAttempt } from './plan.js';
-import { AttemptAbort, abortReasonOf, type AbortState } from './upstream-client.js';
+import type { CancelState } from '../core/cancellation.js';
+import { AttemptAbort, abortReasonOf } from './upstream-client.js';
 
 export interface AttemptRecord {
   providerId: string;
@@ -18,7 +19,7 @@ export interface AttemptRecord {
 }
 
 /** The failure of a transport error (check `isTransportError` first: anything else is not the provider's doing). */
-export function failureFromThrown(error: unknown, signal: AbortState): UpstreamFailure {
+export function failureFromThrown(error: unknown, signal: CancelState): UpstreamFailure {
   // A body read aborted by our own timer rejects with the AttemptAbort itself (undici passes the signal's reason).
   const reason = abortReasonOf(signal) ?? (error instanceof AttemptAbort ? error.reason : null);
   if (reason === 'connect_timeout' || reason === 'first_token_timeout' || reason === 'idle_timeout') {
@@ -89,7 +90,7 @@ const SOCKET_CODES = new Set([
  * former says something about the endpoint; the latter must not be retried elsewhere nor open a
  * breaker that other callers would then hit.
  */
-export function isTransportError(error: unknown, signal: AbortState): boolean {
+export function isTransportError(error: unknown, signal: CancelState): boolean {
   if (signal.aborted || error instanceof AttemptAbort) return true;
   for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 3; depth++) {
     const { code, name } = current as { code?: unknown; name?: unknown };

@@ -13,7 +13,8 @@ import { SseLimitError, SseParser } from '../streaming/sse-parser.js';
 import type { FailureType, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
 import type { HealthRegistry } from './health.js';
-import { abortReasonOf, type AbortReason, type AbortState } from './upstream-client.js';
+import type { CancelState } from '../core/cancellation.js';
+import { abortReasonOf, type AbortReason } from './upstream-client.js';
 
 /** Malformed events one upstream stream may send (each is skipped and reported) before it counts as broken. */
 export const MAX_MALFORMED_EVENTS = 3;
@@ -44,7 +45,7 @@ export type StreamEnd =
 
 export interface UpstreamStreamControl {
   /** The attempt's signal: its abort reason tells a stall or timeout (the upstream's) from a cancel (ours). */
-  signal: AbortState;
+  signal: CancelState;
   /** Ends the upstream request. */
   abort(reason: AbortReason): void;
   /** Runs once when the stream is done with (read to its end, or closed): releases the attempt's timers. */

@@ -1,10 +1,10 @@
 /**
  * The one place that talks HTTP to upstream providers (undici, keep-alive pools). Each attempt gets
- * its own AttemptSignal; timeouts, the caller's disconnect and shutdown all abort through it, and
+ * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
-import { EventEmitter } from 'node:events';
 import { Agent, request, type Dispatcher } from 'undici';
+import type { Cancellation, CancelState } from '../core/cancellation.js';
 import type { UpstreamRequest } from '../providers/types.js';
 
 export type AbortReason = 'connect_timeout' | 'first_token_timeout' | 'idle_timeout' | 'client_closed' | 'shutdown';
@@ -13,31 +13,6 @@ export class AttemptAbort extends Error {
   constructor(readonly reason: AbortReason) {
     super(`attempt aborted: ${reason}`);
     this.name = 'AttemptAbort';
-  }
-}
-
-/** What failure classification reads of a signal: an AbortSignal or an AttemptSignal. */
-export interface AbortState {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-}
-
-/**
- * One attempt's abort signal, as undici takes it (an emitter of `abort` with `aborted` and
- * `reason`). Not an AbortController: on Node 20 each AbortSignal gets a hidden class of its own
- * (~2.5 µs to create, ~2 µs more for undici's listener add and remove; this is ~0.1 µs), and an
- * attempt needs none of EventTarget's machinery.
- */
-export class AttemptSignal extends EventEmitter implements AbortState {
-  aborted = false;
-  reason: unknown = undefined;
-
-  /** Aborts once (later calls change nothing); listeners run synchronously, as for an AbortSignal. */
-  abort(reason: AttemptAbort): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.emit('abort');
   }
 }
 
@@ -64,7 +39,7 @@ export interface UpstreamResponse {
 export async function sendUpstream(
   dispatcher: Dispatcher,
   upstream: UpstreamRequest,
-  signal: AttemptSignal,
+  signal: Cancellation,
 ): Promise<UpstreamResponse> {
   const response = await request(upstream.url, {
     method: 'POST',
@@ -76,7 +51,7 @@ export async function sendUpstream(
   return { status: response.statusCode, headers: response.headers, body: response.body };
 }
 
-export function abortReasonOf(signal: AbortState): AbortReason | null {
+export function abortReasonOf(signal: CancelState): AbortReason | null {
   const reason: unknown = signal.reason;
   return reason instanceof AttemptAbort ? reason.reason : null;
 }

@@ -1,5 +1,6 @@
 /** POST /api/v1/chat/completions */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CancelSignal } from '../../core/cancellation.js';
 import { TollgateError } from '../../core/errors.js';
 import { newGenerationId } from '../../core/ids.js';
 import { completeChat, streamChat } from '../../pipeline/chat-completion.js';
@@ -14,14 +15,14 @@ import { SseSink } from '../sse-sink.js';
 import type { RequestAborts } from '../request-aborts.js';
 
 /** Aborted when the caller disconnects before the response finished, or when shutdown's grace ends. */
-function requestSignal(request: FastifyRequest, reply: FastifyReply, aborts: RequestAborts): AbortSignal {
-  const controller = aborts.open();
+function requestSignal(request: FastifyRequest, reply: FastifyReply, aborts: RequestAborts): CancelSignal {
+  const cancellation = aborts.open();
   reply.raw.once('close', () => {
-    aborts.release(controller);
-    if (!reply.raw.writableFinished) controller.abort();
+    aborts.release(cancellation);
+    if (!reply.raw.writableFinished) cancellation.abort();
   });
-  request.raw.on('aborted', () => controller.abort());
-  return controller.signal;
+  request.raw.on('aborted', () => cancellation.abort());
+  return cancellation;
 }
 
 export function registerChatRoutes(routes: RouteTable, services: Services): void {

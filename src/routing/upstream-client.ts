@@ -3,7 +3,7 @@
  * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { Cancellation, CancelState } from '../core/cancellation.js';
 import type { UpstreamRequest } from '../providers/types.js';
 
@@ -35,18 +35,41 @@ export interface UpstreamResponse {
   body: Dispatcher.ResponseData['body'];
 }
 
-/** Sends the request and resolves when response headers arrived (or rejects with the abort reason). */
+/** An upstream URL's origin and path, parsed once per distinct URL (one per endpoint, in practice). */
+const targets = new Map<string, { origin: string; path: string }>();
+const MAX_TARGETS = 1024;
+
+function targetOf(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (target === undefined) {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new TypeError(`upstream URL must be http or https: ${parsed.protocol}`);
+    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
+/**
+ * Sends the request and resolves when response headers arrived (or rejects with the abort reason).
+ * Straight to the dispatcher: undici's top-level `request(url, …)` parses the URL and copies the
+ * options on every call (~3 % of a plain request's CPU).
+ */
 export async function sendUpstream(
   dispatcher: Dispatcher,
   upstream: UpstreamRequest,
   signal: Cancellation,
 ): Promise<UpstreamResponse> {
-  const response = await request(upstream.url, {
+  const { origin, path } = targetOf(upstream.url);
+  const response = await dispatcher.request({
+    origin,
+    path,
     method: 'POST',
     headers: upstream.headers,
     body: upstream.body,
     signal,
-    dispatcher,
   });
   return { status: response.statusCode, headers: response.headers, body: response.body };
 }

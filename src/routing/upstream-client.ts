@@ -55,7 +55,7 @@ function targetOf(url: string): { origin: string; path: string } {
 /**
  * Sends the request and resolves when response headers arrived (or rejects with the abort reason).
  * Straight to the dispatcher: undici's top-level `request(url, …)` parses the URL and copies the
- * options on every call (~3 % of a plain request's CPU).
+ * options (a spread-first literal that adds keys: a hidden class of its own on Node 20) per call.
  */
 export async function sendUpstream(
   dispatcher: Dispatcher,

@@ -3,6 +3,7 @@
  * sequential time-to-first-byte probe, and reports its own CPU time so the orchestrator can show
  * where the machine's cores went.
  */
+import { setMaxListeners } from 'node:events';
 import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
 import { cpuNow, serveHelper } from './child-process.js';
@@ -229,6 +230,8 @@ let held: { abort: AbortController; done: Promise<unknown>; dispatcher: Agent } 
 async function openStreams(job: OpenStreamsJob): Promise<OpenStreamsResult> {
   if (held) throw new Error('streams are already open');
   const abort = new AbortController();
+  // One signal ends every held stream: thousands of listeners on it are the design, not a leak.
+  setMaxListeners(0, abort.signal);
   const dispatcher = new Agent({ connections: null, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
   const failures: string[] = [];
   const all: Promise<unknown>[] = [];

@@ -11,7 +11,7 @@
 import { ALL_TIME } from '../core/usage-window.js';
 import { GENERATION_COLUMN_COUNT, GENERATION_COLUMNS, generationToParams } from './generation-rows.js';
 import { asString } from './row-values.js';
-import { placeholderTuple, type SqlDriver, type SqlParam, type SqlStatement } from './sql-driver.js';
+import { placeholderRows, type SqlDriver, type SqlParam, type SqlStatement } from './sql-driver.js';
 import type { Settlement, SettleOutcome } from './types.js';
 import { usageRollupStatements } from './usage-rollup-batch.js';
 
@@ -35,7 +35,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 function insertStatements(settlements: readonly Settlement[], expectAll: boolean): SqlStatement[] {
   return chunks(settlements, GENERATION_CHUNK).map((chunk) => ({
     sql:
-      `INSERT INTO generations (${GENERATION_COLUMNS}) VALUES ${chunk.map(() => placeholderTuple(GENERATION_COLUMN_COUNT)).join(', ')} ` +
+      `INSERT INTO generations (${GENERATION_COLUMNS}) VALUES ${placeholderRows(GENERATION_COLUMN_COUNT, chunk.length)} ` +
       'ON CONFLICT (id) DO NOTHING RETURNING id',
     params: chunk.flatMap((settlement) => generationToParams(settlement.generation)),
     ...(expectAll ? { expectRows: chunk.length } : {}),
@@ -82,7 +82,7 @@ function counterStatements(recorded: readonly Settlement[]): SqlStatement[] {
     const params: SqlParam[] = chunk.flatMap((delta) => [delta.keyHash, delta.period, delta.usage, delta.byokUsage]);
     out.push({
       sql:
-        `INSERT INTO key_usage (key_hash, period, usage, byok_usage) VALUES ${chunk.map(() => placeholderTuple(4)).join(', ')} ` +
+        `INSERT INTO key_usage (key_hash, period, usage, byok_usage) VALUES ${placeholderRows(4, chunk.length)} ` +
         'ON CONFLICT (key_hash, period) DO UPDATE SET usage = key_usage.usage + excluded.usage, ' +
         'byok_usage = key_usage.byok_usage + excluded.byok_usage',
       params,

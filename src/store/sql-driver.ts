@@ -76,3 +76,19 @@ export async function batchInTransaction(
 export function placeholderTuple(width: number): string {
   return `(${Array.from({ length: width }, () => '?').join(', ')})`;
 }
+
+/** The texts of `placeholderRows`, by width and row count (a settle batch asks for the same few). */
+const rowLists = new Map<number, Map<number, string>>();
+const MAX_CACHED_ROWS = 1024;
+
+/** `(?, ?), (?, ?), (?, ?)` — `rows` tuples of `width`: a multi-row VALUES list, built once per shape. */
+export function placeholderRows(width: number, rows: number): string {
+  let byCount = rowLists.get(width);
+  if (byCount === undefined) rowLists.set(width, (byCount = new Map()));
+  let text = byCount.get(rows);
+  if (text === undefined) {
+    text = Array.from({ length: rows }, () => placeholderTuple(width)).join(', ');
+    if (rows <= MAX_CACHED_ROWS) byCount.set(rows, text);
+  }
+  return text;
+}

@@ -8,7 +8,7 @@
  * come last, so their hot rows are locked only for the end of the transaction.
  */
 import { appIdentity, type AppIdentity } from '../usage/app-identity.js';
-import { placeholderTuple, type SqlParam, type SqlStatement } from './sql-driver.js';
+import { placeholderRows, type SqlParam, type SqlStatement } from './sql-driver.js';
 import type { Settlement } from './types.js';
 
 const CHUNK = 100;
@@ -33,9 +33,15 @@ function zero(): Totals {
 }
 
 function add(rows: Map<string, Row<unknown>>, sort: string, key: unknown, delta: Totals): void {
-  const row = rows.get(sort) ?? { key, sort, totals: zero() };
-  for (const field of Object.keys(delta) as (keyof Totals)[]) row.totals[field] += delta[field];
-  rows.set(sort, row);
+  let row = rows.get(sort);
+  if (row === undefined) rows.set(sort, (row = { key, sort, totals: zero() }));
+  const totals = row.totals;
+  totals.usage += delta.usage;
+  totals.byokUsage += delta.byokUsage;
+  totals.requests += delta.requests;
+  totals.prompt += delta.prompt;
+  totals.completion += delta.completion;
+  totals.reasoning += delta.reasoning;
 }
 
 function sorted<K>(rows: Map<string, Row<unknown>>): Row<K>[] {
@@ -46,7 +52,7 @@ function upsert(out: SqlStatement[], head: string, width: number, tail: string, 
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK);
     out.push({
-      sql: `${head} VALUES ${chunk.map(() => placeholderTuple(width)).join(', ')} ${tail}`,
+      sql: `${head} VALUES ${placeholderRows(width, chunk.length)} ${tail}`,
       params: chunk.flat(),
     });
   }
@@ -67,9 +73,18 @@ interface RollupKey {
 
 const TOTALS_COLUMNS = 'usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens';
 
+/** Upsert tails, built on first use (each settle batch writes the same tables). */
+const upsertTails = new Map<string, string>();
+
 function accumulate(table: string, conflict: string): string {
-  const sum = (column: string) => `${column} = ${table}.${column} + excluded.${column}`;
-  return `ON CONFLICT (${conflict}) DO UPDATE SET ${TOTALS_COLUMNS.split(', ').map(sum).join(', ')}`;
+  const id = `${table}(${conflict})`;
+  let tail = upsertTails.get(id);
+  if (tail === undefined) {
+    const sum = (column: string) => `${column} = ${table}.${column} + excluded.${column}`;
+    tail = `ON CONFLICT (${conflict}) DO UPDATE SET ${TOTALS_COLUMNS.split(', ').map(sum).join(', ')}`;
+    upsertTails.set(id, tail);
+  }
+  return tail;
 }
 
 export function usageRollupStatements(settlements: readonly Settlement[]): SqlStatement[] {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Cancellation, abortSignalFor } from './cancellation.js';
 
 describe('Cancellation', () => {
@@ -20,6 +20,28 @@ describe('Cancellation', () => {
     cancellation.abort();
     const signal = AbortSignal.abort();
     expect((cancellation.reason as DOMException).name).toBe((signal.reason as DOMException).name);
+  });
+
+  it('runs every listener when one throws, and rethrows that error on the next tick, not to the caller', () => {
+    const cancellation = new Cancellation();
+    const failure = new Error('listener bug');
+    const heard: string[] = [];
+    cancellation.addEventListener('abort', () => {
+      throw failure;
+    });
+    cancellation.addEventListener('abort', () => heard.push('second'), { once: true });
+    const deferred: (() => void)[] = [];
+    const nextTick = vi.spyOn(process, 'nextTick').mockImplementation(((callback: () => void) => {
+      deferred.push(callback);
+    }) as typeof process.nextTick);
+    try {
+      expect(() => cancellation.abort('x')).not.toThrow();
+    } finally {
+      nextTick.mockRestore();
+    }
+    expect(heard).toEqual(['second']);
+    expect(deferred).toHaveLength(1);
+    expect(() => deferred[0]!()).toThrow(failure);
   });
 
   it('does not call a removed listener', () => {

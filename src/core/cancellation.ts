@@ -29,12 +29,25 @@ export class Cancellation extends EventEmitter implements CancelSignal {
   /**
    * Aborts once (later calls change nothing) and runs the listeners synchronously, as
    * AbortController.abort does; without a reason, the reason is an AbortError as for an AbortSignal.
+   * As with an AbortSignal, a listener that throws does not stop the others and does not throw out
+   * of `abort` (shutdown aborts every request in a loop): the error is rethrown on the next tick, an
+   * uncaught exception.
    */
   abort(reason?: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
-    this.emit('abort');
+    const listeners = this.rawListeners('abort') as (() => void)[];
+    this.removeAllListeners('abort');
+    for (const listener of listeners) {
+      try {
+        listener.call(this);
+      } catch (error) {
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void {

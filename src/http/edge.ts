@@ -102,9 +102,6 @@ export function registerEdgeGuard(
     onRefused();
     const rendered = renderError(refusal);
     // Answering here ends the request: no route, no body parsing, no authentication.
-    return reply
-      .code(rendered.status)
-      .headers({ ...rendered.headers, connection: 'close' })
-      .send(rendered.body);
+    return reply.code(rendered.status).headers(rendered.headers).header('connection', 'close').send(rendered.body);
   });
 }

@@ -74,11 +74,10 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
           const rendered = renderError(error);
           services.metrics.completions.inc(labels(rendered.status, (body as { model?: unknown }).model, ''));
           if (!sink.started && !reply.raw.headersSent) {
-            reply.raw.writeHead(rendered.status, {
-              ...carried,
-              'content-type': 'application/json; charset=utf-8',
-              ...rendered.headers,
-            });
+            reply.raw.writeHead(
+              rendered.status,
+              Object.assign({}, carried, { 'content-type': 'application/json; charset=utf-8' }, rendered.headers),
+            );
             reply.raw.end(JSON.stringify(rendered.body));
           } else if (!reply.raw.writableEnded) {
             request.log.error({ err: error }, 'stream failed after it started');

@@ -3,7 +3,8 @@
  * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, errors, type Dispatcher } from 'undici';
 import type { Cancellation, CancelState } from '../core/cancellation.js';
 import type { UpstreamRequest } from '../providers/types.js';
 
@@ -31,8 +32,8 @@ export function createUpstreamAgent(): Agent {
 
 export interface UpstreamResponse {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Dispatcher.ResponseData['body'];
+  headers: IncomingHttpHeaders;
+  body: UpstreamBody;
 }
 
 /** An upstream URL's origin and path, parsed once per distinct URL (one per endpoint, in practice). */
@@ -53,26 +54,206 @@ function targetOf(url: string): { origin: string; path: string } {
 }
 
 /**
- * Sends the request and resolves when response headers arrived (or rejects with the abort reason).
- * Straight to the dispatcher: undici's top-level `request(url, …)` parses the URL and copies the
- * options (a spread-first literal that adds keys: a hidden class of its own on Node 20) per call.
+ * Sends the request and resolves when response headers arrived (or rejects with the abort reason,
+ * or undici's error). Straight to the dispatcher with a handler of our own: undici's `request()`
+ * parses the URL and copies the options with a spread-first literal (a hidden class of its own per
+ * call on Node 20), and hands the body over as a Node Readable — a push, a `readable` tick and a
+ * promise of its async iterator per chunk, where a stream's chunk is one token. Here each chunk goes
+ * from undici's parser to the one reader that waits for it.
  */
-export async function sendUpstream(
+export function sendUpstream(
   dispatcher: Dispatcher,
   upstream: UpstreamRequest,
   signal: Cancellation,
 ): Promise<UpstreamResponse> {
-  const { origin, path } = targetOf(upstream.url);
-  const response = await dispatcher.request({
-    origin,
-    path,
-    method: 'POST',
-    headers: upstream.headers,
-    body: upstream.body,
-    signal,
+  let target: { origin: string; path: string };
+  try {
+    target = targetOf(upstream.url);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return new Promise<UpstreamResponse>((resolve, reject) => {
+    const exchange = new UpstreamExchange(signal, resolve, reject);
+    dispatcher.dispatch(
+      { origin: target.origin, path: target.path, method: 'POST', headers: upstream.headers, body: upstream.body },
+      exchange,
+    );
   });
-  return { status: response.statusCode, headers: response.headers, body: response.body };
 }
+
+/** Past this many bytes read from the socket and not taken by the reader, undici stops reading it. */
+const HIGH_WATER_MARK = 64 * 1024;
+
+/** One upstream request, as undici's dispatcher drives it (a DispatchHandler). */
+class UpstreamExchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | null = null;
+  private body: UpstreamBody | null = null;
+  private settled = false;
+  private readonly onAbort = () => this.abort(abortError(this.signal));
+
+  constructor(
+    private readonly signal: Cancellation,
+    private readonly resolve: (response: UpstreamResponse) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    // abort() drops its listeners itself; a request that ends removes its own (onResponseEnd, onResponseError).
+    if (!signal.aborted) signal.addEventListener('abort', this.onAbort);
+  }
+
+  private abort(reason: Error): void {
+    if (this.controller !== null) {
+      this.controller.abort(reason);
+      return;
+    }
+    // Not started yet (queued for a connection, or still connecting): the caller gets the reason now,
+    // and onRequestStart aborts the request if undici ever starts it.
+    if (!this.settled) {
+      this.settled = true;
+      this.reject(reason);
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.signal.aborted) controller.abort(abortError(this.signal));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: the real answer follows
+    this.body = new UpstreamBody(controller);
+    this.settled = true;
+    this.resolve({ status: statusCode, headers, body: this.body });
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.body?.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.body?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    if (!this.settled) {
+      this.settled = true;
+      this.reject(error);
+      return;
+    }
+    this.body?.fail(error);
+  }
+}
+
+/** What an abort through the attempt's Cancellation rejects with: its reason, as undici's request() does. */
+function abortError(signal: CancelState): Error {
+  return signal.reason instanceof Error ? signal.reason : new errors.RequestAbortedError();
+}
+
+/**
+ * An upstream response body, read by one consumer with `for await` or `next()`: chunks queue as
+ * undici parses them; past HIGH_WATER_MARK unread bytes the socket is paused until the reader
+ * catches up. A transport failure or an abort rejects the read that waits (or the next one) with
+ * undici's error or the abort reason. `return()` before the end (a `for await` left early, a
+ * reader done with the stream) aborts the request, as destroying undici's Readable does, so the
+ * connection is not reused with a half-read answer on it.
+ */
+export class UpstreamBody implements AsyncIterableIterator<Uint8Array> {
+  private chunks: Buffer[] = [];
+  private taken = 0;
+  private queued = 0;
+  private ended = false;
+  private failure: Error | null = null;
+  private closed = false;
+  private waiting: {
+    resolve: (result: IteratorResult<Uint8Array>) => void;
+    reject: (error: unknown) => void;
+  } | null = null;
+
+  constructor(private readonly controller: Dispatcher.DispatchController) {}
+
+  /** Bytes received and not read yet (bounded by the high-water mark, give or take a chunk). */
+  get buffered(): number {
+    return this.queued;
+  }
+
+  /** @internal A chunk from undici's parser. */
+  push(chunk: Buffer): void {
+    if (this.closed) return;
+    const waiting = this.waiting;
+    if (waiting !== null) {
+      this.waiting = null;
+      waiting.resolve({ done: false, value: chunk });
+      return;
+    }
+    this.chunks.push(chunk);
+    this.queued += chunk.byteLength;
+    if (this.queued > HIGH_WATER_MARK) this.controller.pause();
+  }
+
+  /** @internal The body ended. */
+  end(): void {
+    this.ended = true;
+    const waiting = this.waiting;
+    if (waiting !== null) {
+      this.waiting = null;
+      waiting.resolve({ done: true, value: undefined });
+    }
+  }
+
+  /** @internal The request failed or was aborted after its headers. */
+  fail(error: Error): void {
+    if (this.closed || this.ended) return;
+    this.failure = error;
+    const waiting = this.waiting;
+    if (waiting !== null) {
+      this.waiting = null;
+      waiting.reject(error);
+    }
+  }
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.taken < this.chunks.length) {
+      const chunk = this.chunks[this.taken]!;
+      this.chunks[this.taken++] = EMPTY;
+      if (this.taken === this.chunks.length) {
+        this.chunks = [];
+        this.taken = 0;
+      }
+      this.queued -= chunk.byteLength;
+      if (this.controller.paused && this.queued <= HIGH_WATER_MARK) this.controller.resume();
+      return Promise.resolve({ done: false, value: chunk });
+    }
+    if (this.failure !== null) return Promise.reject(this.failure);
+    if (this.ended || this.closed) return Promise.resolve({ done: true, value: undefined });
+    if (this.waiting !== null) return Promise.reject(new Error('an upstream body has one reader at a time'));
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+
+  return(): Promise<IteratorResult<Uint8Array>> {
+    if (!this.closed) {
+      this.closed = true;
+      this.chunks = [];
+      this.taken = 0;
+      this.queued = 0;
+      if (!this.ended && this.failure === null) this.controller.abort(new errors.RequestAbortedError());
+      const waiting = this.waiting;
+      if (waiting !== null) {
+        this.waiting = null;
+        waiting.resolve({ done: true, value: undefined });
+      }
+    }
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
 
 export function abortReasonOf(signal: CancelState): AbortReason | null {
   const reason: unknown = signal.reason;

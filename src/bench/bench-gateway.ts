@@ -63,12 +63,20 @@ export interface Ledger {
   costs: Map<bigint, number>;
 }
 
-export async function startBenchGateway(providerUrl: string): Promise<BenchGateway> {
+/**
+ * `maxConnections`: the gateway's `server.max_connections` (default 8,192), raised by the memory row
+ * so that all its held streams are let in.
+ */
+export async function startBenchGateway(
+  providerUrl: string,
+  options: { maxConnections?: number } = {},
+): Promise<BenchGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const configPath = join(dataDir, 'bench.yaml');
   writeFileSync(
     configPath,
     stringify({
+      ...(options.maxConnections === undefined ? {} : { server: { max_connections: options.maxConnections } }),
       providers: [
         { id: 'sim', name: 'Simulator', kind: 'openai', base_url: providerUrl, api_key: 'bench-upstream-key' },
         {

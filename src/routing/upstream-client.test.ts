@@ -130,6 +130,13 @@ describe('sendUpstream (straight to the dispatcher)', () => {
     await expect(iterator.next()).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
   });
 
+  it('drops what was not read yet when the connection fails, as a destroyed Readable does', async () => {
+    const response = await send('/cut');
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the chunk arrived, then the connection dropped
+    await expect(response.body.next()).rejects.toMatchObject({ code: 'UND_ERR_SOCKET' });
+    expect(response.body.buffered).toBe(0);
+  });
+
   it('rejects the read that waits with the abort reason when the attempt is cancelled after the headers', async () => {
     const cancellation = new Cancellation();
     const response = await send('/open?cancelled', cancellation);

@@ -179,7 +179,7 @@ export class UpstreamBody implements AsyncIterableIterator<Uint8Array> {
 
   /** @internal A chunk from undici's parser. */
   push(chunk: Buffer): void {
-    if (this.closed) return;
+    if (this.closed || this.failure !== null) return; // a chunk parsed after an abort is not wanted
     const waiting = this.waiting;
     if (waiting !== null) {
       this.waiting = null;
@@ -205,6 +205,10 @@ export class UpstreamBody implements AsyncIterableIterator<Uint8Array> {
   fail(error: Error): void {
     if (this.closed || this.ended) return;
     this.failure = error;
+    // What was read and not taken goes with it, as with a destroyed Readable: the next read fails.
+    this.chunks = [];
+    this.taken = 0;
+    this.queued = 0;
     const waiting = this.waiting;
     if (waiting !== null) {
       this.waiting = null;

@@ -83,3 +83,43 @@ describe('SseSink drain timeout', () => {
     expect(res.writableEnded).toBe(true);
   });
 });
+
+describe('SseSink writes', () => {
+  it('sends the events written in one turn of the event loop as one chunk on the wire', async () => {
+    let handed: (res: ServerResponse) => void;
+    const response = new Promise<ServerResponse>((resolve) => (handed = resolve));
+    server = createServer((_req, res) => handed(res));
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    client = connect(port, '127.0.0.1');
+    let raw = '';
+    client.setEncoding('latin1');
+    client.on('data', (data: string) => (raw += data));
+    await new Promise<void>((resolve) => client!.once('connect', resolve));
+    client.write('POST /api/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
+    const sink = new SseSink(await response, {}, Date.now);
+
+    void sink.writeJson('{"a":1}');
+    void sink.writeJson('{"b":2}');
+    void sink.write({ c: 3 });
+    await new Promise((resolve) => setImmediate(resolve)); // the next turn
+    void sink.writeJson('{"d":4}');
+    await sink.done();
+    while (!raw.endsWith('0\r\n\r\n')) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    // The chunked body: <hex size>\r\n<data>\r\n ..., then 0\r\n\r\n.
+    const chunks: string[] = [];
+    let rest = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+    for (;;) {
+      const eol = rest.indexOf('\r\n');
+      const size = parseInt(rest.slice(0, eol), 16);
+      if (size === 0) break;
+      chunks.push(rest.slice(eol + 2, eol + 2 + size));
+      rest = rest.slice(eol + 2 + size + 2);
+    }
+    expect(chunks).toEqual([
+      'data: {"a":1}\n\ndata: {"b":2}\n\ndata: {"c":3}\n\n',
+      'data: {"d":4}\n\ndata: [DONE]\n\n',
+    ]);
+  });
+});

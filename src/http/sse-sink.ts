@@ -5,13 +5,18 @@
  * that stops reading altogether must not pin the upstream forever: when the socket has not drained
  * within `drainTimeoutMs`, the response is destroyed, so the relay sees the caller gone (it aborts
  * the upstream and charges what was produced).
+ *
+ * Events written in one turn of the event loop (those of one upstream read) go out in one
+ * `res.write`, on the next tick: each `res.write` of a chunked response costs its own chunk framing
+ * and writable-stream bookkeeping (~2 µs), and an upstream read often carries several events. A
+ * write past FLUSH_AT characters goes out at once, so a producer that never yields cannot pile text up.
  */
 import type { ServerResponse } from 'node:http';
 import type { ErrorType, TollgateError } from '../core/errors.js';
 import type { ResponseIdentity } from '../pipeline/completion-shapes.js';
 import { renderErrorChunk } from '../pipeline/completion-shapes.js';
 import type { StreamSink } from '../pipeline/stream-relay.js';
-import { SSE_DONE, SSE_PROCESSING_COMMENT, formatSseData } from '../streaming/sse-writer.js';
+import { SSE_DONE, SSE_PROCESSING_COMMENT, formatSseData, formatSseJson } from '../streaming/sse-writer.js';
 import { renderError } from './error-table.js';
 
 export interface SseSinkOptions {
@@ -21,12 +26,20 @@ export interface SseSinkOptions {
 
 export const DEFAULT_DRAIN_TIMEOUT_MS = 60_000;
 
+/** Pending text beyond this many characters is written at once rather than on the next tick. */
+const FLUSH_AT = 16 * 1024;
+
+const DONE: Promise<void> = Promise.resolve();
+
 export class SseSink implements StreamSink {
   private headersSent = false;
   private lastWriteAt = 0;
   private readonly drainTimeoutMs: number;
   /** The pending wait for 'drain', shared by every write made meanwhile (one timer, one listener pair). */
   private drained: Promise<void> | null = null;
+  /** Text written this turn of the event loop and not handed to the response yet. */
+  private pending: string | null = null;
+  private readonly flushOnTick = () => this.flush();
 
   constructor(
     private readonly res: ServerResponse,
@@ -63,11 +76,31 @@ export class SseSink implements StreamSink {
     );
   }
 
-  private async send(text: string): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Queues `text` for this turn's write. Resolves at once unless the response is waiting for 'drain'
+   * (a write that filled the socket's buffers): then when it drained, or when the caller was dropped.
+   */
+  private send(text: string): Promise<void> {
+    if (this.closed) return DONE;
     this.open();
     this.lastWriteAt = this.now();
-    if (!this.res.write(text)) await this.waitForDrain();
+    if (this.pending === null) {
+      this.pending = text;
+      process.nextTick(this.flushOnTick);
+    } else {
+      this.pending += text;
+    }
+    if (this.pending.length >= FLUSH_AT) this.flush();
+    return this.drained ?? DONE;
+  }
+
+  /** Hands the pending text to the response; past its buffer, later writes wait for 'drain'. */
+  private flush(): void {
+    const text = this.pending;
+    if (text === null) return;
+    this.pending = null;
+    if (this.closed) return;
+    if (!this.res.write(text)) void this.waitForDrain();
   }
 
   private waitForDrain(): Promise<void> {
@@ -108,6 +141,10 @@ export class SseSink implements StreamSink {
     return this.send(formatSseData(payload));
   }
 
+  writeJson(json: string): Promise<void> {
+    return this.send(formatSseJson(json));
+  }
+
   async error(error: TollgateError, identity: ResponseIdentity): Promise<void> {
     const rendered = renderError(error);
     const metadata = (rendered.body.error.metadata ?? {}) as { error_type?: ErrorType; provider_code?: unknown };
@@ -124,7 +161,10 @@ export class SseSink implements StreamSink {
   }
 
   async done(): Promise<void> {
-    await this.send(SSE_DONE);
+    void this.send(SSE_DONE);
+    this.flush(); // before end(): nothing may follow it
+    // A caller that stopped reading is dropped after the drain timeout, as for any write.
+    if (this.drained) await this.drained;
     if (!this.res.writableEnded) this.res.end();
   }
 }

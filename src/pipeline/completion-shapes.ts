@@ -80,6 +80,36 @@ export function renderChunk(
   };
 }
 
+/**
+ * What every content chunk of one response starts with, as JSON text up to the choices' opening
+ * bracket: serialised once per response (and again only if the fingerprint appears), not per chunk.
+ */
+export function chunkHead(identity: ResponseIdentity, systemFingerprint: string | null): string {
+  const fingerprint = systemFingerprint === null ? '' : `"system_fingerprint":${JSON.stringify(systemFingerprint)},`;
+  return (
+    `{"id":${JSON.stringify(identity.id)},"object":"chat.completion.chunk","created":${JSON.stringify(identity.created)},` +
+    `"model":${JSON.stringify(identity.model)},"provider":${JSON.stringify(identity.provider)},${fingerprint}"choices":[`
+  );
+}
+
+/**
+ * `JSON.stringify(renderChunk(identity, choices, fingerprint))`, from `chunkHead(identity,
+ * fingerprint)`: the same text (property-tested), without building the chunk and serialising its
+ * fixed fields for every event of a stream. One line: every value goes through JSON.stringify.
+ */
+export function chunkJson(head: string, choices: readonly ChunkChoice[]): string {
+  let json = head;
+  for (let i = 0; i < choices.length; i++) {
+    const c = choices[i]!;
+    if (i > 0) json += ',';
+    json +=
+      `{"index":${JSON.stringify(c.index)},"delta":${JSON.stringify(c.delta)},` +
+      `"finish_reason":${JSON.stringify(c.finish_reason ?? null)},` +
+      `"native_finish_reason":${JSON.stringify(c.native_finish_reason ?? null)},"logprobs":null}`;
+  }
+  return `${json}]}`;
+}
+
 export function renderUsageChunk(identity: ResponseIdentity, charge: Charge) {
   return {
     id: identity.id,

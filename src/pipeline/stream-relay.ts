@@ -17,7 +17,7 @@ import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import { identityOf, settle } from './settle.js';
-import { renderChunk, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
+import { chunkHead, chunkJson, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
 import { generatedText, type ChargeInput, type EarlierSegment } from './generation.js';
 import { startCheckpoints } from './stream-checkpoints.js';
 import { withCompletionLimit } from './upstream-parameters.js';
@@ -31,6 +31,8 @@ export interface StreamSink {
   keepAlive(intervalMs: number): () => void;
   /** Writes one `data:` event, waiting for the socket to drain when the caller reads slowly. */
   write(payload: unknown): Promise<void>;
+  /** The same, for a payload that is JSON text already (one line). */
+  writeJson(json: string): Promise<void>;
   /** One in-band error chunk, `[DONE]`, end. */
   error(error: TollgateError, identity: ResponseIdentity): Promise<void>;
   /** `data: [DONE]`, end. */
@@ -229,6 +231,9 @@ async function pump(
   };
   observe?.(result);
   let finished = false;
+  /** Every chunk's fixed fields, serialised once (again only when the fingerprint first appears). */
+  let head: string | null = null;
+  let headFingerprint: string | null = null;
 
   const forward = async (event: ChunkEvent) => {
     if (event.usage) result.usage = event.usage;
@@ -248,7 +253,11 @@ async function pump(
         progress.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
       }
     }
-    await sink.write(renderChunk(identity, choices, progress.fingerprint));
+    if (head === null || headFingerprint !== progress.fingerprint) {
+      headFingerprint = progress.fingerprint;
+      head = chunkHead(identity, headFingerprint);
+    }
+    await sink.writeJson(chunkJson(head, choices));
   };
   const onMalformed = (reason: string) =>
     deps.log.warn(

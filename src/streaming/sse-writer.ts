@@ -12,3 +12,8 @@ export const SSE_PROCESSING_COMMENT = ': TOLLGATE PROCESSING\n\n';
 export function formatSseData(payload: unknown): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
 }
+
+/** One event whose payload is JSON text already (one line: built from JSON.stringify pieces). */
+export function formatSseJson(json: string): string {
+  return `data: ${json}\n\n`;
+}

@@ -104,8 +104,15 @@ describe('SseSink writes', () => {
     void sink.write({ c: 3 });
     await new Promise((resolve) => setImmediate(resolve)); // the next turn
     void sink.writeJson('{"d":4}');
+    const errors: unknown[] = [];
+    (await response).on('error', (error) => errors.push(error));
+    await sink.done();
+    // Nothing is written after the end (it would fail on the next tick with write-after-end).
+    await sink.writeJson('{"late":true}');
     await sink.done();
     while (!raw.endsWith('0\r\n\r\n')) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(errors).toEqual([]);
 
     // The chunked body: <hex size>\r\n<data>\r\n ..., then 0\r\n\r\n.
     const chunks: string[] = [];

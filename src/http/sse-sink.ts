@@ -39,6 +39,8 @@ export class SseSink implements StreamSink {
   private drained: Promise<void> | null = null;
   /** Text written this turn of the event loop and not handed to the response yet. */
   private pending: string | null = null;
+  /** done() ran: nothing more is written (a write after `end()` would be an error on the next tick). */
+  private ended = false;
   private readonly flushOnTick = () => this.flush();
 
   constructor(
@@ -81,7 +83,7 @@ export class SseSink implements StreamSink {
    * (a write that filled the socket's buffers): then when it drained, or when the caller was dropped.
    */
   private send(text: string): Promise<void> {
-    if (this.closed) return DONE;
+    if (this.closed || this.ended) return DONE;
     this.open();
     this.lastWriteAt = this.now();
     if (this.pending === null) {
@@ -161,7 +163,9 @@ export class SseSink implements StreamSink {
   }
 
   async done(): Promise<void> {
+    if (this.ended) return;
     void this.send(SSE_DONE);
+    this.ended = true;
     this.flush(); // before end(): nothing may follow it
     // A caller that stopped reading is dropped after the drain timeout, as for any write.
     if (this.drained) await this.drained;

@@ -85,7 +85,9 @@ export function renderChunk(
  * bracket: serialised once per response (and again only if the fingerprint appears), not per chunk.
  */
 export function chunkHead(identity: ResponseIdentity, systemFingerprint: string | null): string {
-  const fingerprint = systemFingerprint === null ? '' : `"system_fingerprint":${JSON.stringify(systemFingerprint)},`;
+  // Not a string (null; undefined past the type): no key, as renderChunk's object serialises.
+  const fingerprint =
+    typeof systemFingerprint === 'string' ? `"system_fingerprint":${JSON.stringify(systemFingerprint)},` : '';
   return (
     `{"id":${JSON.stringify(identity.id)},"object":"chat.completion.chunk","created":${JSON.stringify(identity.created)},` +
     `"model":${JSON.stringify(identity.model)},"provider":${JSON.stringify(identity.provider)},${fingerprint}"choices":[`

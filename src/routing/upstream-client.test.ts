@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { Cancellation } from '../core/cancellation.js';
 import { AttemptAbort, createUpstreamAgent, readBounded, sendUpstream } from './upstream-client.js';
 
@@ -33,8 +33,8 @@ describe('sendUpstream (straight to the dispatcher)', () => {
     };
     pump();
   };
-  const send = (path: string, signal = new Cancellation()) =>
-    sendUpstream(agent, { url: `${base}${path}`, headers: {}, body: '{}' }, signal);
+  const send = (path: string, signal = new Cancellation(), dispatcher: Dispatcher = agent) =>
+    sendUpstream(dispatcher, { url: `${base}${path}`, headers: {}, body: '{}' }, signal);
   const until = async (condition: () => boolean) => {
     while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
   };
@@ -146,6 +146,24 @@ describe('sendUpstream (straight to the dispatcher)', () => {
     const reason = new AttemptAbort('idle_timeout');
     cancellation.abort(reason);
     await expect(waiting).rejects.toBe(reason);
+  });
+
+  it('fails the unread rest of a body that already arrived when the attempt is cancelled', async () => {
+    const cancellation = new Cancellation();
+    const response = await send('/v1/complete', cancellation);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the whole answer is in, unread
+    const reason = new AttemptAbort('client_closed');
+    cancellation.abort(reason);
+    await expect(response.body.next()).rejects.toBe(reason);
+  });
+
+  it('reports a dispatcher that throws as a rejection', async () => {
+    const throwing = {
+      dispatch() {
+        throw new Error('dispatcher broke');
+      },
+    } as unknown as Dispatcher;
+    await expect(send('/v1/x', new Cancellation(), throwing)).rejects.toThrow('dispatcher broke');
   });
 
   it('rejects at once when the attempt was cancelled before it was sent', async () => {

@@ -72,12 +72,18 @@ export function sendUpstream(
   } catch (error) {
     return Promise.reject(error);
   }
+  if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<UpstreamResponse>((resolve, reject) => {
     const exchange = new UpstreamExchange(signal, resolve, reject);
-    dispatcher.dispatch(
-      { origin: target.origin, path: target.path, method: 'POST', headers: upstream.headers, body: upstream.body },
-      exchange,
-    );
+    try {
+      dispatcher.dispatch(
+        { origin: target.origin, path: target.path, method: 'POST', headers: upstream.headers, body: upstream.body },
+        exchange,
+      );
+    } catch (error) {
+      // undici's dispatchers report failures through the handler; any other that throws is handled alike.
+      exchange.onResponseError(null, error instanceof Error ? error : new Error(String(error)));
+    }
   });
 }
 
@@ -89,14 +95,22 @@ class UpstreamExchange implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   private body: UpstreamBody | null = null;
   private settled = false;
-  private readonly onAbort = () => this.abort(abortError(this.signal));
+  private completed = false;
+  private readonly onAbort = () => {
+    const reason = abortError(this.signal);
+    // undici is done with a completed request (its abort is a no-op then): what was not read yet is
+    // dropped and the next read fails with the reason, as a destroyed Readable's would.
+    if (this.completed) this.body?.fail(reason);
+    else this.abort(reason);
+  };
 
   constructor(
     private readonly signal: Cancellation,
     private readonly resolve: (response: UpstreamResponse) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    // abort() drops its listeners itself; a request that ends removes its own (onResponseEnd, onResponseError).
+    // Until the request fails, or for good once it completed (an abort still cuts what is unread);
+    // abort() drops its listeners itself, and the Cancellation is the attempt's own.
     if (!signal.aborted) signal.addEventListener('abort', this.onAbort);
   }
 
@@ -130,11 +144,11 @@ class UpstreamExchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    this.signal.removeEventListener('abort', this.onAbort);
+    this.completed = true;
     this.body?.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     this.signal.removeEventListener('abort', this.onAbort);
     if (!this.settled) {
       this.settled = true;
@@ -201,9 +215,10 @@ export class UpstreamBody implements AsyncIterableIterator<Uint8Array> {
     }
   }
 
-  /** @internal The request failed or was aborted after its headers. */
+  /** @internal The request failed or was aborted after its headers (or, complete, before it was all read). */
   fail(error: Error): void {
-    if (this.closed || this.ended) return;
+    // Nothing to fail once the reader is done with it, or when all of a complete body was read.
+    if (this.closed || this.failure !== null || (this.ended && this.taken === this.chunks.length)) return;
     this.failure = error;
     // What was read and not taken goes with it, as with a destroyed Readable: the next read fails.
     this.chunks = [];

@@ -19,8 +19,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** A server whose one request is handed to the test; a raw client that sends it and never reads. */
-async function stalledCaller(): Promise<ServerResponse> {
+/**
+ * A server whose one request is handed to the test, and a raw client that sends it: one that never
+ * reads, or one that collects what arrives (`received()`, the raw bytes as latin1).
+ */
+async function rawCaller(reads: boolean): Promise<{ res: ServerResponse; received: () => string }> {
   let handed: (res: ServerResponse) => void;
   const response = new Promise<ServerResponse>((resolve) => (handed = resolve));
   server = createServer((_req, res) => handed(res));
@@ -28,10 +31,19 @@ async function stalledCaller(): Promise<ServerResponse> {
   const { port } = server.address() as AddressInfo;
   client = connect(port, '127.0.0.1');
   client.on('error', () => undefined);
+  let raw = '';
+  if (reads) {
+    client.setEncoding('latin1');
+    client.on('data', (data: string) => (raw += data));
+  }
   await new Promise<void>((resolve) => client!.once('connect', resolve));
-  client.pause(); // never reads
+  if (!reads) client.pause(); // never reads
   client.write('POST /api/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
-  return response;
+  return { res: await response, received: () => raw };
+}
+
+async function stalledCaller(): Promise<ServerResponse> {
+  return (await rawCaller(false)).res;
 }
 
 describe('SseSink drain timeout', () => {
@@ -86,18 +98,8 @@ describe('SseSink drain timeout', () => {
 
 describe('SseSink writes', () => {
   it('sends the events written in one turn of the event loop as one chunk on the wire', async () => {
-    let handed: (res: ServerResponse) => void;
-    const response = new Promise<ServerResponse>((resolve) => (handed = resolve));
-    server = createServer((_req, res) => handed(res));
-    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    client = connect(port, '127.0.0.1');
-    let raw = '';
-    client.setEncoding('latin1');
-    client.on('data', (data: string) => (raw += data));
-    await new Promise<void>((resolve) => client!.once('connect', resolve));
-    client.write('POST /api/v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n');
-    const sink = new SseSink(await response, {}, Date.now);
+    const { res, received } = await rawCaller(true);
+    const sink = new SseSink(res, {}, Date.now);
 
     void sink.writeJson('{"a":1}');
     void sink.writeJson('{"b":2}');
@@ -105,17 +107,18 @@ describe('SseSink writes', () => {
     await new Promise((resolve) => setImmediate(resolve)); // the next turn
     void sink.writeJson('{"d":4}');
     const errors: unknown[] = [];
-    (await response).on('error', (error) => errors.push(error));
+    res.on('error', (error) => errors.push(error));
     await sink.done();
     // Nothing is written after the end (it would fail on the next tick with write-after-end).
     await sink.writeJson('{"late":true}');
     await sink.done();
-    while (!raw.endsWith('0\r\n\r\n')) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!received().endsWith('0\r\n\r\n')) await new Promise((resolve) => setTimeout(resolve, 5));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(errors).toEqual([]);
 
     // The chunked body: <hex size>\r\n<data>\r\n ..., then 0\r\n\r\n.
     const chunks: string[] = [];
+    const raw = received();
     let rest = raw.slice(raw.indexOf('\r\n\r\n') + 4);
     for (;;) {
       const eol = rest.indexOf('\r\n');

@@ -6,6 +6,7 @@ import type { EndpointTarget, ProviderAdapter, UpstreamRequest } from '../types.
 import { classifyOpenAiHttpError } from './classify-error.js';
 import { parseOpenAiCompletion } from './parse-completion.js';
 import { parseOpenAiStreamEvent } from './parse-stream-event.js';
+import { OpenAiStreamDecoder } from './stream-decoder.js';
 
 /** OpenRouter extensions that an OpenAI-compatible upstream would reject or misread. */
 const OPENROUTER_ONLY_FIELDS: ReadonlySet<string> = new Set([
@@ -52,5 +53,6 @@ export const openAiAdapter: ProviderAdapter = {
   buildRequest: buildOpenAiRequest,
   parseResponse: parseOpenAiCompletion,
   parseStreamEvent: parseOpenAiStreamEvent,
+  openStream: () => new OpenAiStreamDecoder(),
   classifyError: (status, headers, bodyText) => classifyOpenAiHttpError(status, headers, bodyText, Date.now()),
 };

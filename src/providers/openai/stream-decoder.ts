@@ -1,0 +1,189 @@
+/**
+ * One OpenAI-style stream, decoded with what its earlier events showed. Every content event of a
+ * stream repeats the same text around one string:
+ *
+ *   {"id":"…","object":"chat.completion.chunk","created":…,"model":"…","system_fingerprint":"…",
+ *    "choices":[{"index":0,"delta":{"content":"<the token>"},"logprobs":null,"finish_reason":null}]
+ *    ,"usage":null}
+ *
+ * `JSON.parse` of that text (~300 bytes, four objects and their strings) is the largest single cost
+ * of serving a non-streamed request from an upstream stream. The decoder learns the text before the
+ * content string (`head`) and after it up to the end of the `choices` member (`tail`) from one event,
+ * and reads a later event that has both by parsing only its content string and what follows the
+ * `choices` member (often nothing; OpenAI's `obfuscation` padding, a `usage`). Anything else is
+ * parsed whole by `parseOpenAiStreamEvent`, and the result is the same event either way (a property
+ * test holds the two to it).
+ *
+ * Why that is exact: a template is kept only when substituting two different strings into its slot
+ * gives, through the full parser, a chunk whose only choice's delta is exactly `{content: <that
+ * string>}`, with no finish reason, no usage and no error in the fixed text, and when the text up to
+ * `tail`'s end, closed with `}`, is a JSON object — so the slot is that value, and `tail` ends where
+ * the `choices` member does. A later event is `head` + one JSON string literal (checked by
+ * parsing it) + `tail` + either `}` or `,` and top-level members (checked by parsing them as an
+ * object); its full parse differs from the template's only in that string and those members, and
+ * members that would change the event (`error`, `choices`, `id`, `system_fingerprint`) send it to
+ * the full parser.
+ */
+import { isRecord } from '../json-shape.js';
+import type { NormalizedUsage, StreamDecoder, StreamEvent } from '../types.js';
+import { parseOpenAiStreamEvent } from './parse-stream-event.js';
+import { parseOpenAiUsage } from './usage.js';
+
+/** Tries to learn a template per stream: one whose events never repeat a shape stops paying for them. */
+const MAX_TEMPLATES = 8;
+/** `]` candidates tried for the end of the `choices` member when learning a template. */
+const MAX_TAIL_TRIES = 4;
+const PROBE_A = JSON.stringify('\u0000tollgate-probe-a\u0000');
+const PROBE_B = JSON.stringify('\u0000tollgate-probe-b\u0000');
+const QUOTE = 34;
+const BACKSLASH = 92;
+const COMMA = 44;
+const CLOSE_BRACE = 125;
+
+interface Template {
+  head: string;
+  tail: string;
+  upstreamId: string | null;
+  systemFingerprint: string | null;
+  index: number;
+  /** Members after `choices` already seen to leave the event without usage. */
+  plainRest: string | null;
+}
+
+export class OpenAiStreamDecoder implements StreamDecoder {
+  private template: Template | null = null;
+  private tries = 0;
+  /** Events read through a template (the rest went through the full parser). */
+  templated = 0;
+
+  parseStreamEvent(data: string, event: string | null): StreamEvent {
+    if (event === 'error') return parseOpenAiStreamEvent(data, event);
+    if (this.template !== null) {
+      const fast = fromTemplate(this.template, data);
+      if (fast !== null) {
+        this.templated++;
+        return fast;
+      }
+    }
+    const parsed = parseOpenAiStreamEvent(data, event);
+    if (parsed.kind === 'chunk' && this.tries < MAX_TEMPLATES && hasContentDelta(parsed)) {
+      this.tries++;
+      this.template = learn(data) ?? this.template;
+    }
+    return parsed;
+  }
+}
+
+function fromTemplate(template: Template, data: string): StreamEvent | null {
+  // `substring` + `===` compares flat strings with memcmp; `startsWith` walks them a character at a time.
+  const open = template.head.length;
+  if (data.substring(0, open) !== template.head) return null;
+  const end = stringEnd(data, open);
+  if (end < 0) return null;
+  const restAt = end + template.tail.length;
+  if (data.substring(end, restAt) !== template.tail) return null;
+  let content: unknown;
+  try {
+    content = JSON.parse(data.slice(open, end));
+  } catch {
+    return null; // a bad escape or a control character: the full parser says what is wrong
+  }
+  if (typeof content !== 'string') return null;
+  const rest = data.substring(restAt);
+  let usage = null;
+  if (rest !== '}' && rest !== template.plainRest) {
+    usage = restUsage(rest);
+    if (usage === undefined) return null;
+    // The members after `choices` are often the same in every event (`,"usage":null}`): parsed once.
+    if (usage === null) template.plainRest = rest;
+  }
+  return {
+    kind: 'chunk',
+    upstreamId: template.upstreamId,
+    choices: [{ index: template.index, delta: { content }, finish_reason: null, native_finish_reason: null }],
+    usage,
+    systemFingerprint: template.systemFingerprint,
+  };
+}
+
+/**
+ * What the members after `choices` (`,` members `}`) make of the event's usage, or undefined when
+ * they are not JSON or would change more than the usage (the full parser reads those).
+ */
+function restUsage(rest: string): NormalizedUsage | null | undefined {
+  if (rest.charCodeAt(0) !== COMMA) return undefined;
+  let members: unknown;
+  try {
+    members = JSON.parse(`{${rest.slice(1)}`);
+  } catch {
+    return undefined;
+  }
+  // `,}` closes as `{}` but is not JSON in the event.
+  if (!isRecord(members) || Object.keys(members).length === 0) return undefined;
+  if (Object.hasOwn(members, 'error') || Object.hasOwn(members, 'choices')) return undefined;
+  if (Object.hasOwn(members, 'id') || Object.hasOwn(members, 'system_fingerprint')) return undefined;
+  return Object.hasOwn(members, 'usage') ? parseOpenAiUsage(members.usage) : null;
+}
+
+function hasContentDelta(event: Extract<StreamEvent, { kind: 'chunk' }>): boolean {
+  if (event.choices.length !== 1) return false;
+  const choice = event.choices[0]!;
+  if (choice.finish_reason !== null || choice.native_finish_reason !== null) return false;
+  const keys = Object.keys(choice.delta);
+  return keys.length === 1 && keys[0] === 'content' && typeof choice.delta.content === 'string';
+}
+
+/** The template of an event whose only choice's delta is `{content: "…"}`, or null when it has none. */
+function learn(data: string): Template | null {
+  const choicesAt = data.indexOf('"choices":');
+  if (choicesAt < 1) return null;
+  const keyAt = data.indexOf('"content":"', choicesAt);
+  if (keyAt < 0) return null;
+  const open = keyAt + '"content":'.length;
+  const end = stringEnd(data, open);
+  if (end < 0) return null;
+  const head = data.slice(0, open);
+  let tries = 0;
+  for (let at = data.indexOf(']', end); at >= 0 && tries < MAX_TAIL_TRIES; at = data.indexOf(']', at + 1)) {
+    const after = data.charCodeAt(at + 1);
+    if (after !== COMMA && after !== CLOSE_BRACE) continue;
+    tries++;
+    const tail = data.slice(end, at + 1);
+    const a = probe(`${head}${PROBE_A}${tail}}`, PROBE_A);
+    if (a === null || probe(`${head}${PROBE_B}${tail}}`, PROBE_B) === null) continue;
+    return {
+      head,
+      tail,
+      upstreamId: a.upstreamId,
+      systemFingerprint: a.systemFingerprint,
+      index: a.index,
+      plainRest: null,
+    };
+  }
+  return null;
+}
+
+/** The fixed fields of a template text whose slot holds `literal`, when the slot is the content delta. */
+function probe(
+  text: string,
+  literal: string,
+): { upstreamId: string | null; systemFingerprint: string | null; index: number } | null {
+  const event = parseOpenAiStreamEvent(text, null);
+  if (event.kind !== 'chunk' || event.usage !== null || !hasContentDelta(event)) return null;
+  const choice = event.choices[0]!;
+  if (choice.delta.content !== JSON.parse(literal)) return null;
+  return { upstreamId: event.upstreamId, systemFingerprint: event.systemFingerprint, index: choice.index };
+}
+
+/** The index just past the JSON string literal that opens at `open`, or -1. */
+function stringEnd(data: string, open: number): number {
+  if (data.charCodeAt(open) !== QUOTE) return -1;
+  let at = open;
+  for (;;) {
+    at = data.indexOf('"', at + 1);
+    if (at < 0) return -1;
+    let backslashes = 0;
+    while (data.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if ((backslashes & 1) === 0) return at + 1;
+  }
+}

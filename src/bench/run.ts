@@ -10,7 +10,8 @@
  *
  * Sections (BENCH_ONLY=<comma list> runs some): throughput (closed loop), latency (open loop at a
  * fixed rate), streaming, memory (10,000 open streams), ttfb (one request at a time), activity.
- * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_ROUNDS (interleaved rounds
+ * Environment: BENCH_DURATION (seconds per measured run, default 5), BENCH_WARMUP (seconds of load
+ * each target gets before its first round in those three sections, default 2), BENCH_ROUNDS (interleaved rounds
  * of the throughput, latency and streaming sections, default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
  * BENCH_STREAMS (concurrent streams, default 64), BENCH_OPEN_STREAMS (default 10000),
  * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput and streaming runs).
@@ -60,7 +61,8 @@ const CONNECTIONS = Math.round(positiveNumber('BENCH_CONNECTIONS', 50));
 const RATE = positiveNumber('BENCH_RATE', 500);
 const STREAMS = Math.round(positiveNumber('BENCH_STREAMS', 64));
 const OPEN_STREAMS = Math.round(positiveNumber('BENCH_OPEN_STREAMS', 10_000));
-const WARMUP = 2;
+/** Seconds of load each target gets before its first measured round (JIT compilation, pools, caches). */
+const WARMUP = positiveNumber('BENCH_WARMUP', 2);
 const PROFILER: Profiler | null = process.env.BENCH_PROFILE ? createProfiler(process.env.BENCH_PROFILE) : null;
 const PROMPT = [{ role: 'user', content: 'Write a short greeting for the benchmark.' }];
 const SECTIONS = ['throughput', 'latency', 'streaming', 'memory', 'ttfb', 'activity'] as const;
@@ -235,7 +237,7 @@ async function latencySection(bench: Bench): Promise<LatencyRow[]> {
     durationSec,
   });
   const warm = async (target: Target) => {
-    const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, 1));
+    const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, WARMUP));
     countGateway(bench, target, result.ok, 0);
     for (const failure of result.failures) bench.failures.push(`latency ${target} (warm-up): ${failure}`);
   };
@@ -267,7 +269,7 @@ async function streamingSection(bench: Bench): Promise<StreamRow[]> {
     durationSec,
   });
   const warm = async (target: Target) => {
-    const result = await bench.load.call<StreamLoadResult>('streams', job(target, 1));
+    const result = await bench.load.call<StreamLoadResult>('streams', job(target, WARMUP));
     countGateway(bench, target, result.streams, 0);
     for (const failure of result.failures) bench.failures.push(`streaming ${target} (warm-up): ${failure}`);
   };

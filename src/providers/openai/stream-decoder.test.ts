@@ -173,4 +173,16 @@ describe('OpenAiStreamDecoder', () => {
     for (const line of lines) expect(decoder.parseStreamEvent(line, null)).toEqual(parseOpenAiStreamEvent(line, null));
     expect(decoder.templated).toBe(4);
   });
+
+  it('does not learn a slot from an event whose own content is the probe string', () => {
+    // The first `"content":"` after `choices` is another field's (x), and the delta's content, later
+    // in the fixed text, is the decoder's probe: substituting the probe into x's slot would look
+    // like the content slot, and later events would report x as their content.
+    const probe = JSON.stringify('\u0000tollgate-probe\u0000');
+    const event = (x: string) =>
+      `{"id":"a","choices":[{"index":0,"x":{"content":${x}},"delta":{"content":${probe}},"finish_reason":null}]}`;
+    const decoder = new OpenAiStreamDecoder();
+    for (const data of [event('"A"'), event('"B"'), event('"C"')])
+      expect(decoder.parseStreamEvent(data, null)).toEqual(parseOpenAiStreamEvent(data, null));
+  });
 });

@@ -14,11 +14,11 @@
  * parsed whole by `parseOpenAiStreamEvent`, and the result is the same event either way (a property
  * test holds the two to it).
  *
- * Why that is exact: a template is kept only when substituting two different strings into its slot
- * gives, through the full parser, a chunk whose only choice's delta is exactly `{content: <that
- * string>}`, with no finish reason, no usage and no error in the fixed text, and when the text up to
- * `tail`'s end, closed with `}`, is a JSON object — so the slot is that value, and `tail` ends where
- * the `choices` member does. A later event is `head` + one JSON string literal (checked by
+ * Why that is exact: a template is kept only when substituting a probe string (one the event's own
+ * content is not) into its slot gives, through the full parser, a chunk whose only choice's delta is
+ * exactly `{content: <the probe>}`, with no finish reason, no usage and no error in the fixed text —
+ * the text up to `tail`'s end, closed with `}`, being a JSON object — so the slot is that value, and
+ * `tail` ends where the `choices` member does. A later event is `head` + one JSON string literal (checked by
  * parsing it) + `tail` + either `}` or `,` and top-level members (checked by parsing them as an
  * object); its full parse differs from the template's only in that string and those members, and
  * members that would change the event (`error`, `choices`, `id`, `system_fingerprint`) send it to
@@ -33,8 +33,8 @@ import { parseOpenAiUsage } from './usage.js';
 const MAX_TEMPLATES = 8;
 /** `]` candidates tried for the end of the `choices` member when learning a template. */
 const MAX_TAIL_TRIES = 4;
-const PROBE_A = JSON.stringify('\u0000tollgate-probe-a\u0000');
-const PROBE_B = JSON.stringify('\u0000tollgate-probe-b\u0000');
+const PROBE = '\u0000tollgate-probe\u0000';
+const PROBE_LITERAL = JSON.stringify(PROBE);
 const QUOTE = 34;
 const BACKSLASH = 92;
 const COMMA = 44;
@@ -68,7 +68,7 @@ export class OpenAiStreamDecoder implements StreamDecoder {
     const parsed = parseOpenAiStreamEvent(data, event);
     if (parsed.kind === 'chunk' && this.tries < MAX_TEMPLATES && hasContentDelta(parsed)) {
       this.tries++;
-      this.template = learn(data) ?? this.template;
+      this.template = learn(data, parsed.choices[0]!.delta.content as string) ?? this.template;
     }
     return parsed;
   }
@@ -134,7 +134,9 @@ function hasContentDelta(event: Extract<StreamEvent, { kind: 'chunk' }>): boolea
 }
 
 /** The template of an event whose only choice's delta is `{content: "…"}`, or null when it has none. */
-function learn(data: string): Template | null {
+function learn(data: string, content: string): Template | null {
+  // The probe must differ from the event's own content, or finding it there would prove nothing.
+  if (content === PROBE) return null;
   const choicesAt = data.indexOf('"choices":');
   if (choicesAt < 1) return null;
   const keyAt = data.indexOf('"content":"', choicesAt);
@@ -149,8 +151,8 @@ function learn(data: string): Template | null {
     if (after !== COMMA && after !== CLOSE_BRACE) continue;
     tries++;
     const tail = data.slice(end, at + 1);
-    const a = probe(`${head}${PROBE_A}${tail}}`, PROBE_A);
-    if (a === null || probe(`${head}${PROBE_B}${tail}}`, PROBE_B) === null) continue;
+    const a = probe(`${head}${PROBE_LITERAL}${tail}}`);
+    if (a === null) continue;
     return {
       head,
       tail,
@@ -163,15 +165,12 @@ function learn(data: string): Template | null {
   return null;
 }
 
-/** The fixed fields of a template text whose slot holds `literal`, when the slot is the content delta. */
-function probe(
-  text: string,
-  literal: string,
-): { upstreamId: string | null; systemFingerprint: string | null; index: number } | null {
+/** The fixed fields of a template text whose slot holds the probe, when the slot is the content delta. */
+function probe(text: string): { upstreamId: string | null; systemFingerprint: string | null; index: number } | null {
   const event = parseOpenAiStreamEvent(text, null);
   if (event.kind !== 'chunk' || event.usage !== null || !hasContentDelta(event)) return null;
   const choice = event.choices[0]!;
-  if (choice.delta.content !== JSON.parse(literal)) return null;
+  if (choice.delta.content !== PROBE) return null;
   return { upstreamId: event.upstreamId, systemFingerprint: event.systemFingerprint, index: choice.index };
 }
 

@@ -185,4 +185,23 @@ describe('OpenAiStreamDecoder', () => {
     for (const data of [event('"A"'), event('"B"'), event('"C"')])
       expect(decoder.parseStreamEvent(data, null)).toEqual(parseOpenAiStreamEvent(data, null));
   });
+
+  it('does not learn from an event whose later members replace the choices it was learnt from', () => {
+    // Found in review: the fixed text carries the probe as the delta's content, the slot is x's,
+    // and a second `choices` member (the last one wins) gives the learning event another content.
+    const probe = JSON.stringify('\u0000tollgate-probe\u0000');
+    const fixed = (x: string) => `{"id":"a","choices":[{"index":0,"x":{"content":${x}},"delta":{"content":${probe}}}]`;
+    const decoder = new OpenAiStreamDecoder();
+    for (const data of [`${fixed('"A"')},"choices":[{"index":0,"delta":{"content":"Q"}}]}`, `${fixed('"B"')}}`])
+      expect(decoder.parseStreamEvent(data, null)).toEqual(parseOpenAiStreamEvent(data, null));
+  });
+
+  it('parses long events whole', () => {
+    const decoder = new OpenAiStreamDecoder();
+    const event = (content: string) =>
+      `{"id":"a","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}]}`;
+    for (const content of ['a', 'b', 'x'.repeat(5000), 'c'])
+      expect(decoder.parseStreamEvent(event(content), null)).toEqual(parseOpenAiStreamEvent(event(content), null));
+    expect(decoder.templated).toBe(2);
+  });
 });

@@ -67,6 +67,8 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       const text = await metrics.body.text();
       expect(text).toContain('tollgate_http_requests_total');
       expect(text).toContain('tollgate_completions_total');
+      // The one charged answer waited once for its charge to be durable.
+      expect(text).toMatch(/^tollgate_settle_wait_seconds_count 1$/m);
       // JSON logs name the key by its hash prefix and never contain the key itself (beyond the one-time banner).
       const logLines = first
         .stdout()

@@ -41,7 +41,15 @@ export interface BenchGateway {
   ledger(): Promise<Ledger>;
   /** Store transactions of the settler (group commit) so far, and the charges they carried. */
   commits(): Promise<CommitCount>;
+  /** The `tollgate_settle_wait_seconds` histogram so far: answers, their total wait, and how many waited over 5 ms. */
+  settleWait(): Promise<SettleWaitCount>;
   stop(): Promise<void>;
+}
+
+export interface SettleWaitCount {
+  count: number;
+  seconds: number;
+  over5ms: number;
 }
 
 export interface CommitCount {
@@ -168,6 +176,14 @@ export async function startBenchGateway(
       const find = (suffix: string) =>
         values.find((v) => v.metricName === `tollgate_settle_batch_size_${suffix}`)?.value ?? 0;
       return { transactions: find('count'), charges: find('sum') };
+    },
+    async settleWait() {
+      const { values } = await services.metrics.settleWait.get();
+      const count = values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_count')?.value ?? 0;
+      const seconds = values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_sum')?.value ?? 0;
+      const within5ms =
+        values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_bucket' && v.labels.le === 0.005)?.value ?? 0;
+      return { count, seconds, over5ms: count - within5ms };
     },
     async stop() {
       await running.stop();

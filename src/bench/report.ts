@@ -24,6 +24,8 @@ export interface LatencyRound {
   result: OpenLoopResult;
   /** The gateway's event-loop delay during the run (gateway targets). */
   gatewayLoop: { p99Ms: number; maxMs: number } | null;
+  /** How long the gateway's answers waited for their charges to be durable (gateway targets). */
+  settleWait: { meanMs: number; over5msShare: number } | null;
 }
 
 /** One target's interleaved rounds (round i of every target ran in the same stretch of time). */
@@ -124,6 +126,7 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
   const of = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => median(row.rounds.map((r) => pick(r.result)));
   const added = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => minusDirect(row.rounds, direct?.rounds, pick);
   const loops = (row: LatencyRow) => row.rounds.flatMap((r) => (r.gatewayLoop ? [r.gatewayLoop] : []));
+  const waits = (row: LatencyRow) => row.rounds.flatMap((r) => (r.settleWait ? [r.settleWait] : []));
   return table(
     [
       'target',
@@ -136,11 +139,13 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
       'added p99 ms',
       'added p99 per round, ms',
       'gateway event-loop delay p99 / max ms',
+      'settle wait mean ms / share over 5 ms',
     ],
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     rows.map((row) => {
       const isDirect = row.target === DIRECT || !direct;
       const loop = loops(row);
+      const wait = waits(row);
       return [
         row.target,
         `${int(row.rounds.reduce((n, r) => n + r.result.ok, 0))} of ${int(row.rounds.reduce((n, r) => n + r.result.sent, 0))}`,
@@ -157,6 +162,9 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
               .join(' / '),
         loop.length > 0
           ? `${ms(median(loop.map((l) => l.p99Ms)))} / ${ms(Math.max(...loop.map((l) => l.maxMs)))}`
+          : '–',
+        wait.length > 0
+          ? `${ms(median(wait.map((w) => w.meanMs)))} / ${(100 * median(wait.map((w) => w.over5msShare))).toFixed(1)} %`
           : '–',
       ];
     }),

@@ -244,14 +244,24 @@ async function latencySection(bench: Bench): Promise<LatencyRow[]> {
   await interleaved(targets, warm, async (target, round) => {
     // The gateway's event-loop delay meanwhile: a pause there is a pause for every request in flight.
     const loop = monitorEventLoopDelay({ resolution: 1 });
+    const gateway = target === PLAIN || target === GATEWAY;
+    const waitBefore = gateway ? await bench.gateway.settleWait() : null;
     loop.enable();
     const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, DURATION));
     loop.disable();
+    const waitAfter = gateway ? await bench.gateway.settleWait() : null;
+    const answers = waitBefore && waitAfter ? waitAfter.count - waitBefore.count : 0;
+    const settleWait =
+      waitBefore && waitAfter && answers > 0
+        ? {
+            meanMs: ((waitAfter.seconds - waitBefore.seconds) * 1000) / answers,
+            over5msShare: (waitAfter.over5ms - waitBefore.over5ms) / answers,
+          }
+        : null;
     countGateway(bench, target, result.ok, 0);
     for (const failure of result.failures) bench.failures.push(`latency ${target} round ${round}: ${failure}`);
-    const gatewayLoop =
-      target === PLAIN || target === GATEWAY ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
-    rows.get(target)!.rounds.push({ result, gatewayLoop });
+    const gatewayLoop = gateway ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
+    rows.get(target)!.rounds.push({ result, gatewayLoop, settleWait });
     console.error(
       `bench: latency round ${round}/${ROUNDS} ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
     );

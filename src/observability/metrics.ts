@@ -68,6 +68,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /**
+   * How long a request's answer waited for its charge to be durable (queued for the group commit,
+   * then committed in the store or fsync'd in the journal): the part of the latency that pays for
+   * the money promise.
+   */
+  readonly settleWait = new Histogram({
+    name: 'tollgate_settle_wait_seconds',
+    help: "Time a request waited for its charge to be durable (the store's commit or the journal's fsync)",
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 3],
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_' });
   }

@@ -31,7 +31,9 @@ export async function settle(
 ): Promise<Charge> {
   const charge = buildCharge(input, deps.byokFeeBasisPoints);
   capacity?.settle(charge.promptTokens + charge.completionTokens);
+  const waitStarted = performance.now();
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
+  deps.metrics.settleWait.observe((performance.now() - waitStarted) / 1000);
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
   // A charge durable only in the journal keeps its hold until the store has it.
   if (hold && committed.deferred)

@@ -70,8 +70,6 @@ export class Settler {
   private readonly journal: ChargeJournal | null;
   private readonly backlog = new Map<string, BacklogEntry>();
   private applying: Promise<void> | null = null;
-  /** Journal writes of charges the store already committed, until they are marked done. */
-  private readonly journalTails = new Set<Promise<void>>();
   private applyTimer: NodeJS.Timeout | null = null;
   private backlogDelay: number;
   /** Ids recovered at boot that are not applied yet: the gateway is not ready until they are. */
@@ -133,7 +131,6 @@ export class Settler {
   /** Resolves when every queued charge is durable (committed, journaled or failed); one more pass over the backlog. */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
-    while (this.journalTails.size > 0) await Promise.all(this.journalTails);
     if (this.backlog.size > 0 && !this.applying) {
       if (this.applyTimer) clearTimeout(this.applyTimer);
       this.applyTimer = null;
@@ -178,13 +175,7 @@ export class Settler {
     if (waited && waited.ok) {
       this.committed(settlements, waited.outcomes);
       batch.forEach((p, i) => p.resolve(waited.outcomes[i]!));
-      // These charges are in the store: the next batch need not wait for their journal copy, which
-      // only has to be marked done once it lands (`drain` waits for that).
-      const marked = journaled.then((ok) => {
-        if (ok) journal.markDone(settlements.map((s) => s.generation.id));
-      });
-      this.journalTails.add(marked);
-      void marked.finally(() => this.journalTails.delete(marked));
+      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
       return;
     }
     if (waited && !isStoreUnavailable(waited.error)) {

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import type { Histogram } from 'prom-client';
 import { stringify } from 'yaml';
 import { startGateway, type RunningGateway } from '../main.js';
 import { usagePeriods } from '../core/usage-window.js';
@@ -172,22 +173,26 @@ export async function startBenchGateway(
       }
     },
     async commits() {
-      const { values } = await services.metrics.settleBatch.get();
-      const find = (suffix: string) =>
-        values.find((v) => v.metricName === `tollgate_settle_batch_size_${suffix}`)?.value ?? 0;
-      return { transactions: find('count'), charges: find('sum') };
+      const batch = await histogramValues(services.metrics.settleBatch);
+      return { transactions: batch('count'), charges: batch('sum') };
     },
     async settleWait() {
-      const { values } = await services.metrics.settleWait.get();
-      const count = values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_count')?.value ?? 0;
-      const seconds = values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_sum')?.value ?? 0;
-      const within5ms =
-        values.find((v) => v.metricName === 'tollgate_settle_wait_seconds_bucket' && v.labels.le === 0.005)?.value ?? 0;
-      return { count, seconds, over5ms: count - within5ms };
+      const wait = await histogramValues(services.metrics.settleWait);
+      const count = wait('count');
+      return { count, seconds: wait('sum'), over5ms: count - wait('bucket', 0.005) };
     },
     async stop() {
       await running.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A histogram's `_count`, `_sum` or `_bucket` (with its `le`) as read now; 0 when absent. */
+async function histogramValues(
+  histogram: Histogram,
+): Promise<(suffix: 'count' | 'sum' | 'bucket', le?: number) => number> {
+  const { name, values } = await histogram.get();
+  return (suffix, le) =>
+    values.find((v) => v.metricName === `${name}_${suffix}` && (le === undefined || v.labels.le === le))?.value ?? 0;
 }

@@ -6,7 +6,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type Logger as PinoLogger } from 'pino';
-import type { Agent } from 'undici';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
@@ -25,7 +24,7 @@ import { Metrics } from './observability/metrics.js';
 import { ensureDemoAccount } from './pipeline/demo-setup.js';
 import { startMockProvider, type MockProvider } from './providers/mock-server.js';
 import { buildCatalog } from './routing/catalog.js';
-import { createUpstreamAgent } from './routing/upstream-client.js';
+import { UpstreamAgents } from './routing/upstream-client.js';
 import { openPostgresStore, openSqliteStoreWhenOpen } from './store/open-store.js';
 import { PgChangeBus } from './store/pg-change-bus.js';
 import type { Store } from './store/types.js';
@@ -164,9 +163,7 @@ export async function startGateway(
     ? PgChangeBus.connectInBackground(config.databaseUrl, logger)
     : new LocalChangeBus();
 
-  const agents = new Map<string, Agent>();
-  for (const provider of catalog.providers.values()) agents.set(provider.id, createUpstreamAgent());
-  const fallbackAgent = createUpstreamAgent();
+  const agents = new UpstreamAgents(catalog.providers.values());
   const rateLimiter = await openRateLimiter(config, logger);
   const shared = await openHoldStore(config, logger);
   const limiter = rateLimiter.redis;
@@ -183,7 +180,7 @@ export async function startGateway(
     clock: systemClock,
     metrics: new Metrics({ defaultMetrics: true }),
     logger,
-    dispatcherFor: (id) => agents.get(id) ?? fallbackAgent,
+    dispatcherFor: agents.dispatcherFor,
     rateLimiter,
     ...(shared ? { holds: shared.holds, fleet: shared.fleet, healthChannel: shared.healthChannel } : {}),
     journal,
@@ -225,7 +222,7 @@ export async function startGateway(
     async stop() {
       await gateway.shutdown(config.server.shutdown_grace_ms);
       await metricsListener?.close();
-      await Promise.all([...agents.values(), fallbackAgent].map((a) => a.close()));
+      await agents.close();
       await bus.close();
       await rateLimiter.close();
       await shared?.close();

@@ -60,6 +60,12 @@ export const providerSchema = z
     privacy_policy_url: z.string().url().nullable().default(null),
     /** Serve non-streamed requests from an upstream stream (timeouts bound them; mid-answer failures fail over). Off for providers that cannot stream. */
     stream_upstream: z.boolean().default(true),
+    /**
+     * Speak HTTP/2 to this provider (h2c with prior knowledge for http:, h2 by ALPN for https:, no
+     * fallback to HTTP/1.1): up to 100 requests share one connection, so 10,000 open streams need
+     * ~100 upstream sockets, not 10,000. Off: HTTP/1.1, one request per connection at a time.
+     */
+    http2: z.boolean().default(false),
     timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
     /** Account holders may register their own key for this provider (BYOK). Off (absent) unless the operator opts in. */
     byok: z.boolean().optional(),
@@ -68,6 +74,13 @@ export const providerSchema = z
   .superRefine((provider, ctx) => {
     if (provider.kind !== 'demo' && !provider.base_url) {
       ctx.addIssue({ code: 'custom', message: `base_url is required for kind "${provider.kind}"`, path: ['base_url'] });
+    }
+    if (provider.http2 && provider.kind === 'demo') {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'http2: the built-in demo provider speaks HTTP/1.1 only',
+        path: ['http2'],
+      });
     }
     // A provider that checks no key (a local server, the demo) would take any junk "own key" and bill only the BYOK fee.
     if (provider.byok && provider.kind === 'demo') {

@@ -5,6 +5,7 @@
  * answers like OpenAI's moderation API (`mock/moderation-handler.ts`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createH2cServer, type Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { handleChatCompletion, type ChatHandlerContext, type MockProviderStats } from './mock/chat-handler.js';
 import { sendJson } from './mock/http-io.js';
@@ -20,6 +21,8 @@ export interface MockProviderOptions {
   host?: string; // default 127.0.0.1
   defaults?: Partial<MockScript>; // applied to every request, under model-name and header scripts
   models?: string[]; // ids listed by GET /v1/models; any model id is served regardless
+  /** Speak HTTP/2 without TLS (h2c, prior knowledge) instead of HTTP/1.1. */
+  http2?: boolean;
 }
 
 export interface MockProvider {
@@ -39,13 +42,12 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const ctx: ChatHandlerContext = {
     defaults: { ...DEFAULT_MOCK_SCRIPT, ...options.defaults },
     countTokens: (text) => countTokens(text, noSpecialTokens),
-    stats: { requests: 0, byModel: new Map(), moderations: 0 },
+    stats: { requests: 0, byModel: new Map(), moderations: 0, connections: 0 },
     failCounters: new Map(),
   };
   const models = options.models ?? ['mock/default'];
 
-  // noDelay: paced streams write one small chunk at a time; Nagle would batch them.
-  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 }, (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     route(req, res, ctx, models).catch(() => {
       if (res.headersSent) res.destroy();
       else
@@ -53,7 +55,23 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
           error: { message: 'mock provider failed', type: 'server_error', param: null, code: null },
         });
     });
-  });
+  };
+  // noDelay: paced streams write one small chunk at a time; Nagle would batch them.
+  const server = options.http2
+    ? // The compatibility API's request and response stand in for node:http's: what the handlers use
+      // (headers, body events, writeHead/write/end, destroy, `socket`, whose destroy/end act on the
+      // request's stream) behaves alike, a reset or a dropped answer ending one stream, not the connection.
+      createH2cServer((req, res) => handle(req as unknown as IncomingMessage, res as unknown as ServerResponse))
+    : createServer({ noDelay: true, keepAliveTimeout: 65_000 }, handle);
+  const sessions = new Set<Http2Session>();
+  if (options.http2) {
+    const h2 = server as ReturnType<typeof createH2cServer>;
+    h2.on('session', (session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+    });
+  }
+  server.on('connection', () => ctx.stats.connections++);
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -72,13 +90,15 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
     reset() {
       ctx.stats.requests = 0;
       ctx.stats.moderations = 0;
+      ctx.stats.connections = 0;
       ctx.stats.byModel.clear();
       ctx.failCounters.clear();
     },
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error === undefined ? resolve() : reject(error)));
-        server.closeAllConnections();
+        if ('closeAllConnections' in server) server.closeAllConnections();
+        for (const session of sessions) session.destroy();
       });
       return closing;
     },

@@ -15,6 +15,8 @@ export interface CatalogProvider {
   headers: Readonly<Record<string, string>>;
   privacyPolicyUrl: string | null;
   streamUpstream: boolean;
+  /** Upstream connections speak HTTP/2 only (`providers[].http2`; the provider's agent in main.ts). */
+  http2: boolean;
   timeouts: AttemptTimeouts;
   /** Account holders' own keys are accepted and used (config `byok: true`, validated to have an operator key); absent = no. */
   byok?: boolean;
@@ -92,6 +94,7 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
     headers: config.headers,
     privacyPolicyUrl: config.privacy_policy_url,
     streamUpstream: config.stream_upstream,
+    http2: config.http2,
     timeouts: config.timeouts,
     byok: config.byok === true && config.kind !== 'demo' && !!config.api_key,
   };

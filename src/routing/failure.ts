@@ -86,7 +86,7 @@ const SOCKET_CODES = new Set([
 
 /**
  * Whether a thrown error came from talking to the upstream — undici, the socket, DNS, TLS, or one of
- * our own aborts — rather than from our own code (a bug, a body that cannot be serialised). Only the
+ * our own aborts, an HTTP/2 stream or session error — rather than from our own code (a bug, a body that cannot be serialised). Only the
  * former says something about the endpoint; the latter must not be retried elsewhere nor open a
  * breaker that other callers would then hit.
  */
@@ -100,6 +100,7 @@ export function isTransportError(error: unknown, signal: CancelState): boolean {
       (code.startsWith('UND_ERR') ||
         code.startsWith('ERR_TLS') ||
         code.startsWith('ERR_SSL') ||
+        code.startsWith('ERR_HTTP2') ||
         code.includes('CERT') ||
         SOCKET_CODES.has(code))
     )

@@ -13,6 +13,7 @@ const provider = (id: string) => ({
   headers: {},
   privacy_policy_url: null,
   stream_upstream: true,
+  http2: false,
   timeouts,
 });
 const endpoint = (p: string, prompt: string, completion: string, supported?: string[]) => ({

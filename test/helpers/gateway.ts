@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import type { Config } from '../../src/config/schema.js';
 import { startMockProvider, type MockProvider } from '../../src/providers/mock-server.js';
 import { buildCatalog } from '../../src/routing/catalog.js';
-import { createUpstreamAgent } from '../../src/routing/upstream-client.js';
+import { UpstreamAgents } from '../../src/routing/upstream-client.js';
 import type { Store } from '../../src/store/types.js';
 import { ChargeJournal } from '../../src/billing/charge-journal.js';
 import type { StoreDatabase, StoreTarget } from './store-targets.js';
@@ -152,17 +152,18 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const database = options.database ?? (await options.target.createDatabase());
   const store = database.openStore();
   await store.migrate();
-  const agent = createUpstreamAgent();
+  const catalog = buildCatalog(config);
+  const agents = new UpstreamAgents(catalog.providers.values());
   const journal = options.journalDir
     ? (await ChargeJournal.open(options.journalDir, { now: () => (options.clock ?? systemClock).now() })).journal
     : null;
   const gateway = buildApp({
     config,
     store: options.wrapStore ? options.wrapStore(store) : store,
-    catalog: buildCatalog(config),
+    catalog,
     bus: options.bus ?? new LocalChangeBus(),
     clock: options.clock ?? systemClock,
-    dispatcherFor: () => agent,
+    dispatcherFor: agents.dispatcherFor,
     ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
     ...(options.holds ? { holds: options.holds } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
@@ -213,7 +214,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     async close() {
       await gateway.shutdown(2000);
       await journal?.close();
-      await agent.close();
+      await agents.close();
       await provider.close();
       // A borrowed database belongs to whoever created it.
       if (options.database) await store.close();

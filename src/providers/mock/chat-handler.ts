@@ -23,6 +23,7 @@ export interface MockProviderStats {
   requests: number; // POST /v1/chat/completions received
   byModel: Map<string, number>; // by the `model` string exactly as sent
   moderations: number; // POST /v1/moderations received
+  connections: number; // connections accepted (an HTTP/2 connection carries many requests)
 }
 
 export interface ChatHandlerContext {

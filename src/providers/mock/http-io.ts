@@ -1,5 +1,6 @@
 /** The few node:http chores the mock provider needs. */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { constants, type ServerHttp2Stream } from 'node:http2';
 import { setTimeout as delay } from 'node:timers/promises';
 
 export async function readBody(req: IncomingMessage): Promise<string> {
@@ -26,8 +27,17 @@ export function closeSignal(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-/** Ends the connection after what was written is flushed, without finishing the HTTP message. */
+/**
+ * Ends the connection after what was written is flushed, without finishing the HTTP message. Over
+ * HTTP/2 (the compatibility API's response has a `stream`) the stream is reset after its data instead:
+ * ending it would finish the message.
+ */
 export function dropConnection(res: ServerResponse): void {
+  const stream = (res as { stream?: ServerHttp2Stream }).stream;
+  if (stream !== undefined) {
+    stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
   const socket = res.socket;
   if (socket === null) return;
   socket.end(() => socket.destroy());

@@ -1,0 +1,339 @@
+/**
+ * HTTP/2 to upstreams (`providers[].http2`): real h2c and TLS servers on loopback (node:http2 and
+ * node:https), the agent main.ts builds, requests sent as attempts send them.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import {
+  constants,
+  createSecureServer,
+  createServer as createH2cServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Agent } from 'undici';
+import { Cancellation } from '../core/cancellation.js';
+import { failureFromThrown, isTransportError } from './failure.js';
+import {
+  createUpstreamAgent,
+  HTTP2_STREAMS_PER_CONNECTION,
+  Http2NotNegotiated,
+  sendUpstream,
+  type UpstreamResponse,
+} from './upstream-client.js';
+
+/** What a test server counts: connections (sessions, for HTTP/2) and requests. */
+interface Counts {
+  connections: number;
+  requests: number;
+  /** Requests being answered right now, and the most at once on one connection. */
+  open: Map<unknown, number>;
+  maxOnOneConnection: number;
+}
+
+function newCounts(): Counts {
+  return { connections: 0, requests: 0, open: new Map(), maxOnOneConnection: 0 };
+}
+
+/**
+ * Answers `/stream?events=N&every=MS` with N SSE events, `/big` with 8 MiB the reader may take slowly,
+ * `/reset` with a stream reset after one event, `/hang` never.
+ */
+function handler(counts: Counts) {
+  return (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    counts.requests++;
+    const session = req.stream.session;
+    const open = (counts.open.get(session) ?? 0) + 1;
+    counts.open.set(session, open);
+    counts.maxOnOneConnection = Math.max(counts.maxOnOneConnection, open);
+    res.on('close', () => counts.open.set(session, (counts.open.get(session) ?? 1) - 1));
+    req.resume();
+    req.on('end', () => {
+      const url = new URL(req.url, 'http://upstream');
+      if (url.pathname === '/hang') return;
+      if (url.pathname === '/big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const piece = Buffer.alloc(64 * 1024);
+        let sent = 0;
+        const pump = () => {
+          while (sent < BIG) {
+            piece.fill(sent / piece.length);
+            sent += piece.length;
+            if (!res.write(Buffer.from(piece))) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        return pump();
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (url.pathname === '/reset') {
+        res.write('data: {"n":0}\n\n');
+        setTimeout(() => req.stream.close(constants.NGHTTP2_INTERNAL_ERROR), 10);
+        return;
+      }
+      const events = Number(url.searchParams.get('events') ?? 3);
+      const every = Number(url.searchParams.get('every') ?? 5);
+      let n = 0;
+      const timer = setInterval(() => {
+        if (res.destroyed) return clearInterval(timer);
+        res.write(`data: {"n":${n}}\n\n`);
+        if (++n === events) {
+          clearInterval(timer);
+          res.end('data: [DONE]\n\n');
+        }
+      }, every);
+    });
+  };
+}
+
+const BIG = 8 * 1024 * 1024;
+
+async function listen(server: HttpServer | HttpsServer | Http2Server | Http2SecureServer): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function readAll(response: UpstreamResponse): Promise<string> {
+  let text = '';
+  for await (const chunk of response.body) text += Buffer.from(chunk).toString('utf8');
+  return text;
+}
+
+const post = (agent: Agent, url: string, signal = new Cancellation()) =>
+  sendUpstream(agent, { url, headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' }, signal);
+
+const expectedStream = (events: number) =>
+  Array.from({ length: events }, (_, n) => `data: {"n":${n}}\n\n`).join('') + 'data: [DONE]\n\n';
+
+describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
+  const counts = newCounts();
+  const server = createH2cServer(handler(counts));
+  server.on('session', () => counts.connections++);
+  let base = '';
+
+  beforeAll(async () => {
+    base = `http://127.0.0.1:${await listen(server)}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('carries a burst of concurrent streams on a few connections, each answer whole and in order', async () => {
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const before = counts.connections;
+      // A cold pool: every request arrives while the first connection is still connecting.
+      const answers = await Promise.all(
+        Array.from({ length: 250 }, async () => readAll(await post(agent, `${base}/stream?events=5&every=10`))),
+      );
+      expect(new Set(answers)).toEqual(new Set([expectedStream(5)]));
+      expect(counts.connections - before).toBe(Math.ceil(250 / HTTP2_STREAMS_PER_CONNECTION));
+      expect(counts.maxOnOneConnection).toBe(HTTP2_STREAMS_PER_CONNECTION);
+
+      // Warm: the connections are reused, none is added.
+      const again = await Promise.all(
+        Array.from({ length: 250 }, async () => readAll(await post(agent, `${base}/stream?events=2&every=5`))),
+      );
+      expect(new Set(again)).toEqual(new Set([expectedStream(2)]));
+      expect(counts.connections - before).toBe(3);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('pauses a stream its reader lags on (flow control) and delivers every byte in order', async () => {
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const response = await post(agent, `${base}/big`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Unread: what sits in the body is bounded by its high-water mark plus the stream's window.
+      expect(response.body.buffered).toBeLessThan(1024 * 1024);
+      let offset = 0;
+      for await (const chunk of response.body) {
+        const bytes = Buffer.from(chunk);
+        for (let i = 0; i < bytes.length; i += 4096) {
+          expect(bytes[i]).toBe(Math.floor((offset + i) / (64 * 1024)) % 256);
+        }
+        offset += bytes.length;
+      }
+      expect(offset).toBe(BIG);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('cancelling one attempt resets its stream only: the others on the connection carry on', async () => {
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const before = counts.connections;
+      const warm = await post(agent, `${base}/stream?events=1`);
+      await readAll(warm);
+      const signal = new Cancellation();
+      const hanging = post(agent, `${base}/hang`, signal);
+      const other = post(agent, `${base}/stream?events=20&every=10`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      signal.abort(new Error('attempt cancelled'));
+      await expect(hanging).rejects.toThrow('attempt cancelled');
+      expect(await readAll(await other)).toBe(expectedStream(20));
+      expect(counts.connections - before).toBe(1);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('a stream the server resets mid-body fails its read as a transport error (a connection failure)', async () => {
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const signal = new Cancellation();
+      const response = await post(agent, `${base}/reset`, signal);
+      const error = await readAll(response).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(Error);
+      expect(isTransportError(error, signal)).toBe(true);
+      expect(failureFromThrown(error, signal).type).toBe('connection');
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('an HTTP/1.1-only server at an h2c URL fails the attempt as a transport error, not a hang', async () => {
+    const plain = createHttpServer((_req, res) => res.end('{}'));
+    const port = await listen(plain);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const signal = new Cancellation();
+      const error = await post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(Error);
+      expect(isTransportError(error, signal)).toBe(true);
+    } finally {
+      await agent.close();
+      plain.closeAllConnections();
+      await new Promise((resolve) => plain.close(resolve));
+    }
+  });
+
+  it('HTTP/1.1 agents still send one request per connection at a time', async () => {
+    const counts1 = { connections: 0, maxOpen: 0, open: 0 };
+    const plain = createHttpServer((req, res) => {
+      counts1.open++;
+      counts1.maxOpen = Math.max(counts1.maxOpen, counts1.open);
+      req.resume();
+      setTimeout(() => {
+        counts1.open--;
+        res.end('ok');
+      }, 20);
+    });
+    plain.on('connection', () => counts1.connections++);
+    const port = await listen(plain);
+    const agent = createUpstreamAgent();
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, async () => readAll(await post(agent, `http://127.0.0.1:${port}/x`))),
+      );
+      expect(answers).toEqual(Array(10).fill('ok'));
+      // Ten at once took ten connections: nothing was pipelined behind another request.
+      expect(counts1.connections).toBe(10);
+      expect(counts1.maxOpen).toBe(10);
+    } finally {
+      await agent.close();
+      plain.closeAllConnections();
+      await new Promise((resolve) => plain.close(resolve));
+    }
+  });
+});
+
+describe('HTTP/2 upstreams over TLS (ALPN)', () => {
+  let dir = '';
+  let tls: { key: Buffer; cert: Buffer } = { key: Buffer.alloc(0), cert: Buffer.alloc(0) };
+
+  beforeAll(() => {
+    // A throwaway self-signed certificate for 127.0.0.1 (openssl, installed by .ci/run when missing).
+    dir = mkdtempSync(join(tmpdir(), 'tollgate-h2-tls-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    tls = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('multiplexes requests on a connection whose TLS handshake chose h2', async () => {
+    const counts = newCounts();
+    const server = createSecureServer({ ...tls }, handler(counts));
+    server.on('session', () => counts.connections++);
+    const port = await listen(server);
+    const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, async () => readAll(await post(agent, `https://127.0.0.1:${port}/stream?events=3`))),
+      );
+      expect(new Set(answers)).toEqual(new Set([expectedStream(3)]));
+      expect(counts.connections).toBe(1);
+      expect(counts.maxOnOneConnection).toBe(50);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses a server that chose HTTP/1.1 (no fallback that would pipeline requests on one connection)', async () => {
+    let requests = 0;
+    const server = createHttpsServer({ ...tls }, (_req, res) => {
+      requests++;
+      res.end('{}');
+    });
+    const port = await listen(server);
+    const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
+    try {
+      const signal = new Cancellation();
+      const error = await post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(Http2NotNegotiated);
+      expect((error as Http2NotNegotiated).message).toContain('did not negotiate HTTP/2');
+      expect(isTransportError(error, signal)).toBe(true);
+      expect(failureFromThrown(error, signal)).toMatchObject({
+        type: 'connection',
+        message: 'Provider connection failed (ERR_HTTP2_NOT_NEGOTIATED)',
+      });
+      expect(requests).toBe(0);
+    } finally {
+      await agent.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});

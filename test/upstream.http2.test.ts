@@ -1,0 +1,119 @@
+/**
+ * `providers[].http2`: the gateway in front of the simulated provider speaking h2c. Answers, usage
+ * and charges are what HTTP/1.1 gives; concurrent streams share one upstream connection; a provider
+ * configured for HTTP/2 that only speaks HTTP/1.1 is a connection failure the request fails over from.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
+import { chat, chatStream, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const MESSAGES = [{ role: 'user', content: 'Say something over HTTP/2.' }];
+const PRICE = { prompt: '0.000001', completion: '0.000002' };
+const TIMEOUTS = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 2000, response_ms: 5000 };
+
+describe('HTTP/2 upstreams through the gateway', () => {
+  let h2: MockProvider;
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    h2 = await startMockProvider({ http2: true });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => {
+        file.providers.push(
+          { id: 'h2', name: 'H2', kind: 'openai', base_url: h2.url, api_key: 'k', http2: true, timeouts: TIMEOUTS },
+          {
+            id: 'h2-plain',
+            name: 'H2 plain',
+            kind: 'openai',
+            base_url: h2.url,
+            api_key: 'k',
+            http2: true,
+            stream_upstream: false,
+            timeouts: TIMEOUTS,
+          },
+          // The HTTP/1.1 simulator, configured as if it spoke HTTP/2.
+          {
+            id: 'h1-as-h2',
+            name: 'H1 as H2',
+            kind: 'openai',
+            base_url: file.providers[0]!.base_url,
+            api_key: 'k',
+            http2: true,
+            timeouts: TIMEOUTS,
+          },
+        );
+        const model = (id: string, endpoints: { provider: string; model: string }[]) => ({
+          id,
+          name: id,
+          context_length: 8192,
+          endpoints: endpoints.map((endpoint) => ({ ...endpoint, pricing: PRICE })),
+        });
+        (file.models as unknown[]).push(
+          model('h2/chat', [{ provider: 'h2', model: 'mock@tps=400,tokens=12' }]),
+          model('h2/plain', [{ provider: 'h2-plain', model: 'mock@tokens=12' }]),
+          model('h2/failover', [
+            { provider: 'h1-as-h2', model: 'mock@tokens=12' },
+            { provider: 'h2', model: 'mock@tokens=12' },
+          ]),
+        );
+      },
+    });
+    const account = await gw.createAccount(10);
+    key = (await gw.createKey(account)).key;
+  }, 30_000);
+  afterAll(async () => {
+    await gw?.close();
+    await h2?.close();
+  });
+
+  it('answers non-streamed requests (from an upstream stream and from plain JSON) and charges their usage', async () => {
+    for (const model of ['h2/chat', 'h2/plain']) {
+      const r = await chat(gw, key, { model, messages: MESSAGES });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.usage.completion_tokens).toBe(12);
+      const generation = await getJson(gw, `/generation?id=${r.json.id}`, key);
+      expect(generation.status).toBe(200);
+      const { prompt_tokens, completion_tokens } = r.json.usage as { prompt_tokens: number; completion_tokens: number };
+      expect(toUnits(generation.json.data.total_cost)).toBe(prompt_tokens * 1000 + completion_tokens * 2000);
+    }
+  });
+
+  it('relays concurrent streams whole, all on one upstream connection', async () => {
+    await chat(gw, key, { model: 'h2/chat', messages: MESSAGES }); // the connection is up
+    h2.reset();
+    const streams = await Promise.all(
+      Array.from({ length: 40 }, () => chatStream(gw, key, { model: 'h2/chat', messages: MESSAGES })),
+    );
+    for (const s of streams) {
+      expect(s.status).toBe(200);
+      expect(s.done).toBe(true);
+      expect(s.events.at(-1).usage.completion_tokens).toBe(12);
+      expect(s.events.filter((e) => e.error !== undefined)).toEqual([]);
+    }
+    expect(h2.stats.requests).toBe(40);
+    expect(h2.stats.connections).toBe(0);
+  });
+
+  it('fails over from a provider that does not speak HTTP/2 (a connection failure, nothing sent)', async () => {
+    for (const stream of [false, true]) {
+      const r = stream
+        ? await chatStream(gw, key, { model: 'h2/failover', messages: MESSAGES })
+        : await chat(gw, key, { model: 'h2/failover', messages: MESSAGES });
+      expect(r.status).toBe(200);
+      const id = stream ? (r as { events: { id: string }[] }).events[0]!.id : (r as { json: { id: string } }).json.id;
+      const generation = await getJson(gw, `/generation?id=${id}`, key);
+      expect(
+        (generation.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((p) => [
+          p.provider_name,
+          p.status,
+        ]),
+      ).toEqual([
+        ['H1 as H2', null],
+        ['H2', 200],
+      ]);
+    }
+  });
+});

@@ -25,8 +25,10 @@ export const BENCH_MODELS = {
   'bench/paced': { provider: 'sim', upstream: 'mock@tps=100,tokens=20' },
   /** 50 tokens at 200 tokens/s, one write each: the streaming section's streams. */
   'bench/stream50': { provider: 'sim', upstream: 'mock@tps=200,tokens=50' },
-  /** A token every 5 s (inside the 10 s idle limit) for 1,000 s: the streams the memory section holds open. */
+  /** A token every 5 s (inside the 10 s idle limit) for 1,000 s. */
   'bench/slow': { provider: 'sim', upstream: 'mock@tps=0.2,tokens=200' },
+  /** The same from the simulator speaking h2c (`http2: true`): the streams the memory section holds open. */
+  'bench/slow-h2': { provider: 'sim-h2', upstream: 'mock@tps=0.2,tokens=200' },
 } as const;
 export type BenchModel = keyof typeof BENCH_MODELS;
 const PRICING = { prompt: '0.000001', completion: '0.000002' };
@@ -78,6 +80,7 @@ export interface Ledger {
  */
 export async function startBenchGateway(
   providerUrl: string,
+  h2ProviderUrl: string,
   options: { maxConnections?: number } = {},
 ): Promise<BenchGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
@@ -95,6 +98,14 @@ export async function startBenchGateway(
           base_url: providerUrl,
           api_key: 'bench-upstream-key',
           stream_upstream: false,
+        },
+        {
+          id: 'sim-h2',
+          name: 'Simulator (HTTP/2)',
+          kind: 'openai',
+          base_url: h2ProviderUrl,
+          api_key: 'bench-upstream-key',
+          http2: true,
         },
       ],
       models: Object.entries(BENCH_MODELS).map(([id, { provider, upstream }]) => ({

@@ -51,6 +51,8 @@ export interface MemoryRow {
   rssOpen: number;
   heapOpen: number;
   openSec: number;
+  /** HTTP/2 connections the gateway opened to the provider for them. */
+  upstreamConnections: number;
 }
 
 export interface ProbeRow {
@@ -233,8 +235,9 @@ export function memoryTable(row: MemoryRow): string {
       'per stream, KiB',
       'JS heap used, MiB',
       'time to open them, s',
+      'upstream connections (HTTP/2)',
     ],
-    ['r', 'r', 'r', 'r', 'r', 'r'],
+    ['r', 'r', 'r', 'r', 'r', 'r', 'r'],
     [
       [
         int(row.streams),
@@ -243,6 +246,7 @@ export function memoryTable(row: MemoryRow): string {
         row.streams > 0 ? ((row.rssOpen - row.rssBefore) / row.streams / 1024).toFixed(1) : 'n/a',
         mib(row.heapOpen),
         row.openSec.toFixed(1),
+        int(row.upstreamConnections),
       ],
     ],
   );

@@ -303,7 +303,7 @@ async function streamingSection(bench: Bench): Promise<StreamRow[]> {
 
 /**
  * Raises this process's open-file limit (forked helpers inherit it): BENCH_OPEN_STREAMS streams take
- * two sockets each in the gateway. Returns the limit in force.
+ * a socket each in the gateway (and share HTTP/2 connections upstream). Returns the limit in force.
  */
 function raiseFileLimit(wanted: number): number {
   try {
@@ -330,18 +330,22 @@ function openFiles(): number {
   }
 }
 
-/** BENCH_OPEN_STREAMS slow streams held open through the gateway: its resident memory per stream. */
+/**
+ * BENCH_OPEN_STREAMS slow streams held open through the gateway: its resident memory per stream. The
+ * provider speaks HTTP/2 (h2c, `http2: true`), so the streams share ~1 upstream connection per 100.
+ */
 async function memorySection(bench: Bench, fileLimit: number): Promise<MemoryRow> {
-  // Two sockets per stream in this process (the caller's and the upstream's), on top of what it has
-  // open already, with a margin (measured: 2 × streams + ~45 descriptors at 4,000 streams).
-  const count = Math.min(OPEN_STREAMS, Math.floor((fileLimit - openFiles() - 256) / 2));
+  // One socket per stream in this process (the caller's), one per 100 streams upstream, on top of
+  // what it has open already, with a margin.
+  const count = Math.min(OPEN_STREAMS, Math.floor(((fileLimit - openFiles() - 256) * 100) / 101));
   if (count < OPEN_STREAMS)
     console.error(`bench: the open-file limit (${fileLimit}) allows ${count} streams, not ${OPEN_STREAMS}`);
   globalThis.gc?.();
   const rssBefore = process.memoryUsage().rss;
+  const connectionsBefore = await bench.provider.call<number>('h2Connections');
   const started = performance.now();
   const opened = await bench.load.call<OpenStreamsResult>('openStreams', {
-    ...requestFor(bench, GATEWAY, 'bench/slow', true),
+    ...requestFor(bench, GATEWAY, 'bench/slow-h2', true),
     count,
     batch: 500,
   });
@@ -350,13 +354,16 @@ async function memorySection(bench: Bench, fileLimit: number): Promise<MemoryRow
   await new Promise((resolve) => setTimeout(resolve, 3_000));
   const rssOpen = process.memoryUsage().rss;
   const heapOpen = process.memoryUsage().heapUsed;
+  const upstreamConnections = (await bench.provider.call<number>('h2Connections')) - connectionsBefore;
   await bench.load.call<void>('closeStreams');
   for (const failure of opened.failures) bench.failures.push(`memory: ${failure}`);
   if (opened.open < count) bench.failures.push(`memory: ${opened.open} of ${count} streams opened`);
   // Every held stream ends cut by its caller: charged (cancelled) or not, within the ledger's range.
   bench.gatewayCutOff += count;
-  console.error(`bench: memory: ${opened.open} streams open, RSS ${(rssOpen / 2 ** 20).toFixed(0)} MiB`);
-  return { streams: opened.open, rssBefore, rssOpen, heapOpen, openSec };
+  console.error(
+    `bench: memory: ${opened.open} streams open, RSS ${(rssOpen / 2 ** 20).toFixed(0)} MiB, ${upstreamConnections} upstream connections`,
+  );
+  return { streams: opened.open, rssBefore, rssOpen, heapOpen, openSec, upstreamConnections };
 }
 
 /** One request at a time: time to first byte without queueing. */
@@ -428,7 +435,7 @@ async function main(): Promise<number> {
 }
 
 async function proxyBench(sections: Set<Section>): Promise<number> {
-  const fileLimit = sections.has('memory') ? raiseFileLimit(2 * OPEN_STREAMS + 4_096) : 0;
+  const fileLimit = sections.has('memory') ? raiseFileLimit(OPEN_STREAMS + 4_096) : 0;
   const started: { stop(): Promise<void> }[] = [];
   try {
     const provider = await startHelper('provider-process.js');
@@ -438,9 +445,10 @@ async function proxyBench(sections: Set<Section>): Promise<number> {
     const bare = await startHelper('bare-proxy-process.js');
     started.push(bare);
     const providerUrl = await provider.call<string>('start');
+    const h2ProviderUrl = await provider.call<string>('startH2');
     const bareUrl = await bare.call<string>('start', providerUrl);
     // Each held stream of the memory row is a client connection: the default cap (8,192) is raised past them.
-    const gateway = await startBenchGateway(providerUrl, {
+    const gateway = await startBenchGateway(providerUrl, h2ProviderUrl, {
       maxConnections: sections.has('memory') ? Math.max(8_192, OPEN_STREAMS + 1_024) : undefined,
     });
     started.push(gateway);
@@ -484,7 +492,7 @@ async function proxyBench(sections: Set<Section>): Promise<number> {
     }
     if (sections.has('memory')) {
       print(
-        `### Memory: slow streams (a token every 5 s) held open through the gateway, each past its first token`,
+        `### Memory: slow streams (a token every 5 s) held open through the gateway, each past its first token, from a provider speaking HTTP/2 (h2c)`,
         memoryTable(await memorySection(bench, fileLimit)),
       );
     }

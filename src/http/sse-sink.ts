@@ -79,11 +79,11 @@ export class SseSink implements StreamSink {
   }
 
   /**
-   * Queues `text` for this turn's write. Resolves at once unless the response is waiting for 'drain'
-   * (a write that filled the socket's buffers): then when it drained, or when the caller was dropped.
+   * Queues `text` for this turn's write. Null unless the response is waiting for 'drain' (a write
+   * that filled the socket's buffers): then a promise of when it drained, or the caller was dropped.
    */
-  private send(text: string): Promise<void> {
-    if (this.closed || this.ended) return DONE;
+  private send(text: string): Promise<void> | null {
+    if (this.closed || this.ended) return null;
     this.open();
     this.lastWriteAt = this.now();
     if (this.pending === null) {
@@ -93,7 +93,7 @@ export class SseSink implements StreamSink {
       this.pending += text;
     }
     if (this.pending.length >= FLUSH_AT) this.flush();
-    return this.drained ?? DONE;
+    return this.drained;
   }
 
   /** Hands the pending text to the response; past its buffer, later writes wait for 'drain'. */
@@ -140,10 +140,10 @@ export class SseSink implements StreamSink {
   }
 
   write(payload: unknown): Promise<void> {
-    return this.send(formatSseData(payload));
+    return this.send(formatSseData(payload)) ?? DONE;
   }
 
-  writeJson(json: string): Promise<void> {
+  writeJson(json: string): Promise<void> | null {
     return this.send(formatSseJson(json));
   }
 

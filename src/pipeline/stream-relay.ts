@@ -31,8 +31,11 @@ export interface StreamSink {
   keepAlive(intervalMs: number): () => void;
   /** Writes one `data:` event, waiting for the socket to drain when the caller reads slowly. */
   write(payload: unknown): Promise<void>;
-  /** The same, for a payload that is JSON text already (one line). */
-  writeJson(json: string): Promise<void>;
+  /**
+   * The same, for a payload that is JSON text already (one line); null when nothing needs waiting
+   * for (the common case: no await, no microtask hop per token), else the wait for the socket.
+   */
+  writeJson(json: string): Promise<void> | null;
   /** One in-band error chunk, `[DONE]`, end. */
   error(error: TollgateError, identity: ResponseIdentity): Promise<void>;
   /** `data: [DONE]`, end. */
@@ -235,11 +238,12 @@ async function pump(
   let head: string | null = null;
   let headFingerprint: string | null = null;
 
-  const forward = async (event: ChunkEvent) => {
+  /** Writes one event; a promise only when the caller's socket must drain first. */
+  const forward = (event: ChunkEvent): Promise<void> | null => {
     if (event.usage) result.usage = event.usage;
     result.upstreamId ??= event.upstreamId;
     progress.fingerprint ??= event.systemFingerprint;
-    if (event.choices.length === 0) return; // the upstream's usage-only chunk: ours follows the charge
+    if (event.choices.length === 0) return null; // the upstream's usage-only chunk: ours follows the charge
     const choices = segment.continuing ? event.choices.map(withoutRole) : event.choices;
     for (const choice of choices as ChunkChoice[]) {
       if (typeof choice.delta.content === 'string') {
@@ -257,7 +261,7 @@ async function pump(
       headFingerprint = progress.fingerprint;
       head = chunkHead(identity, headFingerprint);
     }
-    await sink.writeJson(chunkJson(head, choices));
+    return sink.writeJson(chunkJson(head, choices));
   };
   const onMalformed = (reason: string) =>
     deps.log.warn(
@@ -268,9 +272,10 @@ async function pump(
   let end: StreamEnd;
   try {
     for (const event of segment.held) await forward(event);
-    end = await segment.stream.read(async (event) => {
+    end = await segment.stream.read((event) => {
       if (sink.closed) return STOP;
-      await forward(event);
+      const wait = forward(event);
+      return wait === null ? undefined : wait;
     }, onMalformed);
   } catch (error) {
     // Writing to the caller failed: they are gone, or it is our bug (never the provider's fault).

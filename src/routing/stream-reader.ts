@@ -65,21 +65,27 @@ export class UpstreamStream {
 
   private constructor(
     /** One batch per upstream read: the events of a body chunk cost one await, not one each. */
-    private readonly events: AsyncGenerator<readonly StreamEvent[], void, undefined>,
+    private readonly events: EventBatches,
     private readonly control: UpstreamStreamControl,
   ) {}
 
   /** A stream read from an upstream SSE body. */
   static fromBody(options: StreamReaderOptions, control: UpstreamStreamControl): UpstreamStream {
-    return new UpstreamStream(readUpstreamEvents(options), control);
+    return new UpstreamStream(new BodyEvents(options), control);
   }
 
   /** Events already in hand (an upstream that answered a stream request whole). */
   static fromEvents(events: readonly StreamEvent[], control: UpstreamStreamControl): UpstreamStream {
+    let given = false;
     return new UpstreamStream(
-      (async function* () {
-        yield events;
-      })(),
+      {
+        next: () => {
+          if (given) return Promise.resolve(END);
+          given = true;
+          return Promise.resolve({ done: false, value: events });
+        },
+        return: () => undefined,
+      },
       control,
     );
   }
@@ -117,9 +123,13 @@ export class UpstreamStream {
       }
       const event = this.pending[this.taken++]!;
       switch (event.kind) {
-        case 'chunk':
-          if ((await onChunk(event)) === STOP) return { kind: 'stopped' };
+        case 'chunk': {
+          // Awaited only when the handler has to wait (a caller reading slowly): an await per event
+          // is a microtask hop per token otherwise.
+          const answer = onChunk(event);
+          if (answer === STOP || (answer !== undefined && (await answer) === STOP)) return { kind: 'stopped' };
           break;
+        }
         case 'done':
           return { kind: 'done' };
         case 'error':
@@ -154,7 +164,7 @@ export class UpstreamStream {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    void this.events.return(undefined).catch(() => undefined);
+    this.events.return();
     this.control.onClose?.();
   }
 
@@ -195,43 +205,84 @@ export interface StreamReaderOptions {
   armIdle: () => () => void;
 }
 
-async function* readUpstreamEvents(
-  options: StreamReaderOptions,
-): AsyncGenerator<readonly StreamEvent[], void, undefined> {
-  const parser = new SseParser();
-  const decoder = options.adapter.openStream?.() ?? options.adapter;
-  const iterator = options.body[Symbol.asyncIterator]();
-  let drained = false;
-  try {
-    yield* read();
-    drained = true;
-  } finally {
-    // The consumer stopped early (after [DONE], or on an error): read what is left so the keep-alive
-    // connection returns to the pool, or destroy the body when the upstream does not end promptly.
-    if (!drained) void drain(iterator);
+/** The upstream's events, one batch per body read (a batch may be empty: an event split across reads). */
+interface EventBatches {
+  next(): Promise<IteratorResult<readonly StreamEvent[], void>>;
+  /** Done with it before its end: what is left of the body is drained (or dropped). */
+  return(): void;
+}
+
+const END: IteratorResult<readonly StreamEvent[], void> = { done: true, value: undefined };
+const NO_EVENTS: readonly StreamEvent[] = [];
+
+/**
+ * An SSE body read one chunk at a time: each read is one promise (the body's), parsed in its `then`;
+ * no async generator in between (those cost three or four microtask hops per read, and a streamed
+ * token is one read).
+ */
+class BodyEvents implements EventBatches {
+  private readonly parser = new SseParser();
+  private readonly decoder: Pick<ProviderAdapter, 'parseStreamEvent'>;
+  private readonly iterator: AsyncIterator<Uint8Array>;
+  /** The body ended (or broke the SSE limits): nothing more to read. */
+  private finished = false;
+  /** The read in flight, if any: `return()` drains only after it settled (the body has one reader). */
+  private reading: Promise<unknown> | null = null;
+
+  constructor(private readonly options: StreamReaderOptions) {
+    this.decoder = options.adapter.openStream?.() ?? options.adapter;
+    this.iterator = options.body[Symbol.asyncIterator]();
   }
 
-  async function* read(): AsyncGenerator<readonly StreamEvent[], void, undefined> {
-    for (;;) {
-      const disarm = options.armIdle();
-      let next: IteratorResult<Uint8Array>;
-      try {
-        next = await iterator.next();
-      } finally {
+  next(): Promise<IteratorResult<readonly StreamEvent[], void>> {
+    if (this.finished) return Promise.resolve(END);
+    const disarm = this.options.armIdle();
+    const read = this.iterator.next().then(
+      (next) => {
+        this.reading = null;
         disarm();
-      }
-      let events;
-      try {
-        events = next.done ? parser.end() : parser.push(next.value);
-      } catch (error) {
-        if (!(error instanceof SseLimitError)) throw error;
-        // An invalid response like any other: fails over before the first byte, in-band error after.
-        yield [{ kind: 'error', failure: oversized(error) }];
-        return;
-      }
-      if (events.length > 0) yield events.map((event) => decoder.parseStreamEvent(event.data, event.event));
-      if (next.done) return;
+        return this.parse(next);
+      },
+      (error: unknown) => {
+        this.reading = null;
+        disarm();
+        throw error;
+      },
+    );
+    this.reading = read;
+    return read;
+  }
+
+  private parse(next: IteratorResult<Uint8Array>): IteratorResult<readonly StreamEvent[], void> {
+    let events;
+    try {
+      events = next.done ? this.parser.end() : this.parser.push(next.value);
+    } catch (error) {
+      if (!(error instanceof SseLimitError)) throw error;
+      // An invalid response like any other: fails over before the first byte, in-band error after.
+      this.finished = true;
+      return { done: false, value: [{ kind: 'error', failure: oversized(error) }] };
     }
+    if (next.done) this.finished = true;
+    if (events.length === 0) return next.done ? END : { done: false, value: NO_EVENTS };
+    const decoder = this.decoder;
+    return { done: false, value: events.map((event) => decoder.parseStreamEvent(event.data, event.event)) };
+  }
+
+  /**
+   * The consumer stopped early (after [DONE], or on an error): read what is left so the keep-alive
+   * connection returns to the pool, or destroy the body when the upstream does not end promptly.
+   */
+  return(): void {
+    if (this.finished) return;
+    this.finished = true;
+    const iterator = this.iterator;
+    if (this.reading === null) void drain(iterator);
+    else
+      this.reading.then(
+        () => drain(iterator),
+        () => drain(iterator),
+      );
   }
 }
 

@@ -4,8 +4,9 @@
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ConnectionOptions } from 'node:tls';
-import { Agent, buildConnector, Client, errors, Pool, type Dispatcher } from 'undici';
+import type { SecureClientSessionOptions } from 'node:http2';
+import { Agent, errors, type Dispatcher } from 'undici';
+import { Http2Upstreams } from './http2-upstream.js';
 import type { Cancellation, CancelState } from '../core/cancellation.js';
 import type { UpstreamRequest } from '../providers/types.js';
 
@@ -18,75 +19,34 @@ export class AttemptAbort extends Error {
   }
 }
 
-/** Streams one HTTP/2 connection carries before the pool opens another (RFC 9113 §6.5.2 asks servers to allow at least 100). */
-export const HTTP2_STREAMS_PER_CONNECTION = 100;
-
 export interface UpstreamAgentOptions {
   /**
    * Speak HTTP/2 only (`providers[].http2`): h2c with prior knowledge to an `http:` URL, h2 by ALPN to
-   * an `https:` one — a server that does not negotiate h2 fails the connection (code
-   * ERR_HTTP2_NOT_NEGOTIATED), never falls back to HTTP/1.1, because the pool lets up to
-   * HTTP2_STREAMS_PER_CONNECTION requests share a connection and HTTP/1.1 would pipeline them.
+   * an `https:` one, several requests per connection (`routing/http2-upstream.ts`).
    */
   http2?: boolean;
   /** TLS options for `https:` upstreams (tests pass their own CA). */
-  tls?: ConnectionOptions;
+  tls?: SecureClientSessionOptions;
 }
 
-export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Agent {
-  const common = {
+export function createUpstreamAgent(options: UpstreamAgentOptions = {}): Dispatcher {
+  if (options.http2) return new Http2Upstreams(options.tls ? { tls: options.tls } : {});
+  return new Agent({
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 300_000,
     connections: null,
+    pipelining: 1,
     // Per-attempt timers below are the real budgets; these only stop undici's own defaults from cutting in first.
     headersTimeout: 0,
     bodyTimeout: 0,
-  };
-  if (!options.http2) return new Agent({ ...common, pipelining: 1, connect: { timeout: 30_000, ...options.tls } });
-  // `useH2c` (undici ≥ 7.2) is not in undici's BuildOptions type yet.
-  const h2c = { useH2c: true };
-  const connector = buildConnector({ ...options.tls, allowH2: true, timeout: 30_000, ...h2c });
-  const connect: buildConnector.connector = (connectOptions, callback) => {
-    connector(connectOptions, (error, socket) => {
-      if (error !== null) return callback(error, null);
-      // useH2c marks a plain socket h2 (prior knowledge); a TLS socket says what ALPN chose.
-      if ((socket as { alpnProtocol?: string | false }).alpnProtocol !== 'h2') {
-        socket.destroy();
-        return callback(new Http2NotNegotiated(connectOptions.hostname), null);
-      }
-      callback(null, socket);
-    });
-  };
-  return new Agent({
-    ...common,
-    allowH2: true,
-    // undici counts an h2 connection's concurrent streams against `pipelining`.
-    pipelining: HTTP2_STREAMS_PER_CONNECTION,
-    connect,
-    factory: (origin, poolOptions) =>
-      new Pool(origin, { ...poolOptions, factory: (url, clientOptions) => new Http2Client(url, clientOptions) }),
+    connect: { timeout: 30_000, ...options.tls },
   });
-}
-
-/**
- * A connection that takes up to HTTP2_STREAMS_PER_CONNECTION requests even while it is still
- * connecting. undici's Client calls itself busy while any request waits to be written, and the pool
- * opens a new connection for each request that finds every connection busy: a burst of 300 requests
- * on one warm connection opened 200 more (measured), one per request that arrived while the last one
- * was connecting. Saying "not busy" here only lets the pool queue requests on this connection; undici
- * writes them when it is up, at most `pipelining` at a time, and emits `drain` as before.
- */
-class Http2Client extends Client {
-  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    if (super.dispatch(options, handler)) return true;
-    return !this.closed && !this.destroyed && this.stats.size < HTTP2_STREAMS_PER_CONNECTION;
-  }
 }
 
 /** One connection pool per provider, speaking what the provider is configured for (`providers[].http2`). */
 export class UpstreamAgents {
-  private readonly agents = new Map<string, Agent>();
-  private readonly fallback: Agent;
+  private readonly agents = new Map<string, Dispatcher>();
+  private readonly fallback: Dispatcher;
 
   constructor(providers: Iterable<{ id: string; http2: boolean }>) {
     for (const provider of providers) this.agents.set(provider.id, createUpstreamAgent({ http2: provider.http2 }));
@@ -98,15 +58,6 @@ export class UpstreamAgents {
 
   async close(): Promise<void> {
     await Promise.all([...this.agents.values(), this.fallback].map((agent) => agent.close()));
-  }
-}
-
-/** An upstream configured for HTTP/2 whose TLS handshake chose HTTP/1.1 (or nothing) by ALPN. */
-export class Http2NotNegotiated extends Error {
-  readonly code = 'ERR_HTTP2_NOT_NEGOTIATED';
-  constructor(host: string) {
-    super(`${host} did not negotiate HTTP/2 by ALPN (the provider is configured with http2: true)`);
-    this.name = 'Http2NotNegotiated';
   }
 }
 
@@ -157,18 +108,7 @@ export function sendUpstream(
     const exchange = new UpstreamExchange(signal, resolve, reject);
     try {
       dispatcher.dispatch(
-        {
-          origin: target.origin,
-          path: target.path,
-          method: 'POST',
-          // undici runs a request beside others on an HTTP/2 connection only when it is marked
-          // idempotent (a guard for retries of its own, which we do not use: a failed attempt is the
-          // execute loop's to fail over); HTTP/1.1 agents (pipelining 1) send one request per
-          // connection at a time whatever this says.
-          idempotent: true,
-          headers: upstream.headers,
-          body: upstream.body,
-        },
+        { origin: target.origin, path: target.path, method: 'POST', headers: upstream.headers, body: upstream.body },
         exchange,
       );
     } catch (error) {

@@ -16,19 +16,15 @@ import {
 } from 'node:http2';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
 import { Cancellation } from '../core/cancellation.js';
 import { failureFromThrown, isTransportError } from './failure.js';
-import {
-  createUpstreamAgent,
-  HTTP2_STREAMS_PER_CONNECTION,
-  Http2NotNegotiated,
-  sendUpstream,
-  type UpstreamResponse,
-} from './upstream-client.js';
+import { HTTP2_STREAMS_PER_CONNECTION, Http2NotNegotiated, Http2Upstreams } from './http2-upstream.js';
+import { createUpstreamAgent, sendUpstream, type UpstreamResponse } from './upstream-client.js';
 
 /** What a test server counts: connections (sessions, for HTTP/2) and requests. */
 interface Counts {
@@ -96,7 +92,7 @@ function handler(counts: Counts) {
 
 const BIG = 8 * 1024 * 1024;
 
-async function listen(server: HttpServer | HttpsServer | Http2Server | Http2SecureServer): Promise<number> {
+async function listen(server: HttpServer | HttpsServer | Http2Server | Http2SecureServer | TlsServer): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as AddressInfo).port;
 }
@@ -107,7 +103,7 @@ async function readAll(response: UpstreamResponse): Promise<string> {
   return text;
 }
 
-const post = (agent: Agent, url: string, signal = new Cancellation()) =>
+const post = (agent: Dispatcher, url: string, signal = new Cancellation()) =>
   sendUpstream(agent, { url, headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' }, signal);
 
 const expectedStream = (events: number) =>
@@ -225,6 +221,144 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     }
   });
 
+  it('a graceful GOAWAY lets the streams it covers finish; the ones it refused are sent again elsewhere', async () => {
+    // As nginx's keepalive_requests: after 60 requests a connection is closed gracefully (GOAWAY
+    // NO_ERROR, last stream id = the 60th), while the client may already have sent more on it.
+    const local = newCounts();
+    const perSession = new Map<unknown, number>();
+    const retiring = createH2cServer((req, res) => {
+      const session = req.stream.session;
+      const n = (perSession.get(session) ?? 0) + 1;
+      perSession.set(session, n);
+      if (n === 60) session?.close();
+      handler(local)(req, res);
+    });
+    retiring.on('session', () => local.connections++);
+    const port = await listen(retiring);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 150 }, async () =>
+          readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=10&every=10`)),
+        ),
+      );
+      expect(new Set(answers)).toEqual(new Set([expectedStream(10)]));
+      expect(local.requests).toBe(150);
+      expect(local.connections).toBeGreaterThanOrEqual(3);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => retiring.close(resolve));
+    }
+  });
+
+  it('keeps to the server’s SETTINGS_MAX_CONCURRENT_STREAMS: more connections, nothing refused', async () => {
+    const local = newCounts();
+    const narrow = createH2cServer({ settings: { maxConcurrentStreams: 10 } }, handler(local));
+    narrow.on('session', () => local.connections++);
+    const port = await listen(narrow);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, async () =>
+          readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=5&every=10`)),
+        ),
+      );
+      expect(new Set(answers)).toEqual(new Set([expectedStream(5)]));
+      expect(local.requests).toBe(100);
+      expect(local.maxOnOneConnection).toBe(10);
+      expect(local.connections).toBe(10);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => narrow.close(resolve));
+    }
+  });
+
+  it('leaves out the connection-specific headers HTTP/2 forbids instead of failing (or crashing) on them', async () => {
+    const seen: Record<string, unknown>[] = [];
+    const strict = createH2cServer((req, res) => {
+      seen.push({ ...req.headers });
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    const port = await listen(strict);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const response = await sendUpstream(
+        agent,
+        {
+          url: `http://127.0.0.1:${port}/v1/chat/completions`,
+          headers: {
+            'content-type': 'application/json',
+            Connection: 'keep-alive',
+            'keep-alive': 'timeout=5',
+            'proxy-connection': 'keep-alive',
+            'transfer-encoding': 'chunked',
+            te: 'gzip',
+            'x-provider-header': 'kept',
+          },
+          body: '{}',
+        },
+        new Cancellation(),
+      );
+      expect(await readAll(response)).toBe('ok');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({ 'content-type': 'application/json', 'x-provider-header': 'kept' });
+      for (const name of ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te'])
+        expect(seen[0]).not.toHaveProperty(name);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => strict.close(resolve));
+    }
+  });
+
+  it('closes a connection left idle, and opens a new one when needed', async () => {
+    const local = newCounts();
+    let closed = 0;
+    const idle = createH2cServer(handler(local));
+    idle.on('session', (session) => {
+      local.connections++;
+      session.on('close', () => closed++);
+    });
+    const port = await listen(idle);
+    const agent = new Http2Upstreams({ idleMs: 100 });
+    try {
+      expect(await readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=1`))).toBe(expectedStream(1));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(closed).toBe(1);
+      expect(await readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=1`))).toBe(expectedStream(1));
+      expect(local.connections).toBe(2);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => idle.close(resolve));
+    }
+  });
+
+  it('a refused connection fails every waiting attempt at once, as a transport error', async () => {
+    const probe = createHttpServer();
+    const port = await listen(probe);
+    await new Promise((resolve) => probe.close(resolve)); // nothing listens there now
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const signal = new Cancellation();
+      const started = Date.now();
+      const errors = await Promise.all(
+        Array.from({ length: 150 }, () =>
+          post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal).then(
+            () => null,
+            (e: unknown) => e,
+          ),
+        ),
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      for (const error of errors) {
+        expect(isTransportError(error, signal)).toBe(true);
+        expect(failureFromThrown(error, signal).type).toBe('connection');
+      }
+    } finally {
+      await agent.close();
+    }
+  });
+
   it('HTTP/1.1 agents still send one request per connection at a time', async () => {
     const counts1 = { connections: 0, maxOpen: 0, open: 0 };
     const plain = createHttpServer((req, res) => {
@@ -302,6 +436,30 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
       expect(new Set(answers)).toEqual(new Set([expectedStream(3)]));
       expect(counts.connections).toBe(1);
       expect(counts.maxOnOneConnection).toBe(50);
+    } finally {
+      await agent.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses a TLS server that ignores ALPN altogether', async () => {
+    let connections = 0;
+    const server = createTlsServer({ ...tls }, (socket) => {
+      connections++;
+      socket.on('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}'));
+      socket.on('error', () => undefined);
+    });
+    const port = await listen(server);
+    const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
+    try {
+      const signal = new Cancellation();
+      const error = await post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(Http2NotNegotiated);
+      expect(failureFromThrown(error, signal).type).toBe('connection');
+      expect(connections).toBeLessThanOrEqual(1); // the client may hang up before the server saw the handshake end
     } finally {
       await agent.close();
       await new Promise((resolve) => server.close(resolve));

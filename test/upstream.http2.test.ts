@@ -4,6 +4,8 @@
  * configured for HTTP/2 that only speaks HTTP/1.1 is a connection failure the request fails over from.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { loadConfig } from '../src/config/load-config.js';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { chat, chatStream, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
@@ -115,5 +117,31 @@ describe('HTTP/2 upstreams through the gateway', () => {
         ['H2', 200],
       ]);
     }
+  });
+});
+
+describe('providers[].http2 in the config', () => {
+  const load = (provider: Record<string, unknown>) =>
+    loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, () =>
+      stringify({
+        providers: [provider],
+        models: [
+          {
+            id: 'm/x',
+            name: 'x',
+            context_length: 8192,
+            endpoints: [{ provider: provider.id, model: 'x', pricing: { prompt: '0', completion: '0' } }],
+          },
+        ],
+      }),
+    );
+
+  it('is off unless set, and refused on the built-in demo provider (an HTTP/1.1 server)', () => {
+    const local = { id: 'local', name: 'Local', kind: 'openai', base_url: 'http://127.0.0.1:1/v1' };
+    expect(load(local).providers[0]!.http2).toBe(false);
+    expect(load({ ...local, http2: true }).providers[0]!.http2).toBe(true);
+    expect(() => load({ id: 'demo', name: 'Demo', kind: 'demo', http2: true })).toThrow(
+      /providers\.0\.http2: http2: the built-in demo provider speaks HTTP\/1\.1 only/,
+    );
   });
 });

@@ -56,6 +56,10 @@ describe('HTTP/2 upstreams through the gateway', () => {
         (file.models as unknown[]).push(
           model('h2/chat', [{ provider: 'h2', model: 'mock@tps=400,tokens=12' }]),
           model('h2/plain', [{ provider: 'h2-plain', model: 'mock@tokens=12' }]),
+          model('h2/reset', [
+            { provider: 'h2', model: 'mock@behavior=reset' },
+            { provider: 'h2-plain', model: 'mock@tokens=12' },
+          ]),
           model('h2/failover', [
             { provider: 'h1-as-h2', model: 'mock@tokens=12' },
             { provider: 'h2', model: 'mock@tokens=12' },
@@ -97,6 +101,28 @@ describe('HTTP/2 upstreams through the gateway', () => {
     }
     expect(h2.stats.requests).toBe(40);
     expect(h2.stats.connections).toBe(0);
+  });
+
+  it('fails over from a stream the provider resets before answering, at once (no wait for a timeout)', async () => {
+    for (const stream of [false, true]) {
+      const started = Date.now();
+      const r = stream
+        ? await chatStream(gw, key, { model: 'h2/reset', messages: MESSAGES })
+        : await chat(gw, key, { model: 'h2/reset', messages: MESSAGES });
+      expect(r.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(TIMEOUTS.connect_ms);
+      const id = stream ? (r as { events: { id: string }[] }).events[0]!.id : (r as { json: { id: string } }).json.id;
+      const generation = await getJson(gw, `/generation?id=${id}`, key);
+      expect(
+        (generation.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((p) => [
+          p.provider_name,
+          p.status,
+        ]),
+      ).toEqual([
+        ['H2', null],
+        ['H2 plain', 200],
+      ]);
+    }
   });
 
   it('fails over from a provider that does not speak HTTP/2 (a connection failure, nothing sent)', async () => {

@@ -29,19 +29,23 @@ import {
 } from 'node:http2';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { Dispatcher } from 'undici';
+import { Dispatcher, errors } from 'undici';
 
 /** Streams one connection carries at most, whatever the server allows (RFC 9113 §6.5.2 asks servers to allow at least 100). */
 export const HTTP2_STREAMS_PER_CONNECTION = 100;
 /** Times a request the server refused unprocessed is sent again before it fails. */
 const MAX_REFUSED_RETRIES = 3;
 const CONNECT_TIMEOUT_MS = 30_000;
+/** Sessions one origin may have open at once (100 streams each: far past any real load). */
+const MAX_SESSIONS_PER_ORIGIN = 1_000;
 
 export interface Http2UpstreamOptions {
   /** TLS options for `https:` origins (tests pass their own CA). */
   tls?: SecureClientSessionOptions;
   /** A session with no stream for this long is closed (default 30 s, as the HTTP/1.1 agents' keep-alive). */
   idleMs?: number;
+  /** How long a liveness PING may go unanswered before the connection counts as dead (default 5 s). */
+  pingTimeoutMs?: number;
 }
 
 /** An upstream configured for HTTP/2 whose TLS handshake chose HTTP/1.1 (or nothing) by ALPN. */
@@ -79,7 +83,7 @@ export class Http2Upstreams extends Dispatcher {
     const origin = String(options.origin);
     const request = new Http2Request(options, handler);
     if (this.closing) {
-      request.fail(new Error('the upstream dispatcher is closed'));
+      request.fail(new errors.ClientClosedError());
       return true;
     }
     let pool = this.origins.get(origin);
@@ -116,8 +120,12 @@ export class Http2Upstreams extends Dispatcher {
 
 /** The sessions of one origin and the requests waiting for a stream. */
 class Http2Origin {
+  /** Sessions that take new streams (connecting, or up and not going away). */
   private readonly sessions = new Set<Http2Connection>();
+  /** Every session not closed yet, draining ones included (what close() and destroy() wait for). */
+  private readonly live = new Set<Http2Connection>();
   private readonly queue: Http2Request[] = [];
+  private closing = false;
 
   constructor(
     private readonly origin: string,
@@ -126,6 +134,10 @@ class Http2Origin {
 
   enqueue(request: Http2Request, front = false): void {
     if (request.done) return; // aborted as it was handed over
+    if (this.closing) {
+      request.fail(new errors.ClientClosedError());
+      return;
+    }
     request.waitIn(this);
     if (front) this.queue.unshift(request);
     else this.queue.push(request);
@@ -150,38 +162,49 @@ class Http2Origin {
       if (ready === null) break;
       ready.start(this.queue.shift()!);
     }
-    if (this.queue.length === 0) return;
+    if (this.queue.length === 0 || this.closing) return;
     // Sessions still connecting will take their share of what waits; open more only for the rest.
     let expected = 0;
     for (const connection of this.sessions) expected += connection.pendingCapacity();
-    while (expected < this.queue.length) {
+    while (expected < this.queue.length && this.live.size < MAX_SESSIONS_PER_ORIGIN) {
       const connection = new Http2Connection(this.origin, this.options, this);
       this.sessions.add(connection);
+      this.live.add(connection);
       expected += connection.pendingCapacity();
     }
   }
 
-  /** A session is gone (closed, failed, or draining after a GOAWAY): it takes no new stream. */
+  /**
+   * A session takes no new stream any more (failed, closing, going away, or the server allows it
+   * none). `error` when it never came up, or came up allowing no stream: the requests waiting for it
+   * fail rather than wait for a session that is not coming (the attempt's failover decides what next).
+   */
   removed(connection: Http2Connection, error: Error | null): void {
     this.sessions.delete(connection);
-    // A session that never came up fails what waits for it rather than retrying forever; a later
-    // request opens a new one (the attempt's failover decides what happens next).
-    if (error !== null && !connection.up) {
-      const waiting = this.queue.splice(0, Math.min(this.queue.length, connection.expectedShare));
+    if (error !== null) {
+      const waiting = this.queue.splice(0, Math.min(this.queue.length, HTTP2_STREAMS_PER_CONNECTION));
       for (const request of waiting) request.fail(error);
     }
     this.pump();
   }
 
+  /** A session's connection closed. */
+  closed(connection: Http2Connection): void {
+    this.live.delete(connection);
+    this.pump();
+  }
+
   async close(): Promise<void> {
-    for (const request of this.queue.splice(0)) request.fail(new Error('the upstream dispatcher is closed'));
-    await Promise.all([...this.sessions].map((connection) => connection.close()));
+    this.closing = true;
+    for (const request of this.queue.splice(0)) request.fail(new errors.ClientClosedError());
+    await Promise.all([...this.live].map((connection) => connection.close()));
   }
 
   async destroy(error: Error | null): Promise<void> {
-    const reason = error ?? new Error('the upstream dispatcher was destroyed');
+    this.closing = true;
+    const reason = error ?? new errors.ClientDestroyedError();
     for (const request of this.queue.splice(0)) request.fail(reason);
-    await Promise.all([...this.sessions].map((connection) => connection.destroy(reason)));
+    await Promise.all([...this.live].map((connection) => connection.destroy(reason)));
   }
 }
 
@@ -197,9 +220,10 @@ class Http2Connection {
   private readonly active = new Set<Http2Request>();
   private idleTimer: NodeJS.Timeout | null = null;
   private connectTimer: NodeJS.Timeout | null;
-
-  /** Requests this session was opened for (a failed connect fails that many waiting ones). */
-  readonly expectedShare = HTTP2_STREAMS_PER_CONNECTION;
+  /** A liveness PING is out (sent when a started request was given up on). */
+  private pinging = false;
+  /** The GOAWAY received, if any: streams up to its last id may have been processed. */
+  private goaway: { code: number; lastStreamId: number } | null = null;
 
   constructor(
     origin: string,
@@ -224,15 +248,31 @@ class Http2Connection {
       if (url.protocol === 'https:' && socket?.alpnProtocol !== 'h2') this.fail(new Http2NotNegotiated(url.hostname));
     });
     session.on('remoteSettings', (settings) => {
-      const allowed = settings.maxConcurrentStreams ?? HTTP2_STREAMS_PER_CONNECTION;
-      this.limit = Math.max(1, Math.min(HTTP2_STREAMS_PER_CONNECTION, allowed));
+      const first = !this.settled;
+      this.limit = Math.min(
+        HTTP2_STREAMS_PER_CONNECTION,
+        settings.maxConcurrentStreams ?? HTTP2_STREAMS_PER_CONNECTION,
+      );
       this.settled = true;
       if (this.connectTimer) clearTimeout(this.connectTimer);
       this.connectTimer = null;
+      if (this.limit === 0) {
+        // A server that takes no stream now: not a place to wait (nghttp2 would park the streams).
+        if (first)
+          this.leave(
+            Object.assign(new Error('the provider allows no HTTP/2 stream'), { code: 'ERR_HTTP2_NO_STREAMS' }),
+          );
+        if (this.active.size === 0) void this.close();
+        return;
+      }
+      if (this.active.size === 0) this.idle();
       this.pool.pump();
     });
     // Streams it covers finish; new ones go elsewhere. Node closes the session once they are done.
-    session.on('goaway', () => this.drain());
+    session.on('goaway', (code: number, lastStreamId: number) => {
+      this.goaway = { code, lastStreamId };
+      this.drain();
+    });
     session.on('error', (error: Error & { code?: unknown }) =>
       this.fail(
         error.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL'
@@ -242,21 +282,16 @@ class Http2Connection {
     );
     // Closed before the server's SETTINGS: whatever is there does not speak HTTP/2 (an HTTP/1.1
     // server answers the connection preface with a 400 and hangs up).
-    session.on('close', () =>
+    session.on('close', () => {
       this.fail(
         this.settled
           ? null
           : Object.assign(new Error('the connection closed before the server spoke HTTP/2'), {
               code: 'ERR_HTTP2_SESSION_ERROR',
             }),
-      ),
-    );
-    session.unref();
-  }
-
-  /** The server spoke HTTP/2 (its SETTINGS arrived). */
-  get up(): boolean {
-    return this.settled;
+      );
+      this.pool.closed(this);
+    });
   }
 
   canStart(): boolean {
@@ -283,30 +318,71 @@ class Http2Connection {
     }
     this.active.add(request);
     this.session.ref();
-    request.startOn(this.session, (refused) => {
-      this.active.delete(request);
-      if (refused && request.refusals < MAX_REFUSED_RETRIES) {
-        // Never processed by the server: safe to send again (RFC 9113 §8.7).
-        this.pool.enqueue(request, true);
-      } else if (refused) {
-        request.fail(
-          Object.assign(new Error('the provider refused the HTTP/2 stream'), { code: 'ERR_HTTP2_STREAM_REFUSED' }),
-        );
-      }
-      this.streamEnded();
+    request.startOn(this.session, {
+      ended: (refused) => {
+        this.active.delete(request);
+        if (refused && request.refusals < MAX_REFUSED_RETRIES) {
+          // Never processed by the server: safe to send again (RFC 9113 §8.7).
+          this.pool.enqueue(request, true);
+        } else if (refused) {
+          request.fail(
+            Object.assign(new Error('the provider refused the HTTP/2 stream'), { code: 'ERR_HTTP2_STREAM_REFUSED' }),
+          );
+        }
+        this.streamEnded();
+      },
+      processedMaybe: (streamId) =>
+        this.goaway !== null && this.goaway.code !== constants.NGHTTP2_NO_ERROR && streamId <= this.goaway.lastStreamId,
+      givenUp: () => this.checkAlive(),
     });
   }
 
-  private streamEnded(): void {
-    const usable = !this.draining && !this.closed;
-    if (this.active.size === 0) {
-      this.session.unref();
-      if (usable) {
-        this.idleTimer = setTimeout(() => void this.close(), this.options.idleMs ?? 30_000);
-        this.idleTimer.unref();
-      }
+  /**
+   * A started request was given up on (its timer fired, or its caller left): if the connection
+   * itself went silent, every later stream on it would hang too. A PING not answered in time ends
+   * the session, and what is still on it fails over.
+   */
+  private checkAlive(): void {
+    if (this.pinging || this.closed || this.session.closed || this.session.destroyed) return;
+    this.pinging = true;
+    const timer = setTimeout(
+      () =>
+        this.fail(
+          Object.assign(new Error('the HTTP/2 connection stopped answering (no PING acknowledgement)'), {
+            code: 'ERR_HTTP2_PING_TIMEOUT',
+          }),
+        ),
+      this.options.pingTimeoutMs ?? 5_000,
+    );
+    timer.unref();
+    let sent = false;
+    try {
+      sent = this.session.ping((error) => {
+        clearTimeout(timer);
+        this.pinging = false;
+        if (error !== null && !this.closed) this.fail(error);
+      });
+    } catch {
+      // The session is going away already.
     }
-    if (usable) this.pool.pump(); // a slot is free
+    if (!sent) {
+      clearTimeout(timer);
+      this.pinging = false;
+    }
+  }
+
+  private streamEnded(): void {
+    if (this.draining || this.closed) return;
+    if (this.active.size === 0) this.idle();
+    this.pool.pump(); // a slot is free
+  }
+
+  /** No stream on it: closed after `idleMs` unless one starts, and it no longer keeps the process alive. */
+  private idle(): void {
+    this.session.unref();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => void this.close(), this.options.idleMs ?? 30_000);
+    this.idleTimer.unref();
   }
 
   /** Leaves the pool once: no new stream starts here. */
@@ -328,11 +404,12 @@ class Http2Connection {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     if (error !== null && !this.session.destroyed) this.session.destroy(error);
     // Streams still open fail through their own 'close' events.
-    this.leave(error);
+    this.leave(this.settled && this.limit > 0 ? null : error);
   }
 
   close(): Promise<void> {
     this.drain();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     if (this.session.closed || this.session.destroyed) return Promise.resolve();
     return new Promise((resolve) => this.session.close(resolve));
   }
@@ -347,9 +424,19 @@ class Http2Connection {
   }
 }
 
+interface StreamHooks {
+  /** Once, when the stream is done with; `refused`: the server refused it unprocessed. */
+  ended(refused: boolean): void;
+  /** The server may have processed this stream (a GOAWAY with an error code covered it): no resend. */
+  processedMaybe(streamId: number): boolean;
+  /** The request was aborted while its stream was open. */
+  givenUp(): void;
+}
+
 /** One request, and the controller its handler pauses, resumes and aborts it with. */
 class Http2Request implements Dispatcher.DispatchController {
   private stream: ClientHttp2Stream | null = null;
+  private hooks: StreamHooks | null = null;
   private waitingIn: Http2Origin | null = null;
   private finished = false;
   private responded = false;
@@ -376,14 +463,25 @@ class Http2Request implements Dispatcher.DispatchController {
     return this.abortReason;
   }
 
+  get done(): boolean {
+    return this.finished;
+  }
+
   abort(reason: Error): void {
     if (this.finished || this.abortReason !== null) return;
     this.abortReason = reason;
     this.waitingIn?.forget(this);
     this.waitingIn = null;
-    // Resets this stream only; the session goes on.
-    if (this.stream !== null && !this.stream.closed) this.stream.close(constants.NGHTTP2_CANCEL);
+    const stream = this.stream;
+    const hooks = this.hooks;
     this.fail(reason);
+    if (stream !== null && hooks !== null) {
+      // Resets this stream only; the session goes on. Its slot is free now: a stream nghttp2 has
+      // not sent yet may never emit 'close'.
+      if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+      this.release(false);
+      hooks.givenUp();
+    }
   }
 
   pause(): void {
@@ -394,10 +492,6 @@ class Http2Request implements Dispatcher.DispatchController {
   resume(): void {
     this.isPaused = false;
     this.stream?.resume();
-  }
-
-  get done(): boolean {
-    return this.finished;
   }
 
   waitIn(origin: Http2Origin): void {
@@ -412,11 +506,21 @@ class Http2Request implements Dispatcher.DispatchController {
     this.handler.onResponseError?.(this, error);
   }
 
-  /** Sends the request on `session`; `ended(refused)` runs once when its stream is done with. */
-  startOn(session: ClientHttp2Session, ended: (refused: boolean) => void): void {
+  /** Hands the stream's slot back, once per start. */
+  private release(refused: boolean): void {
+    const hooks = this.hooks;
+    if (hooks === null) return;
+    this.hooks = null;
+    this.stream = null;
+    hooks.ended(refused);
+  }
+
+  /** Sends the request on `session`. */
+  startOn(session: ClientHttp2Session, hooks: StreamHooks): void {
     this.waitingIn = null;
+    this.hooks = hooks;
     if (this.finished) {
-      ended(false);
+      this.release(false);
       return;
     }
     const headers: OutgoingHttpHeaders = {
@@ -428,12 +532,13 @@ class Http2Request implements Dispatcher.DispatchController {
       if (HOP_BY_HOP.has(lower) || (lower === 'te' && String(value).toLowerCase() !== 'trailers')) continue;
       headers[lower] = value;
     }
+    const body = this.options.body;
     let stream: ClientHttp2Stream;
     try {
-      stream = session.request(headers, { endStream: this.options.body === undefined || this.options.body === null });
+      stream = session.request(headers, { endStream: body === undefined || body === null });
     } catch (error) {
       // A header Node refuses, or a session that went away this very tick: this request's failure.
-      ended(false);
+      this.release(false);
       this.fail(error instanceof Error ? error : new Error(String(error)));
       return;
     }
@@ -452,20 +557,27 @@ class Http2Request implements Dispatcher.DispatchController {
       if (!this.finished) this.handler.onResponseData?.(this, chunk);
     });
     stream.on('end', () => {
-      if (this.finished) return;
+      // Node also ends the readable side when the connection is lost or the stream is reset: only an
+      // END_STREAM after the response headers, with no reset code, is the end of the answer; the
+      // rest fails on 'close'.
+      if (this.finished || !this.responded || (stream.rstCode ?? 0) !== 0) return;
       this.finished = true;
       this.handler.onResponseEnd?.(this, {});
     });
     stream.on('error', () => undefined); // reported on 'close', with the stream's reset code
     stream.on('close', () => {
-      const refused = !this.responded && !this.finished && stream.rstCode === constants.NGHTTP2_REFUSED_STREAM;
+      if (this.stream !== stream) return; // aborted: the slot was handed back then
+      const refused =
+        !this.responded &&
+        !this.finished &&
+        stream.rstCode === constants.NGHTTP2_REFUSED_STREAM &&
+        !(stream.id !== undefined && this.hooks?.processedMaybe(stream.id));
       if (refused) {
-        this.stream = null;
         this.refusals++;
-        ended(true);
+        this.release(true);
         return;
       }
-      ended(false);
+      this.release(false);
       if (!this.finished)
         this.fail(
           Object.assign(new Error(`HTTP/2 stream closed before the response ended (code ${stream.rstCode})`), {
@@ -473,7 +585,7 @@ class Http2Request implements Dispatcher.DispatchController {
           }),
         );
     });
-    if (this.options.body !== undefined && this.options.body !== null) stream.end(this.options.body as string | Buffer);
+    if (body !== undefined && body !== null) stream.end(body as string | Buffer);
   }
 }
 

@@ -176,7 +176,12 @@ class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.completed = true;
-    this.body?.end();
+    if (this.body === null) {
+      // Ended without a response: a failure (a broken connection), never a request left hanging.
+      this.onResponseError(null, new errors.SocketError('the upstream request ended without a response'));
+      return;
+    }
+    this.body.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {

@@ -15,7 +15,13 @@ import {
   type Http2ServerResponse,
 } from 'node:http2';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import {
+  connect as connectNet,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,7 +98,9 @@ function handler(counts: Counts) {
 
 const BIG = 8 * 1024 * 1024;
 
-async function listen(server: HttpServer | HttpsServer | Http2Server | Http2SecureServer | TlsServer): Promise<number> {
+async function listen(
+  server: HttpServer | HttpsServer | Http2Server | Http2SecureServer | TlsServer | NetServer,
+): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as AddressInfo).port;
 }
@@ -356,6 +364,128 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       }
     } finally {
       await agent.close();
+    }
+  });
+
+  it('a connection lost before the response headers, or in the middle of the body, fails the attempt (no hang, no cut answer taken for whole)', async () => {
+    let raw: Socket | null = null; // the TCP connection itself (the session's socket is a guarded proxy)
+    const lossy = createH2cServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/early') return raw?.destroy();
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"n":0}\n\n');
+        setTimeout(() => raw?.destroy(), 20);
+      });
+    });
+    lossy.on('connection', (socket: Socket) => (raw = socket));
+    const port = await listen(lossy);
+    try {
+      for (const path of ['/early', '/midway']) {
+        const agent = createUpstreamAgent({ http2: true });
+        const signal = new Cancellation();
+        const outcome = await Promise.race([
+          post(agent, `http://127.0.0.1:${port}${path}`, signal)
+            .then(readAll)
+            .then(
+              (text) => ({ text }),
+              (error: unknown) => ({ error }),
+            ),
+          new Promise((resolve) => setTimeout(() => resolve('still pending after 3 s'), 3_000)),
+        ]);
+        await agent.destroy();
+        expect(outcome, path).toHaveProperty('error');
+        expect(isTransportError((outcome as { error: unknown }).error, signal), path).toBe(true);
+      }
+    } finally {
+      await new Promise((resolve) => lossy.close(resolve));
+    }
+  });
+
+  it('a connection that stopped answering is closed once an attempt on it is given up (PING), and the next goes elsewhere', async () => {
+    const local = newCounts();
+    const upstream = createH2cServer(handler(local));
+    upstream.on('session', () => local.connections++);
+    const upstreamPort = await listen(upstream);
+    // A TCP relay in between that can go silent, as a connection through a dead NAT or peer does.
+    const pairs: [Socket, Socket][] = [];
+    const relay = createNetServer((client) => {
+      const server = connectNet(upstreamPort, '127.0.0.1');
+      client.pipe(server);
+      server.pipe(client);
+      client.on('error', () => undefined);
+      server.on('error', () => undefined);
+      pairs.push([client, server]);
+    });
+    const port = await listen(relay);
+    const agent = new Http2Upstreams({ pingTimeoutMs: 200 });
+    try {
+      expect(await readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=1`))).toBe(expectedStream(1));
+      for (const [client, server] of pairs) {
+        client.unpipe(server);
+        server.unpipe(client);
+        client.pause();
+        server.pause();
+      }
+      const signal = new Cancellation();
+      const stuck = post(agent, `http://127.0.0.1:${port}/stream?events=1`, signal);
+      setTimeout(() => signal.abort(new Error('first token timeout')), 100);
+      await expect(stuck).rejects.toThrow('first token timeout');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=1`))).toBe(expectedStream(1));
+      expect(pairs).toHaveLength(2);
+    } finally {
+      await agent.destroy();
+      for (const pair of pairs) for (const socket of pair) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+      await new Promise((resolve) => upstream.close(resolve));
+    }
+  });
+
+  it('does not send again a request a GOAWAY with an error code may have covered', async () => {
+    let requests = 0;
+    const failing = createH2cServer((req) => {
+      requests++;
+      req.resume();
+      req.on('end', () => req.stream.session?.goaway(constants.NGHTTP2_REFUSED_STREAM, req.stream.id));
+    });
+    const port = await listen(failing);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const signal = new Cancellation();
+      const error = await post(agent, `http://127.0.0.1:${port}/x`, signal).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isTransportError(error, signal)).toBe(true);
+      expect(requests).toBe(1);
+    } finally {
+      await agent.destroy();
+      await new Promise((resolve) => failing.close(resolve));
+    }
+  });
+
+  it('a server that allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0) fails the attempts at once, on a bounded number of connections', async () => {
+    let connections = 0;
+    const closedShop = createH2cServer({ settings: { maxConcurrentStreams: 0 } }, (_req, res) => res.end());
+    closedShop.on('session', () => connections++);
+    const port = await listen(closedShop);
+    const agent = createUpstreamAgent({ http2: true });
+    try {
+      const signal = new Cancellation();
+      const errors = await Promise.all(
+        Array.from({ length: 200 }, () =>
+          post(agent, `http://127.0.0.1:${port}/x`, signal).then(
+            () => null,
+            (e: unknown) => e as { code?: string },
+          ),
+        ),
+      );
+      for (const error of errors) expect(error?.code).toBe('ERR_HTTP2_NO_STREAMS');
+      expect(connections).toBeLessThanOrEqual(2);
+    } finally {
+      await agent.destroy();
+      await new Promise((resolve) => closedShop.close(resolve));
     }
   });
 

@@ -85,10 +85,10 @@ const SOCKET_CODES = new Set([
 ]);
 
 /**
- * Whether a thrown error came from talking to the upstream — undici, the socket, DNS, TLS, or one of
- * our own aborts, an HTTP/2 stream or session error — rather than from our own code (a bug, a body that cannot be serialised). Only the
- * former says something about the endpoint; the latter must not be retried elsewhere nor open a
- * breaker that other callers would then hit.
+ * Whether a thrown error came from talking to the upstream — undici, the socket, DNS, TLS, an HTTP/2
+ * stream or session, or one of our own aborts — rather than from our own code (a bug, a body that
+ * cannot be serialised). Only the former says something about the endpoint; the latter must not be
+ * retried elsewhere nor open a breaker that other callers would then hit.
  */
 export function isTransportError(error: unknown, signal: CancelState): boolean {
   if (signal.aborted || error instanceof AttemptAbort) return true;

@@ -1,5 +1,6 @@
 /**
- * The one place that talks HTTP to upstream providers (undici, keep-alive pools). Each attempt gets
+ * The one place that talks HTTP to upstream providers (undici keep-alive pools; providers set to
+ * `http2: true` through routing/http2-upstream.ts, behind the same dispatcher API). Each attempt gets
  * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */

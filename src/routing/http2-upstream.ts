@@ -11,7 +11,10 @@
  * SETTINGS, and a burst opens one session per that many waiting requests. A GOAWAY stops new streams
  * on its session while the ones it covers finish; a stream the server refused (REFUSED_STREAM, or
  * beyond a GOAWAY's last stream id: never processed, RFC 9113 §8.7) is sent again, a bounded number of
- * times, on another session. A session idle for `idleMs` is closed. Hop-by-hop headers, forbidden in
+ * times, on another session. A session idle for `idleMs` is closed; a request given up while its
+ * stream is open PINGs its session, ended when no acknowledgement comes within `pingTimeoutMs`. A
+ * stream's end counts only after its response headers and without a reset code (Node also ends the
+ * readable side of a stream whose connection was lost). Hop-by-hop headers, forbidden in
  * HTTP/2, are left out. `https:` origins negotiate h2 by ALPN only: a server that chose HTTP/1.1
  * fails the connection (Http2NotNegotiated).
  *

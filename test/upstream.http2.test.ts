@@ -75,6 +75,28 @@ describe('HTTP/2 upstreams through the gateway', () => {
     await h2?.close();
   });
 
+  /** One answer from `model`, streamed or not; must be a 200. Its generation id. */
+  async function answeredId(model: string, stream: boolean): Promise<string> {
+    if (stream) {
+      const s = await chatStream(gw, key, { model, messages: MESSAGES });
+      expect(s.status).toBe(200);
+      return s.events[0].id as string;
+    }
+    const r = await chat(gw, key, { model, messages: MESSAGES });
+    expect(r.status, r.text).toBe(200);
+    return r.json.id as string;
+  }
+
+  /** `GET /generation`'s provider_responses as [provider name, status] pairs. */
+  async function providerResponses(id: string): Promise<[string, number | null][]> {
+    const generation = await getJson(gw, `/generation?id=${id}`, key);
+    expect(generation.status).toBe(200);
+    return (generation.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((p) => [
+      p.provider_name,
+      p.status,
+    ]);
+  }
+
   it('answers non-streamed requests (from an upstream stream and from plain JSON) and charges their usage', async () => {
     for (const model of ['h2/chat', 'h2/plain']) {
       const r = await chat(gw, key, { model, messages: MESSAGES });
@@ -106,19 +128,9 @@ describe('HTTP/2 upstreams through the gateway', () => {
   it('fails over from a stream the provider resets before answering, at once (no wait for a timeout)', async () => {
     for (const stream of [false, true]) {
       const started = Date.now();
-      const r = stream
-        ? await chatStream(gw, key, { model: 'h2/reset', messages: MESSAGES })
-        : await chat(gw, key, { model: 'h2/reset', messages: MESSAGES });
-      expect(r.status).toBe(200);
+      const id = await answeredId('h2/reset', stream);
       expect(Date.now() - started).toBeLessThan(TIMEOUTS.connect_ms);
-      const id = stream ? (r as { events: { id: string }[] }).events[0]!.id : (r as { json: { id: string } }).json.id;
-      const generation = await getJson(gw, `/generation?id=${id}`, key);
-      expect(
-        (generation.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((p) => [
-          p.provider_name,
-          p.status,
-        ]),
-      ).toEqual([
+      expect(await providerResponses(id)).toEqual([
         ['H2', null],
         ['H2 plain', 200],
       ]);
@@ -127,18 +139,7 @@ describe('HTTP/2 upstreams through the gateway', () => {
 
   it('fails over from a provider that does not speak HTTP/2 (a connection failure, nothing sent)', async () => {
     for (const stream of [false, true]) {
-      const r = stream
-        ? await chatStream(gw, key, { model: 'h2/failover', messages: MESSAGES })
-        : await chat(gw, key, { model: 'h2/failover', messages: MESSAGES });
-      expect(r.status).toBe(200);
-      const id = stream ? (r as { events: { id: string }[] }).events[0]!.id : (r as { json: { id: string } }).json.id;
-      const generation = await getJson(gw, `/generation?id=${id}`, key);
-      expect(
-        (generation.json.data.provider_responses as { provider_name: string; status: number | null }[]).map((p) => [
-          p.provider_name,
-          p.status,
-        ]),
-      ).toEqual([
+      expect(await providerResponses(await answeredId('h2/failover', stream))).toEqual([
         ['H1 as H2', null],
         ['H2', 200],
       ]);

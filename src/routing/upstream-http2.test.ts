@@ -114,6 +114,13 @@ async function readAll(response: UpstreamResponse): Promise<string> {
 const post = (agent: Dispatcher, url: string, signal = new Cancellation()) =>
   sendUpstream(agent, { url, headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' }, signal);
 
+/** What `promise` rejected with, or null when it resolved. */
+const rejection = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
+
 const expectedStream = (events: number) =>
   Array.from({ length: events }, (_, n) => `data: {"n":${n}}\n\n`).join('') + 'data: [DONE]\n\n';
 
@@ -198,10 +205,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     try {
       const signal = new Cancellation();
       const response = await post(agent, `${base}/reset`, signal);
-      const error = await readAll(response).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await rejection(readAll(response));
       expect(error).toBeInstanceOf(Error);
       expect(isTransportError(error, signal)).toBe(true);
       expect(failureFromThrown(error, signal).type).toBe('connection');
@@ -216,10 +220,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     const agent = createUpstreamAgent({ http2: true });
     try {
       const signal = new Cancellation();
-      const error = await post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await rejection(post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal));
       expect(error).toBeInstanceOf(Error);
       expect(isTransportError(error, signal)).toBe(true);
     } finally {
@@ -351,10 +352,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       const started = Date.now();
       const errors = await Promise.all(
         Array.from({ length: 150 }, () =>
-          post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal).then(
-            () => null,
-            (e: unknown) => e,
-          ),
+          rejection(post(agent, `http://127.0.0.1:${port}/v1/chat/completions`, signal)),
         ),
       );
       expect(Date.now() - started).toBeLessThan(5_000);
@@ -453,10 +451,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     const agent = createUpstreamAgent({ http2: true });
     try {
       const signal = new Cancellation();
-      const error = await post(agent, `http://127.0.0.1:${port}/x`, signal).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await rejection(post(agent, `http://127.0.0.1:${port}/x`, signal));
       expect(isTransportError(error, signal)).toBe(true);
       expect(requests).toBe(1);
     } finally {
@@ -474,14 +469,9 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     try {
       const signal = new Cancellation();
       const errors = await Promise.all(
-        Array.from({ length: 200 }, () =>
-          post(agent, `http://127.0.0.1:${port}/x`, signal).then(
-            () => null,
-            (e: unknown) => e as { code?: string },
-          ),
-        ),
+        Array.from({ length: 200 }, () => rejection(post(agent, `http://127.0.0.1:${port}/x`, signal))),
       );
-      for (const error of errors) expect(error?.code).toBe('ERR_HTTP2_NO_STREAMS');
+      for (const error of errors) expect((error as { code?: string } | null)?.code).toBe('ERR_HTTP2_NO_STREAMS');
       expect(connections).toBeLessThanOrEqual(2);
     } finally {
       await agent.destroy();
@@ -583,10 +573,7 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
     const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
     try {
       const signal = new Cancellation();
-      const error = await post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await rejection(post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal));
       expect(error).toBeInstanceOf(Http2NotNegotiated);
       expect(failureFromThrown(error, signal).type).toBe('connection');
       expect(connections).toBeLessThanOrEqual(1); // the client may hang up before the server saw the handshake end
@@ -606,10 +593,7 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
     const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
     try {
       const signal = new Cancellation();
-      const error = await post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await rejection(post(agent, `https://127.0.0.1:${port}/v1/chat/completions`, signal));
       expect(error).toBeInstanceOf(Http2NotNegotiated);
       expect((error as Http2NotNegotiated).message).toContain('did not negotiate HTTP/2');
       expect(isTransportError(error, signal)).toBe(true);

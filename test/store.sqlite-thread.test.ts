@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'libsql';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isTollgateError } from '../src/core/errors.js';
 import { openSqliteDriver, type SqliteDriver } from '../src/store/sqlite-driver.js';
@@ -102,6 +104,30 @@ describe('the SQLite thread', { timeout: 60_000 }, () => {
     const error = await driver.opened().catch((e: unknown) => e);
     expect(isTollgateError(error) && error.code === 'store.unavailable').toBe(true);
     expect((error as Error).message).toBe(`The embedded store cannot open ${file.path}: file is not a database`);
+  });
+
+  it('opens a file another connection is writing to: switching to WAL waits for the lock instead of failing', async () => {
+    // A second instance or process starting on the same file can hold the write lock while this
+    // connection switches the file to WAL; SQLite refuses that switch at once, without its busy handler.
+    file = await createSqliteTestFile();
+    const other = new Database(file.path);
+    try {
+      other.exec('CREATE TABLE t (n INTEGER)');
+      other.exec('BEGIN IMMEDIATE');
+      other.exec('INSERT INTO t VALUES (1)');
+      driver = openSqliteDriver(file.path);
+      const opened = driver.opened().then(
+        () => 'opened',
+        (error: unknown) => (error as Error).message,
+      );
+      await sleep(150);
+      other.exec('COMMIT');
+      expect(await opened).toBe('opened');
+      expect(await driver.all('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+      expect(await driver.all('SELECT n FROM t')).toEqual([{ n: 1n }]);
+    } finally {
+      other.close();
+    }
   });
 });
 

@@ -32,14 +32,41 @@ function toSqlite(value) {
   return value;
 }
 
+/** @param {number} ms */
+function pause(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Runs a connection setting, again while SQLite answers "busy". Switching a new file to WAL takes
+ * the exclusive lock, and SQLite can refuse it at once, without its busy handler, while another
+ * connection (another instance or process starting on the same file) holds or is taking a lock;
+ * the setting is tried again, with growing pauses, for as long as the busy timeout allows.
+ * @param {Database.Database} db @param {string} sql @param {number} deadline
+ */
+function setting(db, sql, deadline) {
+  for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+    try {
+      db.exec(sql);
+      return;
+    } catch (error) {
+      const code = /** @type {{ code?: unknown }} */ (error).code;
+      const busy = typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
+      if (!busy || Date.now() >= deadline) throw error;
+      pause(wait);
+    }
+  }
+}
+
 /** @returns {Database.Database} */
 function open() {
+  const deadline = Date.now() + options.busyTimeoutMs;
   const db = new Database(options.path);
   try {
     db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
-    db.exec('PRAGMA journal_mode = WAL');
-    db.exec('PRAGMA synchronous = FULL');
-    db.exec('PRAGMA foreign_keys = ON');
+    setting(db, 'PRAGMA journal_mode = WAL', deadline);
+    setting(db, 'PRAGMA synchronous = FULL', deadline);
+    setting(db, 'PRAGMA foreign_keys = ON', deadline);
     return db;
   } catch (error) {
     db.close();

@@ -22,8 +22,8 @@ export interface ThroughputRow {
 
 export interface LatencyRound {
   result: OpenLoopResult;
-  /** The gateway's event-loop delay during the run (gateway targets). */
-  gatewayLoop: { p99Ms: number; maxMs: number } | null;
+  /** The gateway's event-loop delay during the run, and the pauses of its mark-compacts (gateway targets). */
+  gatewayLoop: { p99Ms: number; maxMs: number; markCompacts: number[] } | null;
   /** How long the gateway's answers waited for their charges to be durable (gateway targets). */
   settleWait: { meanMs: number; over5msShare: number } | null;
 }
@@ -123,6 +123,12 @@ export function throughputTable(rows: readonly ThroughputRow[]): string {
   );
 }
 
+/** "0 / 2 / 1 (14.2)": each round's count, and the longest pause of them all. */
+function compactions(rounds: readonly number[][]): string {
+  const longest = Math.max(0, ...rounds.flat());
+  return `${rounds.map((r) => r.length).join(' / ')}${longest > 0 ? ` (${ms(longest)})` : ''}`;
+}
+
 export function latencyTable(rows: readonly LatencyRow[]): string {
   const direct = rows.find((r) => r.target === DIRECT);
   const of = (row: LatencyRow, pick: (r: OpenLoopResult) => number) => median(row.rounds.map((r) => pick(r.result)));
@@ -141,9 +147,10 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
       'added p99 ms',
       'added p99 per round, ms',
       'gateway event-loop delay p99 / max ms',
+      'gateway mark-compacts per round (longest ms)',
       'settle wait mean ms / share over 5 ms',
     ],
-    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     rows.map((row) => {
       const isDirect = row.target === DIRECT || !direct;
       const loop = loops(row);
@@ -165,6 +172,7 @@ export function latencyTable(rows: readonly LatencyRow[]): string {
         loop.length > 0
           ? `${ms(median(loop.map((l) => l.p99Ms)))} / ${ms(Math.max(...loop.map((l) => l.maxMs)))}`
           : '–',
+        loop.length > 0 ? compactions(loop.map((l) => l.markCompacts)) : '–',
         wait.length > 0
           ? `${ms(median(wait.map((w) => w.meanMs)))} / ${(100 * median(wait.map((w) => w.over5msShare))).toFixed(1)} %`
           : '–',

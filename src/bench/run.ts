@@ -21,7 +21,13 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import {
+  constants,
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
 import { request } from 'undici';
 import { usdToUnits } from '../core/money.js';
 import { runActivityBench } from './activity-bench.js';
@@ -225,6 +231,32 @@ function checkLoad(bench: Bench, what: string, r: LoadResult): void {
 }
 
 /**
+ * The gateway's (this process's) mark-compacts until `stop()`: each stops every request in flight,
+ * so they are the usual cause of a round's tail. Their pauses, in milliseconds.
+ */
+function watchMarkCompacts(): { stop(): Promise<number[]> } {
+  const pauses: number[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if (
+        (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ===
+        constants.NODE_PERFORMANCE_GC_MAJOR
+      ) {
+        pauses.push(entry.duration);
+      }
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      await new Promise((resolve) => setImmediate(resolve)); // entries are delivered on a later tick
+      observer.disconnect();
+      return pauses;
+    },
+  };
+}
+
+/**
  * Open loop at BENCH_RATE: the latency each target adds to the provider's own, in interleaved rounds
  * (a tail measured once on a shared machine says more about the machine than about the proxy).
  */
@@ -246,9 +278,11 @@ async function latencySection(bench: Bench): Promise<LatencyRow[]> {
     const loop = monitorEventLoopDelay({ resolution: 1 });
     const gateway = target === PLAIN || target === GATEWAY;
     const waitBefore = gateway ? await bench.gateway.settleWait() : null;
+    const markCompacts = gateway ? watchMarkCompacts() : null;
     loop.enable();
     const result = await bench.load.call<OpenLoopResult>('openLoop', job(target, DURATION));
     loop.disable();
+    const compactions = markCompacts ? await markCompacts.stop() : null;
     const waitAfter = gateway ? await bench.gateway.settleWait() : null;
     const answers = waitBefore && waitAfter ? waitAfter.count - waitBefore.count : 0;
     const settleWait =
@@ -260,7 +294,10 @@ async function latencySection(bench: Bench): Promise<LatencyRow[]> {
         : null;
     countGateway(bench, target, result.ok, 0);
     for (const failure of result.failures) bench.failures.push(`latency ${target} round ${round}: ${failure}`);
-    const gatewayLoop = gateway ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 } : null;
+    const gatewayLoop =
+      gateway && compactions
+        ? { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6, markCompacts: compactions }
+        : null;
     rows.get(target)!.rounds.push({ result, gatewayLoop, settleWait });
     console.error(
       `bench: latency round ${round}/${ROUNDS} ${target}: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,

@@ -141,13 +141,14 @@ async function restoreRateCounts(limiter: RedisRateLimiter, logger: PinoLogger):
 }
 
 /**
- * Turns off V8's allocation-site pretenuring for this process, unless it was started with an explicit
- * `--[no-]allocation-site-pretenuring` (Node does not take that one in NODE_OPTIONS). Under steady load V8 sees
- * the gateway's per-request objects alive at a scavenge (a request in flight, or held by one that
- * had been promoted), decides that their allocation sites make long-lived objects, and allocates
- * them straight in the old generation: ~4 KB per request there, a mark-compact every few seconds at
- * 500 req/s, each a 10–50 ms stall for the requests in flight — the whole p99 tail. Measured by
- * `npm run bench`'s latency section (docs/architecture.md, "What the hot path costs").
+ * Turns off V8's allocation-site pretenuring for this process, unless it was started with an
+ * explicit `--[no-]allocation-site-pretenuring` (Node does not take that one in NODE_OPTIONS).
+ * Under steady load V8 sees the gateway's per-request objects alive at a scavenge (a request in
+ * flight, or held by one that had been promoted), decides that their allocation sites make
+ * long-lived objects, and allocates them straight in the old generation: ~4 KB per request there, a
+ * mark-compact every few seconds at 500 req/s, each a 10–50 ms stall for the requests in flight —
+ * the whole p99 tail. Measured by `npm run bench`'s latency section (docs/architecture.md, "What
+ * the hot path costs"). Set once the process runs, it still takes effect (the test shows it).
  */
 export function tuneGarbageCollector(execArgv: readonly string[] = process.execArgv): void {
   const explicit = execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring(=|$)/.test(arg));

@@ -110,6 +110,31 @@ for (const target of STORE_TARGETS) {
       });
     });
 
+    describe('driver statements issued at once', () => {
+      it('run in the order issued inside a transaction, without leaning on a deprecated driver queue', async () => {
+        const driver = database.openDriver();
+        const first = newAccountFixture();
+        const warnings: Error[] = [];
+        const onWarning = (warning: Error) => warnings.push(warning);
+        process.on('warning', onWarning);
+        try {
+          const insert = 'INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)';
+          const [, , rows] = await driver.transaction((tx) =>
+            Promise.all([
+              tx.run(insert, [first.id, first.email, null, first.createdAt]),
+              tx.run('UPDATE accounts SET email = ? WHERE id = ?', [`renamed-${first.email}`, first.id]),
+              tx.all('SELECT email FROM accounts WHERE id = ?', [first.id]),
+            ]),
+          );
+          expect(rows).toEqual([{ email: `renamed-${first.email}` }]);
+          await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a later tick
+          expect(warnings.map((warning) => warning.message)).toEqual([]);
+        } finally {
+          process.off('warning', onWarning);
+        }
+      });
+    });
+
     describe('driver batches', () => {
       const insert =
         'INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id';

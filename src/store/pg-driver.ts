@@ -145,10 +145,18 @@ export class PgDriver implements SqlDriver {
       if (lost !== null) throw translateError(lost);
       return client;
     };
+    // Statements issued without awaiting each other (SqlExecutor allows it) run one after another
+    // here: node-postgres's own queue for a busy client is deprecated (gone in pg 9).
+    let previous: Promise<unknown> = Promise.resolve();
+    const inTurn = <R>(statement: () => Promise<R>): Promise<R> => {
+      const result = previous.then(statement);
+      previous = result.catch(() => undefined);
+      return result;
+    };
     const tx: SqlExecutor = {
-      all: async (sql, params) => this.#all(live(), sql, params),
-      run: async (sql, params) => this.#run(live(), sql, params),
-      exec: async (script) => this.#exec(live(), script),
+      all: (sql, params) => inTurn(() => this.#all(live(), sql, params)),
+      run: (sql, params) => inTurn(() => this.#run(live(), sql, params)),
+      exec: (script) => inTurn(() => this.#exec(live(), script)),
     };
     let broken: unknown;
     try {

@@ -33,6 +33,20 @@ async function expectCode(promise: Promise<unknown>, code: string): Promise<void
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The messages of the process warnings emitted while `fn` runs (and on the tick after, when Node emits them). */
+async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.message);
+  process.on('warning', onWarning);
+  try {
+    await fn();
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  return warnings;
+}
+
 for (const target of STORE_TARGETS) {
   describe(`Store contract: ${target.name}`, { timeout: 60_000 }, () => {
     let database: StoreDatabase;
@@ -111,27 +125,41 @@ for (const target of STORE_TARGETS) {
     });
 
     describe('driver statements issued at once', () => {
+      const insert = 'INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)';
+
       it('run in the order issued inside a transaction, without leaning on a deprecated driver queue', async () => {
         const driver = database.openDriver();
         const first = newAccountFixture();
-        const warnings: Error[] = [];
-        const onWarning = (warning: Error) => warnings.push(warning);
-        process.on('warning', onWarning);
-        try {
-          const insert = 'INSERT INTO accounts (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)';
-          const [, , rows] = await driver.transaction((tx) =>
+        let rows: unknown;
+        const warnings = await warningsDuring(async () => {
+          [, , rows] = await driver.transaction((tx) =>
             Promise.all([
               tx.run(insert, [first.id, first.email, null, first.createdAt]),
               tx.run('UPDATE accounts SET email = ? WHERE id = ?', [`renamed-${first.email}`, first.id]),
               tx.all('SELECT email FROM accounts WHERE id = ?', [first.id]),
             ]),
           );
-          expect(rows).toEqual([{ email: `renamed-${first.email}` }]);
-          await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a later tick
-          expect(warnings.map((warning) => warning.message)).toEqual([]);
-        } finally {
-          process.off('warning', onWarning);
-        }
+        });
+        expect(rows).toEqual([{ email: `renamed-${first.email}` }]);
+        expect(warnings).toEqual([]);
+      });
+
+      it('roll back together when one of them fails, leaving no warning behind', async () => {
+        const driver = database.openDriver();
+        const [a, b] = [newAccountFixture(), newAccountFixture()];
+        const warnings = await warningsDuring(async () => {
+          const failing = driver.transaction((tx) =>
+            Promise.all([
+              tx.run(insert, [a.id, a.email, null, a.createdAt]),
+              tx.run(insert, [a.id, `again-${a.email}`, null, a.createdAt]), // the same primary key
+              tx.run(insert, [b.id, b.email, null, b.createdAt]),
+            ]),
+          );
+          await expect(failing).rejects.toThrow();
+        });
+        expect(await store.getAccount(a.id)).toBeNull();
+        expect(await store.getAccount(b.id)).toBeNull();
+        expect(warnings).toEqual([]);
       });
     });
 

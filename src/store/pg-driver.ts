@@ -162,11 +162,13 @@ export class PgDriver implements SqlDriver {
     try {
       await this.#exec(client, 'BEGIN');
       const result = await fn(tx);
+      await previous; // a statement issued and not awaited still belongs before COMMIT
       open = false;
       await this.#exec(client, 'COMMIT');
       return result;
     } catch (error) {
-      open = false;
+      open = false; // statements still queued fail instead of running
+      await previous; // the one in flight ends before ROLLBACK is sent
       try {
         await client.query('ROLLBACK');
       } catch (rollbackError) {

@@ -4,6 +4,7 @@
  * the API's error record, request metrics, the 404/405 answer, and the set of route handlers in flight
  * (shutdown waits for them before draining the settler).
  */
+import { LiveList } from '../core/live-list.js';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -142,8 +143,8 @@ export function installNotFound(app: FastifyInstance, routes: RouteTable): void 
  * Every route handler in flight (registered after this call), so shutdown can wait for the ones woken
  * by the forced connection close — a hijacked stream's handler runs until its charge is queued.
  */
-export function trackHandlersInFlight(app: FastifyInstance): Set<Promise<unknown>> {
-  const inFlight = new Set<Promise<unknown>>();
+export function trackHandlersInFlight(app: FastifyInstance): LiveList<Promise<unknown>> {
+  const inFlight = new LiveList<Promise<unknown>>();
   app.addHook('onRoute', (route) => {
     const handler = route.handler;
     route.handler = function (this: FastifyInstance, request, reply) {
@@ -153,8 +154,8 @@ export function trackHandlersInFlight(app: FastifyInstance): Set<Promise<unknown
           () => undefined,
           () => undefined,
         );
-        inFlight.add(tracked);
-        void tracked.then(() => inFlight.delete(tracked));
+        const node = inFlight.add(tracked);
+        void tracked.then(() => inFlight.remove(node));
       }
       return result;
     };

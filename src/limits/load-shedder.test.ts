@@ -40,6 +40,24 @@ describe('LoadShedder', () => {
     shedder.admit('10.0.0.1', 60_000, 'none');
     expect(shedder.activeClients).toBe(1);
   });
+
+  it('at the cap drops the address seen longest ago, its last request counted to the second', () => {
+    const fresh = Math.LN2; // the rate of an address seen once: a new record
+    const kept = new LoadShedder(2);
+    kept.admit('a', 0, 'none');
+    kept.admit('b', 100, 'none');
+    kept.admit('a', 1_500, 'none'); // more than a second since a last moved: a goes behind b
+    kept.admit('c', 1_600, 'none'); // the cap: b goes
+    expect(kept.admit('a', 1_700, 'none').ratePerSecond).toBeGreaterThan(fresh);
+    expect(kept.admit('b', 1_800, 'none').ratePerSecond).toBeCloseTo(fresh);
+
+    const withinSecond = new LoadShedder(2);
+    withinSecond.admit('a', 0, 'none');
+    withinSecond.admit('b', 100, 'none');
+    withinSecond.admit('a', 500, 'none'); // within the second: a keeps its place before b
+    withinSecond.admit('c', 600, 'none'); // the cap: a goes
+    expect(withinSecond.admit('a', 700, 'none').ratePerSecond).toBeCloseTo(fresh);
+  });
 });
 
 describe('overload signals', () => {

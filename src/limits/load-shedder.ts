@@ -25,7 +25,17 @@ export type Pressure = 'none' | 'overloaded';
 interface Client {
   weight: number;
   at: number;
+  /** When it last moved to the end of the map (at most once per REORDER_EVERY_MS). */
+  movedAt: number;
 }
+
+/**
+ * The map is kept in order of last request to within this: moving an address to the end on every
+ * request is a delete and an insert on a long-lived Map, whose table V8 then rebuilds, in the old
+ * generation, every few requests (core/live-list.ts). The sweep and the cap's eviction only need the
+ * order to the second.
+ */
+const REORDER_EVERY_MS = 1_000;
 
 function decay(value: number, elapsedMs: number): number {
   return elapsedMs <= 0 ? value : value * 2 ** (-elapsedMs / HALF_LIFE_MS);
@@ -54,13 +64,17 @@ export class LoadShedder {
     if (client) {
       client.weight = decay(client.weight, now - client.at) + 1;
       client.at = Math.max(now, client.at);
-      // Most recently seen last, so the oldest is dropped first at the cap.
-      this.clients.delete(ip);
+      if (now - client.movedAt >= REORDER_EVERY_MS) {
+        // Most recently seen last, so the oldest is dropped first at the cap.
+        this.clients.delete(ip);
+        this.clients.set(ip, client);
+        client.movedAt = now;
+      }
     } else {
-      client = { weight: 1, at: now };
+      client = { weight: 1, at: now, movedAt: now };
       if (this.clients.size >= this.maxClients) this.dropOldest();
+      this.clients.set(ip, client);
     }
-    this.clients.set(ip, client);
     if (now - this.lastSweep >= SWEEP_EVERY_MS) this.sweep(now);
 
     // Per second: a count decaying with half-life h is about rate × h / ln 2.
@@ -87,7 +101,7 @@ export class LoadShedder {
     this.total = Math.max(0, this.total - decay(client.weight, this.totalAt - client.at));
   }
 
-  /** Forgets addresses gone quiet (oldest first: the map is in order of last request). */
+  /** Forgets addresses gone quiet (oldest first: the map is in order of last request, to the second). */
   private sweep(now: number): void {
     this.lastSweep = now;
     for (const [ip, client] of this.clients) {

@@ -56,14 +56,59 @@ function errorOf(reply: { message: string; code: string | null }): Error {
 type Request = SqliteRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
 
 interface InFlight {
+  id: number;
   resolve: (reply: SqliteReply & { ok: true }) => void;
   reject: (error: unknown) => void;
+  next: InFlight | null;
+}
+
+/**
+ * The requests sent and not answered yet, oldest first. The thread answers in the order it was asked,
+ * so a reply is the oldest's; a queue of nodes instead of a Map keyed by id, whose table would be
+ * rebuilt in the old generation every few statements (core/live-list.ts says why that matters).
+ */
+class InFlightQueue {
+  private head: InFlight | null = null;
+  private tail: InFlight | null = null;
+  size = 0;
+
+  push(entry: InFlight): void {
+    if (this.tail) this.tail.next = entry;
+    else this.head = entry;
+    this.tail = entry;
+    this.size += 1;
+  }
+
+  /** The entry answered by `id` (the oldest, unless the thread broke its order), taken out of the queue. */
+  take(id: number): InFlight | null {
+    let before: InFlight | null = null;
+    for (let entry = this.head; entry; before = entry, entry = entry.next) {
+      if (entry.id !== id) continue;
+      if (before) before.next = entry.next;
+      else this.head = entry.next;
+      if (this.tail === entry) this.tail = before;
+      entry.next = null;
+      this.size -= 1;
+      return entry;
+    }
+    return null;
+  }
+
+  /** Every entry, oldest first, leaving the queue empty. */
+  drain(): InFlight[] {
+    const entries: InFlight[] = [];
+    for (let entry = this.head; entry; entry = entry.next) entries.push(entry);
+    this.head = null;
+    this.tail = null;
+    this.size = 0;
+    return entries;
+  }
 }
 
 /** One connection's thread: requests in, replies out, matched by id. */
 class SqliteThread {
   readonly #worker: Worker;
-  readonly #inFlight = new Map<number, InFlight>();
+  readonly #inFlight = new InFlightQueue();
   #nextId = OPENED_ID + 1;
   #exited = false;
   /** Whether the database opened; the thread is held open (ref'd) until it says. */
@@ -105,7 +150,7 @@ class SqliteThread {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       if (this.#inFlight.size === 0) this.#worker.ref();
-      this.#inFlight.set(id, { resolve, reject });
+      this.#inFlight.push({ id, resolve, reject, next: null });
       this.#worker.postMessage({ id, ...request });
     });
   }
@@ -115,17 +160,15 @@ class SqliteThread {
   }
 
   #settle(reply: SqliteReply): void {
-    const waiting = this.#inFlight.get(reply.id);
+    const waiting = this.#inFlight.take(reply.id);
     if (!waiting) return;
-    this.#inFlight.delete(reply.id);
     if (this.#inFlight.size === 0 && this.#openedSaid) this.#worker.unref();
     if (reply.ok) waiting.resolve(reply);
     else waiting.reject(errorOf(reply));
   }
 
   #fail(cause: unknown): void {
-    const waiting = [...this.#inFlight.values()];
-    this.#inFlight.clear();
+    const waiting = this.#inFlight.drain();
     if (this.#openedSaid) this.#worker.unref();
     for (const { reject } of waiting) reject(this.#unavailable(cause));
   }

@@ -319,6 +319,7 @@ export class ChargeAdmission {
       amount,
       countsByok: key.includeByokInLimit,
       state: amount > 0n ? 'held' : 'done',
+      live: null,
     };
   }
 

@@ -17,6 +17,7 @@
  * against the snapshot alone, and the free-model limit (`limits.free_models.on_store_error`) decides.
  * Without a snapshot (database down and nothing cached) everything fails closed.
  */
+import { LiveList, type LiveNode } from '../core/live-list.js';
 import { randomBytes } from 'node:crypto';
 import { TollgateError, isTollgateError } from '../core/errors.js';
 import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
@@ -66,6 +67,8 @@ export interface Hold extends HoldRef {
   countsByok: boolean;
   /** `done` once settled or released (both are idempotent); `deferred` while its journaled charge waits for the store. */
   state: 'held' | 'done' | 'deferred';
+  /** Its place in the gate's list of live holds while it is there (the gate's own bookkeeping). */
+  live: LiveNode<Hold> | null;
 }
 
 export interface CreditGateOptions {
@@ -97,8 +100,11 @@ export class CreditGate {
   private readonly keys: TtlCache<KeySnapshot>;
   private readonly holds: HoldStore;
   private readonly holdTtlMs: number;
-  /** Holds of requests still running in this process: renewed so they outlive a long stream. */
-  private readonly live = new Set<Hold>();
+  /**
+   * Holds of requests still running in this process: renewed so they outlive a long stream. A list,
+   * not a Set: one entry comes and goes per request (core/live-list.ts says why that matters).
+   */
+  private readonly live = new LiveList<Hold>();
   private readonly renewTimer: NodeJS.Timeout;
   private readonly idPrefix = randomBytes(6).toString('hex');
   private sequence = 0;
@@ -162,6 +168,7 @@ export class CreditGate {
       amount: isPaid ? estimate : 0n,
       countsByok: key.includeByokInLimit,
       state: 'held',
+      live: null,
     };
     const check: HoldCheck = {
       id: hold.id,
@@ -180,7 +187,7 @@ export class CreditGate {
       : await this.decideByShare(check, account, usage, now);
     if (!decision.admitted) throw refusal(decision, key, isPaid);
     if (hold.amount > 0n) {
-      this.live.add(hold);
+      hold.live = this.live.add(hold);
       if (trusted) this.own?.add(hold, check.expiresAt);
       // Admitted by the share while Redis may still answer the others (this process alone cut off, or
       // the outage just ending): put the hold there too, so their admissions count it as soon as possible.
@@ -258,7 +265,7 @@ export class CreditGate {
   async settle(hold: Hold, charge: GenerationRecord | null): Promise<void> {
     const wasHeld = hold.state === 'held';
     hold.state = 'done';
-    this.live.delete(hold);
+    this.leave(hold);
     const account = charge?.totalCost ?? 0n;
     const byok = charge?.isByok && hold.countsByok ? charge.upstreamPromptCost + charge.upstreamCompletionCost : 0n;
     if (!wasHeld && account === 0n && byok === 0n) return;
@@ -298,7 +305,7 @@ export class CreditGate {
   release(hold: Hold): void {
     if (hold.state !== 'held') return;
     hold.state = 'done';
-    this.live.delete(hold);
+    this.leave(hold);
     void this.own?.release(hold);
     this.holds.release(hold).catch((error: unknown) => this.options.onHoldError?.(error, 'release'));
   }
@@ -306,6 +313,12 @@ export class CreditGate {
   /** Sum of the account's live holds, every process included when the store is shared. */
   held(accountId: string): Promise<Units> {
     return this.holds.held(accountId, this.options.now());
+  }
+
+  private leave(hold: Hold): void {
+    if (hold.live === null) return;
+    this.live.remove(hold.live);
+    hold.live = null;
   }
 
   close(): void {

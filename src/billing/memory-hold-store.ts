@@ -36,9 +36,9 @@ class AccountHolds {
     if (!hold) return;
     this.holds.delete(id);
     this.held -= hold.amount;
-    const keyHeld = (this.keyHeld.get(hold.keyHash) ?? 0n) - hold.amount;
-    if (keyHeld === 0n) this.keyHeld.delete(hold.keyHash);
-    else this.keyHeld.set(hold.keyHash, keyHeld);
+    // A key at zero keeps its entry (as keyCharged does): deleting it and adding it back with the
+    // next request would rebuild the map's table in the old generation (core/live-list.ts).
+    this.keyHeld.set(hold.keyHash, (this.keyHeld.get(hold.keyHash) ?? 0n) - hold.amount);
   }
 
   add(hold: { id: string; keyHash: string; amount: Units }, expiresAt: number): void {

@@ -121,6 +121,13 @@ const rejection = (promise: Promise<unknown>): Promise<unknown> =>
     (error: unknown) => error,
   );
 
+/** `count` requests to `url` at once, each read to its end. */
+const burst = (agent: Dispatcher, url: string, count: number): Promise<string[]> =>
+  Promise.all(Array.from({ length: count }, async () => readAll(await post(agent, url))));
+
+const closeServer = (server: { close(callback: () => void): unknown }): Promise<void> =>
+  new Promise((resolve) => server.close(() => resolve()));
+
 const expectedStream = (events: number) =>
   Array.from({ length: events }, (_, n) => `data: {"n":${n}}\n\n`).join('') + 'data: [DONE]\n\n';
 
@@ -134,7 +141,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     base = `http://127.0.0.1:${await listen(server)}`;
   });
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await closeServer(server);
   });
 
   it('carries a burst of concurrent streams on a few connections, each answer whole and in order', async () => {
@@ -142,17 +149,13 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     try {
       const before = counts.connections;
       // A cold pool: every request arrives while the first connection is still connecting.
-      const answers = await Promise.all(
-        Array.from({ length: 250 }, async () => readAll(await post(agent, `${base}/stream?events=5&every=10`))),
-      );
+      const answers = await burst(agent, `${base}/stream?events=5&every=10`, 250);
       expect(new Set(answers)).toEqual(new Set([expectedStream(5)]));
       expect(counts.connections - before).toBe(Math.ceil(250 / HTTP2_STREAMS_PER_CONNECTION));
       expect(counts.maxOnOneConnection).toBe(HTTP2_STREAMS_PER_CONNECTION);
 
       // Warm: the connections are reused, none is added.
-      const again = await Promise.all(
-        Array.from({ length: 250 }, async () => readAll(await post(agent, `${base}/stream?events=2&every=5`))),
-      );
+      const again = await burst(agent, `${base}/stream?events=2&every=5`, 250);
       expect(new Set(again)).toEqual(new Set([expectedStream(2)]));
       expect(counts.connections - before).toBe(3);
     } finally {
@@ -226,7 +229,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     } finally {
       await agent.close();
       plain.closeAllConnections();
-      await new Promise((resolve) => plain.close(resolve));
+      await closeServer(plain);
     }
   });
 
@@ -246,17 +249,13 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     const port = await listen(retiring);
     const agent = createUpstreamAgent({ http2: true });
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 150 }, async () =>
-          readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=10&every=10`)),
-        ),
-      );
+      const answers = await burst(agent, `http://127.0.0.1:${port}/stream?events=10&every=10`, 150);
       expect(new Set(answers)).toEqual(new Set([expectedStream(10)]));
       expect(local.requests).toBe(150);
       expect(local.connections).toBeGreaterThanOrEqual(3);
     } finally {
       await agent.close();
-      await new Promise((resolve) => retiring.close(resolve));
+      await closeServer(retiring);
     }
   });
 
@@ -267,18 +266,14 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     const port = await listen(narrow);
     const agent = createUpstreamAgent({ http2: true });
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 100 }, async () =>
-          readAll(await post(agent, `http://127.0.0.1:${port}/stream?events=5&every=10`)),
-        ),
-      );
+      const answers = await burst(agent, `http://127.0.0.1:${port}/stream?events=5&every=10`, 100);
       expect(new Set(answers)).toEqual(new Set([expectedStream(5)]));
       expect(local.requests).toBe(100);
       expect(local.maxOnOneConnection).toBe(10);
       expect(local.connections).toBe(10);
     } finally {
       await agent.close();
-      await new Promise((resolve) => narrow.close(resolve));
+      await closeServer(narrow);
     }
   });
 
@@ -316,7 +311,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
         expect(seen[0]).not.toHaveProperty(name);
     } finally {
       await agent.close();
-      await new Promise((resolve) => strict.close(resolve));
+      await closeServer(strict);
     }
   });
 
@@ -338,14 +333,14 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       expect(local.connections).toBe(2);
     } finally {
       await agent.close();
-      await new Promise((resolve) => idle.close(resolve));
+      await closeServer(idle);
     }
   });
 
   it('a refused connection fails every waiting attempt at once, as a transport error', async () => {
     const probe = createHttpServer();
     const port = await listen(probe);
-    await new Promise((resolve) => probe.close(resolve)); // nothing listens there now
+    await closeServer(probe); // nothing listens there now
     const agent = createUpstreamAgent({ http2: true });
     try {
       // One cancellation per attempt, as in the gateway (a shared one would collect 150 listeners).
@@ -395,7 +390,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
         expect(isTransportError((outcome as { error: unknown }).error, signal), path).toBe(true);
       }
     } finally {
-      await new Promise((resolve) => lossy.close(resolve));
+      await closeServer(lossy);
     }
   });
 
@@ -434,8 +429,8 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     } finally {
       await agent.destroy();
       for (const pair of pairs) for (const socket of pair) socket.destroy();
-      await new Promise((resolve) => relay.close(resolve));
-      await new Promise((resolve) => upstream.close(resolve));
+      await closeServer(relay);
+      await closeServer(upstream);
     }
   });
 
@@ -455,7 +450,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       expect(requests).toBe(1);
     } finally {
       await agent.destroy();
-      await new Promise((resolve) => failing.close(resolve));
+      await closeServer(failing);
     }
   });
 
@@ -473,7 +468,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       expect(connections).toBeLessThanOrEqual(2);
     } finally {
       await agent.destroy();
-      await new Promise((resolve) => closedShop.close(resolve));
+      await closeServer(closedShop);
     }
   });
 
@@ -492,9 +487,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     const port = await listen(plain);
     const agent = createUpstreamAgent();
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 10 }, async () => readAll(await post(agent, `http://127.0.0.1:${port}/x`))),
-      );
+      const answers = await burst(agent, `http://127.0.0.1:${port}/x`, 10);
       expect(answers).toEqual(Array(10).fill('ok'));
       // Ten at once took ten connections: nothing was pipelined behind another request.
       expect(counts1.connections).toBe(10);
@@ -502,7 +495,7 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
     } finally {
       await agent.close();
       plain.closeAllConnections();
-      await new Promise((resolve) => plain.close(resolve));
+      await closeServer(plain);
     }
   });
 });
@@ -548,15 +541,13 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
     const port = await listen(server);
     const agent = createUpstreamAgent({ http2: true, tls: { ca: tls.cert } });
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 50 }, async () => readAll(await post(agent, `https://127.0.0.1:${port}/stream?events=3`))),
-      );
+      const answers = await burst(agent, `https://127.0.0.1:${port}/stream?events=3`, 50);
       expect(new Set(answers)).toEqual(new Set([expectedStream(3)]));
       expect(counts.connections).toBe(1);
       expect(counts.maxOnOneConnection).toBe(50);
     } finally {
       await agent.close();
-      await new Promise((resolve) => server.close(resolve));
+      await closeServer(server);
     }
   });
 
@@ -577,7 +568,7 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
       expect(connections).toBeLessThanOrEqual(1); // the client may hang up before the server saw the handshake end
     } finally {
       await agent.close();
-      await new Promise((resolve) => server.close(resolve));
+      await closeServer(server);
     }
   });
 
@@ -603,7 +594,7 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
     } finally {
       await agent.close();
       server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await closeServer(server);
     }
   });
 });

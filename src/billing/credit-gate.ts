@@ -17,10 +17,10 @@
  * against the snapshot alone, and the free-model limit (`limits.free_models.on_store_error`) decides.
  * Without a snapshot (database down and nothing cached) everything fails closed.
  */
-import { LiveList, type LiveNode } from '../core/live-list.js';
 import { randomBytes } from 'node:crypto';
 import { TollgateError, isTollgateError } from '../core/errors.js';
 import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
+import { LiveList, type LiveNode } from '../core/live-list.js';
 import { fleetShare, type FleetView } from '../core/fleet.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import { unitsToUsd, type Units } from '../core/money.js';

@@ -4,7 +4,6 @@
  * the API's error record, request metrics, the 404/405 answer, and the set of route handlers in flight
  * (shutdown waits for them before draining the settler).
  */
-import { LiveList } from '../core/live-list.js';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -15,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import type { ServerConfig } from '../config/server-schema.js';
 import { TollgateError } from '../core/errors.js';
+import { LiveList } from '../core/live-list.js';
 import { lazyChildLoggerFactory } from './lazy-logger.js';
 import { loggableUrl } from './loggable-url.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -63,6 +63,7 @@ describe('settler with a charge journal', () => {
   it('store up: outcomes as before, journal entries done', async () => {
     const { store, committed } = scriptedStore();
     const settler = new Settler({ store, journal, log: quietLog });
+    const syncsBefore = journal.syncs;
     const outcomes = await Promise.all([
       settler.settle(journalSettlement('a', 1n)),
       settler.settle(journalSettlement('b', 2n)),
@@ -73,8 +74,23 @@ describe('settler with a charge journal', () => {
     ]);
     expect([...committed.keys()].sort()).toEqual(['a', 'b']);
     await settler.drain();
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the done marker follows the journal's own sync
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the done marker follows the charges' write
     expect(journal.depth).toBe(0);
+    // Committed by the store at once: the journal's copy was written, never fsync'd.
+    expect(journal.syncs).toBe(syncsBefore);
+  });
+
+  it("store slower than journalSyncAfterMs: the journal entry is fsync'd while the store still works on it", async () => {
+    const { store, committed, state } = scriptedStore();
+    const settler = new Settler({ store, journal, log: quietLog, journalSyncAfterMs: 10 });
+    state.behaviour = 'slow';
+    const syncsBefore = journal.syncs;
+    const settling = settler.settle(journalSettlement('late', 3n));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(journal.syncs).toBe(syncsBefore + 1);
+    expect(committed.has('late')).toBe(false);
+    state.release!();
+    expect(await settling).toEqual({ id: 'late', applied: true });
   });
 
   it('store down: the caller is answered once the charge is journaled; the backlog applies it when the store returns', async () => {
@@ -82,10 +98,13 @@ describe('settler with a charge journal', () => {
     const health = new StoreHealth(Date.now);
     const settler = new Settler({ store, journal, health, log: quietLog, backlogDelayMs: 10, backlogMaxDelayMs: 20 });
     state.behaviour = 'down';
+    const syncsBefore = journal.syncs;
     const outcome = await settler.settle(journalSettlement('d', 5n));
     expect(outcome.applied).toBe(false);
     expect(outcome.deferred).toBeInstanceOf(Promise);
     expect(journal.depth).toBe(1);
+    // Standing in for the store: fsync'd before the caller was answered (the store failed at once).
+    expect(journal.syncs).toBe(syncsBefore + 1);
     expect(health.writesFailing).toBe(true);
     state.behaviour = 'ok';
     expect(await outcome.deferred).toEqual({ id: 'd', applied: true });

@@ -1,10 +1,12 @@
 /**
- * The charge journal: a local append-only file where every charge is made durable (fsync) before
- * the caller hears "done", whether or not the store answers. Entries are applied to the store by the
- * settler (idempotently, on the generation id) and removed only after their charge is committed.
+ * The charge journal: a local append-only file where every charge is written before the caller
+ * hears "done", and made durable (fsync) whenever the store has not committed it by then (see
+ * billing/settler.ts). Entries are applied to the store by the settler (idempotently, on the
+ * generation id) and removed only after their charge is committed.
  *
- * - Group commit: appends queued while a write is in flight go out together, one `fdatasync` per
- *   batch; the write and the sync run on libuv's thread pool, so the event loop never blocks on disk.
+ * - Group commit: appends queued while a write is in flight go out together, with one `fdatasync`
+ *   when any of them asks for it; the write and the sync run on libuv's thread pool, so the event
+ *   loop never blocks on disk.
  * - Positional writes at the end of the verified prefix: a write that failed half-way is simply
  *   overwritten by the next one, so whole records always form a prefix of the file (see journal-codec).
  * - Compaction rewrites the live entries into a fresh file (temp file, fsync, rename, fsync of the
@@ -57,6 +59,7 @@ interface Waiter {
 
 const DEFAULT_COMPACT_MIN_BYTES = 4 * 1024 * 1024;
 const PROBE_BLOCK = Buffer.alloc(16 * 1024);
+const EMPTY = Buffer.alloc(0);
 
 function fsyncDirectory(path: string): void {
   try {
@@ -183,12 +186,17 @@ export class ChargeJournal {
     return this.entries.has(id);
   }
 
-  /** Makes the charges durable; resolves after the fsync of their batch. */
-  async appendCharges(settlements: readonly Settlement[]): Promise<void> {
+  /**
+   * Journals the charges; resolves once they are in the file — written to the kernel, so they
+   * outlive this process (`kill -9` included) — and, unless `sync: false`, after the fdatasync of
+   * their batch, so they outlive the machine too. Unsynced charges become durable with the next
+   * sync of the file (`sync()`, or any synced write: each flushes everything written before it).
+   */
+  async appendCharges(settlements: readonly Settlement[], options: { sync?: boolean } = {}): Promise<void> {
     const at = this.options.now();
     const records = settlements.map((s) => ({ t: 'charge', s, at }) as const);
     const buffers = records.map(encodeRecord); // once: written, and sized for compaction
-    await this.writeEncoded(buffers, true);
+    await this.writeEncoded(buffers, options.sync ?? true);
     records.forEach((record, i) =>
       this.track({ id: record.s.generation.id, kind: 'charge', settlement: record.s, at, bytes: buffers[i]!.length }),
     );
@@ -201,6 +209,11 @@ export class ChargeJournal {
     const record = { t: 'checkpoint', s: settlement, at: previous?.at ?? this.options.now() } as const;
     await this.write([record], true);
     if (this.entries.get(settlement.generation.id)?.kind !== 'charge') this.track(this.entryOf(record));
+  }
+
+  /** Makes everything written to the journal so far durable (one fdatasync, after the writes queued before it). */
+  sync(): Promise<void> {
+    return this.writeEncoded([EMPTY], true);
   }
 
   /**

@@ -9,6 +9,13 @@
  * is unavailable (or slower than `storeWaitMs`), the journaled charges count as done for the caller
  * (`deferred` says when the store has them) and the backlog applies them, idempotently on the
  * generation id, as soon as the store answers — and at boot for what an earlier process left.
+ *
+ * The journal's copy is written at once (in the kernel's hands it outlives this process, `kill -9`
+ * included) but fsync'd only when it may have to stand in for the store: when the store refuses or
+ * fails the batch, or has not committed it within `journalSyncAfterMs`. A batch the store commits
+ * promptly is durable in the store, and its journal entries are done before they could matter; not
+ * syncing them keeps the journal's fdatasync from queueing on the disk beside the store's own fsync
+ * (on the embedded store, the same disk), which was a third of the wait for a charge at 500 req/s.
  * Without a journal (unit tests of buildApp), a batch is retried for a few seconds and then fails.
  */
 import type { Logger } from '../observability/logger.js';
@@ -54,6 +61,8 @@ export interface SettlerOptions {
   log?: Pick<Logger, 'warn' | 'error' | 'info'>;
   /** With a journal: how long a caller waits for the store before its journaled charge counts as done. Default 3000. */
   storeWaitMs?: number;
+  /** With a journal: how long the store may take to commit a batch before its journal entries are fsync'd anyway. Default 50. */
+  journalSyncAfterMs?: number;
   /** Backlog retry delay bounds (doubling). Defaults 200 ms and 5 s. */
   backlogDelayMs?: number;
   backlogMaxDelayMs?: number;
@@ -162,15 +171,31 @@ export class Settler {
   private async commitJournaled(batch: Pending[]): Promise<void> {
     const journal = this.journal!;
     const settlements = batch.map((p) => p.settlement);
-    const journaled = journal.appendCharges(settlements).then(
+    const journaled = journal.appendCharges(settlements, { sync: false }).then(
       () => true,
       (error: unknown) => {
         this.options.log?.error({ err: error }, 'could not write charges to the charge journal');
         return false;
       },
     );
+    // Only a journal entry that may stand in for the store is fsync'd (see the header).
+    let synced: Promise<boolean> | null = null;
+    const durable = (): Promise<boolean> =>
+      (synced ??= journaled.then(
+        (written) =>
+          written &&
+          journal.sync().then(
+            () => true,
+            (error: unknown) => {
+              this.options.log?.error({ err: error }, 'could not sync the charge journal');
+              return false;
+            },
+          ),
+      ));
+    const slow = setTimeout(() => void durable(), this.options.journalSyncAfterMs ?? 50);
     const storing = this.storeAttempt(settlements);
     const waited = await this.withinWait(storing);
+    clearTimeout(slow);
 
     if (waited && waited.ok) {
       this.committed(settlements, waited.outcomes);
@@ -180,7 +205,7 @@ export class Settler {
     }
     if (waited && !isStoreUnavailable(waited.error)) {
       // The store answered and refused the batch: settle each alone so only the bad charge fails.
-      if (!(await journaled)) {
+      if (!(await durable())) {
         await this.commit(batch);
         return;
       }
@@ -188,7 +213,7 @@ export class Settler {
       return;
     }
     if (waited) this.options.health?.failed(waited.error, 'write');
-    if (!(await journaled)) {
+    if (!(await durable())) {
       // Neither the store nor the journal holds these charges: the old way, retries then an error.
       const late = waited ? null : await storing;
       if (late && late.ok) {

@@ -113,6 +113,17 @@ describe('settler with a charge journal', () => {
     expect(health.inOutage).toBe(false);
   });
 
+  it('journal written but its sync fails, store down: the caller gets the error and the journal keeps no copy to replay', async () => {
+    const { store, state } = scriptedStore();
+    const settler = new Settler({ store, journal, log: quietLog, retries: 0 });
+    state.behaviour = 'down';
+    // Fault injection: the disk takes the write and refuses the sync (EIO on fdatasync).
+    journal.sync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    await expect(settler.settle(journalSettlement('lost', 9n))).rejects.toMatchObject({ code: 'store.unavailable' });
+    expect(journal.depth).toBe(0);
+    expect(journal.has('lost')).toBe(false);
+  });
+
   it('store slower than storeWaitMs: deferred; the attempt still in flight commits it, and it is applied once', async () => {
     const { store, committed, state } = scriptedStore();
     const settler = new Settler({ store, journal, log: quietLog, storeWaitMs: 20, backlogDelayMs: 10 });

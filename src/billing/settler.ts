@@ -15,7 +15,8 @@
  * fails the batch, or has not committed it within `journalSyncAfterMs`. A batch the store commits
  * promptly is durable in the store, and its journal entries are done before they could matter; not
  * syncing them keeps the journal's fdatasync from queueing on the disk beside the store's own fsync
- * (on the embedded store, the same disk), which was a third of the wait for a charge at 500 req/s.
+ * (on the embedded store, the same disk), which was a fifth to a third of the wait for a charge at
+ * 500 req/s.
  * Without a journal (unit tests of buildApp), a batch is retried for a few seconds and then fails.
  */
 import type { Logger } from '../observability/logger.js';
@@ -196,6 +197,15 @@ export class Settler {
     const storing = this.storeAttempt(settlements);
     const waited = await this.withinWait(storing);
     clearTimeout(slow);
+    /**
+     * The journal cannot stand in (its write or its sync failed): the store alone decides, as without
+     * a journal. A copy that was written is dropped either way — committed, or failed to its caller,
+     * it must not be applied by a later start.
+     */
+    const withoutJournal = async (settle: () => Promise<void>): Promise<void> => {
+      await settle();
+      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
+    };
 
     if (waited && waited.ok) {
       this.committed(settlements, waited.outcomes);
@@ -206,7 +216,7 @@ export class Settler {
     if (waited && !isStoreUnavailable(waited.error)) {
       // The store answered and refused the batch: settle each alone so only the bad charge fails.
       if (!(await durable())) {
-        await this.commit(batch);
+        await withoutJournal(() => this.commit(batch));
         return;
       }
       for (const pending of batch) await this.commitAloneJournaled(pending);
@@ -215,13 +225,15 @@ export class Settler {
     if (waited) this.options.health?.failed(waited.error, 'write');
     if (!(await durable())) {
       // Neither the store nor the journal holds these charges: the old way, retries then an error.
-      const late = waited ? null : await storing;
-      if (late && late.ok) {
-        this.committed(settlements, late.outcomes);
-        batch.forEach((p, i) => p.resolve(late.outcomes[i]!));
-        return;
-      }
-      await this.commit(batch);
+      await withoutJournal(async () => {
+        const late = waited ? null : await storing;
+        if (late && late.ok) {
+          this.committed(settlements, late.outcomes);
+          batch.forEach((p, i) => p.resolve(late.outcomes[i]!));
+          return;
+        }
+        await this.commit(batch);
+      });
       return;
     }
     // Durable in the journal: done for the caller; the store gets them later.

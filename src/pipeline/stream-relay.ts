@@ -252,6 +252,8 @@ async function pump(
       }
       result.generated += generatedText(choice.delta);
       if (choice.finish_reason !== null) {
+        // The answer is complete: what may follow is its usage, which a caller leaving now must not cut.
+        if (!finished) segment.stream.outliveCaller();
         finished = true;
         progress.finishReason = choice.finish_reason;
         progress.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
@@ -273,7 +275,13 @@ async function pump(
   try {
     for (const event of segment.held) await forward(event);
     end = await segment.stream.read((event) => {
-      if (sink.closed) return STOP;
+      if (sink.closed) {
+        // The caller left. A finished answer is read on (nothing is written) for the usage the
+        // upstream reports after it, so the charge is the provider's count rather than an estimate.
+        if (!finished) return STOP;
+        if (event.usage) result.usage = event.usage;
+        return undefined;
+      }
       const wait = forward(event);
       return wait === null ? undefined : wait;
     }, onMalformed);
@@ -296,8 +304,9 @@ async function pump(
       metadata: { error_type: 'invalid_response' },
     });
   } else if (thrown) {
-    if (finished && !sink.closed && !ctx.signal.aborted) {
-      // The answer was complete; only the trailing usage/[DONE] went missing: finalise normally.
+    if (finished) {
+      // The answer was complete; only the trailing usage/[DONE] went missing (the upstream stalled
+      // or broke after it, shutdown came, or the caller left): finalise normally.
       segment.stream.abort('shutdown');
       return result;
     }
@@ -325,7 +334,8 @@ async function pump(
             });
     }
   }
-  if (sink.closed) result.cancelled = true;
+  // A caller who left after the answer was complete did not cut it off.
+  if (sink.closed && !finished) result.cancelled = true;
   if (!result.cancelled && !result.failure && end.kind !== 'done' && progress.finishReason === null) {
     result.fault = 'invalid_response';
     result.failure = new TollgateError(

@@ -55,12 +55,16 @@ class AttemptScope {
   private timer: NodeJS.Timeout | null = null;
   private timerAt = 0;
   private readonly unlink: () => void;
+  /** The caller's leaving no longer ends the attempt (`outliveCaller`); shutdown still does. */
+  private outlivesCaller = false;
 
   constructor(callerSignal: CancelSignal) {
-    const onAbort = () =>
-      this.signal.abort(
-        callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed'),
-      );
+    const onAbort = () => {
+      const reason =
+        callerSignal.reason instanceof AttemptAbort ? callerSignal.reason : new AttemptAbort('client_closed');
+      if (this.outlivesCaller && reason.reason === 'client_closed') return;
+      this.signal.abort(reason);
+    };
     if (callerSignal.aborted) onAbort();
     callerSignal.addEventListener('abort', onAbort, { once: true });
     this.unlink = () => callerSignal.removeEventListener('abort', onAbort);
@@ -89,6 +93,10 @@ class AttemptScope {
     if (performance.now() >= this.deadline) this.signal.abort(new AttemptAbort(this.deadlineReason));
     else this.schedule(this.deadline);
   };
+
+  outliveCaller(): void {
+    this.outlivesCaller = true;
+  }
 
   disarm(): void {
     this.deadline = null;
@@ -263,6 +271,7 @@ export async function attemptStream(
     signal: scope.signal,
     abort: (reason: AbortReason) => scope.signal.abort(new AttemptAbort(reason)),
     onClose: () => scope.close(),
+    outliveCaller: () => scope.outliveCaller(),
     health: { registry: deps.health, key: planned.healthKey, attemptStartedAt: deps.now() },
   };
   let committed = false;

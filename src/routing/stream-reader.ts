@@ -50,6 +50,12 @@ export interface UpstreamStreamControl {
   abort(reason: AbortReason): void;
   /** Runs once when the stream is done with (read to its end, or closed): releases the attempt's timers. */
   onClose?(): void;
+  /**
+   * From now on the caller going away does not end the upstream request (a shutdown while the caller
+   * is there still does, and the idle budget bounds every wait): a finished answer's trailing usage
+   * is still read.
+   */
+  outliveCaller?(): void;
   /** Where a committed stream's outcome is reported (`reportEnd`). */
   health?: { registry: HealthRegistry; key: string; attemptStartedAt: number };
 }
@@ -158,6 +164,11 @@ export class UpstreamStream {
   /** Ends the upstream request (its body reads fail from then on). */
   abort(reason: AbortReason): void {
     this.control.abort(reason);
+  }
+
+  /** See `UpstreamStreamControl.outliveCaller`. */
+  outliveCaller(): void {
+    this.control.outliveCaller?.();
   }
 
   /** Done with it: what is left of the body is drained (the connection goes back to the pool) or dropped. */

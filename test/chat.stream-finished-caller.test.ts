@@ -1,0 +1,91 @@
+/**
+ * A caller that closes its connection as soon as it has the chunk carrying `finish_reason` (the
+ * answer is complete) while the upstream's usage chunk is still on its way.
+ */
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForGeneration, type TestGateway } from './helpers/gateway.js';
+import {
+  DONE,
+  ID,
+  chunk,
+  startGatewayWith,
+  startScriptedUpstream,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
+
+const MESSAGES = [{ role: 'user', content: 'hi' }];
+let up: ScriptedUpstream;
+let gw: TestGateway;
+let key: string;
+
+/** The upstream's own count: 12 prompt tokens, 900 completion tokens of which 880 hidden reasoning. */
+const USAGE = `data: ${JSON.stringify({
+  id: ID,
+  object: 'chat.completion.chunk',
+  created: 1700000000,
+  model: 'up-model',
+  choices: [],
+  usage: {
+    prompt_tokens: 12,
+    completion_tokens: 900,
+    total_tokens: 912,
+    completion_tokens_details: { reasoning_tokens: 880 },
+  },
+})}\n\n`;
+
+beforeAll(async () => {
+  up = await startScriptedUpstream();
+  up.scripts.set('finish-then-usage', () => [
+    { write: chunk({ role: 'assistant', content: '' }) },
+    { write: chunk({ content: 'The answer is 42.' }) },
+    { write: chunk({}, 'stop') },
+    { wait: 300 }, // the usage chunk follows the finish chunk a little later
+    { write: USAGE + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['finish-then-usage']);
+  key = (await gw.createKey(await gw.createAccount(10))).key;
+});
+afterAll(async () => {
+  await gw.close();
+  await up.close();
+});
+
+describe('caller leaves after the finish chunk', () => {
+  it('charges the upstream-reported usage of a finished answer, not an estimate of its visible text', async () => {
+    const id = await new Promise<string>((resolve) => {
+      const req = httpRequest(
+        `${gw.api}/chat/completions`,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (t: string) => {
+            text += t;
+            if (text.includes('"finish_reason":"stop"')) {
+              req.destroy(); // the caller has the whole answer and leaves
+              resolve(String(res.headers['x-generation-id']));
+            }
+          });
+          res.on('error', () => undefined);
+        },
+      );
+      req.on('error', () => undefined);
+      req.end(JSON.stringify({ model: 'scripted/finish-then-usage', messages: MESSAGES, stream: true }));
+    });
+    const g = await waitForGeneration(gw, id, key, 5000);
+    expect(g.status).toBe(200);
+    const { tokens_completion, usage_estimated, finish_reason, cancelled } = g.json.data;
+    // The upstream reported (and bills) 900 completion tokens for this finished answer.
+    expect({ tokens_completion, usage_estimated, finish_reason, cancelled }).toEqual({
+      tokens_completion: 900,
+      usage_estimated: false,
+      finish_reason: 'stop',
+      cancelled: expect.any(Boolean),
+    });
+  });
+});

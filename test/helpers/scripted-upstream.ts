@@ -1,0 +1,160 @@
+/**
+ * A scripted OpenAI-compatible upstream (tests): its streamed answer is a script chosen by the
+ * upstream model name; `startGatewayWith` puts a real test gateway in front of it.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTestGateway, type TestGateway } from './gateway.js';
+import { sqliteTarget } from './store-targets.js';
+
+export type Step = { write: string } | { wait: number } | { close: true } | { hang: true };
+export type Script = (req: { body: any; res: ServerResponse; log: UpstreamLog }) => Step[];
+
+export interface UpstreamLog {
+  requests: number;
+  bytesWritten: number;
+  closedAt: number | null;
+  finishedWriting: boolean;
+  blockedWrites: number;
+}
+
+export interface ScriptedUpstream {
+  url: string;
+  scripts: Map<string, Script>;
+  logs: Map<string, UpstreamLog[]>;
+  close(): Promise<void>;
+}
+
+export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
+  const scripts = new Map<string, Script>();
+  const logs = new Map<string, UpstreamLog[]>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d.toString()));
+    req.on('end', async () => {
+      const body = JSON.parse(raw || '{}');
+      const script = scripts.get(body.model);
+      const log: UpstreamLog = {
+        requests: 1,
+        bytesWritten: 0,
+        closedAt: null,
+        finishedWriting: false,
+        blockedWrites: 0,
+      };
+      logs.set(body.model, [...(logs.get(body.model) ?? []), log]);
+      res.on('close', () => (log.closedAt = Date.now()));
+      if (!script) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `no script ${body.model}` } }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const step of script({ body, res, log })) {
+        if (res.destroyed) return;
+        if ('write' in step) {
+          log.bytesWritten += Buffer.byteLength(step.write);
+          if (!res.write(step.write)) {
+            log.blockedWrites++;
+            await new Promise<void>((r) => {
+              const done = () => {
+                res.off('drain', done);
+                res.off('close', done);
+                r();
+              };
+              res.on('drain', done);
+              res.on('close', done);
+            });
+          }
+        } else if ('wait' in step) await new Promise((r) => setTimeout(r, step.wait));
+        else if ('close' in step) {
+          res.destroy();
+          return;
+        } else if ('hang' in step) return;
+      }
+      log.finishedWriting = true;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    scripts,
+    logs,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export const ID = 'chatcmpl-up';
+
+/** An OpenAI-style chunk as OpenAI writes it. */
+export function chunk(
+  delta: Record<string, unknown>,
+  finish: string | null = null,
+  extra: Record<string, unknown> = {},
+) {
+  return `data: ${JSON.stringify({
+    id: ID,
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'up-model',
+    system_fingerprint: 'fp_up',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    usage: null,
+    ...extra,
+  })}\n\n`;
+}
+
+export function usageChunk(prompt = 10, completion = 5) {
+  return `data: ${JSON.stringify({
+    id: ID,
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'up-model',
+    system_fingerprint: 'fp_up',
+    choices: [],
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  })}\n\n`;
+}
+
+export const DONE = 'data: [DONE]\n\n';
+
+export async function startGatewayWith(
+  upstream: ScriptedUpstream,
+  models: string[],
+  options: { idleMs?: number; keepAliveMs?: number; extraEndpoints?: boolean; journalDir?: string } = {},
+): Promise<TestGateway> {
+  return startTestGateway({
+    target: sqliteTarget,
+    ...(options.journalDir ? { journalDir: options.journalDir } : {}),
+    configure: (file) => {
+      file.providers.push({
+        id: 'scripted',
+        name: 'Scripted',
+        kind: 'openai',
+        base_url: upstream.url,
+        api_key: 'k',
+        timeouts: { connect_ms: 2000, first_token_ms: 5000, idle_ms: options.idleMs ?? 5000, response_ms: 60_000 },
+      });
+      if (options.keepAliveMs) file.server.keep_alive_interval_ms = options.keepAliveMs;
+      for (const m of models)
+        (file.models as unknown[]).push({
+          id: `scripted/${m}`,
+          name: m,
+          context_length: 8192,
+          endpoints: [
+            {
+              provider: 'scripted',
+              model: m,
+              pricing: { prompt: '0.000001', completion: '0.000002' },
+              max_completion_tokens: 1024,
+            },
+          ],
+        });
+    },
+  });
+}

@@ -3,6 +3,7 @@
  * which failures move on to the next endpoint, and what the caller gets when every attempt failed
  * (docs/api.md).
  */
+import { errors } from 'undici';
 import { TollgateError, type ErrorType } from '../core/errors.js';
 import type { UpstreamFailure } from '../providers/types.js';
 import type { PlannedAttempt } from './plan.js';
@@ -27,6 +28,17 @@ export function failureFromThrown(error: unknown, signal: CancelState): Upstream
       type: 'timeout',
       status: null,
       message: `Provider timed out (${reason.replace('_', ' ')})`,
+      providerCode: null,
+      retryAfterMs: null,
+      raw: null,
+    };
+  }
+  if (isHttpParserError(error)) {
+    // A status line, header or chunk framing undici could not parse: the provider's answer is broken.
+    return {
+      type: 'invalid_response',
+      status: null,
+      message: 'Invalid response from provider: malformed HTTP',
       providerCode: null,
       retryAfterMs: null,
       raw: null,
@@ -94,7 +106,7 @@ export function isTransportError(error: unknown, signal: CancelState): boolean {
   if (signal.aborted || error instanceof AttemptAbort) return true;
   for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 3; depth++) {
     const { code, name } = current as { code?: unknown; name?: unknown };
-    if (name === 'AbortError') return true;
+    if (name === 'AbortError' || isHttpParserError(current)) return true;
     if (
       typeof code === 'string' &&
       (code.startsWith('UND_ERR') ||
@@ -108,6 +120,11 @@ export function isTransportError(error: unknown, signal: CancelState): boolean {
     current = (current as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/** undici's error for an answer that is not HTTP it can parse (it has no `code`). */
+function isHttpParserError(error: unknown): boolean {
+  return error instanceof errors.HTTPParserError || (error as { name?: unknown } | null)?.name === 'HTTPParserError';
 }
 
 /** Failures another endpoint may not have. The caller's own faults and policy rejections do not move on. */

@@ -309,19 +309,19 @@ function oversized(error: SseLimitError): UpstreamFailure {
 }
 
 const DRAIN_LIMIT_BYTES = 64 * 1024;
+/** How long the rest of a body may take to arrive, all of it: a body that trickles on is dropped. */
 const DRAIN_WAIT_MS = 1000;
 
+/**
+ * Reads what is left of a body so its keep-alive connection can be reused: up to DRAIN_LIMIT_BYTES
+ * within DRAIN_WAIT_MS overall; past either, the request is aborted (`return()` settles a waiting read).
+ */
 async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
+  const timer = setTimeout(() => void iterator.return?.(), DRAIN_WAIT_MS);
   let bytes = 0;
   try {
     for (;;) {
-      const timer = setTimeout(() => void iterator.return?.(), DRAIN_WAIT_MS);
-      let next: IteratorResult<Uint8Array>;
-      try {
-        next = await iterator.next();
-      } finally {
-        clearTimeout(timer);
-      }
+      const next = await iterator.next();
       if (next.done) return;
       bytes += next.value.byteLength;
       if (bytes > DRAIN_LIMIT_BYTES) {
@@ -331,6 +331,8 @@ async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
     }
   } catch {
     // Aborted or reset: nothing left to release.
+  } finally {
+    clearTimeout(timer);
   }
 }
 

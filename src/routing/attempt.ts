@@ -279,7 +279,15 @@ export async function attemptStream(
     scope.arm(timeouts.connect_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.signal);
     if (response.status < 200 || response.status >= 300) {
-      const text = await readBounded(response.body);
+      // The status is in: its body gets the idle budget (not what is left of the connect budget), and
+      // one that does not come in time, or breaks, leaves the status and headers to say what failed.
+      scope.arm(timeouts.idle_ms, 'idle_timeout');
+      let text = '';
+      try {
+        text = await readBounded(response.body);
+      } catch (error) {
+        if (scope.cancelled) return failed(scope, error);
+      }
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
     }
     if (isJson(response.headers)) {

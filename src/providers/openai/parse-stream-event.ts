@@ -1,5 +1,5 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
-import type { ChunkChoice, StreamEvent } from '../types.js';
+import type { ChunkChoice, StreamEvent, UpstreamFailure } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
 import { parseOpenAiUsage } from './usage.js';
@@ -17,6 +17,8 @@ export function parseOpenAiStreamEvent(data: string, event: string | null): Stre
     // Rare paths kept off the per-chunk fast path: padded [DONE], blank keep-alive data.
     const text = data.trim();
     if (text === '[DONE]') return { kind: 'done' };
+    // An `error` event whose reason is plain text is still the provider ending the stream with an error.
+    if (event === 'error') return { kind: 'error', failure: plainStreamError(text) };
     if (text === '') return { kind: 'ignore' };
     return { kind: 'malformed', reason: `stream event is not JSON: ${preview(text)}` };
   }
@@ -60,6 +62,17 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     });
   }
   return choices;
+}
+
+function plainStreamError(text: string): UpstreamFailure {
+  return {
+    type: 'server',
+    status: null,
+    message: text === '' ? 'upstream reported an error in the stream' : preview(text),
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
 }
 
 function preview(text: string): string {

@@ -1,6 +1,7 @@
 /**
- * A caller that closes its connection as soon as it has the chunk carrying `finish_reason` (the
- * answer is complete) while the upstream's usage chunk is still on its way.
+ * A caller that closes its connection as soon as it has a chunk carrying `finish_reason`: when every
+ * choice has finished (the answer is complete) the upstream's usage, still on its way, is read and
+ * charged; when another choice is still being written, the answer is cut as before.
  */
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,7 +44,18 @@ beforeAll(async () => {
     { wait: 300 }, // the usage chunk follows the finish chunk a little later
     { write: USAGE + DONE },
   ]);
-  gw = await startGatewayWith(up, ['finish-then-usage']);
+  // Two choices (`n: 2`): the first finishes while the second is still being written.
+  const second = (delta: Record<string, unknown>, finish: string | null = null) =>
+    chunk({}, null, { choices: [{ index: 1, delta, logprobs: null, finish_reason: finish }] });
+  up.scripts.set('two-choices', () => [
+    { write: chunk({ role: 'assistant', content: 'One.' }) + second({ role: 'assistant', content: 'Two' }) },
+    { write: chunk({}, 'stop') },
+    { wait: 300 },
+    { write: second({ content: ' and more' }) },
+    { wait: 300 },
+    { write: second({}, 'stop') + USAGE + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['finish-then-usage', 'two-choices']);
   key = (await gw.createKey(await gw.createAccount(10))).key;
 });
 afterAll(async () => {
@@ -51,32 +63,37 @@ afterAll(async () => {
   await up.close();
 });
 
+/** Streams `model` and closes the connection as soon as a chunk with `finish_reason: "stop"` arrived; the generation id. */
+function leaveOnFinish(model: string): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const req = httpRequest(
+      `${gw.api}/chat/completions`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (t: string) => {
+          text += t;
+          if (text.includes('"finish_reason":"stop"')) {
+            req.destroy(); // the caller has the whole answer and leaves
+            resolve(String(res.headers['x-generation-id']));
+          }
+        });
+        res.on('error', () => undefined);
+      },
+    );
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ model, messages: MESSAGES, stream: true }));
+  });
+}
+
 describe('caller leaves after the finish chunk', () => {
   it('charges the upstream-reported usage of a finished answer, not an estimate of its visible text', async () => {
-    const id = await new Promise<string>((resolve) => {
-      const req = httpRequest(
-        `${gw.api}/chat/completions`,
-        {
-          method: 'POST',
-          agent: false,
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (t: string) => {
-            text += t;
-            if (text.includes('"finish_reason":"stop"')) {
-              req.destroy(); // the caller has the whole answer and leaves
-              resolve(String(res.headers['x-generation-id']));
-            }
-          });
-          res.on('error', () => undefined);
-        },
-      );
-      req.on('error', () => undefined);
-      req.end(JSON.stringify({ model: 'scripted/finish-then-usage', messages: MESSAGES, stream: true }));
-    });
+    const id = await leaveOnFinish('scripted/finish-then-usage');
     const g = await waitForGeneration(gw, id, key, 5000);
     expect(g.status).toBe(200);
     const { tokens_completion, usage_estimated, finish_reason, cancelled } = g.json.data;
@@ -85,7 +102,17 @@ describe('caller leaves after the finish chunk', () => {
       tokens_completion: 900,
       usage_estimated: false,
       finish_reason: 'stop',
-      cancelled: expect.any(Boolean),
+      cancelled: false,
     });
+  });
+
+  it('cuts an answer one of whose choices is still open: upstream ended, charged for what was produced, recorded as cut off', async () => {
+    const id = await leaveOnFinish('scripted/two-choices');
+    const g = await waitForGeneration(gw, id, key, 5000);
+    expect(g.status).toBe(200);
+    expect(g.json.data.cancelled).toBe(true);
+    expect(g.json.data.usage_estimated).toBe(true); // the upstream's usage never came: it was cut before
+    const log = up.logs.get('two-choices')!.at(-1)!;
+    expect(log.finishedWriting).toBe(false);
   });
 });

@@ -234,6 +234,9 @@ async function pump(
   };
   observe?.(result);
   let finished = false;
+  /** Choices that began and have not finished (by index); the answer is complete once none is left. */
+  const open = new Set<number>();
+  let complete = false;
   /** Every chunk's fixed fields, serialised once (again only when the fingerprint first appears). */
   let head: string | null = null;
   let headFingerprint: string | null = null;
@@ -252,12 +255,16 @@ async function pump(
       }
       result.generated += generatedText(choice.delta);
       if (choice.finish_reason !== null) {
-        // The answer is complete: what may follow is its usage, which a caller leaving now must not cut.
-        if (!finished) segment.stream.outliveCaller();
         finished = true;
+        open.delete(choice.index);
         progress.finishReason = choice.finish_reason;
         progress.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
-      }
+      } else if (!complete) open.add(choice.index);
+    }
+    if (finished && !complete && open.size === 0) {
+      // Every choice finished: what may follow is the usage, which a caller leaving now must not cut.
+      complete = true;
+      segment.stream.outliveCaller();
     }
     if (head === null || headFingerprint !== progress.fingerprint) {
       headFingerprint = progress.fingerprint;
@@ -276,9 +283,9 @@ async function pump(
     for (const event of segment.held) await forward(event);
     end = await segment.stream.read((event) => {
       if (sink.closed) {
-        // The caller left. A finished answer is read on (nothing is written) for the usage the
+        // The caller left. A complete answer is read on (nothing is written) for the usage the
         // upstream reports after it, so the charge is the provider's count rather than an estimate.
-        if (!finished) return STOP;
+        if (!complete) return STOP;
         if (event.usage) result.usage = event.usage;
         return undefined;
       }
@@ -304,7 +311,7 @@ async function pump(
       metadata: { error_type: 'invalid_response' },
     });
   } else if (thrown) {
-    if (finished) {
+    if (complete) {
       // The answer was complete; only the trailing usage/[DONE] went missing (the upstream stalled
       // or broke after it, shutdown came, or the caller left): finalise normally.
       segment.stream.abort('shutdown');
@@ -335,7 +342,7 @@ async function pump(
     }
   }
   // A caller who left after the answer was complete did not cut it off.
-  if (sink.closed && !finished) result.cancelled = true;
+  if (sink.closed && !complete) result.cancelled = true;
   if (!result.cancelled && !result.failure && end.kind !== 'done' && progress.finishReason === null) {
     result.fault = 'invalid_response';
     result.failure = new TollgateError(

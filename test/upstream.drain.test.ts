@@ -1,10 +1,9 @@
 /**
- * Review: after [DONE] the reader drains what is left of the body "so the keep-alive connection
- * returns to the pool, or destroys the body when the upstream does not end promptly"
- * (stream-reader.ts, BodyEvents.return / drain). An upstream that keeps the response open after
- * [DONE] and trickles SSE comments is never cut on time: the 1 s wait restarts with every chunk and
- * only 64 KiB ends it, so the request (and its socket) stays open for as long as the trickle lasts,
- * and the agent's close() — what `tollgate serve` awaits on shutdown — waits for it.
+ * After [DONE] the reader drains what is left of the body so the keep-alive connection returns to
+ * the pool (stream-reader.ts, `drain`). An upstream that keeps the response open after [DONE] and
+ * trickles SSE comments must still be cut promptly: the drain has one overall deadline (it used to
+ * wait 1 s per chunk, so the request, its socket and the agent's close() — what `tollgate serve`
+ * awaits on shutdown — were held for as long as the trickle lasted).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

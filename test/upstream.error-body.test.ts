@@ -1,9 +1,9 @@
 /**
- * Review: attempt.ts reads an error answer's body (status ≥ 300) under the connect timer
- * (`connect_ms`, "connect + response headers"). An upstream that sends its status line and headers
- * and then is slow with (or never ends) the error body is classified as a timeout, not by its
- * status: a 400 ("the caller's fault, do not move on") fails over to other providers and counts
- * against the endpoint, and a 429's Retry-After is lost.
+ * An upstream that sends an error status and its headers at once and then is slow with the error
+ * body (here: longer than `connect_ms`). The status decides: a 400 ("the caller's fault, do not move
+ * on") reaches the caller instead of failing over as a timeout and counting against the endpoint,
+ * and a 429 keeps its Retry-After. (The body is read under a connect budget of its own; when it does
+ * not come in time, the status and headers classify the failure.)
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

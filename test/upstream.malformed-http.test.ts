@@ -1,7 +1,7 @@
 /**
- * Review: an upstream whose HTTP/1.1 response undici's parser rejects (a bad status line, a bad chunk
- * size mid-body) is the provider's fault, like a reset: it must fail over before the commit point and
- * end a committed stream as "provider connection lost", never as our own internal error.
+ * An upstream whose HTTP/1.1 response undici's parser rejects (a bad status line, a bad chunk size
+ * mid-body) is the provider's fault, like a reset: it fails over before the commit point and ends a
+ * committed stream as the provider's error, never as our own internal error.
  */
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

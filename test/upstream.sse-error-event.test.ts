@@ -1,9 +1,7 @@
 /**
- * Review: an SSE `event: error` whose data is not JSON (a plain-text reason, as some SSE servers and
- * proxies send) is an in-band error all the same (parse-stream-event.ts honours the event name only
- * after JSON.parse succeeded). Read as a malformed chunk, it is skipped: a stream that reports its
- * failure this way and keeps the connection open is only given up on when the stall timer fires,
- * and the provider's reason never reaches the caller.
+ * An SSE `event: error` whose data is not JSON (a plain-text reason, as some SSE servers and proxies
+ * send) is an in-band error all the same: the stream ends at once with the provider's reason, rather
+ * than the event being skipped as malformed until the stall timer fires.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

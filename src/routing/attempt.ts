@@ -279,9 +279,9 @@ export async function attemptStream(
     scope.arm(timeouts.connect_ms, 'connect_timeout');
     const response = await sendUpstream(deps.dispatcherFor(provider.id), request, scope.signal);
     if (response.status < 200 || response.status >= 300) {
-      // The status is in: its body gets the idle budget (not what is left of the connect budget), and
-      // one that does not come in time, or breaks, leaves the status and headers to say what failed.
-      scope.arm(timeouts.idle_ms, 'idle_timeout');
+      // The status is in: its body gets a connect budget of its own (not what is left of the first),
+      // and one that does not come in time, or breaks, leaves the status and headers to say what failed.
+      scope.arm(timeouts.connect_ms, 'connect_timeout');
       let text = '';
       try {
         text = await readBounded(response.body);

@@ -119,6 +119,12 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
   it('refuses bad input, inference keys and other accounts', async () => {
     expect((await call(gw, 'POST', '/byok', manager, { provider: 'nope', key: 'sk-1234567890' })).status).toBe(400);
     expect((await call(gw, 'POST', '/byok', manager, { provider: 'mock' })).status).toBe(400);
+    // A key that could not travel in a header (an inner newline, a space, a non-ASCII character).
+    for (const key of ['sk-1234\n567890', 'sk-1234 567890', 'sk-1234567890\u00e9']) {
+      const refused = await call(gw, 'POST', '/byok', manager, { provider: 'mock', key });
+      expect(refused.status, JSON.stringify(key)).toBe(400);
+      expect(refused.json.error.message).toMatch(/printable ASCII/);
+    }
     expect(
       (await call(gw, 'POST', '/byok', manager, { provider: 'mock', key: 'sk-1234567890', allowed_models: ['x/none'] }))
         .status,

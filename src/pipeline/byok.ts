@@ -28,7 +28,14 @@ const modelList = z.array(z.string().min(1)).max(1000).nullable();
 
 export const createByokSchema = z.strictObject({
   provider: z.string().min(1, 'provider is required'),
-  key: z.string().trim().min(8, 'key must be the provider API key').max(4096),
+  key: z
+    .string()
+    .trim()
+    .min(8, 'key must be the provider API key')
+    .max(4096)
+    // It travels in a request header: a control character or a space inside would be refused there
+    // (and read as the provider's failure), so it is refused here, where the caller can fix it.
+    .regex(/^[\x21-\x7e]+$/, 'key must be printable ASCII without spaces or control characters'),
   name: z.string().trim().max(200).nullable().optional(),
   disabled: z.boolean().optional(),
   is_fallback: z.boolean().optional(),

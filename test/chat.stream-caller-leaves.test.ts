@@ -1,4 +1,3 @@
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForGeneration, getJson, balanceUnits, toUnits, type TestGateway } from './helpers/gateway.js';
 import {
@@ -6,11 +5,10 @@ import {
   chunk,
   startGatewayWith,
   startScriptedUpstream,
+  streamAndLeave,
   usageChunk,
   type ScriptedUpstream,
 } from './helpers/scripted-upstream.js';
-
-const MESSAGES = [{ role: 'user', content: 'hi' }];
 
 let up: ScriptedUpstream;
 let gw: TestGateway;
@@ -40,30 +38,7 @@ afterAll(async () => {
 describe('caller leaves / stalls', () => {
   it('a caller who leaves while the upstream is quiet: upstream aborted, charged once', async () => {
     const before = await balanceUnits(gw, accountId);
-    const id = await new Promise<string>((resolve) => {
-      const req = httpRequest(
-        `${gw.api}/chat/completions`,
-        {
-          method: 'POST',
-          agent: false,
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (t: string) => {
-            text += t;
-            if (text.includes('two ')) {
-              setTimeout(() => req.destroy(), 200);
-              resolve(String(res.headers['x-generation-id']));
-            }
-          });
-          res.on('error', () => undefined);
-        },
-      );
-      req.on('error', () => undefined);
-      req.end(JSON.stringify({ model: 'scripted/pause', messages: MESSAGES, stream: true }));
-    });
+    const id = await streamAndLeave(gw, key, 'scripted/pause', 'two ', 200);
     const g = await waitForGeneration(gw, id, key, 8000);
     expect(g.status).toBe(200);
     expect(g.json.data.cancelled).toBe(true);

@@ -3,7 +3,6 @@
  * choice has finished (the answer is complete) the upstream's usage, still on its way, is read and
  * charged; when another choice is still being written, the answer is cut as before.
  */
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForGeneration, type TestGateway } from './helpers/gateway.js';
 import {
@@ -12,10 +11,10 @@ import {
   chunk,
   startGatewayWith,
   startScriptedUpstream,
+  streamAndLeave,
   type ScriptedUpstream,
 } from './helpers/scripted-upstream.js';
 
-const MESSAGES = [{ role: 'user', content: 'hi' }];
 let up: ScriptedUpstream;
 let gw: TestGateway;
 let key: string;
@@ -63,37 +62,9 @@ afterAll(async () => {
   await up.close();
 });
 
-/** Streams `model` and closes the connection as soon as a chunk with `finish_reason: "stop"` arrived; the generation id. */
-function leaveOnFinish(model: string): Promise<string> {
-  return new Promise<string>((resolve) => {
-    const req = httpRequest(
-      `${gw.api}/chat/completions`,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (t: string) => {
-          text += t;
-          if (text.includes('"finish_reason":"stop"')) {
-            req.destroy(); // the caller has the whole answer and leaves
-            resolve(String(res.headers['x-generation-id']));
-          }
-        });
-        res.on('error', () => undefined);
-      },
-    );
-    req.on('error', () => undefined);
-    req.end(JSON.stringify({ model, messages: MESSAGES, stream: true }));
-  });
-}
-
 describe('caller leaves after the finish chunk', () => {
   it('charges the upstream-reported usage of a finished answer, not an estimate of its visible text', async () => {
-    const id = await leaveOnFinish('scripted/finish-then-usage');
+    const id = await streamAndLeave(gw, key, 'scripted/finish-then-usage', '"finish_reason":"stop"');
     const g = await waitForGeneration(gw, id, key, 5000);
     expect(g.status).toBe(200);
     const { tokens_completion, usage_estimated, finish_reason, cancelled } = g.json.data;
@@ -107,7 +78,7 @@ describe('caller leaves after the finish chunk', () => {
   });
 
   it('cuts an answer one of whose choices is still open: upstream ended, charged for what was produced, recorded as cut off', async () => {
-    const id = await leaveOnFinish('scripted/two-choices');
+    const id = await streamAndLeave(gw, key, 'scripted/two-choices', '"finish_reason":"stop"');
     const g = await waitForGeneration(gw, id, key, 5000);
     expect(g.status).toBe(200);
     expect(g.json.data.cancelled).toBe(true);

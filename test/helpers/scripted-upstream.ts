@@ -2,7 +2,7 @@
  * A scripted OpenAI-compatible upstream (tests): its streamed answer is a script chosen by the
  * upstream model name; `startGatewayWith` puts a real test gateway in front of it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './gateway.js';
 import { sqliteTarget } from './store-targets.js';
@@ -156,5 +156,44 @@ export async function startGatewayWith(
           ],
         });
     },
+  });
+}
+
+/**
+ * A caller that streams `model` and closes its connection once the text received so far contains
+ * `seen` (after `afterMs`, when given); resolves the generation id at that point.
+ */
+export function streamAndLeave(
+  gw: TestGateway,
+  key: string,
+  model: string,
+  seen: string,
+  afterMs = 0,
+): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const req = httpRequest(
+      `${gw.api}/chat/completions`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        let leaving = false;
+        res.setEncoding('utf8');
+        res.on('data', (t: string) => {
+          text += t;
+          if (leaving || !text.includes(seen)) return;
+          leaving = true;
+          if (afterMs > 0) setTimeout(() => req.destroy(), afterMs);
+          else req.destroy();
+          resolve(String(res.headers['x-generation-id']));
+        });
+        res.on('error', () => undefined);
+      },
+    );
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream: true }));
   });
 }

@@ -7,15 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { startTestGateway, type TestGateway } from './gateway.js';
 import { sqliteTarget } from './store-targets.js';
 
-export type Step = { write: string } | { wait: number } | { close: true } | { hang: true };
-export type Script = (req: { body: any; res: ServerResponse; log: UpstreamLog }) => Step[];
+/** Write some text; pause; or leave the response open (nothing more is written). */
+export type Step = { write: string } | { wait: number } | { hang: true };
+export type Script = () => Step[];
 
+/** One request the upstream served: when its response closed, and whether its script ran to the end. */
 export interface UpstreamLog {
-  requests: number;
-  bytesWritten: number;
   closedAt: number | null;
   finishedWriting: boolean;
-  blockedWrites: number;
 }
 
 export interface ScriptedUpstream {
@@ -34,13 +33,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
     req.on('end', async () => {
       const body = JSON.parse(raw || '{}');
       const script = scripts.get(body.model);
-      const log: UpstreamLog = {
-        requests: 1,
-        bytesWritten: 0,
-        closedAt: null,
-        finishedWriting: false,
-        blockedWrites: 0,
-      };
+      const log: UpstreamLog = { closedAt: null, finishedWriting: false };
       logs.set(body.model, [...(logs.get(body.model) ?? []), log]);
       res.on('close', () => (log.closedAt = Date.now()));
       if (!script) {
@@ -49,12 +42,10 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const step of script({ body, res, log })) {
+      for (const step of script()) {
         if (res.destroyed) return;
         if ('write' in step) {
-          log.bytesWritten += Buffer.byteLength(step.write);
           if (!res.write(step.write)) {
-            log.blockedWrites++;
             await new Promise<void>((r) => {
               const done = () => {
                 res.off('drain', done);
@@ -66,10 +57,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
             });
           }
         } else if ('wait' in step) await new Promise((r) => setTimeout(r, step.wait));
-        else if ('close' in step) {
-          res.destroy();
-          return;
-        } else if ('hang' in step) return;
+        else if ('hang' in step) return;
       }
       log.finishedWriting = true;
       res.end();
@@ -110,15 +98,8 @@ export function chunk(
 }
 
 export function usageChunk(prompt = 10, completion = 5) {
-  return `data: ${JSON.stringify({
-    id: ID,
-    object: 'chat.completion.chunk',
-    created: 1700000000,
-    model: 'up-model',
-    system_fingerprint: 'fp_up',
-    choices: [],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-  })}\n\n`;
+  const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  return chunk({}, null, { choices: [], usage });
 }
 
 export const DONE = 'data: [DONE]\n\n';
@@ -126,11 +107,10 @@ export const DONE = 'data: [DONE]\n\n';
 export async function startGatewayWith(
   upstream: ScriptedUpstream,
   models: string[],
-  options: { idleMs?: number; keepAliveMs?: number; extraEndpoints?: boolean; journalDir?: string } = {},
+  options: { idleMs?: number } = {},
 ): Promise<TestGateway> {
   return startTestGateway({
     target: sqliteTarget,
-    ...(options.journalDir ? { journalDir: options.journalDir } : {}),
     configure: (file) => {
       file.providers.push({
         id: 'scripted',
@@ -140,7 +120,6 @@ export async function startGatewayWith(
         api_key: 'k',
         timeouts: { connect_ms: 2000, first_token_ms: 5000, idle_ms: options.idleMs ?? 5000, response_ms: 60_000 },
       });
-      if (options.keepAliveMs) file.server.keep_alive_interval_ms = options.keepAliveMs;
       for (const m of models)
         (file.models as unknown[]).push({
           id: `scripted/${m}`,

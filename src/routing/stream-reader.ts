@@ -239,6 +239,8 @@ class BodyEvents implements EventBatches {
   private finished = false;
   /** The read in flight, if any: `return()` drains only after it settled (the body has one reader). */
   private reading: Promise<unknown> | null = null;
+  /** The idle budget armed for the reads since the last one that brought (part of) an event. */
+  private disarm: (() => void) | null = null;
 
   constructor(private readonly options: StreamReaderOptions) {
     this.decoder = options.adapter.openStream?.() ?? options.adapter;
@@ -247,21 +249,36 @@ class BodyEvents implements EventBatches {
 
   next(): Promise<IteratorResult<readonly StreamEvent[], void>> {
     if (this.finished) return Promise.resolve(END);
-    const disarm = this.options.armIdle();
+    // A read that brought no part of an event (comment lines only: a keep-alive) leaves the budget
+    // running from where it was: silence is counted between events, so an upstream that sends
+    // comments and nothing else is given up on like a silent one.
+    this.disarm ??= this.options.armIdle();
     const read = this.iterator.next().then(
       (next) => {
         this.reading = null;
-        disarm();
-        return this.parse(next);
+        let progressed = true;
+        try {
+          const parsed = this.parse(next);
+          progressed = parsed.done === true || parsed.value.length > 0 || this.parser.midEvent;
+          return parsed;
+        } finally {
+          if (progressed) this.disarmIdle();
+        }
       },
       (error: unknown) => {
         this.reading = null;
-        disarm();
+        this.disarmIdle();
         throw error;
       },
     );
     this.reading = read;
     return read;
+  }
+
+  private disarmIdle(): void {
+    const disarm = this.disarm;
+    this.disarm = null;
+    disarm?.();
   }
 
   private parse(next: IteratorResult<Uint8Array>): IteratorResult<readonly StreamEvent[], void> {

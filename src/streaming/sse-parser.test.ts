@@ -198,4 +198,19 @@ describe('SseParser', () => {
     const parser = new SseParser({ maxLineLength: 100 });
     expect(() => parser.push(`${'data: 0123456789\n'.repeat(20)}\n`)).toThrow(SseLimitError);
   });
+
+  it('says when part of an event is in hand, and not for comments or blank lines', () => {
+    const parser = new SseParser();
+    expect(parser.midEvent).toBe(false);
+    parser.push(': keep-alive\n\n');
+    expect(parser.midEvent).toBe(false);
+    parser.push(': a comment not ended yet');
+    expect(parser.midEvent).toBe(false);
+    parser.push('\n\nda');
+    expect(parser.midEvent).toBe(true); // a field line under way
+    parser.push('ta: {"a":1}\n');
+    expect(parser.midEvent).toBe(true); // a data line waiting for its blank line
+    expect(parser.push('\n')).toHaveLength(1);
+    expect(parser.midEvent).toBe(false);
+  });
 });

@@ -39,6 +39,7 @@ export class SseLimitError extends Error {
 }
 
 const LF = 10;
+const COLON = 58;
 
 export class SseParser {
   /**
@@ -69,6 +70,15 @@ export class SseParser {
     this.onComment = options.onComment;
     this.dispatchIncompleteAtEnd = options.dispatchIncompleteAtEnd ?? false;
     this.maxLineLength = options.maxLineLength ?? DEFAULT_MAX_SSE_LINE;
+  }
+
+  /**
+   * Part of an event is in hand: data lines waiting for the blank line that ends their event, or a
+   * line not ended yet that is not a comment. What a stream sends that leaves this false (comment
+   * lines, blank lines) carries no event.
+   */
+  get midEvent(): boolean {
+    return this.dataLines.length > 0 || (this.linePieces.length > 0 && this.linePieces[0]!.charCodeAt(0) !== COLON);
   }
 
   /** Feed the next piece of the stream. Feed either bytes or strings for one stream, not both. */

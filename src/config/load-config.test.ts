@@ -67,6 +67,36 @@ models:
     }
   });
 
+  it('drops the trailing newline of a key read from a secret, and refuses what a request header cannot carry', () => {
+    const config = (key: string, headers: string) =>
+      loadConfig(
+        { TOLLGATE_CONFIG: 'x.yaml', KEY: key },
+        yaml(`
+providers:
+  - { id: up, name: Up, kind: openai, base_url: "https://up.example/v1", api_key: "\${KEY}", headers: ${headers} }
+models:
+  - id: up/m
+    name: M
+    context_length: 1000
+    endpoints: [{ provider: up, model: m, pricing: { prompt: "0", completion: "0" } }]
+`),
+      );
+    expect(config('sk-live-123\n', '{}').providers[0]?.api_key).toBe('sk-live-123');
+    const problems = (make: () => unknown): string => {
+      try {
+        make();
+      } catch (error) {
+        return (error as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    expect(problems(() => config('sk-live\n123', '{}'))).toContain('providers.0.api_key');
+    expect(problems(() => config('sk live', '{}'))).toContain('providers.0.api_key');
+    expect(problems(() => config('k', '{ "x-org": "a\\r\\nx-injected: 1" }'))).toContain('providers.0.headers');
+    expect(problems(() => config('k', '{ "bad name": "v" }'))).toContain('providers.0.headers');
+    expect(problems(() => config('k', '{ "x-org": "acme org" }'))).toBe('');
+  });
+
   it('rejects unreadable YAML with a clear message', () => {
     expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, yaml('providers: [unclosed'))).toThrow(ConfigError);
   });

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { nestedQuantifierProblem } from '../moderation/regex-safety.js';
+import { credentialSchema } from './header-schemas.js';
 
 /** Flags a pattern may carry. `g` and `y` are refused: they make `RegExp.test` stateful. */
 const FLAGS = /^[imsuv]*$/;
@@ -45,7 +46,7 @@ const endpointSchema = z
     /** Base URL of an OpenAI-compatible API; `POST {base_url}/moderations` is called. */
     base_url: z.string().url(),
     /** Sent as `Authorization: Bearer`; use `${VAR}` to read it from the environment. */
-    api_key: z.string().optional(),
+    api_key: credentialSchema.optional(),
     model: z.string().min(1).default('omni-moderation-latest'),
     /** The whole call (connect, answer); on expiry `on_error` decides. */
     timeout_ms: z.number().int().positive().default(3_000),

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { parsePricePerToken } from '../core/money.js';
+import { credentialSchema, headersSchema } from './header-schemas.js';
 import { moderationSchema } from './moderation-schema.js';
 import { serverSchema } from './server-schema.js';
 import { mailSchema, notificationsSchema, secretScanningSchema } from './mail-schema.js';
@@ -55,8 +56,8 @@ export const providerSchema = z
     name: z.string().min(1),
     kind: z.enum(['openai', 'anthropic', 'gemini', 'demo']),
     base_url: z.string().url().optional(),
-    api_key: z.string().optional(),
-    headers: z.record(z.string(), z.string()).default({}),
+    api_key: credentialSchema.optional(),
+    headers: headersSchema.default({}),
     privacy_policy_url: z.string().url().nullable().default(null),
     /** Serve non-streamed requests from an upstream stream (timeouts bound them; mid-answer failures fail over). Off for providers that cannot stream. */
     stream_upstream: z.boolean().default(true),

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { SecretBox } from '../auth/secret-box.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import { TollgateError } from '../core/errors.js';
+import { CREDENTIAL } from '../core/header-values.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { ByokPatch, ByokRecord, Store } from '../store/types.js';
 
@@ -35,7 +36,7 @@ export const createByokSchema = z.strictObject({
     .max(4096)
     // It travels in a request header: a control character or a space inside would be refused there
     // (and read as the provider's failure), so it is refused here, where the caller can fix it.
-    .regex(/^[\x21-\x7e]+$/, 'key must be printable ASCII without spaces or control characters'),
+    .regex(CREDENTIAL, 'key must be printable ASCII without spaces or control characters'),
   name: z.string().trim().max(200).nullable().optional(),
   disabled: z.boolean().optional(),
   is_fallback: z.boolean().optional(),

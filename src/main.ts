@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
-import { pino, type Logger as PinoLogger } from 'pino';
+import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from 'pino';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
@@ -261,8 +261,9 @@ function smtpEndpoint(url: string): string {
   }
 }
 
-export function createLogger(level: string): PinoLogger {
-  return pino({
+/** The gateway's logger; `destination` (stdout by default) lets tests read what it writes. */
+export function createLogger(level: string, destination?: DestinationStream): PinoLogger {
+  const options: LoggerOptions = {
     level,
     base: { service: 'tollgate' },
     // Belt and braces: a key or token must never reach the logs, even if a future change logs headers.
@@ -278,5 +279,6 @@ export function createLogger(level: string): PinoLogger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

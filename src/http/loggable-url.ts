@@ -1,28 +1,43 @@
 /**
  * The request URL as the access log writes it: query parameters that carry a secret (a password-reset
- * token in the link a mail sent, an OAuth code or verifier, a key) keep their name, lose their value.
+ * token in the link a mail sent, an OAuth code or verifier, a key) keep their name, lose their value;
+ * and anything shaped like a Tollgate key is cut out wherever it sits (a key pasted into the path, or
+ * under a parameter name not listed here).
  */
 const SECRET_PARAMETERS = new Set([
   'token',
   'code',
-  'code_verifier',
+  'codeverifier',
   'key',
-  'api_key',
-  'access_token',
-  'refresh_token',
+  'apikey',
+  'accesstoken',
+  'refreshtoken',
+  'idtoken',
   'secret',
+  'clientsecret',
   'password',
+  'auth',
+  'authorization',
 ]);
 
+/** A Tollgate key's prefix and what follows it in hex (whole or cut short). */
+const KEY_SHAPED = /sk-tg-v1-[0-9a-f]+/gi;
+
+/** `api_key`, `apiKey`, `API-KEY` and `api.key` are one name. */
+function normalised(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]/g, '');
+}
+
 export function loggableUrl(url: string): string {
-  const query = url.indexOf('?');
-  if (query === -1) return url;
-  const params = new URLSearchParams(url.slice(query + 1));
+  const unkeyed = url.replace(KEY_SHAPED, '[redacted]');
+  const query = unkeyed.indexOf('?');
+  if (query === -1) return unkeyed;
+  const params = new URLSearchParams(unkeyed.slice(query + 1));
   let redacted = false;
   for (const name of new Set(params.keys())) {
-    if (!SECRET_PARAMETERS.has(name.toLowerCase())) continue;
+    if (!SECRET_PARAMETERS.has(normalised(name))) continue;
     params.set(name, '[redacted]');
     redacted = true;
   }
-  return redacted ? `${url.slice(0, query)}?${params.toString()}` : url;
+  return redacted ? `${unkeyed.slice(0, query)}?${params.toString()}` : unkeyed;
 }

@@ -61,9 +61,11 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
 
       if (body && typeof body === 'object' && body.stream === true) {
         // A hijacked reply bypasses Fastify's header handling: carry over what hooks set (CORS, the generation id).
+        // Fastify's onSend hook (http/route-auth.ts) does not run for it either: its nosniff is set here.
         const carried = Object.fromEntries(
           Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]),
         );
+        carried['x-content-type-options'] = 'nosniff';
         const sink = new SseSink(reply.raw, carried, services.now);
         try {
           // Take over the socket only once we know the stream will start; errors before that are normal replies.
@@ -76,7 +78,12 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
           if (!sink.started && !reply.raw.headersSent) {
             reply.raw.writeHead(
               rendered.status,
-              Object.assign({}, carried, { 'content-type': 'application/json; charset=utf-8' }, rendered.headers),
+              Object.assign(
+                {},
+                carried,
+                { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+                rendered.headers,
+              ),
             );
             reply.raw.end(JSON.stringify(rendered.body));
           } else if (!reply.raw.writableEnded) {

@@ -5,10 +5,13 @@ import { TollgateError } from '../core/errors.js';
 import { unitsToUsd } from '../core/money.js';
 import type { GenerationRecord, Store } from '../store/types.js';
 
+const GENERATION_ID_CHARS = /^[\x21-\x7e]+$/;
+
 /** One of the account's generations, rendered; another account's is indistinguishable from a missing one. */
 export async function generationOf(deps: { store: Store }, accountId: string, id: string) {
   if (id.length === 0) throw new TollgateError('request.invalid_body', 'Query parameter "id" is required');
-  const generation = id.length <= 200 ? await deps.store.getGeneration(id) : null;
+  // Ids are printable ASCII: anything else (a NUL, which PostgreSQL's text cannot even hold) is not one.
+  const generation = id.length <= 200 && GENERATION_ID_CHARS.test(id) ? await deps.store.getGeneration(id) : null;
   if (!generation || generation.accountId !== accountId)
     throw new TollgateError('resource.not_found', `Generation ${id.slice(0, 200)} not found`);
   return renderGeneration(generation);

@@ -83,11 +83,23 @@ function isConnectionFailure(error: unknown): boolean {
   return CONNECTION_MESSAGES.test(error.message);
 }
 
+/**
+ * PostgreSQL's text cannot hold a NUL character (22021 for a text parameter, 22P05 for `\u0000` in
+ * jsonb), where SQLite's can: a caller's string with one in it is the caller's input error, not our
+ * 500.
+ */
+const NUL_IN_TEXT = new Set(['22021', '22P05']);
+
 function translateError(error: unknown): unknown {
   if (error instanceof TollgateError) return error;
-  return isConnectionFailure(error)
-    ? new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error })
-    : error;
+  if (isConnectionFailure(error))
+    return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && NUL_IN_TEXT.has(code))
+    return new TollgateError('request.invalid_body', 'Text may not contain NUL characters (\\u0000)', {
+      cause: error,
+    });
+  return error;
 }
 
 type Queryable = pg.Pool | pg.PoolClient;

@@ -300,6 +300,12 @@ async function pump(
   if (end.kind === 'stopped') segment.stream.close(); // the caller left
   const thrown =
     end.kind === 'cancelled' || end.kind === 'local' || (end.kind === 'broken' && end.cause === 'transport');
+  if (complete && (thrown || end.kind === 'broken')) {
+    // The answer was complete; only the trailing usage/[DONE] went missing (the upstream stalled, broke
+    // or sent an error after it, shutdown came, or the caller left): finalise normally.
+    segment.stream.abort('shutdown');
+    return result;
+  }
   if (end.kind === 'broken' && end.cause === 'event') {
     result.fault = end.failure.type;
     result.failure = new TollgateError('upstream.unavailable', end.failure.message, {
@@ -311,12 +317,6 @@ async function pump(
       metadata: { error_type: 'invalid_response' },
     });
   } else if (thrown) {
-    if (complete) {
-      // The answer was complete; only the trailing usage/[DONE] went missing (the upstream stalled
-      // or broke after it, shutdown came, or the caller left): finalise normally.
-      segment.stream.abort('shutdown');
-      return result;
-    }
     if (sink.closed) result.cancelled = true;
     else if (abortReasonOf(ctx.signal) === 'shutdown') {
       // The caller is still there: end its stream with an error, not a cut connection.

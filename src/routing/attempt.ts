@@ -179,8 +179,10 @@ async function collectStream(
     end = { kind: 'local', error };
   }
   const ended = end.kind === 'done';
+  // A break after every choice finished (a reset, a stall or an error event where only the trailing
+  // usage or [DONE] was left) does not undo the answer: it is served once, as the relay finalises it.
   let failure: AttemptResult<NormalizedCompletion> | null =
-    end.kind === 'broken'
+    end.kind === 'broken' && !aggregate.finished
       ? { ok: false, failure: end.failure, cancelled: false }
       : end.kind === 'local'
         ? internalFailure(end.error)

@@ -88,3 +88,21 @@ function headerValue(headers: ResponseHeaders, name: string): string | null {
   const first = Array.isArray(value) ? value[0] : value;
   return first === undefined ? null : first;
 }
+
+/**
+ * An SSE `event: error` whose data is not JSON (a plain-text reason, as proxies and SSE servers in
+ * front of a provider send it): still the provider ending the stream with an error, at once — not
+ * a malformed event left to the stall timer.
+ */
+export function plainStreamError(data: string): UpstreamFailure {
+  const text = data.trim();
+  return {
+    type: 'server',
+    status: null,
+    message:
+      text === '' ? 'upstream reported an error in the stream' : text.length > 80 ? `${text.slice(0, 80)}…` : text,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
+}

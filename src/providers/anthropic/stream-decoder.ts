@@ -4,6 +4,7 @@
  * arrive by content-block index, which counts text blocks too, while OpenAI numbers tool calls
  * alone. So one decoder per stream keeps that state.
  */
+import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { NormalizedUsage, StreamDecoder, StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
@@ -27,6 +28,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     try {
       json = JSON.parse(data);
     } catch {
+      if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return { kind: 'ignore' };
       return malformed(`stream event is not JSON: ${data.length > 80 ? `${data.slice(0, 80)}…` : data}`);
     }

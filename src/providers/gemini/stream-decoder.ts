@@ -5,6 +5,7 @@
  * made (OpenAI numbers them, and a STOP after a call means "tool_calls"). Gemini sends no end
  * marker: the last event carries `finishReason` and the stream ends with the HTTP body.
  */
+import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { ChunkChoice, StreamDecoder, StreamEvent } from '../types.js';
 import { blockReasonOf, readCandidateParts, toOpenAiToolCall } from './candidate.js';
@@ -16,11 +17,12 @@ export class GeminiStreamDecoder implements StreamDecoder {
   private readonly roleSent = new Set<number>();
   private readonly callCounts = new Map<number, number>();
 
-  parseStreamEvent(data: string, _event: string | null): StreamEvent {
+  parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
     try {
       json = JSON.parse(data);
     } catch {
+      if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return { kind: 'ignore' };
       return malformed(`stream event is not JSON: ${data.length > 80 ? `${data.slice(0, 80)}…` : data}`);
     }

@@ -1,5 +1,6 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
-import type { ChunkChoice, StreamEvent, UpstreamFailure } from '../types.js';
+import { plainStreamError } from '../http-error.js';
+import type { ChunkChoice, StreamEvent } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
 import { parseOpenAiUsage } from './usage.js';
@@ -62,17 +63,6 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     });
   }
   return choices;
-}
-
-function plainStreamError(text: string): UpstreamFailure {
-  return {
-    type: 'server',
-    status: null,
-    message: text === '' ? 'upstream reported an error in the stream' : preview(text),
-    providerCode: null,
-    retryAfterMs: null,
-    raw: null,
-  };
 }
 
 function preview(text: string): string {

@@ -1,0 +1,97 @@
+/**
+ * An SSE `event: error` whose data is a plain-text reason (as proxies and SSE servers in front of a
+ * provider send it; Anthropic itself names its error events `error`) from an Anthropic or Gemini
+ * endpoint ends the stream as the provider's error at once, with its reason — as the OpenAI decoder
+ * does — rather than counting as a malformed event until the idle timer reports a stall.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import {
+  anthropicSse as A,
+  geminiSse,
+  startScriptedProvider,
+  type ScriptedProvider,
+} from './helpers/scripted-native-provider.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const PRICES = { prompt: '0.000001', completion: '0.000002' };
+const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
+const MESSAGES = [{ role: 'user', content: 'Tell a story.' }];
+const PLAIN_ERROR = 'event: error\ndata: Overloaded: upstream capacity exhausted\n\n';
+
+describe('`event: error` with a plain-text reason from an Anthropic or Gemini endpoint', () => {
+  let upstream: ScriptedProvider;
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    upstream = await startScriptedProvider();
+    // Content, then the error event, and the connection stays open.
+    upstream.scripts.set('claude-plain-error', () => [
+      A.start(),
+      A.textStart(0),
+      A.text(0, 'Once upon'),
+      PLAIN_ERROR,
+      { hang: true },
+    ]);
+    upstream.scripts.set('gemini-plain-error', () => [
+      geminiSse({
+        candidates: [{ content: { role: 'model', parts: [{ text: 'Once upon' }] }, index: 0 }],
+        usageMetadata: { promptTokenCount: 5 },
+        responseId: 'resp-1',
+      }),
+      PLAIN_ERROR,
+      { hang: true },
+    ]);
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => {
+        file.providers.push(
+          {
+            id: 'anth',
+            name: 'Anthropic',
+            kind: 'anthropic',
+            base_url: upstream.url,
+            api_key: 'anthropic-key-0000',
+            timeouts: FAST,
+          },
+          {
+            id: 'gem',
+            name: 'Google',
+            kind: 'gemini',
+            base_url: `${upstream.url}/v1beta`,
+            api_key: 'gemini-key-0000',
+            timeouts: FAST,
+          },
+        );
+        for (const [id, provider, upstreamModel] of [
+          ['native/claude-plain-error', 'anth', 'claude-plain-error'],
+          ['native/gemini-plain-error', 'gem', 'gemini-plain-error'],
+        ])
+          (file.models as unknown[]).push({
+            id,
+            name: id,
+            context_length: 100_000,
+            endpoints: [{ provider, model: upstreamModel, pricing: PRICES }],
+          });
+      },
+    });
+    key = (await gw.createKey(await gw.createAccount(10))).key;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  it.each([
+    ['Anthropic', 'native/claude-plain-error'],
+    ['Gemini', 'native/gemini-plain-error'],
+  ])("%s: ends the stream with the provider's error, not as a stall", async (_name, model) => {
+    const r = await chatStream(gw, key, { model, messages: MESSAGES });
+    expect(r.status).toBe(200);
+    const failure = r.events.find((e) => e.error !== undefined);
+    expect(failure, r.raw).toBeDefined();
+    expect(failure.error.metadata.error_type).not.toBe('timeout');
+    expect(failure.error.message).toContain('Overloaded');
+  });
+});

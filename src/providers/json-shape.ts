@@ -15,3 +15,32 @@ export function stringOrNull(value: unknown): string | null {
 export function countOrNull(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : null;
 }
+
+/** Deeper than this, an upstream's JSON is refused: no real answer comes close, and re-serialising it could overflow the stack. */
+export const MAX_JSON_DEPTH = 256;
+/** JSON text shorter than this cannot nest deeper than MAX_JSON_DEPTH (each level takes two characters). */
+const DEPTH_CHECK_FROM = 2 * MAX_JSON_DEPTH;
+
+/**
+ * Whether JSON text nests objects and arrays deeper than MAX_JSON_DEPTH. JSON.parse takes any depth,
+ * but a few thousand levels (~30 KB) overflow the stack of every recursive walk after it —
+ * JSON.stringify of a tool's arguments, of a relayed chunk. One pass over the text, brackets inside
+ * strings skipped; short texts are not scanned at all.
+ */
+export function nestsTooDeeply(text: string): boolean {
+  if (text.length <= DEPTH_CHECK_FROM) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}

@@ -16,6 +16,7 @@ import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute-deps.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
+import { nestsTooDeeply } from '../providers/json-shape.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
@@ -353,6 +354,8 @@ function parseCompletion(
   } catch {
     return { kind: 'malformed', reason: 'response body is not JSON' };
   }
+  // Parsed, but past any real answer's depth: walking it further could overflow the stack.
+  if (nestsTooDeeply(text)) return { kind: 'malformed', reason: 'response JSON is nested too deeply' };
   return adapter.parseResponse(json);
 }
 

@@ -12,6 +12,7 @@
 import { SseLimitError, SseParser } from '../streaming/sse-parser.js';
 import type { FailureType, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
+import { nestsTooDeeply } from '../providers/json-shape.js';
 import type { HealthRegistry } from './health.js';
 import type { CancelState } from '../core/cancellation.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
@@ -294,7 +295,7 @@ class BodyEvents implements EventBatches {
     if (next.done) this.finished = true;
     if (events.length === 0) return next.done ? END : { done: false, value: NO_EVENTS };
     const decoder = this.decoder;
-    return { done: false, value: events.map((event) => decoder.parseStreamEvent(event.data, event.event)) };
+    return { done: false, value: events.map((event) => decodeEvent(decoder, event.data, event.event)) };
   }
 
   /**
@@ -312,6 +313,20 @@ class BodyEvents implements EventBatches {
         () => drain(iterator),
       );
   }
+}
+
+/**
+ * One event through the provider's decoder — unless its JSON nests deeper than any answer does: it
+ * would parse, and then overflow the stack of whatever walks it next (an adapter re-serialising
+ * tool arguments, the relay writing the chunk). Such an event is malformed, like any other.
+ */
+function decodeEvent(
+  decoder: Pick<ProviderAdapter, 'parseStreamEvent'>,
+  data: string,
+  event: string | null,
+): StreamEvent {
+  if (nestsTooDeeply(data)) return { kind: 'malformed', reason: 'stream event JSON is nested too deeply' };
+  return decoder.parseStreamEvent(data, event);
 }
 
 function oversized(error: SseLimitError): UpstreamFailure {

@@ -1,0 +1,156 @@
+/**
+ * Upstream JSON nested deeper than any answer (~6,000 levels, ~36 KB: far below every size cap).
+ * JSON.parse takes it, but every recursive walk after it — an adapter re-serialising tool
+ * arguments, the relay writing the chunk — would overflow the stack: our 500, no failover, and an
+ * "Internal server error" chunk mid-stream. Such an event or body is the provider's malformed
+ * answer instead: failed over before the first token, skipped (within the malformed-event budget)
+ * after it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { anthropicSse as A, startScriptedProvider, type ScriptedProvider } from './helpers/scripted-native-provider.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+import {
+  DONE,
+  chunk,
+  startGatewayWith,
+  startScriptedUpstream,
+  usageChunk,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
+
+const PRICES = { prompt: '0.000001', completion: '0.000002' };
+const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
+const MESSAGES = [{ role: 'user', content: 'Call the tool.' }];
+const DEPTH = 6000; // ~36 KB of JSON: far below any size cap
+const DEEP = '{"a":'.repeat(DEPTH) + '1' + '}'.repeat(DEPTH);
+
+describe('deeply nested tool arguments from Anthropic and Gemini', () => {
+  let upstream: ScriptedProvider;
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    upstream = await startScriptedProvider();
+    // The healthy fallback endpoint: a plain Anthropic text stream.
+    upstream.scripts.set('claude-ok', () => [
+      A.start(),
+      A.textStart(0),
+      A.text(0, 'Fallback answer.'),
+      A.blockStop(0),
+      A.messageDelta('end_turn', { output_tokens: 3 }),
+      A.messageStop(),
+    ]);
+    // Gemini streams function calls whole: the args object arrives parsed in one event.
+    upstream.scripts.set('gemini-deep', () => [
+      `data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":${DEEP}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":5},"responseId":"r1"}\r\n\r\n`,
+    ]);
+    // A whole (non-streamed) Anthropic message with a tool_use input.
+    upstream.scripts.set('claude-deep', () => [
+      { status: 200 },
+      `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":${DEEP}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":5}}`,
+    ]);
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => {
+        file.providers.push(
+          {
+            id: 'gem',
+            name: 'Google',
+            kind: 'gemini',
+            base_url: `${upstream.url}/v1beta`,
+            api_key: 'gemini-key-0000',
+            timeouts: FAST,
+          },
+          {
+            id: 'anth-plain',
+            name: 'Anthropic (plain)',
+            kind: 'anthropic',
+            base_url: upstream.url,
+            api_key: 'anthropic-key-0000',
+            timeouts: FAST,
+            stream_upstream: false,
+          },
+          {
+            id: 'anth',
+            name: 'Anthropic',
+            kind: 'anthropic',
+            base_url: upstream.url,
+            api_key: 'anthropic-key-1111',
+            timeouts: FAST,
+          },
+        );
+        const model = (id: string, first: [string, string]) => ({
+          id,
+          name: id,
+          context_length: 100_000,
+          endpoints: [
+            { provider: first[0], model: first[1], pricing: PRICES },
+            { provider: 'anth', model: 'claude-ok', pricing: PRICES },
+          ],
+        });
+        (file.models as unknown[]).push(
+          model('native/gemini-deep', ['gem', 'gemini-deep']),
+          model('native/claude-deep', ['anth-plain', 'claude-deep']),
+        );
+        file.routing.max_attempts = 4;
+      },
+    });
+    key = (await gw.createKey(await gw.createAccount(10))).key;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  it('a Gemini functionCall with deeply nested args is failed over, streamed and not', async () => {
+    const streamed = await chatStream(gw, key, { model: 'native/gemini-deep', messages: MESSAGES });
+    expect(streamed.status, streamed.raw.slice(0, 300)).toBe(200);
+    const text = streamed.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('');
+    expect(text, streamed.raw.slice(0, 300)).toBe('Fallback answer.');
+
+    const whole = await chat(gw, key, { model: 'native/gemini-deep', messages: MESSAGES });
+    expect(whole.status, whole.text.slice(0, 300)).toBe(200);
+    expect(whole.json.choices[0].message.content).toBe('Fallback answer.');
+  });
+
+  it('an Anthropic tool_use with a deeply nested input is failed over', async () => {
+    const whole = await chat(gw, key, { model: 'native/claude-deep', messages: MESSAGES });
+    expect(whole.status, whole.text.slice(0, 300)).toBe(200);
+    expect(whole.json.choices[0].message.content).toBe('Fallback answer.');
+    expect(upstream.requests.some((r) => r.model === 'claude-deep')).toBe(true);
+  });
+});
+
+describe('deeply nested JSON in an OpenAI-compatible stream after the first token', () => {
+  let up: ScriptedUpstream;
+  let gw: TestGateway;
+  let key: string;
+  beforeAll(async () => {
+    up = await startScriptedUpstream();
+    const deepChunk = `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lost","extra":${DEEP}},"finish_reason":null}]}\n\n`;
+    up.scripts.set('deep', () => [
+      { write: chunk({ role: 'assistant', content: '' }) },
+      { write: chunk({ content: 'one ' }) },
+      { write: deepChunk },
+      { write: chunk({ content: 'two' }) },
+      { write: chunk({}, 'stop') + usageChunk() + DONE },
+    ]);
+    gw = await startGatewayWith(up, ['deep']);
+    key = (await gw.createKey(await gw.createAccount(10))).key;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  it('skips the event as malformed and completes the answer, streamed and not', async () => {
+    const streamed = await chatStream(gw, key, { model: 'scripted/deep', messages: MESSAGES });
+    expect(streamed.events.filter((e) => e.error !== undefined)).toEqual([]);
+    expect(streamed.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')).toBe('one two');
+    expect(streamed.done).toBe(true);
+    const whole = await chat(gw, key, { model: 'scripted/deep', messages: MESSAGES });
+    expect(whole.status, whole.text.slice(0, 300)).toBe(200);
+    expect(whole.json.choices[0].message.content).toBe('one two');
+  });
+});

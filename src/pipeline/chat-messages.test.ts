@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TollgateError } from '../core/errors.js';
 import { validate } from './chat-completion.js';
-import { findMessagesProblem } from './chat-messages.js';
+import { findMessagesProblem, withEmptyAssistantText } from './chat-messages.js';
 import { formatInputPath } from './input-path.js';
 
 const refusal = (body: unknown): string => {
@@ -78,10 +78,6 @@ describe('chat message shapes per role', () => {
     );
     expect(at([{ role: 'tool', content: 'r' }])).toBe('messages[0].tool_call_id: is required');
     expect(at([{ role: 'tool', tool_call_id: 'c' }])).toBe('messages[0].content: is required');
-    expect(at([{ role: 'assistant' }])).toBe('messages[0].content: is required unless tool_calls is given');
-    expect(at([{ role: 'assistant', content: null, tool_calls: [] }])).toBe(
-      'messages[0].content: is required unless tool_calls is given',
-    );
     expect(
       at([{ role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }]),
     ).toBe('messages[0].tool_calls[0].function.arguments: must be a string');
@@ -135,5 +131,24 @@ describe('chat message shapes per role', () => {
         logit_bias: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [String(i), 'x'])),
       }),
     ).toBe('Invalid request: logit_bias: must have at most 300 entries');
+  });
+
+  it('takes an empty assistant turn (no content, no tool calls) as an empty text, and images in a tool result', () => {
+    const messages = [
+      { role: 'user' as const, content: 'a' },
+      { role: 'assistant' as const, content: null },
+      { role: 'assistant' as const, tool_calls: [] },
+      { role: 'user' as const, content: 'b' },
+    ];
+    expect(findMessagesProblem(messages)).toBeNull();
+    expect(withEmptyAssistantText(messages).map((m) => m.content)).toEqual(['a', '', '', 'b']);
+    const toolResult = [
+      {
+        role: 'tool' as const,
+        tool_call_id: 'c',
+        content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AA' } }],
+      },
+    ];
+    expect(findMessagesProblem(toolResult)).toBeNull();
   });
 });

@@ -157,19 +157,16 @@ function checkMessage(message: Fields, path: InputPath): InputProblem | null {
       return content(message, path, TEXT_ONLY, true);
     case 'user':
       return content(message, path, USER_PARTS, true);
-    case 'assistant': {
-      const bad =
+    case 'assistant':
+      // Content may be absent without tool calls too: the AI SDK sends an empty turn as `content: null`.
+      return (
         content(message, path, ASSISTANT_PARTS, false) ??
         optionalString(message, 'refusal', path) ??
-        toolCalls(message, path);
-      if (bad) return bad;
-      const calls = Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
-      return absent(message.content) && !calls && absent(message.function_call)
-        ? problem([...path, 'content'], 'is required unless tool_calls is given')
-        : null;
-    }
+        toolCalls(message, path)
+      );
     case 'tool':
-      return content(message, path, TEXT_ONLY, true) ?? requiredString(message, 'tool_call_id', path);
+      // A tool's result may carry images and files (a screenshot tool), as OpenRouter's clients send them.
+      return content(message, path, USER_PARTS, true) ?? requiredString(message, 'tool_call_id', path);
     default: // function (deprecated): the function's name, and its result as content
       return (
         requiredString(message, 'name', path) ??
@@ -178,6 +175,19 @@ function checkMessage(message: Fields, path: InputPath): InputProblem | null {
           : problem([...path, 'content'], 'must be a string or null'))
       );
   }
+}
+
+/**
+ * An assistant turn with neither content nor tool calls becomes an empty text, which every upstream
+ * takes (OpenAI's API requires content unless there are tool calls). In place: the body is ours.
+ */
+export function withEmptyAssistantText(messages: ChatMessage[]): ChatMessage[] {
+  for (const message of messages) {
+    if (message.role !== 'assistant' || !absent(message.content) || !absent(message.function_call)) continue;
+    if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) continue;
+    message.content = '';
+  }
+  return messages;
 }
 
 /** The first problem of a `messages` value, or null when every message has its role's shape. */

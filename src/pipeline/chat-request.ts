@@ -5,7 +5,7 @@
  * problems, never one per element of a huge array.
  */
 import { z } from 'zod';
-import { findMessagesProblem, MESSAGE_ROLES, type ChatMessage } from './chat-messages.js';
+import { findMessagesProblem, MESSAGE_ROLES, withEmptyAssistantText, type ChatMessage } from './chat-messages.js';
 import { formatInputPath } from './input-path.js';
 
 const messages = z
@@ -14,6 +14,7 @@ const messages = z
     const problem = findMessagesProblem(value);
     if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: [...problem.path] });
   })
+  .transform(withEmptyAssistantText)
   // Checked by hand (chat-messages.ts); the OpenAPI document says what it accepts.
   .meta({
     type: 'array',
@@ -104,7 +105,8 @@ export const chatRequestSchema = z.looseObject({
   logit_bias: logitBias.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.number().int().nullable().optional(),
-  user: z.string().optional(),
+  // Stored with the generation: an end-user id, bounded like every stored value a caller chooses.
+  user: z.string().max(1000, 'must be at most 1000 characters').optional(),
   // Legacy OpenRouter fields: accepted, ignored (usage is always reported).
   usage: z.unknown().optional(),
   stream_options: z.unknown().optional(),

@@ -162,6 +162,39 @@ describe('anthropicAdapter.buildRequest', () => {
     ]);
   });
 
+  it('sends the images of a tool result inside its tool_result block', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Screenshot?' },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'toolu_1',
+          content: [
+            { type: 'text', text: 'Here it is' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+      ],
+    });
+    expect(body.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_1',
+          content: [
+            { type: 'text', text: 'Here it is' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+          ],
+        },
+      ],
+    });
+  });
+
   it('merges consecutive turns of one role', () => {
     const body = bodyOf({
       messages: [

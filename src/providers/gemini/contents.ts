@@ -46,7 +46,11 @@ export function toGeminiPrompt(messages: unknown): GeminiPrompt {
         append(contents, 'model', modelParts(message, functionNames));
         break;
       case 'tool':
-        append(contents, 'user', [functionResponsePart(message, functionNames)]);
+        // Gemini's function response is JSON: images and files the result carries follow it in the turn.
+        append(contents, 'user', [
+          functionResponsePart(message, functionNames),
+          ...userParts(contentParts(message.content)).filter((part) => !('text' in part)),
+        ]);
         break;
     }
   }

@@ -185,6 +185,33 @@ describe('geminiAdapter.buildRequest', () => {
     ]);
   });
 
+  it('sends the images of a tool result after its functionResponse, in the same turn', () => {
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Screenshot?' },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'c1',
+          content: [
+            { type: 'text', text: 'Here it is' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+      ],
+    });
+    expect(body.contents.at(-1)).toEqual({
+      role: 'user',
+      parts: [
+        { functionResponse: { name: 'shot', response: { content: 'Here it is' } } },
+        { inlineData: { mimeType: 'image/png', data: 'AAAA' } },
+      ],
+    });
+  });
+
   it('maps function tools with their JSON Schema and every tool_choice', () => {
     const base = { messages: [{ role: 'user', content: 'Hi' }], tools: TOOLS };
     expect(bodyOf(base).tools).toEqual([

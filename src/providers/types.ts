@@ -62,10 +62,18 @@ export type StreamEvent =
   | { kind: 'done' }
   /** The upstream reported an error in-band (an `error` object inside the stream). */
   | { kind: 'error'; failure: UpstreamFailure }
-  /** An event that carries nothing for the caller (e.g. a ping). */
+  /** An event that carries nothing for the caller (a block boundary, a signature, an unknown event type). */
   | { kind: 'ignore' }
+  /**
+   * A keep-alive and nothing else (Anthropic's `ping`, an event with blank data): like an SSE
+   * comment, it is not progress, so it does not extend the idle budget (routing/stream-reader.ts).
+   */
+  | { kind: 'keepalive' }
   /** The payload is not what the protocol promises (bad JSON, wrong shape). */
   | { kind: 'malformed'; reason: string };
+
+/** The one keep-alive event (decoders return it as is). */
+export const KEEPALIVE: StreamEvent = Object.freeze({ kind: 'keepalive' });
 
 /**
  * Why an attempt failed, classified once by the adapter so routing decides failover from data.

@@ -147,6 +147,7 @@ export class UpstreamStream {
             return { kind: 'broken', failure: invalidResponse(event.reason), cause: 'malformed' };
           break;
         case 'ignore':
+        case 'keepalive':
           break;
       }
     }
@@ -250,9 +251,9 @@ class BodyEvents implements EventBatches {
 
   next(): Promise<IteratorResult<readonly StreamEvent[], void>> {
     if (this.finished) return Promise.resolve(END);
-    // A read that brought no part of an event (comment lines only: a keep-alive) leaves the budget
-    // running from where it was: silence is counted between events, so an upstream that sends
-    // comments and nothing else is given up on like a silent one.
+    // A read that brought nothing but keep-alives (comment lines, pings, blank events) and no part of
+    // another event leaves the budget running from where it was: silence is counted between events,
+    // so an upstream that sends keep-alives and nothing else is given up on like a silent one.
     this.disarm ??= this.options.armIdle();
     const read = this.iterator.next().then(
       (next) => {
@@ -260,7 +261,7 @@ class BodyEvents implements EventBatches {
         let progressed = true;
         try {
           const parsed = this.parse(next);
-          progressed = parsed.done === true || parsed.value.length > 0 || this.parser.midEvent;
+          progressed = parsed.done === true || parsed.value.some(isProgress) || this.parser.midEvent;
           return parsed;
         } finally {
           if (progressed) this.disarmIdle();
@@ -327,6 +328,10 @@ function decodeEvent(
 ): StreamEvent {
   if (nestsTooDeeply(data)) return { kind: 'malformed', reason: 'stream event JSON is nested too deeply' };
   return decoder.parseStreamEvent(data, event);
+}
+
+function isProgress(event: StreamEvent): boolean {
+  return event.kind !== 'keepalive';
 }
 
 function oversized(error: SseLimitError): UpstreamFailure {

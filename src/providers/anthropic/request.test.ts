@@ -180,7 +180,7 @@ describe('anthropicAdapter.buildRequest', () => {
         },
       ],
     });
-    expect(body.messages.at(-1)).toEqual({
+    expect((body.messages as unknown[]).at(-1)).toEqual({
       role: 'user',
       content: [
         {

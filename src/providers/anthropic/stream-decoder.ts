@@ -6,7 +6,7 @@
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import type { NormalizedUsage, StreamDecoder, StreamEvent } from '../types.js';
+import { KEEPALIVE, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
 import { mergeAnthropicUsage, parseAnthropicUsage } from './usage.js';
@@ -29,7 +29,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
       json = JSON.parse(data);
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
-      if (data.trim() === '') return { kind: 'ignore' };
+      if (data.trim() === '') return KEEPALIVE;
       return malformed(`stream event is not JSON: ${data.length > 80 ? `${data.slice(0, 80)}…` : data}`);
     }
     if (!isRecord(json)) return malformed('stream event is not a JSON object');
@@ -48,8 +48,10 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         return this.messageDelta(json);
       case 'message_stop':
         return { kind: 'done' };
+      case 'ping':
+        return KEEPALIVE;
       default:
-        return { kind: 'ignore' }; // ping, and event types Anthropic may add (its versioning policy allows it)
+        return { kind: 'ignore' }; // event types Anthropic may add (its versioning policy allows it)
     }
   }
 

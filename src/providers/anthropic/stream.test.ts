@@ -69,7 +69,7 @@ describe('Anthropic stream decoding', () => {
     expect(events.map((e) => e.kind)).toEqual([
       'chunk',
       'ignore',
-      'ignore',
+      'keepalive',
       'chunk',
       'chunk',
       'chunk',
@@ -189,10 +189,10 @@ describe('Anthropic stream decoding', () => {
     expect(assemble(events).content).toBe('Once upon');
   });
 
-  it('ignores pings, blank data and event types it does not know', () => {
+  it('reads pings and blank data as keep-alives, and ignores event types it does not know', () => {
     const decoder = new AnthropicStreamDecoder();
-    expect(decoder.parseStreamEvent('{"type": "ping"}', 'ping')).toEqual({ kind: 'ignore' });
-    expect(decoder.parseStreamEvent(' ', null)).toEqual({ kind: 'ignore' });
+    expect(decoder.parseStreamEvent('{"type": "ping"}', 'ping')).toEqual({ kind: 'keepalive' });
+    expect(decoder.parseStreamEvent(' ', null)).toEqual({ kind: 'keepalive' });
     expect(decoder.parseStreamEvent('{"type":"message_annotation","data":{}}', 'message_annotation')).toEqual({
       kind: 'ignore',
     });

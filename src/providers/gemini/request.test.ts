@@ -203,7 +203,7 @@ describe('geminiAdapter.buildRequest', () => {
         },
       ],
     });
-    expect(body.contents.at(-1)).toEqual({
+    expect((body.contents as unknown[]).at(-1)).toEqual({
       role: 'user',
       parts: [
         { functionResponse: { name: 'shot', response: { content: 'Here it is' } } },

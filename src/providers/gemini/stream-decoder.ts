@@ -7,7 +7,7 @@
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import type { ChunkChoice, StreamDecoder, StreamEvent } from '../types.js';
+import { KEEPALIVE, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
 import { blockReasonOf, readCandidateParts, toOpenAiToolCall } from './candidate.js';
 import { classifyGeminiStreamError } from './classify-error.js';
 import { normalizeGeminiFinishReason } from './finish-reason.js';
@@ -23,7 +23,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
       json = JSON.parse(data);
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
-      if (data.trim() === '') return { kind: 'ignore' };
+      if (data.trim() === '') return KEEPALIVE;
       return malformed(`stream event is not JSON: ${data.length > 80 ? `${data.slice(0, 80)}…` : data}`);
     }
     if (Array.isArray(json) && json.length === 1) json = json[0]; // an error as the non-SSE endpoint sends it

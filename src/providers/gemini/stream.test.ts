@@ -187,7 +187,7 @@ describe('Gemini stream decoding', () => {
       decoder.parseStreamEvent('{"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4}}', null),
     ).toMatchObject({ kind: 'chunk', choices: [], usage: { promptTokens: 3, completionTokens: 4 } });
     expect(decoder.parseStreamEvent('{"modelVersion":"gemini-2.0-flash"}', null)).toEqual({ kind: 'ignore' });
-    expect(decoder.parseStreamEvent('', null)).toEqual({ kind: 'ignore' });
+    expect(decoder.parseStreamEvent('', null)).toEqual({ kind: 'keepalive' });
   });
 
   it.each([

@@ -226,7 +226,7 @@ describe('openAiAdapter.parseStreamEvent', () => {
   it('reads [DONE]', () => {
     expect(openAiAdapter.parseStreamEvent('[DONE]', null)).toEqual({ kind: 'done' });
     expect(openAiAdapter.parseStreamEvent(' [DONE]\n', null)).toEqual({ kind: 'done' });
-    expect(openAiAdapter.parseStreamEvent(' ', null)).toEqual({ kind: 'ignore' });
+    expect(openAiAdapter.parseStreamEvent(' ', null)).toEqual({ kind: 'keepalive' });
   });
 
   it('reads the role chunk, content chunks and the finish chunk', () => {
@@ -301,7 +301,7 @@ describe('openAiAdapter.parseStreamEvent', () => {
   });
 
   it('ignores an empty event', () => {
-    expect(openAiAdapter.parseStreamEvent('', null)).toEqual({ kind: 'ignore' });
+    expect(openAiAdapter.parseStreamEvent('', null)).toEqual({ kind: 'keepalive' });
   });
 
   it.each([

@@ -1,6 +1,6 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { plainStreamError } from '../http-error.js';
-import type { ChunkChoice, StreamEvent } from '../types.js';
+import { KEEPALIVE, type ChunkChoice, type StreamEvent } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
 import { parseOpenAiUsage } from './usage.js';
@@ -20,7 +20,7 @@ export function parseOpenAiStreamEvent(data: string, event: string | null): Stre
     if (text === '[DONE]') return { kind: 'done' };
     // An `error` event whose reason is plain text is still the provider ending the stream with an error.
     if (event === 'error') return { kind: 'error', failure: plainStreamError(text) };
-    if (text === '') return { kind: 'ignore' };
+    if (text === '') return KEEPALIVE;
     return { kind: 'malformed', reason: `stream event is not JSON: ${preview(text)}` };
   }
   if (!isRecord(json)) return { kind: 'malformed', reason: 'stream event is not a JSON object' };

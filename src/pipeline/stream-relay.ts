@@ -55,6 +55,12 @@ interface Segment {
   promptEstimate: number;
   /** A continuation must not repeat the role delta the caller already has. */
   continuing: boolean;
+  /**
+   * The answer so far ended in whitespace, which the continuation's prefill was sent without
+   * (Anthropic refuses a final assistant text that ends in whitespace): whitespace the continuation
+   * starts with is the caller's already, and is dropped until its first other character.
+   */
+  dropLeadingSpace: boolean;
 }
 
 interface SegmentResult {
@@ -100,6 +106,7 @@ export async function relayStream(
     firstContentAt: outcome.firstContentAt,
     promptEstimate: admitted.promptEstimate,
     continuing: false,
+    dropLeadingSpace: false,
   };
   const chargeInput = (
     result: SegmentResult,
@@ -247,7 +254,8 @@ async function pump(
     result.upstreamId ??= event.upstreamId;
     progress.fingerprint ??= event.systemFingerprint;
     if (event.choices.length === 0) return null; // the upstream's usage-only chunk: ours follows the charge
-    const choices = segment.continuing ? event.choices.map(withoutRole) : event.choices;
+    let choices = segment.continuing ? event.choices.map(withoutRole) : event.choices;
+    if (segment.dropLeadingSpace) choices = withoutLeadingSpace(segment, choices);
     for (const choice of choices as ChunkChoice[]) {
       if (typeof choice.delta.content === 'string') {
         result.content += choice.delta.content;
@@ -355,6 +363,16 @@ async function pump(
   return result;
 }
 
+function withoutLeadingSpace(segment: Segment, choices: readonly ChunkChoice[]): ChunkChoice[] {
+  return choices.map((choice) => {
+    const content = choice.delta.content;
+    if (!segment.dropLeadingSpace || typeof content !== 'string') return choice;
+    const rest = content.trimStart();
+    if (rest !== '') segment.dropLeadingSpace = false;
+    return rest === content ? choice : { ...choice, delta: { ...choice.delta, content: rest } };
+  });
+}
+
 function withoutRole(choice: ChunkChoice): ChunkChoice {
   if (!('role' in choice.delta)) return choice;
   const { role: _role, ...delta } = choice.delta;
@@ -376,7 +394,8 @@ async function continueElsewhere(
   const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
   const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
   if (plan.length === 0 || ctx.signal.aborted) return null;
-  const messages = [...admitted.request.messages, { role: 'assistant', content: answerSoFar }];
+  const prefill = answerSoFar.trimEnd();
+  const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
   const written = estimateCompletionTokens(answerSoFar);
   // The continuation may write only what is left of the budget the hold was computed from.
   const bodyFor = (p: PlannedAttempt) =>
@@ -399,6 +418,7 @@ async function continueElsewhere(
       firstContentAt: outcome.firstContentAt,
       promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
       continuing: true,
+      dropLeadingSpace: prefill.length < answerSoFar.length,
     },
   };
 }

@@ -76,7 +76,7 @@ describe('strict input (issue 12)', () => {
     });
   });
 
-  it('other role shapes: tool without tool_call_id, assistant without content or tool calls, unknown role', async () => {
+  it('other role shapes: tool without tool_call_id, assistant content of the wrong type, unknown role', async () => {
     await forwardsAndChargesNothing(async () => {
       const cases: [unknown[], string][] = [
         [
@@ -87,8 +87,12 @@ describe('strict input (issue 12)', () => {
           'messages[1].tool_call_id: is required',
         ],
         [
-          [{ role: 'user', content: 'hi' }, { role: 'assistant' }, { role: 'user', content: 'again' }],
-          'messages[1].content: is required unless tool_calls is given',
+          [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: 7 },
+            { role: 'user', content: 'again' },
+          ],
+          'messages[1].content: must be a string or an array of content parts',
         ],
         [
           [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 1 } }] }],
@@ -257,8 +261,8 @@ describe('strict input (issue 12)', () => {
         content: fc.constant('hi'),
       }),
       fc.constant({ role: 'tool', content: 'result' }),
-      fc.constant({ role: 'assistant' }),
-      fc.constant({ role: 'assistant', content: null, tool_calls: [] }),
+      fc.constant({ role: 'assistant', content: 42 }),
+      fc.constant({ role: 'assistant', content: [{ type: 'image_url', image_url: { url: 'u' } }] }),
       notString.map((args) => ({
         role: 'assistant',
         tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: args ?? 7 } }],

@@ -44,6 +44,7 @@ describe('CompletionAggregator', () => {
       chunk([
         delta({
           role: 'assistant',
+          content: '', // as OpenAI's and our decoders' role chunks carry it
           tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_', arguments: '{"ci' } }],
         }),
       ]),

@@ -68,7 +68,8 @@ export class CompletionAggregator {
     }
     const delta = choice.delta;
     if (typeof delta.role === 'string') parts.role = delta.role;
-    if (typeof delta.content === 'string') {
+    // The role chunk's `content: ""` is not content: a tool-calls-only answer has `content: null`, as OpenAI's.
+    if (typeof delta.content === 'string' && delta.content !== '') {
       parts.content.push(delta.content);
       parts.sawContent = true;
     }

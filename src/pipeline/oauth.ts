@@ -114,6 +114,24 @@ function invalid(message: string): TollgateError {
   return new TollgateError('request.invalid_body', message);
 }
 
+/**
+ * Whether `key` may ask for a code (`POST /auth/keys/code`): the code yields a key with the terms the
+ * caller names, so only a caller that could have made such a key itself may — the holder (the
+ * dashboard's session, a management key) or an inference key as broad as any (no limit, no expiry,
+ * no guardrails, not an app's). A restricted key, or the key an app was given, would otherwise mint
+ * itself a key without its restrictions, one that outlives revoking the app: 403.
+ */
+export async function assertMayAuthorize(deps: OAuthDeps, key: KeyRecord): Promise<void> {
+  if (key.isManagement) return;
+  const restricted =
+    key.limit !== null || key.expiresAt !== null || key.allowedModels !== null || key.allowedProviders !== null;
+  if (restricted || (await deps.store.accountAuth.appsOfKeys([key.hash])).has(key.hash))
+    throw new TollgateError(
+      'guardrail.forbidden',
+      'This key cannot authorize other keys: it has a limit, an expiry or guardrails, or was issued to an app. Use an unrestricted key, a management key or the dashboard.',
+    );
+}
+
 /** An app title from a header, made safe to store and show: no control characters, at most 100 characters; null if nothing is left. */
 export function cleanAppTitle(raw: string | null): string | null {
   const text =

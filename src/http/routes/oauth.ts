@@ -5,6 +5,7 @@
  */
 import {
   approveSchema,
+  assertMayAuthorize,
   checkAuthorization,
   cleanAppTitle,
   createCodeSchema,
@@ -54,6 +55,7 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
       // Any key of the account (inference or management), or the dashboard's session.
       const caller = await authenticateAccount(services, request, reply, 'any');
       const { workspace_id: _workspace, ...fields } = parseBody(createCodeSchema, request.body);
+      if (request.principal?.kind === 'key') await assertMayAuthorize(deps, request.principal.key);
       const issued = await issueCode(
         deps,
         caller.accountId,

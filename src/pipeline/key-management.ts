@@ -38,7 +38,7 @@ const limitSchema = z
   }, 'limit has more than 9 decimal places');
 
 /** docs/api.md: `expires_at` is ISO-8601 UTC; a calendar-valid date-time ending in Z, nothing else. */
-const isoDate = z.string().superRefine((text, ctx) => {
+export const expiresAtSchema = z.string().superRefine((text, ctx) => {
   const parsed = parseUtcDateTime(text);
   if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `expires_at ${parsed.reason}` });
 });
@@ -53,7 +53,7 @@ export const createKeySchema = z.strictObject({
     .nullable()
     .optional(),
   include_byok_in_limit: z.boolean().optional(),
-  expires_at: isoDate.nullable().optional(),
+  expires_at: expiresAtSchema.nullable().optional(),
   allowed_models: slugList.nullable().optional(),
   allowed_providers: slugList.nullable().optional(),
 });

@@ -13,6 +13,7 @@ import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { CODE_TTL_MS, hashAuthorizationCode, newAuthorizationCode, PKCE_VALUE, verifierMatches } from '../auth/pkce.js';
 import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
+import { expiresAtSchema } from './key-management.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { CodeChallengeMethod } from '../store/account-auth-store.js';
 import type { KeyRecord, Store } from '../store/types.js';
@@ -23,13 +24,6 @@ export interface OAuthDeps {
 }
 
 const METHODS = ['S256', 'plain'] as const;
-
-const isoDateTime = z
-  .string()
-  .refine(
-    (s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$/.test(s) && !Number.isNaN(Date.parse(s)),
-    'expires_at must be an ISO-8601 date-time, e.g. 2027-01-01T00:00:00Z',
-  );
 
 const limitSchema = z
   .number()
@@ -55,7 +49,7 @@ const authorizationFields = {
     .enum(LIMIT_RESETS as [LimitReset, ...LimitReset[]])
     .nullable()
     .optional(),
-  expires_at: isoDateTime.nullable().optional(),
+  expires_at: expiresAtSchema.nullable().optional(),
 };
 
 export const createCodeSchema = z.strictObject({

@@ -80,8 +80,12 @@ export async function confirmPasswordReset(
       'This password reset link is invalid, was already used or has expired; ask for a new one',
     );
   if (!TOKEN_PATTERN.test(input.token)) throw invalid();
+  const tokenHash = hashToken(input.token);
+  // A made-up token must not cost a password hash (scrypt: ~32 MiB and the thread pool, no credentials
+  // needed to ask): it is looked up first; `redeem` checks it again, atomically, with the new hash.
+  if (!(await deps.store.passwordResets.isRedeemable(tokenHash, deps.now()))) throw invalid();
   const passwordHash = await hashPassword(input.new_password);
-  const accountId = await deps.store.passwordResets.redeem(hashToken(input.token), deps.now(), passwordHash);
+  const accountId = await deps.store.passwordResets.redeem(tokenHash, deps.now(), passwordHash);
   if (accountId === null) throw invalid();
   deps.log.info({ account: accountId }, 'password reset: new password set, every session ended');
 }

@@ -69,7 +69,7 @@ export async function signIn(
   if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
   await attempt.succeeded();
   if (account.passwordHash && needsRehash(account.passwordHash))
-    await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password));
+    await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password), deps.now());
   const { token, active } = await deps.sessions.create(account.id);
   return { account, token, active };
 }
@@ -109,12 +109,20 @@ export async function changePassword(
   // 400, not 401: the session is fine, and a dashboard treats 401 as "signed out".
   if (!ok) throw new TollgateError('request.invalid_body', 'current_password: the current password is not correct');
   await attempt.succeeded();
-  await setAccountPassword(deps.store.accountAuth, accountId, input.new_password);
+  await setAccountPassword(deps.store.accountAuth, accountId, input.new_password, deps.now());
   await deps.sessions.revokeAll(accountId, sessionId);
 }
 
-/** For the operator (admin API, CLI) and the holder: hashes and stores; `resource.not_found` for an unknown account. */
-export async function setAccountPassword(store: AccountAuthStore, accountId: string, password: string): Promise<void> {
-  const updated = await store.setPassword(accountId, await hashPassword(password));
+/**
+ * For the operator (admin API, CLI) and the holder: hashes and stores, voiding reset links sent
+ * before; `resource.not_found` for an unknown account.
+ */
+export async function setAccountPassword(
+  store: AccountAuthStore,
+  accountId: string,
+  password: string,
+  now: number,
+): Promise<void> {
+  const updated = await store.setPassword(accountId, await hashPassword(password), now);
   if (!updated) throw new TollgateError('resource.not_found', `Account ${accountId.slice(0, 100)} not found`);
 }

@@ -60,8 +60,11 @@ export interface OAuthGrant {
 export interface AccountAuthStore {
   /** E-mails are stored lowercase; `email` must be too. */
   findAccountByEmail(email: string): Promise<AccountRecord | null>;
-  /** False when the account does not exist. */
-  setPassword(accountId: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Sets the password and voids every reset link sent before (used at `now`), in one transaction: a
+   * link mailed earlier must not override a password chosen since. False when the account does not exist.
+   */
+  setPassword(accountId: string, passwordHash: string, now: number): Promise<boolean>;
   /** Sum of the account's `grant` credit entries. */
   totalGranted(accountId: string): Promise<Units>;
 

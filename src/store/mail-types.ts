@@ -119,4 +119,6 @@ export interface PasswordResetStore {
    * token is unknown, used or expired (nothing changes then).
    */
   redeem(tokenHash: string, now: number, passwordHash: string): Promise<string | null>;
+  /** Whether the token could be redeemed at `now` (known, unused, unexpired): a read, nothing changes. */
+  isRedeemable(tokenHash: string, now: number): Promise<boolean>;
 }

@@ -94,12 +94,16 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     return row ? accountFromRow(row) : null;
   }
 
-  async setPassword(accountId: string, passwordHash: string): Promise<boolean> {
-    const result = await this.driver.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [
-      passwordHash,
-      accountId,
-    ]);
-    return result.changes > 0;
+  setPassword(accountId: string, passwordHash: string, now: number): Promise<boolean> {
+    return this.driver.transaction(async (tx) => {
+      const result = await tx.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [passwordHash, accountId]);
+      if (result.changes === 0) return false;
+      await tx.run('UPDATE password_reset_tokens SET used_at = ? WHERE account_id = ? AND used_at IS NULL', [
+        now,
+        accountId,
+      ]);
+      return true;
+    });
   }
 
   async totalGranted(accountId: string): Promise<Units> {

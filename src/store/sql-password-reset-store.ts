@@ -40,4 +40,12 @@ export class SqlPasswordResetStore implements PasswordResetStore {
       return accountId;
     });
   }
+
+  async isRedeemable(tokenHash: string, now: number): Promise<boolean> {
+    const rows = await this.driver.all(
+      'SELECT 1 AS live FROM password_reset_tokens WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?',
+      [tokenHash, now],
+    );
+    return rows.length > 0;
+  }
 }

@@ -68,7 +68,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
     async (request) => {
       const id = request.params.id;
       const { password } = parseBody(setPasswordSchema, request.body);
-      await setAccountPassword(deps.store.accountAuth, id, password);
+      await setAccountPassword(deps.store.accountAuth, id, password, services.now());
       // A password set by the operator (say, after a lost one) ends every session the old one opened.
       const revoked = await services.accountAuth.sessions.revokeAll(id);
       return { data: { updated: true, sessions_revoked: revoked } };

@@ -64,12 +64,34 @@ interface SegmentCharge {
 }
 
 function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCharge {
-  const promptTokens = segment.usage?.promptTokens ?? segment.promptEstimate;
-  const completionTokens = segment.usage?.completionTokens ?? estimateCompletionTokens(segment.completionText);
+  const usage = segment.usage;
+  // A side the provider did not count is charged at our estimate (never as zero), and a count past
+  // any the endpoint can produce (a provider's bug: 1e30) at that bound — it would otherwise price
+  // past what the store holds, and the served answer would go uncharged at all.
+  const bound = tokenBound(segment.served);
+  const promptTokens = Math.min(
+    usage === null || usage.promptUnknown ? segment.promptEstimate : usage.promptTokens,
+    bound,
+  );
+  const completionTokens = Math.min(
+    usage === null || usage.completionUnknown
+      ? estimateCompletionTokens(segment.completionText)
+      : usage.completionTokens,
+    bound,
+  );
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
   const cost = computeCost(segment.served.endpoint.prices, { promptTokens, completionTokens });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
-  return { promptTokens, completionTokens, cost, charged, estimated: segment.usage === null };
+  const estimated = usage === null || usage.promptUnknown === true || usage.completionUnknown === true;
+  return { promptTokens, completionTokens, cost, charged, estimated };
+}
+
+/**
+ * Most tokens one side of one generation is charged: four times the context window, the most any
+ * real count comes near even with a catalog that understates the window.
+ */
+function tokenBound(served: PlannedAttempt): number {
+  return 4 * Math.max(served.endpoint.contextLength, served.model.contextLength);
 }
 
 /** `byokFeeBasisPoints`: the BYOK fee in basis points of the list price (500 = 5 %), when the serving attempt used the caller's own key. */

@@ -26,6 +26,30 @@ export interface NormalizedUsage {
   completionTokens: number;
   reasoningTokens: number | null;
   cachedTokens: number | null;
+  /**
+   * The provider's usage lacked a readable prompt (or completion) count: the number above is 0 and
+   * the charge uses our estimate for that side instead (pipeline/generation.ts), never "free".
+   */
+  promptUnknown?: true;
+  completionUnknown?: true;
+}
+
+/** A usage whose sides the provider did (or did not) count, the unknown ones marked. */
+export function usageOf(
+  promptTokens: number | null,
+  completionTokens: number | null,
+  reasoningTokens: number | null,
+  cachedTokens: number | null,
+): NormalizedUsage {
+  const usage: NormalizedUsage = {
+    promptTokens: promptTokens ?? 0,
+    completionTokens: completionTokens ?? 0,
+    reasoningTokens,
+    cachedTokens,
+  };
+  if (promptTokens === null) usage.promptUnknown = true;
+  if (completionTokens === null) usage.completionUnknown = true;
+  return usage;
 }
 
 /** One OpenAI-format choice of a non-streamed completion. */

@@ -1,5 +1,5 @@
 import { countOrNull, isRecord } from '../json-shape.js';
-import type { NormalizedUsage } from '../types.js';
+import { usageOf, type NormalizedUsage } from '../types.js';
 
 /**
  * Anthropic `usage` → ours. Anthropic's `input_tokens` excludes cached input: prompt-cache reads
@@ -12,12 +12,12 @@ export function parseAnthropicUsage(value: unknown): NormalizedUsage | null {
   if (input === null && output === null) return null;
   const cacheRead = countOrNull(value.cache_read_input_tokens);
   const cacheWrite = countOrNull(value.cache_creation_input_tokens);
-  return {
-    promptTokens: (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0),
-    completionTokens: output ?? 0,
-    reasoningTokens: null, // Anthropic counts thinking inside output_tokens without a breakdown
-    cachedTokens: cacheRead,
-  };
+  const prompt =
+    input === null && cacheRead === null && cacheWrite === null
+      ? null
+      : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
+  // Anthropic counts thinking inside output_tokens without a breakdown: no reasoning count.
+  return usageOf(prompt, output, null, cacheRead);
 }
 
 /**

@@ -4,7 +4,8 @@ import type { NormalizedUsage } from '../types.js';
 /**
  * Gemini `usageMetadata` → ours. Thinking tokens are billed as output but reported apart from
  * `candidatesTokenCount`, so they are added to the completion and reported as reasoning; tokens of
- * tool results Gemini fetched itself (`toolUsePromptTokenCount`) are billed as input.
+ * tool results Gemini fetched itself (`toolUsePromptTokenCount`) are billed as input. Gemini's JSON
+ * leaves out fields whose value is zero (proto3): a count missing beside others is 0, not unknown.
  */
 export function parseGeminiUsage(value: unknown): NormalizedUsage | null {
   if (!isRecord(value)) return null;

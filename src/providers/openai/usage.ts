@@ -1,5 +1,5 @@
 import { countOrNull, isRecord } from '../json-shape.js';
-import type { NormalizedUsage } from '../types.js';
+import { usageOf, type NormalizedUsage } from '../types.js';
 
 /** OpenAI `usage` → ours. Absent or unreadable usage is null, so the caller can estimate instead. */
 export function parseOpenAiUsage(value: unknown): NormalizedUsage | null {
@@ -9,10 +9,10 @@ export function parseOpenAiUsage(value: unknown): NormalizedUsage | null {
   if (promptTokens === null && completionTokens === null) return null;
   const completionDetails = isRecord(value.completion_tokens_details) ? value.completion_tokens_details : null;
   const promptDetails = isRecord(value.prompt_tokens_details) ? value.prompt_tokens_details : null;
-  return {
-    promptTokens: promptTokens ?? 0,
-    completionTokens: completionTokens ?? 0,
-    reasoningTokens: countOrNull(completionDetails?.reasoning_tokens),
-    cachedTokens: countOrNull(promptDetails?.cached_tokens),
-  };
+  return usageOf(
+    promptTokens,
+    completionTokens,
+    countOrNull(completionDetails?.reasoning_tokens),
+    countOrNull(promptDetails?.cached_tokens),
+  );
 }

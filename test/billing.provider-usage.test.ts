@@ -1,0 +1,107 @@
+/**
+ * What a provider's `usage` does to the charge: a side it did not count readably (`prompt_tokens`
+ * missing, negative, not a number) is charged at our estimate, as when the whole usage is missing —
+ * never as zero; an absurd count (1e30) is charged at the endpoint's bound (four times its context),
+ * so the served answer is charged (it used to overflow the store's integer and go uncharged, the
+ * caller getting a 500), and `usage.cost` is what was charged.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { estimatePromptTokens } from '../src/billing/token-estimate.js';
+import { balanceUnits, chat, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+/** An OpenAI-compatible JSON upstream answering with the `usage` set for the upstream model name. */
+async function startUsageUpstream(usageFor: Record<string, unknown>): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d.toString()));
+    req.on('end', () => {
+      const body = JSON.parse(raw) as { model: string };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'up-1',
+          object: 'chat.completion',
+          created: 1,
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hello there' }, finish_reason: 'stop' }],
+          usage: usageFor[body.model],
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server };
+}
+
+const PRICE = '0.000001'; // 1000 units per token
+const MESSAGES = [{ role: 'user', content: 'Summarise the following text. '.repeat(200) }];
+const PROMPT_ESTIMATE = estimatePromptTokens(MESSAGES);
+
+const USAGES: Record<string, unknown> = {
+  'no-prompt': { completion_tokens: 5, total_tokens: 5 },
+  'negative-prompt': { prompt_tokens: -1, completion_tokens: 5, total_tokens: 4 },
+  'nan-prompt': { prompt_tokens: 'NaN', completion_tokens: 5, total_tokens: 5 },
+  absurd: { prompt_tokens: 10, completion_tokens: 1e30, total_tokens: 1e30 },
+};
+
+describe('provider usage and the charge', () => {
+  let upstream: { url: string; server: Server };
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startUsageUpstream(USAGES);
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => {
+        file.providers.push({
+          id: 'usage',
+          name: 'Usage',
+          kind: 'openai',
+          base_url: upstream.url,
+          api_key: 'k',
+          timeouts: {},
+        });
+        for (const name of Object.keys(USAGES))
+          (file.models as unknown[]).push({
+            id: `usage/${name}`,
+            name,
+            context_length: 8192,
+            endpoints: [{ provider: 'usage', model: name, pricing: { prompt: PRICE, completion: PRICE } }],
+          });
+      },
+    });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await new Promise((resolve) => upstream.server.close(resolve));
+  });
+
+  for (const name of ['no-prompt', 'negative-prompt', 'nan-prompt']) {
+    it(`an unreadable prompt_tokens (${name}) charges the prompt estimate, not zero`, async () => {
+      const accountId = await gw.createAccount(1);
+      const { key } = await gw.createKey(accountId);
+      const answer = await chat(gw, key, { model: `usage/${name}`, messages: MESSAGES });
+      expect(answer.status, answer.text).toBe(200);
+      expect(PROMPT_ESTIMATE).toBeGreaterThan(1000);
+      // The prompt was sent and processed: it is billed (at the estimate, as when usage is absent).
+      expect(answer.json.usage.prompt_tokens).toBe(PROMPT_ESTIMATE);
+      expect(toUnits(answer.json.usage.cost)).toBe((PROMPT_ESTIMATE + 5) * 1000);
+    });
+  }
+
+  it('an absurd completion count (1e30) still charges the served answer, and usage.cost is what was charged', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const answer = await chat(gw, key, { model: 'usage/absurd', messages: MESSAGES });
+    // The upstream answered; the answer must reach the caller and be charged (never served for free).
+    expect(answer.status, answer.text).toBe(200);
+    const charged = 1_000_000_000 - (await balanceUnits(gw, accountId));
+    expect(charged).toBeGreaterThan(0);
+    expect(toUnits(answer.json.usage.cost)).toBe(charged);
+    const generation = await getJson(gw, `/generation?id=${answer.json.id}`, key);
+    expect(generation.status).toBe(200);
+    expect(toUnits(generation.json.data.total_cost)).toBe(charged);
+  });
+});

@@ -31,4 +31,13 @@ describe('token estimates', () => {
     ]);
     expect(media - text).toBe(IMAGE_PART_TOKENS + AUDIO_PART_TOKENS + OTHER_PART_TOKENS);
   });
+
+  it('estimates a text past 32 KB from samples of its density, not at a third of its length', () => {
+    // One token per character in our tokenizer ("ꙮ" is three): 33,600 characters are ~33,600 tokens or more.
+    const dense = 'ꙮ'.repeat(33_600);
+    expect(estimateCompletionTokens(dense)).toBeGreaterThanOrEqual(33_600);
+    // Ordinary prose keeps the floor of one token per three characters.
+    const prose = 'The quick brown fox jumps over the lazy dog. '.repeat(1000);
+    expect(estimateCompletionTokens(prose)).toBe(Math.ceil(prose.length / 3));
+  });
 });

@@ -73,7 +73,10 @@ const providerPreferences = z.looseObject({
       z.looseObject({ by: z.enum(['price', 'throughput', 'latency']) }),
     ])
     .optional(),
-  max_price: z.looseObject({ prompt: priceLimit.optional(), completion: priceLimit.optional() }).optional(),
+  // prompt and completion in USD per million tokens; request in USD per request (as /models' pricing.request).
+  max_price: z
+    .looseObject({ prompt: priceLimit.optional(), completion: priceLimit.optional(), request: priceLimit.optional() })
+    .optional(),
   require_parameters: z.boolean().optional(),
   data_collection: z.enum(['allow', 'deny']).optional(),
 });

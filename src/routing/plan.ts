@@ -5,7 +5,7 @@
  * and ordered: `provider.order` first when given, else by `sort`, else healthy first, then cheaper.
  */
 import { TollgateError } from '../core/errors.js';
-import { perMillionToPricePerToken } from '../core/money.js';
+import { parsePricePerToken, perMillionToPricePerToken } from '../core/money.js';
 import type { KeyRecord } from '../store/types.js';
 import type { Catalog, CatalogEndpoint, CatalogModel } from './catalog.js';
 import type { ByokCredential } from './byok-credentials.js';
@@ -20,7 +20,14 @@ export interface ProviderPreferences {
   ignore?: string[] | undefined;
   allow_fallbacks?: boolean | undefined;
   sort?: SortBy | { by: SortBy } | undefined;
-  max_price?: { prompt?: number | string | undefined; completion?: number | string | undefined } | undefined;
+  /** `prompt` and `completion` in USD per million tokens, `request` in USD per request. */
+  max_price?:
+    | {
+        prompt?: number | string | undefined;
+        completion?: number | string | undefined;
+        request?: number | string | undefined;
+      }
+    | undefined;
   require_parameters?: boolean | undefined;
 }
 
@@ -86,6 +93,8 @@ function eligible(
   const maxPrompt = prefs.max_price?.prompt !== undefined ? perMillionToPricePerToken(prefs.max_price.prompt) : null;
   const maxCompletion =
     prefs.max_price?.completion !== undefined ? perMillionToPricePerToken(prefs.max_price.completion) : null;
+  const maxRequest =
+    prefs.max_price?.request !== undefined ? parsePricePerToken(String(prefs.max_price.request)) : null;
   const required = prefs.require_parameters ? (input.requestedParameters ?? []) : [];
   const order = prefs.order ?? [];
 
@@ -100,6 +109,8 @@ function eligible(
       return (why.add(`${id} costs more than max_price.prompt`), false);
     if (maxCompletion !== null && e.prices.completion > maxCompletion)
       return (why.add(`${id} costs more than max_price.completion`), false);
+    if (maxRequest !== null && e.prices.request > maxRequest)
+      return (why.add(`${id} costs more than max_price.request`), false);
     const missing = required.filter((p) => !e.supportedParameters.includes(p));
     if (missing.length > 0)
       return (why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false);

@@ -8,7 +8,10 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
+import { budgetCost } from '../billing/completion-budget.js';
+import type { Hold } from '../billing/credit-gate.js';
 import { estimateCompletionTokens } from '../billing/token-estimate.js';
+import type { Units } from '../core/money.js';
 import { executeStream, type StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf } from '../routing/failure.js';
 import { STOP, type ChunkEvent, type StreamEnd, type UpstreamStream } from '../routing/stream-reader.js';
@@ -140,17 +143,30 @@ export async function relayStream(
     chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()),
   );
   let result: SegmentResult;
+  /** What continuations held beyond the request's own hold, released once the charge is settled. */
+  const extraHolds: Hold[] = [];
   try {
     result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
     while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
+      const spent = costSoFar([
+        ...earlier,
+        {
+          served: segment.served,
+          usage: result.usage,
+          promptEstimate: segment.promptEstimate,
+          completionText: result.generated,
+        },
+      ]);
       const next = await continueElsewhere(
         deps,
         ctx,
         admitted,
         [segment, ...earlier.map((e) => e.served)],
         progress.content,
+        spent,
       );
       if (!next) break;
+      if (next.extraHold) extraHolds.push(next.extraHold);
       segment.stream.reportEnd({
         fault: result.fault,
         incomplete: true,
@@ -200,6 +216,7 @@ export async function relayStream(
     );
     return null;
   });
+  for (const extra of extraHolds) deps.gate.release(extra);
 
   segment.stream.reportEnd({
     fault: result.fault,
@@ -363,6 +380,20 @@ async function pump(
   return result;
 }
 
+/** What the segments so far cost at list price: the provider's counts, our estimates where it gave none. */
+function costSoFar(segments: readonly EarlierSegment[]): Units {
+  let total = 0n;
+  for (const s of segments) {
+    const prompt = s.usage === null || s.usage.promptUnknown ? s.promptEstimate : s.usage.promptTokens;
+    const completion =
+      s.usage === null || s.usage.completionUnknown
+        ? estimateCompletionTokens(s.completionText)
+        : s.usage.completionTokens;
+    total += budgetCost(s.served.endpoint, prompt, completion);
+  }
+  return total;
+}
+
 function withoutLeadingSpace(segment: Segment, choices: readonly ChunkChoice[]): ChunkChoice[] {
   return choices.map((choice) => {
     const content = choice.delta.content;
@@ -390,13 +421,32 @@ async function continueElsewhere(
   admitted: Admitted,
   used: readonly (Segment | PlannedAttempt)[],
   answerSoFar: string,
-): Promise<{ segment: Segment; attempts: AttemptRecord[] } | null> {
+  spent: Units,
+): Promise<{ segment: Segment; attempts: AttemptRecord[]; extraHold: Hold | null } | null> {
   const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
   const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
   if (plan.length === 0 || ctx.signal.aborted) return null;
   const prefill = answerSoFar.trimEnd();
   const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
   const written = estimateCompletionTokens(answerSoFar);
+  // The continuation reads the prompt again, and the answer so far: what was held covered one prompt.
+  // Before it is sent, the hold grows by what the worst continuation could cost beyond it — a second
+  // admission, refused (no continuation: the in-band error) when the account or key cannot cover it.
+  const promptTokens = admitted.promptEstimate + written;
+  let worst = 0n;
+  for (const p of plan) {
+    const cost = budgetCost(p.endpoint, promptTokens, Math.max(1, admitted.budgetFor(p) - written));
+    if (cost > worst) worst = cost;
+  }
+  const excess = spent + worst - admitted.hold.amount;
+  let extraHold: Hold | null = null;
+  if (excess > 0n && admitted.plan.some((p) => !p.model.isFree)) {
+    try {
+      extraHold = await deps.gate.admit(ctx.key, true, excess);
+    } catch {
+      return null;
+    }
+  }
   // The continuation may write only what is left of the budget the hold was computed from.
   const bodyFor = (p: PlannedAttempt) =>
     withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
@@ -407,8 +457,12 @@ async function continueElsewhere(
     signal: ctx.signal,
     capacity: admitted.capacity ?? undefined,
   });
-  if (!outcome.ok) return null;
+  if (!outcome.ok) {
+    if (extraHold) deps.gate.release(extraHold);
+    return null;
+  }
   return {
+    extraHold,
     attempts: outcome.attempts,
     segment: {
       served: outcome.served,

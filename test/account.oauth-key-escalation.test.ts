@@ -3,7 +3,8 @@
  * could make such a key itself may ask: the holder (session, management key) or an unrestricted
  * inference key. A key with a limit, an expiry or guardrails, or the key an app was given, is refused
  * (403) — it would otherwise mint itself a key without its restrictions, one that outlives revoking
- * the app.
+ * the app. And the key_label an app chooses (shown in the dashboard and in mails) loses its control
+ * characters.
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,5 +75,17 @@ describe('who may ask for an authorization code with a key', { timeout: 60_000 }
     // Even an app key with no limit or expiry is an app's: refused too.
     const open = await mintWith(gw, management, { callback_url: 'https://open-app.example/cb' });
     expect((await mintWith(gw, open.key!, { callback_url: 'https://open-app.example/cb2' })).refused).toBe(403);
+  });
+
+  it('an app-chosen key_label loses its control characters', async () => {
+    const holder = await createHolder(gw);
+    const management = (await gw.createKey(holder.id, { management: true })).key;
+    const minted = await mintWith(gw, management, {
+      callback_url: 'https://label.example/cb',
+      key_label: 'Invoice\r\nBcc: x@evil.example\u0007 app',
+    });
+    expect(minted.key).not.toBeNull();
+    const apps = await call(gw, 'GET', '/apps', { key: management });
+    expect(apps.json.data[0].app.name).toBe('Invoice Bcc: x@evil.example  app');
   });
 });

@@ -156,11 +156,14 @@ export function checkAuthorization(
   const keyExpiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
   if (keyExpiresAt !== null && keyExpiresAt <= now) throw invalid('expires_at must be in the future');
   const origin = appOriginOf(callback.url);
+  // The app names its key: shown in the dashboard and in mails, so without control characters.
+  // eslint-disable-next-line no-control-regex
+  const keyLabel = input.key_label?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim() || null;
   return {
     callbackUrl: callback.url,
     origin,
-    appName: input.key_label ?? appTitle ?? origin,
-    keyLabel: input.key_label ?? null,
+    appName: keyLabel ?? appTitle ?? origin,
+    keyLabel,
     challenge,
     // RFC 7636 §4.3: a challenge without a method is `plain`.
     method: challenge === null ? null : (input.code_challenge_method ?? 'plain'),

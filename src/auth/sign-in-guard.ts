@@ -25,6 +25,7 @@ export interface SignInAttempt {
 export class SignInGuard {
   private readonly accountRule: RateRule;
   private readonly addressRule: RateRule;
+  private readonly signUpRule: RateRule;
 
   constructor(
     private readonly limiter: RateLimiter,
@@ -43,6 +44,21 @@ export class SignInGuard {
       limit: limits.perAddress,
       windowMs: limits.windowMs,
     };
+    this.signUpRule = {
+      name: 'sign_up_per_address',
+      kind: 'sliding',
+      limit: limits.perAddress,
+      windowMs: limits.windowMs,
+    };
+  }
+
+  /**
+   * One sign-up takes a slot of its client address's budget for good (an account made, or a password
+   * hashed for nothing): a script cannot mint accounts, or scrypt runs, at the gateway's full rate.
+   */
+  async signUp(clientAddress: string): Promise<void> {
+    const result = await this.limiter.consume(`signup-ip:${clientAddress}`, [this.signUpRule], this.now());
+    if (!result.allowed) throw throttled(result.retryAfterMs, 'sign-up');
   }
 
   /** Takes one slot per subject, or throws 429 with `Retry-After` naming when a slot frees. */
@@ -67,9 +83,9 @@ export class SignInGuard {
   }
 }
 
-function throttled(retryAfterMs: number): TollgateError {
+function throttled(retryAfterMs: number, what = 'sign-in'): TollgateError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new TollgateError('limits.rate_limited', `Too many sign-in attempts; try again in ${seconds} seconds`, {
+  return new TollgateError('limits.rate_limited', `Too many ${what} attempts; try again in ${seconds} seconds`, {
     headers: { 'Retry-After': String(seconds) },
     metadata: { error_type: 'rate_limit_exceeded' },
   });

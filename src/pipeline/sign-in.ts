@@ -79,8 +79,13 @@ export function assertSignUpOpen(deps: Pick<SignInDeps, 'signup'>): void {
     throw new TollgateError('feature.disabled', 'Sign-up is closed on this gateway: ask its operator for an account');
 }
 
-export async function signUp(deps: SignInDeps, input: z.output<typeof signUpSchema>): Promise<SignedIn> {
+export async function signUp(
+  deps: SignInDeps,
+  input: z.output<typeof signUpSchema>,
+  clientAddress: string,
+): Promise<SignedIn> {
   assertSignUpOpen(deps);
+  await deps.guard.signUp(clientAddress);
   const account = await deps.store.createAccount({
     id: newAccountId(),
     email: input.email,

@@ -142,7 +142,7 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
       checkOrigin(request);
       assertSignUpOpen(deps); // closed answers 403 whatever the body
       const input = parseBody(signUpSchema, request.body);
-      return signedIn(request, reply, 201, await signUp(deps, input));
+      return signedIn(request, reply, 201, await signUp(deps, input, request.ip));
     },
     {
       auth: 'none',

@@ -7,9 +7,13 @@
  * loopback Anthropic below enforces that documented rule.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { anthropicSse as A, startScriptedProvider, type ScriptedProvider } from './helpers/scripted-native-provider.js';
-import { sqliteTarget } from './helpers/store-targets.js';
+import { chatStream, type TestGateway } from './helpers/gateway.js';
+import {
+  anthropicSse as A,
+  startNativeGateway,
+  startScriptedProvider,
+  type ScriptedProvider,
+} from './helpers/scripted-native-provider.js';
 
 const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
 
@@ -60,33 +64,16 @@ describe('mid-stream continuation onto an Anthropic endpoint', () => {
         A.messageStop(),
       ];
     });
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push(
-          {
-            id: 'anth-a',
-            name: 'Anthropic A',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-aaaa',
-            timeouts: FAST,
-          },
-          {
-            id: 'anth-b',
-            name: 'Anthropic B',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-bbbb',
-            timeouts: FAST,
-          },
-        );
-        (file.models as unknown[]).push({
+    gw = await startNativeGateway(upstream, {
+      providers: [
+        { id: 'anth-a', kind: 'anthropic' },
+        { id: 'anth-b', kind: 'anthropic' },
+      ],
+      models: [
+        {
           id: 'native/claude-continued',
-          name: 'continued',
-          context_length: 100_000,
           endpoints: [
-            { provider: 'anth-a', model: 'claude-breaks', pricing: { prompt: '0.000001', completion: '0.000002' } },
+            { provider: 'anth-a', model: 'claude-breaks' },
             {
               provider: 'anth-b',
               model: 'claude-continues',
@@ -94,8 +81,9 @@ describe('mid-stream continuation onto an Anthropic endpoint', () => {
               supports_prefill: true,
             },
           ],
-        });
-      },
+        },
+      ],
+      timeouts: FAST,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });

@@ -5,11 +5,14 @@
  * — it would otherwise hold the caller, its credit hold and its capacity for as long as it pings.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { anthropicSse as A, startScriptedProvider, type ScriptedProvider } from './helpers/scripted-native-provider.js';
-import { sqliteTarget } from './helpers/store-targets.js';
+import { chatStream, type TestGateway } from './helpers/gateway.js';
+import {
+  anthropicSse as A,
+  startNativeGateway,
+  startScriptedProvider,
+  type ScriptedProvider,
+} from './helpers/scripted-native-provider.js';
 
-const PRICES = { prompt: '0.000001', completion: '0.000002' };
 const IDLE_MS = 800;
 const TIMEOUTS = { connect_ms: 2000, first_token_ms: 2000, idle_ms: IDLE_MS, response_ms: 5000 };
 
@@ -31,24 +34,10 @@ describe('an Anthropic stream that only pings after its first token', () => {
       A.messageDelta('end_turn', { output_tokens: 2 }),
       A.messageStop(),
     ]);
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push({
-          id: 'anth',
-          name: 'Anthropic',
-          kind: 'anthropic',
-          base_url: upstream.url,
-          api_key: 'anthropic-key-0000',
-          timeouts: TIMEOUTS,
-        });
-        (file.models as unknown[]).push({
-          id: 'native/claude-pinging',
-          name: 'pinging',
-          context_length: 100_000,
-          endpoints: [{ provider: 'anth', model: 'claude-pinging', pricing: PRICES }],
-        });
-      },
+    gw = await startNativeGateway(upstream, {
+      providers: [{ id: 'anth', kind: 'anthropic' }],
+      models: [{ id: 'native/claude-pinging', endpoints: [{ provider: 'anth', model: 'claude-pinging' }] }],
+      timeouts: TIMEOUTS,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });

@@ -7,9 +7,13 @@
  * after it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { anthropicSse as A, startScriptedProvider, type ScriptedProvider } from './helpers/scripted-native-provider.js';
-import { sqliteTarget } from './helpers/store-targets.js';
+import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
+import {
+  anthropicSse as A,
+  startNativeGateway,
+  startScriptedProvider,
+  type ScriptedProvider,
+} from './helpers/scripted-native-provider.js';
 import {
   DONE,
   chunk,
@@ -19,7 +23,6 @@ import {
   type ScriptedUpstream,
 } from './helpers/scripted-upstream.js';
 
-const PRICES = { prompt: '0.000001', completion: '0.000002' };
 const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
 const MESSAGES = [{ role: 'user', content: 'Call the tool.' }];
 const DEPTH = 6000; // ~36 KB of JSON: far below any size cap
@@ -50,49 +53,26 @@ describe('deeply nested tool arguments from Anthropic and Gemini', () => {
       { status: 200 },
       `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":${DEEP}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":5}}`,
     ]);
-    gw = await startTestGateway({
-      target: sqliteTarget,
+    // Each model's first endpoint sends the deep JSON; its second is the healthy fallback.
+    const withFallback = (id: string, provider: string, model: string) => ({
+      id,
+      endpoints: [
+        { provider, model },
+        { provider: 'anth', model: 'claude-ok' },
+      ],
+    });
+    gw = await startNativeGateway(upstream, {
+      providers: [
+        { id: 'gem', kind: 'gemini' },
+        { id: 'anth-plain', kind: 'anthropic', stream_upstream: false },
+        { id: 'anth', kind: 'anthropic' },
+      ],
+      models: [
+        withFallback('native/gemini-deep', 'gem', 'gemini-deep'),
+        withFallback('native/claude-deep', 'anth-plain', 'claude-deep'),
+      ],
+      timeouts: FAST,
       configure: (file) => {
-        file.providers.push(
-          {
-            id: 'gem',
-            name: 'Google',
-            kind: 'gemini',
-            base_url: `${upstream.url}/v1beta`,
-            api_key: 'gemini-key-0000',
-            timeouts: FAST,
-          },
-          {
-            id: 'anth-plain',
-            name: 'Anthropic (plain)',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-0000',
-            timeouts: FAST,
-            stream_upstream: false,
-          },
-          {
-            id: 'anth',
-            name: 'Anthropic',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-1111',
-            timeouts: FAST,
-          },
-        );
-        const model = (id: string, first: [string, string]) => ({
-          id,
-          name: id,
-          context_length: 100_000,
-          endpoints: [
-            { provider: first[0], model: first[1], pricing: PRICES },
-            { provider: 'anth', model: 'claude-ok', pricing: PRICES },
-          ],
-        });
-        (file.models as unknown[]).push(
-          model('native/gemini-deep', ['gem', 'gemini-deep']),
-          model('native/claude-deep', ['anth-plain', 'claude-deep']),
-        );
         file.routing.max_attempts = 4;
       },
     });

@@ -8,16 +8,15 @@
  * generation is recorded finished. Neither path asks the provider for a second generation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, chatStream, startTestGateway, toUnits, waitForGeneration, type TestGateway } from './helpers/gateway.js';
+import { chat, chatStream, toUnits, waitForGeneration, type TestGateway } from './helpers/gateway.js';
 import {
   anthropicSse as A,
   geminiSse,
+  startNativeGateway,
   startScriptedProvider,
   type ScriptedProvider,
 } from './helpers/scripted-native-provider.js';
-import { sqliteTarget } from './helpers/store-targets.js';
 
-const PRICES = { prompt: '0.000001', completion: '0.000002' }; // 1000 / 2000 nano-USD per token
 const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
 const MESSAGES = [{ role: 'user', content: 'Say done.' }];
 
@@ -57,39 +56,17 @@ describe('a finished Anthropic or Gemini answer followed by a broken wire', () =
       A.messageDelta('end_turn', { output_tokens: 2 }),
       A.event('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
     ]);
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push(
-          {
-            id: 'gem',
-            name: 'Google',
-            kind: 'gemini',
-            base_url: `${upstream.url}/v1beta`,
-            api_key: 'gemini-key-0000',
-            timeouts: FAST,
-          },
-          {
-            id: 'anth',
-            name: 'Anthropic',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-0000',
-            timeouts: FAST,
-          },
-        );
-        for (const [id, provider, upstreamModel] of [
-          ['native/gemini-finished-reset', 'gem', 'gemini-finished-reset'],
-          ['native/claude-finished-reset', 'anth', 'claude-finished-reset'],
-          ['native/claude-finished-error', 'anth', 'claude-finished-error'],
-        ])
-          (file.models as unknown[]).push({
-            id,
-            name: id,
-            context_length: 100_000,
-            endpoints: [{ provider, model: upstreamModel, pricing: PRICES }],
-          });
-      },
+    gw = await startNativeGateway(upstream, {
+      providers: [
+        { id: 'gem', kind: 'gemini' },
+        { id: 'anth', kind: 'anthropic' },
+      ],
+      models: [
+        { id: 'native/gemini-finished-reset', endpoints: [{ provider: 'gem', model: 'gemini-finished-reset' }] },
+        { id: 'native/claude-finished-reset', endpoints: [{ provider: 'anth', model: 'claude-finished-reset' }] },
+        { id: 'native/claude-finished-error', endpoints: [{ provider: 'anth', model: 'claude-finished-error' }] },
+      ],
+      timeouts: FAST,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });
@@ -109,7 +86,7 @@ describe('a finished Anthropic or Gemini answer followed by a broken wire', () =
       expect(r.status, r.text.slice(0, 300)).toBe(200);
       expect(r.json.choices[0]).toMatchObject({ message: { content: 'Done.' }, finish_reason: 'stop' });
       expect(r.json.usage).toMatchObject({ prompt_tokens: 7, completion_tokens: 2 });
-      expect(toUnits(r.json.usage.cost)).toBe(7 * 1000 + 2 * 2000);
+      expect(toUnits(r.json.usage.cost)).toBe(7 * 1000 + 2 * 2000); // the helper's prices: 1000 / 2000 units per token
       // The finished generation was not run again upstream.
       expect(upstream.requests.filter((x) => x.model === upstreamModel).length - before).toBe(1);
     },

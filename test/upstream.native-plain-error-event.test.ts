@@ -5,16 +5,15 @@
  * does — rather than counting as a malformed event until the idle timer reports a stall.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { chatStream, type TestGateway } from './helpers/gateway.js';
 import {
   anthropicSse as A,
   geminiSse,
+  startNativeGateway,
   startScriptedProvider,
   type ScriptedProvider,
 } from './helpers/scripted-native-provider.js';
-import { sqliteTarget } from './helpers/store-targets.js';
 
-const PRICES = { prompt: '0.000001', completion: '0.000002' };
 const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
 const MESSAGES = [{ role: 'user', content: 'Tell a story.' }];
 const PLAIN_ERROR = 'event: error\ndata: Overloaded: upstream capacity exhausted\n\n';
@@ -43,38 +42,16 @@ describe('`event: error` with a plain-text reason from an Anthropic or Gemini en
       PLAIN_ERROR,
       { hang: true },
     ]);
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push(
-          {
-            id: 'anth',
-            name: 'Anthropic',
-            kind: 'anthropic',
-            base_url: upstream.url,
-            api_key: 'anthropic-key-0000',
-            timeouts: FAST,
-          },
-          {
-            id: 'gem',
-            name: 'Google',
-            kind: 'gemini',
-            base_url: `${upstream.url}/v1beta`,
-            api_key: 'gemini-key-0000',
-            timeouts: FAST,
-          },
-        );
-        for (const [id, provider, upstreamModel] of [
-          ['native/claude-plain-error', 'anth', 'claude-plain-error'],
-          ['native/gemini-plain-error', 'gem', 'gemini-plain-error'],
-        ])
-          (file.models as unknown[]).push({
-            id,
-            name: id,
-            context_length: 100_000,
-            endpoints: [{ provider, model: upstreamModel, pricing: PRICES }],
-          });
-      },
+    gw = await startNativeGateway(upstream, {
+      providers: [
+        { id: 'anth', kind: 'anthropic' },
+        { id: 'gem', kind: 'gemini' },
+      ],
+      models: [
+        { id: 'native/claude-plain-error', endpoints: [{ provider: 'anth', model: 'claude-plain-error' }] },
+        { id: 'native/gemini-plain-error', endpoints: [{ provider: 'gem', model: 'gemini-plain-error' }] },
+      ],
+      timeouts: FAST,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });

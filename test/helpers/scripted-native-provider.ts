@@ -6,6 +6,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startTestGateway, type testCatalog, type TestGateway } from './gateway.js';
+import { sqliteTarget } from './store-targets.js';
 
 export type Step =
   string | { status: number; headers?: Record<string, string> } | { wait: number } | { hang: true } | { reset: true };
@@ -112,3 +114,59 @@ export const anthropicSse = {
 
 /** One Gemini streamGenerateContent?alt=sse event. */
 export const geminiSse = (data: unknown) => `data: ${JSON.stringify(data)}\r\n\r\n`;
+
+/** One provider of the gateway in front of the scripted upstream. */
+export interface NativeProvider {
+  id: string;
+  kind: 'anthropic' | 'gemini';
+  name?: string;
+  stream_upstream?: boolean;
+}
+
+/** One model of that gateway: its endpoints (upstream model names), at 1000 / 2000 units per token unless priced. */
+export interface NativeModel {
+  id: string;
+  endpoints: {
+    provider: string;
+    model: string;
+    pricing?: { prompt: string; completion: string };
+    supports_prefill?: boolean;
+  }[];
+}
+
+const PRICES = { prompt: '0.000001', completion: '0.000002' };
+
+/** A test gateway (embedded store) whose providers are Anthropic or Gemini endpoints of `upstream`. */
+export function startNativeGateway(
+  upstream: ScriptedProvider,
+  options: {
+    providers: NativeProvider[];
+    models: NativeModel[];
+    timeouts: Record<string, number>;
+    configure?: (file: ReturnType<typeof testCatalog>) => void;
+  },
+): Promise<TestGateway> {
+  return startTestGateway({
+    target: sqliteTarget,
+    configure: (file) => {
+      for (const p of options.providers)
+        file.providers.push({
+          id: p.id,
+          name: p.name ?? p.id,
+          kind: p.kind,
+          base_url: p.kind === 'gemini' ? `${upstream.url}/v1beta` : upstream.url,
+          api_key: `${p.kind}-key-${p.id}`,
+          timeouts: options.timeouts,
+          ...(p.stream_upstream === undefined ? {} : { stream_upstream: p.stream_upstream }),
+        });
+      for (const m of options.models)
+        (file.models as unknown[]).push({
+          id: m.id,
+          name: m.id,
+          context_length: 100_000,
+          endpoints: m.endpoints.map((e) => ({ pricing: PRICES, ...e })),
+        });
+      options.configure?.(file);
+    },
+  });
+}

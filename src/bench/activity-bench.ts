@@ -250,6 +250,7 @@ export async function runActivityBench(log: (line: string) => void): Promise<Act
       ['`/activity/daily?days=30&group_by=key`', '/activity/daily?days=30&group_by=key'],
     ];
     const rows: string[] = [];
+    let target = 'not measured';
     for (const [name, path] of scenarios) {
       const { p50, p99, body } = await measure(`${api}${path}`, management.plaintext, MEASURED);
       const data = (body as { data: { requests: number }[] }).data;
@@ -259,8 +260,9 @@ export async function runActivityBench(log: (line: string) => void): Promise<Act
       );
       if (path === '/activity' && requests !== REQUESTS)
         failures.push(`/activity counted ${requests} requests, the rollups hold ${REQUESTS}`);
-      if (path === '/activity' && p99 >= 50)
-        failures.push(`/activity p99 ${p99.toFixed(2)} ms is not under the 50 ms target`);
+      // A target is reported, never asserted: the bench fails only on wrong answers (README "Benchmark").
+      if (path === '/activity')
+        target = p99 < 50 ? `met (p99 ${p99.toFixed(2)} ms)` : `missed (p99 ${p99.toFixed(2)} ms)`;
     }
     return {
       lines: [
@@ -271,6 +273,7 @@ export async function runActivityBench(log: (line: string) => void): Promise<Act
         '| request | rows returned | requests counted | p50 ms | p99 ms |',
         '|---|---:|---:|---:|---:|',
         ...rows,
+        `\nThe 30-day view against its < 50 ms target: ${target}.`,
       ],
       failures,
     };

@@ -3,14 +3,15 @@
  * could make such a key itself may ask: the holder (session, management key) or an unrestricted
  * inference key. A key with a limit, an expiry or guardrails, or the key an app was given, is refused
  * (403) — it would otherwise mint itself a key without its restrictions, one that outlives revoking
- * the app. And the key_label an app chooses (shown in the dashboard and in mails) loses its control
- * characters.
+ * the app. The key_label an app chooses (shown in the dashboard and in mails) loses its control
+ * characters, and codes not yet exchanged are void once the holder signs out everywhere (or changes
+ * the password).
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from './helpers/api.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { createHolder } from './helpers/session.js';
+import { asBrowser, createHolder, signIn } from './helpers/session.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const VERIFIER = 'escalation-verifier-'.padEnd(64, 'x');
@@ -87,5 +88,21 @@ describe('who may ask for an authorization code with a key', { timeout: 60_000 }
     expect(minted.key).not.toBeNull();
     const apps = await call(gw, 'GET', '/apps', { key: management });
     expect(apps.json.data[0].app.name).toBe('Invoice Bcc: x@evil.example  app');
+  });
+
+  it('codes not yet exchanged are void once the holder signs out everywhere', async () => {
+    const holder = await createHolder(gw);
+    const management = (await gw.createKey(holder.id, { management: true })).key;
+    const code = await call(gw, 'POST', '/auth/keys/code', {
+      key: management,
+      json: { callback_url: 'https://late.example/cb', code_challenge: CHALLENGE, code_challenge_method: 'S256' },
+    });
+    expect(code.status, code.text).toBe(200);
+    const session = await signIn(gw, holder.email, holder.password);
+    expect((await asBrowser(gw, session, 'POST', '/session/revoke-all')).status).toBe(200);
+    const exchanged = await call(gw, 'POST', '/auth/keys', {
+      json: { code: code.json.data.id, code_verifier: VERIFIER },
+    });
+    expect(exchanged.status).toBe(403);
   });
 });

@@ -73,7 +73,10 @@ export interface AccountAuthStore {
   touchSession(id: string, lastSeenAt: number): Promise<void>;
   /** False when it was already revoked or does not exist. */
   revokeSession(id: string, revokedAt: number): Promise<boolean>;
-  /** Revokes every live session of the account except `exceptId`; returns how many. */
+  /**
+   * Revokes every live session of the account except `exceptId`, and voids its OAuth codes not yet
+   * exchanged (approved in those sessions, or by a key minutes ago); returns how many sessions.
+   */
   revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number>;
   /** Deletes sessions and codes that can no longer be used (housekeeping). */
   deleteExpired(now: number): Promise<void>;

@@ -148,12 +148,19 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     return result.changes > 0;
   }
 
-  async revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number> {
-    const result = await this.driver.run(
-      `UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL AND expires_at > ?${exceptId === undefined ? '' : ' AND id <> ?'}`,
-      exceptId === undefined ? [revokedAt, accountId, revokedAt] : [revokedAt, accountId, revokedAt, exceptId],
-    );
-    return result.changes;
+  revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number> {
+    return this.driver.transaction(async (tx) => {
+      const result = await tx.run(
+        `UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL AND expires_at > ?${exceptId === undefined ? '' : ' AND id <> ?'}`,
+        exceptId === undefined ? [revokedAt, accountId, revokedAt] : [revokedAt, accountId, revokedAt, exceptId],
+      );
+      // Codes approved in those sessions (or by a key, minutes ago) go with them: not yet exchanged, void.
+      await tx.run('UPDATE oauth_codes SET used_at = ? WHERE account_id = ? AND used_at IS NULL', [
+        revokedAt,
+        accountId,
+      ]);
+      return result.changes;
+    });
   }
 
   async deleteExpired(now: number): Promise<void> {

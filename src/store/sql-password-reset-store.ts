@@ -37,6 +37,7 @@ export class SqlPasswordResetStore implements PasswordResetStore {
         accountId,
       ]);
       await tx.run('UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL', [now, accountId]);
+      await tx.run('UPDATE oauth_codes SET used_at = ? WHERE account_id = ? AND used_at IS NULL', [now, accountId]);
       return accountId;
     });
   }

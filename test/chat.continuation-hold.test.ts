@@ -97,5 +97,8 @@ describe('mid-stream continuation and the hold', () => {
     expect(cost).toBeGreaterThan(E); // the prompt was read twice
     expect(await balanceUnits(gw, accountId)).toBe(3 * E - cost);
     expect(3 * E - cost).toBeGreaterThanOrEqual(0);
+    // Both holds, the request's and the continuation's, are given back once the charge is settled.
+    const gate = gw.gateway.services.chat.gate;
+    await expect.poll(() => gate.held(accountId), { timeout: 2000 }).toBe(0n);
   });
 });

@@ -28,6 +28,8 @@ export async function settle(
   input: ChargeInput,
   hold?: Hold,
   capacity?: RequestCapacity | null,
+  /** More held for the same request (a continuation's excess): released once `hold` is settled, with it. */
+  extraHolds: readonly Hold[] = [],
 ): Promise<Charge> {
   const charge = buildCharge(input, deps.byokFeeBasisPoints);
   capacity?.settle(charge.promptTokens + charge.completionTokens);
@@ -36,12 +38,20 @@ export async function settle(
   deps.metrics.settleWait.observe((performance.now() - waitStarted) / 1000);
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
   // A charge durable only in the journal keeps its hold until the store has it.
-  if (hold && committed.deferred)
+  const releaseExtras = () => {
+    for (const extra of extraHolds) deps.gate.release(extra);
+  };
+  if (hold && committed.deferred) {
     deps.gate.settleLater(
       hold,
       committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)),
     );
-  else if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
+    // The charge may exceed `hold` by what the extras hold: they cover it until the store has it too.
+    committed.deferred.then(releaseExtras, releaseExtras);
+  } else {
+    if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
+    releaseExtras();
+  }
   const model = charge.record.model;
   const provider = charge.record.providerName ?? 'unknown';
   deps.metrics.tokens.inc({ model, provider, kind: 'prompt' }, charge.promptTokens);

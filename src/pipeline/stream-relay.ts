@@ -8,13 +8,9 @@
  */
 import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
-import { budgetCost } from '../billing/completion-budget.js';
-import type { Hold } from '../billing/credit-gate.js';
-import { estimateCompletionTokens } from '../billing/token-estimate.js';
-import type { Units } from '../core/money.js';
-import { executeStream, type StreamOutcome } from '../routing/execute.js';
+import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf } from '../routing/failure.js';
-import { STOP, type ChunkEvent, type StreamEnd, type UpstreamStream } from '../routing/stream-reader.js';
+import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -23,7 +19,8 @@ import { identityOf, settle } from './settle.js';
 import { chunkHead, chunkJson, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
 import { generatedText, type ChargeInput, type EarlierSegment } from './generation.js';
 import { startCheckpoints } from './stream-checkpoints.js';
-import { withCompletionLimit } from './upstream-parameters.js';
+import { continuationChoices, continueElsewhere, costSoFar, type Segment } from './stream-continuation.js';
+import type { Hold } from '../billing/credit-gate.js';
 
 export interface StreamSink {
   /** True once response headers went out (after that, errors are in-band). */
@@ -46,25 +43,6 @@ export interface StreamSink {
 }
 
 type Served = { ok: true; served: PlannedAttempt; attempts: AttemptRecord[] } & StreamOutcome;
-
-/** One upstream stream feeding the caller's stream. */
-interface Segment {
-  served: PlannedAttempt;
-  held: ChunkEvent[];
-  /** Read, classified and reported to the endpoint's health by routing/stream-reader.ts. */
-  stream: UpstreamStream;
-  attemptStartedAt: number;
-  firstContentAt: number;
-  promptEstimate: number;
-  /** A continuation must not repeat the role delta the caller already has. */
-  continuing: boolean;
-  /**
-   * The answer so far ended in whitespace, which the continuation's prefill was sent without
-   * (Anthropic refuses a final assistant text that ends in whitespace): whitespace the continuation
-   * starts with is the caller's already, and is dropped until its first other character.
-   */
-  dropLeadingSpace: boolean;
-}
 
 interface SegmentResult {
   usage: NormalizedUsage | null;
@@ -204,7 +182,9 @@ export async function relayStream(
     chargeInput(result, failure, cancelled, finishedAt),
     admitted.hold,
     admitted.capacity,
+    extraHolds,
   ).catch((error: unknown) => {
+    for (const extra of extraHolds) deps.gate.release(extra);
     deps.log.error(
       { generation_id: ctx.generationId, err: error },
       'could not record the charge of a streamed generation',
@@ -216,7 +196,6 @@ export async function relayStream(
     );
     return null;
   });
-  for (const extra of extraHolds) deps.gate.release(extra);
 
   segment.stream.reportEnd({
     fault: result.fault,
@@ -271,8 +250,7 @@ async function pump(
     result.upstreamId ??= event.upstreamId;
     progress.fingerprint ??= event.systemFingerprint;
     if (event.choices.length === 0) return null; // the upstream's usage-only chunk: ours follows the charge
-    let choices = segment.continuing ? event.choices.map(withoutRole) : event.choices;
-    if (segment.dropLeadingSpace) choices = withoutLeadingSpace(segment, choices);
+    const choices = segment.continuing ? continuationChoices(segment, event.choices) : event.choices;
     for (const choice of choices as ChunkChoice[]) {
       if (typeof choice.delta.content === 'string') {
         result.content += choice.delta.content;
@@ -378,101 +356,4 @@ async function pump(
   }
   if (result.cancelled || result.failure) segment.stream.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
-}
-
-/** What the segments so far cost at list price: the provider's counts, our estimates where it gave none. */
-function costSoFar(segments: readonly EarlierSegment[]): Units {
-  let total = 0n;
-  for (const s of segments) {
-    const prompt = s.usage === null || s.usage.promptUnknown ? s.promptEstimate : s.usage.promptTokens;
-    const completion =
-      s.usage === null || s.usage.completionUnknown
-        ? estimateCompletionTokens(s.completionText)
-        : s.usage.completionTokens;
-    total += budgetCost(s.served.endpoint, prompt, completion);
-  }
-  return total;
-}
-
-function withoutLeadingSpace(segment: Segment, choices: readonly ChunkChoice[]): ChunkChoice[] {
-  return choices.map((choice) => {
-    const content = choice.delta.content;
-    if (!segment.dropLeadingSpace || typeof content !== 'string') return choice;
-    const rest = content.trimStart();
-    if (rest !== '') segment.dropLeadingSpace = false;
-    return rest === content ? choice : { ...choice, delta: { ...choice.delta, content: rest } };
-  });
-}
-
-function withoutRole(choice: ChunkChoice): ChunkChoice {
-  if (!('role' in choice.delta)) return choice;
-  const { role: _role, ...delta } = choice.delta;
-  return { ...choice, delta };
-}
-
-/**
- * Opens a continuation: the same request plus the answer so far as a trailing assistant message
- * (prefill), on the plan's other endpoints that declare prefill support, through the ordinary
- * execute loop (so timeouts, retries and breakers apply).
- */
-async function continueElsewhere(
-  deps: ChatDeps,
-  ctx: ChatContext,
-  admitted: Admitted,
-  used: readonly (Segment | PlannedAttempt)[],
-  answerSoFar: string,
-  spent: Units,
-): Promise<{ segment: Segment; attempts: AttemptRecord[]; extraHold: Hold | null } | null> {
-  const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
-  const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
-  if (plan.length === 0 || ctx.signal.aborted) return null;
-  const prefill = answerSoFar.trimEnd();
-  const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
-  const written = estimateCompletionTokens(answerSoFar);
-  // The continuation reads the prompt again, and the answer so far: what was held covered one prompt.
-  // Before it is sent, the hold grows by what the worst continuation could cost beyond it — a second
-  // admission, refused (no continuation: the in-band error) when the account or key cannot cover it.
-  const promptTokens = admitted.promptEstimate + written;
-  let worst = 0n;
-  for (const p of plan) {
-    const cost = budgetCost(p.endpoint, promptTokens, Math.max(1, admitted.budgetFor(p) - written));
-    if (cost > worst) worst = cost;
-  }
-  const excess = spent + worst - admitted.hold.amount;
-  let extraHold: Hold | null = null;
-  if (excess > 0n && admitted.plan.some((p) => !p.model.isFree)) {
-    try {
-      extraHold = await deps.gate.admit(ctx.key, true, excess);
-    } catch {
-      return null;
-    }
-  }
-  // The continuation may write only what is left of the budget the hold was computed from.
-  const bodyFor = (p: PlannedAttempt) =>
-    withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
-  const outcome = await executeStream(deps.execute, {
-    plan,
-    body: { ...admitted.upstreamBody, messages },
-    bodyFor,
-    signal: ctx.signal,
-    capacity: admitted.capacity ?? undefined,
-  });
-  if (!outcome.ok) {
-    if (extraHold) deps.gate.release(extraHold);
-    return null;
-  }
-  return {
-    extraHold,
-    attempts: outcome.attempts,
-    segment: {
-      served: outcome.served,
-      held: outcome.held,
-      stream: outcome.stream,
-      attemptStartedAt: outcome.attemptStartedAt,
-      firstContentAt: outcome.firstContentAt,
-      promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
-      continuing: true,
-      dropLeadingSpace: prefill.length < answerSoFar.length,
-    },
-  };
 }

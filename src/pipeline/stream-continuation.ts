@@ -1,0 +1,139 @@
+/**
+ * Mid-stream continuation (routing.mid_stream_continuation): when a committed stream's provider dies
+ * after content was sent, the same request plus the answer so far (as a trailing assistant message,
+ * the prefill) goes to the plan's other endpoints that declare prefill support, and the relay
+ * (stream-relay.ts) goes on writing from the new segment. The hold grows first by what the
+ * continuation could cost beyond it; the continuation's chunks lose the role delta and the whitespace
+ * the caller already has.
+ */
+import { budgetCost } from '../billing/completion-budget.js';
+import type { Hold } from '../billing/credit-gate.js';
+import { estimateCompletionTokens } from '../billing/token-estimate.js';
+import type { Units } from '../core/money.js';
+import type { ChunkChoice } from '../providers/types.js';
+import { executeStream } from '../routing/execute.js';
+import type { PlannedAttempt } from '../routing/plan.js';
+import type { AttemptRecord } from '../routing/failure.js';
+import type { ChunkEvent, UpstreamStream } from '../routing/stream-reader.js';
+import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
+import type { EarlierSegment } from './generation.js';
+import { withCompletionLimit } from './upstream-parameters.js';
+
+/** One upstream stream feeding the caller's stream. */
+export interface Segment {
+  served: PlannedAttempt;
+  held: ChunkEvent[];
+  /** Read, classified and reported to the endpoint's health by routing/stream-reader.ts. */
+  stream: UpstreamStream;
+  attemptStartedAt: number;
+  firstContentAt: number;
+  promptEstimate: number;
+  /** A continuation must not repeat the role delta the caller already has. */
+  continuing: boolean;
+  /**
+   * The answer so far ended in whitespace, which the continuation's prefill was sent without
+   * (Anthropic refuses a final assistant text that ends in whitespace): whitespace the continuation
+   * starts with is the caller's already, and is dropped until its first other character.
+   */
+  dropLeadingSpace: boolean;
+}
+
+/** What the segments so far cost at list price: the provider's counts, our estimates where it gave none. */
+export function costSoFar(segments: readonly EarlierSegment[]): Units {
+  let total = 0n;
+  for (const s of segments) {
+    const prompt = s.usage === null || s.usage.promptUnknown ? s.promptEstimate : s.usage.promptTokens;
+    const completion =
+      s.usage === null || s.usage.completionUnknown
+        ? estimateCompletionTokens(s.completionText)
+        : s.usage.completionTokens;
+    total += budgetCost(s.served.endpoint, prompt, completion);
+  }
+  return total;
+}
+
+/** A continuation's chunk choices as the caller gets them: no second role delta, no whitespace it has already. */
+export function continuationChoices(segment: Segment, choices: readonly ChunkChoice[]): ChunkChoice[] {
+  return choices.map((choice) => withoutLeadingSpace(segment, withoutRole(choice)));
+}
+
+function withoutLeadingSpace(segment: Segment, choice: ChunkChoice): ChunkChoice {
+  const content = choice.delta.content;
+  if (!segment.dropLeadingSpace || typeof content !== 'string') return choice;
+  const rest = content.trimStart();
+  if (rest !== '') segment.dropLeadingSpace = false;
+  return rest === content ? choice : { ...choice, delta: { ...choice.delta, content: rest } };
+}
+
+function withoutRole(choice: ChunkChoice): ChunkChoice {
+  if (!('role' in choice.delta)) return choice;
+  const { role: _role, ...delta } = choice.delta;
+  return { ...choice, delta };
+}
+
+/**
+ * Opens a continuation: the same request plus the answer so far as a trailing assistant message
+ * (prefill), on the plan's other endpoints that declare prefill support, through the ordinary
+ * execute loop (so timeouts, retries and breakers apply).
+ */
+export async function continueElsewhere(
+  deps: ChatDeps,
+  ctx: ChatContext,
+  admitted: Admitted,
+  used: readonly (Segment | PlannedAttempt)[],
+  answerSoFar: string,
+  spent: Units,
+): Promise<{ segment: Segment; attempts: AttemptRecord[]; extraHold: Hold | null } | null> {
+  const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
+  const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
+  if (plan.length === 0 || ctx.signal.aborted) return null;
+  const prefill = answerSoFar.trimEnd();
+  const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
+  const written = estimateCompletionTokens(answerSoFar);
+  // The continuation reads the prompt again, and the answer so far: what was held covered one prompt.
+  // Before it is sent, the hold grows by what the worst continuation could cost beyond it — a second
+  // admission, refused (no continuation: the in-band error) when the account or key cannot cover it.
+  const promptTokens = admitted.promptEstimate + written;
+  let worst = 0n;
+  for (const p of plan) {
+    const cost = budgetCost(p.endpoint, promptTokens, Math.max(1, admitted.budgetFor(p) - written));
+    if (cost > worst) worst = cost;
+  }
+  const excess = spent + worst - admitted.hold.amount;
+  let extraHold: Hold | null = null;
+  if (excess > 0n && admitted.plan.some((p) => !p.model.isFree)) {
+    try {
+      extraHold = await deps.gate.admit(ctx.key, true, excess);
+    } catch {
+      return null;
+    }
+  }
+  // The continuation may write only what is left of the budget the hold was computed from.
+  const bodyFor = (p: PlannedAttempt) =>
+    withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
+  const outcome = await executeStream(deps.execute, {
+    plan,
+    body: { ...admitted.upstreamBody, messages },
+    bodyFor,
+    signal: ctx.signal,
+    capacity: admitted.capacity ?? undefined,
+  });
+  if (!outcome.ok) {
+    if (extraHold) deps.gate.release(extraHold);
+    return null;
+  }
+  return {
+    extraHold,
+    attempts: outcome.attempts,
+    segment: {
+      served: outcome.served,
+      held: outcome.held,
+      stream: outcome.stream,
+      attemptStartedAt: outcome.attemptStartedAt,
+      firstContentAt: outcome.firstContentAt,
+      promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
+      continuing: true,
+      dropLeadingSpace: prefill.length < answerSoFar.length,
+    },
+  };
+}

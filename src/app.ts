@@ -313,6 +313,7 @@ export function buildApp(deps: AppDeps): Gateway {
       guard: new SignInGuard(
         limiter,
         {
+          perAccountAndAddress: config.accounts.sign_in_limits.per_account_and_address,
           perAccount: config.accounts.sign_in_limits.per_account,
           perAddress: config.accounts.sign_in_limits.per_address,
           windowMs: config.accounts.sign_in_limits.window_minutes * 60_000,

@@ -1,7 +1,8 @@
 /**
- * Brute-force protection of sign-in (per e-mail address and per client address, on the in-process
- * and the Redis limiter) and session lifetimes (absolute, rolling, renewal writes), on an injected
- * clock so minutes and days pass at once.
+ * Brute-force protection of sign-in (per e-mail address and client address, per e-mail address from
+ * every address, per client address; on the in-process and the Redis limiter) and session lifetimes
+ * (absolute, rolling, renewal writes), on an injected clock so minutes and days pass at once. The
+ * gateway trusts one proxy, so each attempt's X-Forwarded-For is the client address it counts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError } from './helpers/api.js';
@@ -25,8 +26,9 @@ function steppableClock() {
   };
 }
 
-const attempt = (gw: TestGateway, email: string, password: string) =>
-  call(gw, 'POST', '/session', { json: { email, password } });
+const LOCAL = '127.0.0.1';
+const attempt = (gw: TestGateway, email: string, password: string, from = LOCAL) =>
+  call(gw, 'POST', '/session', { json: { email, password }, headers: { 'x-forwarded-for': from } });
 
 describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget) => {
   let gw: TestGateway;
@@ -39,6 +41,9 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
       target: sqliteTarget,
       clock,
       rateLimiter: { limiter: await space.open(), store: limiterTarget.name },
+      configure: (file) => {
+        (file.server as Record<string, unknown>).trust_proxy = true;
+      },
     });
   });
   afterAll(async () => {
@@ -47,21 +52,55 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
   });
 
   it(
-    '5 failures per e-mail in 15 minutes, then 429 with Retry-After even for the right password; other accounts unaffected; open again after the window',
+    '5 failures per e-mail from one address in 15 minutes, then 429 with Retry-After there even for the right password; the holder still signs in from elsewhere; other accounts unaffected; open again after the window',
     async () => {
       const holder = await createHolder(gw);
+      const attacker = '198.51.100.66';
       for (let i = 0; i < 5; i++)
-        expectError(await attempt(gw, holder.email, `wrong password ${i}`), 401, 'Invalid e-mail or password');
-      const refused = await attempt(gw, holder.email, holder.password);
+        expectError(
+          await attempt(gw, holder.email, `wrong password ${i}`, attacker),
+          401,
+          'Invalid e-mail or password',
+        );
+      const refused = await attempt(gw, holder.email, holder.password, attacker);
       const error = expectError(refused, 429, /Too many sign-in attempts/);
       expect(error.metadata).toEqual({ error_type: 'rate_limit_exceeded' });
       const retryAfter = Number(refused.headers['retry-after']);
       expect(retryAfter).toBeGreaterThan(14 * 60);
       expect(retryAfter).toBeLessThanOrEqual(15 * 60);
       expect(refused.headers['set-cookie']).toBeUndefined();
-      // The limit is per e-mail: another holder signs in from the same address.
+      // Wrong passwords typed from one address do not lock the holder out of their account.
+      await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': LOCAL });
+      // The limit is per e-mail: another holder signs in from the attacker's address.
       const other = await createHolder(gw);
-      await signIn(gw, other.email, other.password);
+      await signIn(gw, other.email, other.password, { 'x-forwarded-for': attacker });
+      clock.advance(15 * MINUTE + 1000);
+      await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': attacker });
+    },
+    SCRYPT_HEAVY_MS,
+  );
+
+  it(
+    'an IPv6 client counts as its /64: new source addresses within it do not buy more guesses; another /64 is another client',
+    async () => {
+      const holder = await createHolder(gw);
+      for (let i = 1; i <= 5; i++)
+        expectError(await attempt(gw, holder.email, 'wrong password!', `2001:db8:7:1::${i}`), 401);
+      expectError(await attempt(gw, holder.email, holder.password, '2001:db8:7:1:ffff:ffff:ffff:ffff'), 429);
+      await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': '2001:db8:7:2::1' });
+      clock.advance(15 * MINUTE + 1000);
+    },
+    SCRYPT_HEAVY_MS,
+  );
+
+  it(
+    'guessing spread over many addresses is bounded too: 20 failures per e-mail from all addresses, then 429 from anywhere',
+    async () => {
+      const holder = await createHolder(gw);
+      for (let source = 1; source <= 4; source++)
+        for (let i = 0; i < 5; i++)
+          expectError(await attempt(gw, holder.email, 'wrong password!', `203.0.113.${source}`), 401);
+      expectError(await attempt(gw, holder.email, holder.password, '203.0.113.99'), 429);
       clock.advance(15 * MINUTE + 1000);
       await signIn(gw, holder.email, holder.password);
     },

@@ -1,7 +1,14 @@
 /**
- * Brute-force protection of sign-in: per e-mail address (whether or not an account has it, so the
- * limit reveals nothing) and per client address, with the platform's rate-limit algorithm and store
- * (in-process, or Redis for a fleet).
+ * Brute-force protection of sign-in, with the platform's rate-limit algorithm and store (in-process,
+ * or Redis for a fleet). Three budgets of failed sign-ins, each per window:
+ * - per e-mail address and client address (`per_account_and_address`): one source guessing one
+ *   account is stopped after a handful — without locking the account for anyone else, so nobody can
+ *   lock an account holder out by typing wrong passwords for their e-mail;
+ * - per e-mail address from every client address together (`per_account`, larger): guessing spread
+ *   over many addresses is still bounded;
+ * - per client address whatever the e-mails (`per_address`): a password spray from one source.
+ * E-mails count whether or not an account has them, so the limits reveal nothing. Client addresses
+ * count as their subject (an IPv6 address as its /64: `limits/address-subject.ts`).
  *
  * Every attempt takes a slot BEFORE the password is checked, and a successful one gives it back: so
  * parallel guesses cannot all pass a check that only counted finished failures. The net effect is
@@ -9,9 +16,11 @@
  */
 import { createHash } from 'node:crypto';
 import { TollgateError } from '../core/errors.js';
+import { addressSubject } from '../limits/address-subject.js';
 import type { RateLimiter, RateRule } from '../limits/rate-limit.js';
 
 export interface SignInLimits {
+  perAccountAndAddress: number;
   perAccount: number;
   perAddress: number;
   windowMs: number;
@@ -23,6 +32,7 @@ export interface SignInAttempt {
 }
 
 export class SignInGuard {
+  private readonly pairRule: RateRule;
   private readonly accountRule: RateRule;
   private readonly addressRule: RateRule;
   private readonly signUpRule: RateRule;
@@ -32,6 +42,12 @@ export class SignInGuard {
     limits: SignInLimits,
     private readonly now: () => number,
   ) {
+    this.pairRule = {
+      name: 'sign_in_per_account_and_address',
+      kind: 'sliding',
+      limit: limits.perAccountAndAddress,
+      windowMs: limits.windowMs,
+    };
     this.accountRule = {
       name: 'sign_in_per_account',
       kind: 'sliding',
@@ -57,29 +73,34 @@ export class SignInGuard {
    * hashed for nothing): a script cannot mint accounts, or scrypt runs, at the gateway's full rate.
    */
   async signUp(clientAddress: string): Promise<void> {
-    const result = await this.limiter.consume(`signup-ip:${clientAddress}`, [this.signUpRule], this.now());
+    const subject = `signup-ip:${addressSubject(clientAddress)}`;
+    const result = await this.limiter.consume(subject, [this.signUpRule], this.now());
     if (!result.allowed) throw throttled(result.retryAfterMs, 'sign-up');
   }
 
-  /** Takes one slot per subject, or throws 429 with `Retry-After` naming when a slot frees. */
+  /** Takes one slot of each budget, or throws 429 with `Retry-After` naming when a slot frees. */
   async begin(email: string, clientAddress: string): Promise<SignInAttempt> {
     const now = this.now();
     // The e-mail is hashed: subjects may end up as Redis keys, and keys should not carry addresses.
-    const accountSubject = `signin:${createHash('sha256').update(email).digest('hex').slice(0, 32)}`;
-    const addressSubject = `signin-ip:${clientAddress}`;
-    const byAddress = await this.limiter.consume(addressSubject, [this.addressRule], now);
-    if (!byAddress.allowed) throw throttled(byAddress.retryAfterMs);
-    const byAccount = await this.limiter.consume(accountSubject, [this.accountRule], now);
-    if (!byAccount.allowed) {
-      await this.limiter.refund(addressSubject, [this.addressRule], now);
-      throw throttled(byAccount.retryAfterMs);
-    }
-    return {
-      succeeded: async () => {
-        await this.limiter.refund(accountSubject, [this.accountRule], now);
-        await this.limiter.refund(addressSubject, [this.addressRule], now);
-      },
+    const emailHash = createHash('sha256').update(email).digest('hex').slice(0, 32);
+    const address = addressSubject(clientAddress);
+    const taken: Array<[subject: string, rule: RateRule]> = [];
+    const giveBack = async () => {
+      for (const [subject, rule] of taken) await this.limiter.refund(subject, [rule], now);
     };
+    for (const [subject, rule] of [
+      [`signin-ip:${address}`, this.addressRule],
+      [`signin-pair:${emailHash}:${address}`, this.pairRule],
+      [`signin:${emailHash}`, this.accountRule],
+    ] as const) {
+      const result = await this.limiter.consume(subject, [rule], now);
+      if (!result.allowed) {
+        await giveBack();
+        throw throttled(result.retryAfterMs);
+      }
+      taken.push([subject, rule]);
+    }
+    return { succeeded: giveBack };
   }
 }
 

@@ -29,8 +29,13 @@ const sessionSchema = z
 
 const signInLimitsSchema = z
   .object({
-    /** Failed sign-ins allowed per e-mail address within the window. */
-    per_account: z.number().int().positive().default(5),
+    /**
+     * Failed sign-ins allowed per e-mail address from one client address within the window: one source
+     * guessing is stopped without locking the account for its holder elsewhere.
+     */
+    per_account_and_address: z.number().int().positive().default(5),
+    /** Failed sign-ins allowed per e-mail address from all client addresses together (guessing from many sources). */
+    per_account: z.number().int().positive().default(20),
     /** Failed sign-ins allowed per client address within the window. */
     per_address: z.number().int().positive().default(20),
     window_minutes: z

@@ -26,6 +26,15 @@ describe('EdgeGuard', () => {
     expect(guard.check('10.0.0.1')).toBeNull();
   });
 
+  it('an IPv6 client is its /64: fresh source addresses within it share one bucket; an IPv4-mapped address is the IPv4 one', () => {
+    const guard = new EdgeGuard({ burst: 3, per_second: 0.001, max_clients: 10, overload: NO_OVERLOAD }, () => 0);
+    for (let i = 1; i <= 3; i++) expect(guard.check(`2001:db8:5:6::${i}`)).toBeNull();
+    expect(guard.check('2001:db8:5:6:a:b:c:d')?.code).toBe('limits.rate_limited');
+    expect(guard.check('2001:db8:5:7::1')).toBeNull();
+    for (let i = 0; i < 3; i++) expect(guard.check('192.0.2.9')).toBeNull();
+    expect(guard.check('::ffff:192.0.2.9')?.code).toBe('limits.rate_limited');
+  });
+
   it('burst 0 and overload shedding off turn it off', () => {
     const guard = new EdgeGuard({ burst: 0, per_second: 100, max_clients: 10, overload: NO_OVERLOAD }, () => 0);
     expect(guard.enabled).toBe(false);

@@ -7,6 +7,7 @@
  * Per process on purpose: floods are shed where they land.
  */
 import { TollgateError } from '../core/errors.js';
+import { addressSubject } from './address-subject.js';
 import { LoadShedder } from './load-shedder.js';
 import { derivedMaxInFlight, OverloadMonitor } from './overload-signals.js';
 import { TokenBucketLimiter } from './token-bucket.js';
@@ -71,9 +72,10 @@ export class EdgeGuard {
     return this.buckets !== null || this.shedder !== null;
   }
 
-  /** Null when `ip` may proceed; otherwise the 429 to answer with. */
-  check(ip: string): TollgateError | null {
+  /** Null when `ip` may proceed; otherwise the 429 to answer with. An IPv6 client counts as its /64. */
+  check(clientAddress: string): TollgateError | null {
     const now = this.now();
+    const ip = addressSubject(clientAddress);
     if (this.shedder && this.monitor) {
       const decision = this.shedder.admit(ip, now, this.monitor.pressure());
       if (decision.shed) {

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { addressSubject } from './address-subject.js';
+
+describe('addressSubject', () => {
+  it('an IPv4 address is its own subject; an IPv4-mapped IPv6 address is the IPv4 address', () => {
+    expect(addressSubject('192.0.2.7')).toBe('192.0.2.7');
+    expect(addressSubject('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(addressSubject('::FFFF:c000:0207')).toBe('192.0.2.7');
+  });
+
+  it('every address of one IPv6 /64 is one subject, however written; another /64 is another', () => {
+    const subject = addressSubject('2001:db8:1:2::1');
+    expect(subject).toBe('2001:db8:1:2::/64');
+    expect(addressSubject('2001:0db8:0001:0002:ffff:eeee:dddd:cccc')).toBe(subject);
+    expect(addressSubject('2001:DB8:1:2:0:0:0:9')).toBe(subject);
+    expect(addressSubject('2001:db8:1:2::1%eth0')).toBe(subject);
+    expect(addressSubject('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+    expect(addressSubject('::1')).toBe('0:0:0:0::/64');
+  });
+
+  it('what is not an address is its own subject', () => {
+    expect(addressSubject('')).toBe('');
+    expect(addressSubject('not an address')).toBe('not an address');
+  });
+});

@@ -21,7 +21,9 @@ describe.each(STORE_TARGETS)('sessions ($name)', { timeout: 120_000 }, (target) 
     gw = await startTestGateway({
       target,
       configure: (file) =>
-        Object.assign(file, { accounts: { sign_in_limits: { per_address: 1000, per_account: 1000 } } }),
+        Object.assign(file, {
+          accounts: { sign_in_limits: { per_address: 1000, per_account: 1000, per_account_and_address: 1000 } },
+        }),
     });
     holder = await createHolder(gw);
   });

@@ -118,6 +118,37 @@ describe('what is forwarded upstream', () => {
     });
   });
 
+  it("null means absent for every optional parameter (as in OpenAI's schema): the request is served, and no null reaches the provider", async () => {
+    const nulls = {
+      stream: null,
+      models: null,
+      provider: null,
+      tools: null,
+      tool_choice: null,
+      response_format: null,
+      user: null,
+      max_tokens: null,
+      temperature: null,
+      seed: null,
+      stop: null,
+      logit_bias: null,
+      service_tier: null,
+      web_search_options: null,
+    };
+    upstream.seen.length = 0;
+    const answer = await chat(gw, key, { model: 'test/plain', messages: MESSAGES, ...nulls });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.json.object).toBe('chat.completion');
+    const { stream: _, ...streamedNulls } = nulls;
+    const streamed = await chatStream(gw, key, { model: 'test/plain', messages: MESSAGES, ...streamedNulls });
+    expect(streamed.status).toBe(200);
+    expect(upstream.seen).toHaveLength(2);
+    for (const { body } of upstream.seen) {
+      expect(Object.entries(body).filter(([, value]) => value === null)).toEqual([]);
+      expect(Object.keys(body).sort()).toEqual(['max_tokens', 'messages', 'model', 'stream', 'stream_options']);
+    }
+  });
+
   it.each([
     ['service_tier', 'priority'],
     ['service_tier', 'flex'],

@@ -81,12 +81,20 @@ const providerPreferences = z.looseObject({
   data_collection: z.enum(['allow', 'deny']).optional(),
 });
 
+/**
+ * Optional, and `null` means the same as absent (OpenAI's schema makes optional parameters nullable,
+ * and clients generated from it, or written in languages with nil pointers, send them so).
+ */
+function nullMeansAbsent<T extends z.ZodType>(schema: T) {
+  return schema.nullish().transform((value): z.output<T> | undefined => value ?? undefined);
+}
+
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1, 'model must be a non-empty string'),
   messages,
-  models: boundedArray(z.string().min(1), 10).optional(),
-  provider: providerPreferences.optional(),
-  stream: z.boolean().optional(),
+  models: nullMeansAbsent(boundedArray(z.string().min(1), 10)),
+  provider: nullMeansAbsent(providerPreferences),
+  stream: nullMeansAbsent(z.boolean()),
   // At least 1: some providers read 0 as "use your default", which would escape the credit hold's estimate.
   max_tokens: z.number().int().min(1, 'max_tokens must be at least 1').nullable().optional(),
   max_completion_tokens: z.number().int().min(1, 'max_completion_tokens must be at least 1').nullable().optional(),
@@ -102,14 +110,14 @@ export const chatRequestSchema = z.looseObject({
     .union([z.string(), boundedArray(z.string(), 4)])
     .nullable()
     .optional(),
-  tools: boundedArray(z.looseObject({ type: z.string() }), 128).optional(),
-  tool_choice: z.union([z.string(), z.looseObject({})]).optional(),
-  response_format: z.looseObject({ type: z.string() }).optional(),
+  tools: nullMeansAbsent(boundedArray(z.looseObject({ type: z.string() }), 128)),
+  tool_choice: nullMeansAbsent(z.union([z.string(), z.looseObject({})])),
+  response_format: nullMeansAbsent(z.looseObject({ type: z.string() })),
   logit_bias: logitBias.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.number().int().nullable().optional(),
   // Stored with the generation: an end-user id, bounded like every stored value a caller chooses.
-  user: z.string().max(1000, 'must be at most 1000 characters').optional(),
+  user: nullMeansAbsent(z.string().max(1000, 'must be at most 1000 characters')),
   // Legacy OpenRouter fields: accepted, ignored (usage is always reported).
   usage: z.unknown().optional(),
   stream_options: z.unknown().optional(),

@@ -120,7 +120,8 @@ export function upstreamBodyFor(
 ): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request)) {
-    if (value === undefined || NEVER_FORWARDED.has(name)) continue;
+    // `null` is "absent" in this API: a provider that refuses nulls (or reads one as a value) never sees it.
+    if (value === undefined || value === null || NEVER_FORWARDED.has(name)) continue;
     if (FORWARDED_PARAMETERS.has(name) || lists(endpoint, name)) body[name] = value;
   }
   return withCompletionLimit(body, endpoint, budget);

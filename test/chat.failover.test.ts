@@ -25,6 +25,15 @@ const NEVER_CALLED = 'mock@content=never%20called';
 
 const EXTRA_MODELS = [
   {
+    id: 'test/overloaded-retry-after',
+    name: 'overloaded-retry-after',
+    context_length: 8192,
+    endpoints: [
+      { provider: 'mock', model: 'mock@status=503,retryAfter=30', pricing: PAID },
+      { provider: 'mock-b', model: 'mock-chat', pricing: { prompt: '0.000002', completion: '0.000004' } },
+    ],
+  },
+  {
     id: 'test/rate-limited-twice',
     name: 'rate-limited-twice',
     context_length: 8192,
@@ -124,6 +133,25 @@ describe('failover', () => {
     ]);
     expect(toUnits(g.json.data.total_cost)).toBe(expected);
     expect(await balanceUnits(gw, accountId)).toBe(before - expected);
+  });
+
+  it('an endpoint that failed with a Retry-After (503, 529) is tried after the others until then, as after a 429', async () => {
+    const served = async () => {
+      const r = await chat(gw, key, { model: 'test/overloaded-retry-after', messages: MESSAGES });
+      expect(r.status, r.text).toBe(200);
+      const g = await getJson(gw, `/generation?id=${r.json.id}`, key);
+      return g.json.data.provider_responses.map((a: { provider_name: string; status: number }) => [
+        a.provider_name,
+        a.status,
+      ]);
+    };
+    expect(await served()).toEqual([
+      ['Mock', 503],
+      ['Mock B', 200],
+    ]);
+    // Mock asked for 30 s: the next requests go to Mock B first (and need nothing else).
+    expect(await served()).toEqual([['Mock B', 200]]);
+    expect(await served()).toEqual([['Mock B', 200]]);
   });
 
   it('fails over in a stream before the first byte, invisibly to the caller', async () => {

@@ -9,7 +9,7 @@
  * nothing here ever waits for it. Events from other processes are applied without being echoed.
  */
 import { randomBytes } from 'node:crypto';
-import type { HealthListener, HealthRegistry, RemoteHealth } from './health.js';
+import { MAX_COOLING_MS, type HealthListener, type HealthRegistry, type RemoteHealth } from './health.js';
 
 /** A publish/subscribe channel (Redis pub/sub in main.ts). */
 export interface HealthChannel {
@@ -48,7 +48,7 @@ export class FleetHealth implements HealthListener {
   private readonly maxPauseMs: number;
 
   constructor(private readonly options: FleetHealthOptions) {
-    this.maxPauseMs = options.maxPauseMs ?? 600_000;
+    this.maxPauseMs = options.maxPauseMs ?? MAX_COOLING_MS;
     options.channel.subscribe((message) => this.receive(message));
     options.health.listen(this);
     this.timer = setInterval(() => this.sendOutcomes(), options.outcomeEveryMs ?? 1_000);

@@ -14,6 +14,13 @@ export interface EndpointHealth {
   coolingUntil: number;
 }
 
+/**
+ * The longest pause an upstream's `Retry-After` buys, here and from the fleet (fleet-health.ts): a
+ * cooling endpoint is only tried after the others, and a provider that asks for a day (or sends a
+ * nonsense figure) is looked at again after this; a new refusal cools it again.
+ */
+export const MAX_COOLING_MS = 600_000;
+
 /** Failures that say the endpoint is unhealthy. The caller's own faults say nothing about it. */
 export function countsAgainstHealth(type: FailureType): boolean {
   return (
@@ -86,7 +93,7 @@ export class HealthRegistry {
   }
 
   /**
-   * 0 = healthy, 1 = cooling down after a 429, 2 = breaker open or its probe out. Lower is tried first.
+   * 0 = healthy, 1 = cooling down (a 429, or a Retry-After on a failure), 2 = breaker open or its probe out. Lower is tried first.
    * A half-open endpoint with its probe slot free ranks as healthy: unless some request tries it, a
    * recovered provider would never get its traffic back while a fallback keeps answering.
    */
@@ -126,13 +133,14 @@ export class HealthRegistry {
   recordFailure(key: string, now: number, type: FailureType, retryAfterMs: number | null): void {
     const health = this.get(key);
     if (type === 'rate_limited') {
-      const until = Math.max(health.coolingUntil, now + (retryAfterMs ?? 1000));
-      if (until > health.coolingUntil) this.listener?.cooling(key, until - now);
-      health.coolingUntil = until;
+      this.cool(key, health, now, retryAfterMs ?? 1000);
       health.breaker.release();
       return;
     }
     if (countsAgainstHealth(type)) {
+      // An overloaded or unavailable upstream (503, Anthropic's 529) that says when to come back is
+      // tried after the others until then, as after a 429 — besides counting against its breaker.
+      if (retryAfterMs !== null) this.cool(key, health, now, retryAfterMs);
       const before = health.breaker.openUntilMs;
       health.breaker.onFailure(now);
       health.stats.recordFailure(now);
@@ -143,6 +151,12 @@ export class HealthRegistry {
       // The provider answered (it judged the request): it is up.
       this.closeBreaker(key, health);
     }
+  }
+
+  private cool(key: string, health: EndpointHealth, now: number, ms: number): void {
+    const until = Math.max(health.coolingUntil, now + Math.min(ms, MAX_COOLING_MS));
+    if (until > health.coolingUntil) this.listener?.cooling(key, until - now);
+    health.coolingUntil = until;
   }
 
   private closeBreaker(key: string, health: EndpointHealth): void {

@@ -52,6 +52,17 @@ export function usageOf(
   return usage;
 }
 
+/**
+ * What a usage reported early in a stream (Anthropic's `message_start`, Gemini's every event) tells
+ * for certain: the prompt's count. The completion is still growing, so it is left unknown: a stream
+ * cut before the final usage is charged the provider's prompt count and our estimate of the text
+ * produced, and the final usage, when it comes, replaces this one.
+ */
+export function promptSide(usage: NormalizedUsage | null): NormalizedUsage | null {
+  if (usage === null || usage.promptUnknown === true) return null;
+  return usageOf(usage.promptTokens, null, null, usage.cachedTokens);
+}
+
 /** One OpenAI-format choice of a non-streamed completion. */
 export interface CompletionChoice {
   index: number;

@@ -6,7 +6,7 @@
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { KEEPALIVE, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
+import { KEEPALIVE, promptSide, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
 import { mergeAnthropicUsage, parseAnthropicUsage } from './usage.js';
@@ -59,7 +59,8 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     if (!isRecord(message)) return malformed('message_start without a message');
     this.messageId = stringOrNull(message.id);
     this.startUsage = isRecord(message.usage) ? message.usage : {};
-    return this.chunk({ role: 'assistant', content: '' });
+    // The prompt's count is exact from here on; the output's comes with `message_delta`.
+    return this.chunk({ role: 'assistant', content: '' }, null, promptSide(parseAnthropicUsage(this.startUsage)));
   }
 
   private blockStart(json: Record<string, unknown>): StreamEvent {
@@ -129,7 +130,8 @@ export class AnthropicStreamDecoder implements StreamDecoder {
 
   private messageDelta(json: Record<string, unknown>): StreamEvent {
     const nativeFinish = isRecord(json.delta) ? stringOrNull(json.delta.stop_reason) : null;
-    // Usage is reported once, complete, with the finish: a stream cut short is estimated instead.
+    // The complete usage comes with the finish: a stream cut before it is charged its prompt's count
+    // (from message_start) and an estimate of its output.
     const usage = parseAnthropicUsage(mergeAnthropicUsage(this.startUsage, json.usage));
     return this.chunk({}, nativeFinish, usage);
   }

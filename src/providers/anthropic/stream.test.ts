@@ -64,7 +64,7 @@ function assemble(events: StreamEvent[]): Assembled {
 }
 
 describe('Anthropic stream decoding', () => {
-  it('reads a text stream: role first, deltas, finish with usage, then done', () => {
+  it('reads a text stream: role and the prompt count first, deltas, finish with the whole usage, then done', () => {
     const events = decode('stream-text.sse');
     expect(events.map((e) => e.kind)).toEqual([
       'chunk',
@@ -83,7 +83,8 @@ describe('Anthropic stream decoding', () => {
       choices: [
         { index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, native_finish_reason: null },
       ],
-      usage: null, // reported once, with the finish
+      // The prompt's count is exact from message_start; the output's (still growing) is left unknown.
+      usage: { promptTokens: 25, completionTokens: 0, completionUnknown: true, reasoningTokens: null, cachedTokens: 0 },
       systemFingerprint: null,
     });
     expect(events[7]).toMatchObject({

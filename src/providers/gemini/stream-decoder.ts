@@ -7,7 +7,7 @@
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { KEEPALIVE, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
+import { KEEPALIVE, promptSide, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
 import { blockReasonOf, readCandidateParts, toOpenAiToolCall } from './candidate.js';
 import { classifyGeminiStreamError } from './classify-error.js';
 import { normalizeGeminiFinishReason } from './finish-reason.js';
@@ -67,10 +67,17 @@ export class GeminiStreamDecoder implements StreamDecoder {
       });
     }
     // Every event repeats usageMetadata, complete only in the last one (the one with finishReason).
-    // Passing only that one lets a stream cut short be estimated rather than under-counted.
+    // Before it, only its prompt count is passed on: a stream cut short is charged that and an
+    // estimate of its output, rather than an output count that was still growing.
     const final = candidates.length === 0 || choices.some((choice) => choice.native_finish_reason !== null);
     if (choices.length === 0 && (usage === null || !final)) return { kind: 'ignore' };
-    return { kind: 'chunk', upstreamId: responseId, choices, usage: final ? usage : null, systemFingerprint: null };
+    return {
+      kind: 'chunk',
+      upstreamId: responseId,
+      choices,
+      usage: final ? usage : promptSide(usage),
+      systemFingerprint: null,
+    };
   }
 
   /** The first delta of each choice says who speaks, as OpenAI's first chunk does. */

@@ -55,7 +55,7 @@ function assemble(events: StreamEvent[]): Assembled {
 }
 
 describe('Gemini stream decoding', () => {
-  it('reads a text stream: role on the first chunk, usage only with the finish, no end marker', () => {
+  it('reads a text stream: role on the first chunk, the prompt count before the finish and the whole usage with it, no end marker', () => {
     const events = decode('stream-text.sse');
     expect(events).toHaveLength(3);
     expect(events[0]).toEqual({
@@ -64,10 +64,20 @@ describe('Gemini stream decoding', () => {
       choices: [
         { index: 0, delta: { role: 'assistant', content: 'The' }, finish_reason: null, native_finish_reason: null },
       ],
-      usage: null,
+      // Before the finish, only the prompt's count: the output's is still growing.
+      usage: {
+        promptTokens: 9,
+        completionTokens: 0,
+        completionUnknown: true,
+        reasoningTokens: null,
+        cachedTokens: null,
+      },
       systemFingerprint: null,
     });
-    expect(events[1]).toMatchObject({ choices: [{ delta: { content: ' quick brown fox jumps over' } }], usage: null });
+    expect(events[1]).toMatchObject({
+      choices: [{ delta: { content: ' quick brown fox jumps over' } }],
+      usage: { promptTokens: 9, completionUnknown: true },
+    });
     expect(events[2]).toMatchObject({
       choices: [{ delta: { content: ' the lazy dog.\n' }, finish_reason: 'stop', native_finish_reason: 'STOP' }],
       usage: { promptTokens: 9, completionTokens: 11, reasoningTokens: null, cachedTokens: null },

@@ -69,7 +69,7 @@ describe('a stream cut before its usage', () => {
       expect(r.events.at(-1).error.metadata.error_type).toBe('provider_unavailable');
       const id = String(r.headers['x-generation-id']);
       const g = await getJson(gw, `/generation?id=${id}`, key);
-      expect(g.status, g.text).toBe(200);
+      expect(g.status, JSON.stringify(g.json)).toBe(200);
       expect(g.json.data.tokens_prompt).toBe(prompt);
       expect(g.json.data.usage_estimated).toBe(true);
       // The output is estimated from the text (not Anthropic's early output_tokens: 1, nor Gemini's running count).

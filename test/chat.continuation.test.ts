@@ -114,6 +114,12 @@ describe.each([true, false])('mid-stream continuation enabled=%s', (enabled) => 
       // Exactly one role delta reached the caller, and every chunk kept the stream's id.
       expect(sse.events.filter((e) => e.choices?.[0]?.delta?.role).length).toBe(1);
       expect(new Set(sse.events.map((e) => e.id)).size).toBe(1);
+      // Chunks name the provider that wrote them: the first endpoint, then the one that continued
+      // (the usage chunk too, as /generation does).
+      expect(sse.events[0].provider).toBe('Mock');
+      expect(sse.events.at(-1).provider).toBe('Continuer');
+      const named = sse.events.map((e) => e.provider as string);
+      expect(named.slice(named.indexOf('Continuer')).every((p) => p === 'Continuer')).toBe(true);
 
       // The continuation was asked with the partial answer as a trailing assistant message.
       expect(continuer.bodies).toHaveLength(1);

@@ -75,7 +75,9 @@ export async function relayStream(
   outcome: Served,
   sink: StreamSink,
 ): Promise<void> {
-  const identity = identityOf(ctx, outcome.served, outcome.startedAt);
+  /** Who the chunks name: the endpoint serving now (after a continuation, the one that continued). */
+  let identity = identityOf(ctx, outcome.served, outcome.startedAt);
+  const firstIdentity = identity;
   const progress: Progress = { content: '', finishReason: null, nativeFinishReason: null, fingerprint: null };
   const attempts = [...outcome.attempts];
   const earlier: EarlierSegment[] = [];
@@ -167,6 +169,12 @@ export async function relayStream(
       });
       attempts.push(...next.attempts);
       segment = next.segment;
+      identity = {
+        id: identity.id,
+        created: identity.created,
+        model: segment.served.model.id,
+        provider: segment.served.endpoint.provider.name,
+      };
       result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
     }
   } finally {
@@ -204,7 +212,7 @@ export async function relayStream(
     completionTokens: charge?.completionTokens ?? null,
   });
   deps.metrics.timeToFirstToken.observe(
-    { model: identity.model, provider: identity.provider },
+    { model: firstIdentity.model, provider: firstIdentity.provider },
     (outcome.firstContentAt - outcome.startedAt) / 1000,
   );
   if (cancelled || sink.closed) return;

@@ -208,6 +208,7 @@ export function buildApp(deps: AppDeps): Gateway {
       metrics.settleBatch.observe(settlements.length);
       usageAlerts.noteCharges(settlements, outcomes);
     },
+    onRefused: () => metrics.chargesRefused.inc(),
     journal: deps.journal ?? null,
     health: storeHealth,
     log: app.log,

@@ -139,15 +139,44 @@ describe('settler with a charge journal', () => {
     expect(committed.get('s')).toBe(7n);
   });
 
-  it('a charge the store refuses fails alone; the others in its batch commit; the bad one leaves the journal', async () => {
+  it('a charge the store refuses fails alone; the others in its batch commit; the bad one leaves the journal, counted', async () => {
     const { store, committed, state } = scriptedStore();
     state.refuse.add('bad');
-    const settler = new Settler({ store, journal, log: quietLog });
+    const refused: string[] = [];
+    const settler = new Settler({
+      store,
+      journal,
+      log: quietLog,
+      onRefused: (settlement) => refused.push(settlement.generation.id),
+    });
     const results = await Promise.allSettled(['x', 'bad', 'y'].map((id) => settler.settle(journalSettlement(id, 1n))));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect([...committed.keys()].sort()).toEqual(['x', 'y']);
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(journal.depth).toBe(0);
+    expect(refused).toEqual(['bad']);
+  });
+
+  it('a journaled charge the store refuses when its backlog is applied is given up and counted; the rest are applied', async () => {
+    const { store, committed, state } = scriptedStore();
+    const refused: string[] = [];
+    const settler = new Settler({
+      store,
+      journal,
+      log: quietLog,
+      backlogDelayMs: 10,
+      onRefused: (settlement) => refused.push(settlement.generation.id),
+    });
+    state.behaviour = 'down';
+    const outcomes = await Promise.all(['p', 'q'].map((id) => settler.settle(journalSettlement(id, 2n))));
+    expect(outcomes.every((o) => o.deferred instanceof Promise)).toBe(true);
+    state.refuse.add('q');
+    state.behaviour = 'ok';
+    expect(await outcomes[0]!.deferred).toEqual({ id: 'p', applied: true });
+    expect(await outcomes[1]!.deferred).toEqual({ id: 'q', applied: false });
+    expect([...committed.keys()]).toEqual(['p']);
+    expect(refused).toEqual(['q']);
+    expect(settler.backlogSize).toBe(0);
   });
 
   it('boot: charges left in the journal are applied by recover(); replaying until then', async () => {

@@ -57,6 +57,11 @@ export interface SettlerOptions {
   retries?: number;
   retryDelayMs?: number;
   onCommitted?: (settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]) => void;
+  /**
+   * A charge the store refused on its own (not an outage), after it was tried alone: it is given up
+   * (logged in full; a metric counts it), so it cannot block the charges behind it.
+   */
+  onRefused?: (settlement: Settlement) => void;
   journal?: ChargeJournal | null;
   health?: StoreHealth;
   log?: Pick<Logger, 'warn' | 'error' | 'info'>;
@@ -336,6 +341,15 @@ export class Settler {
     this.bootIds.delete(id);
     entry?.done?.({ id, applied: false });
     this.journal?.markDone([id]);
+    this.refused(settlement);
+  }
+
+  private refused(settlement: Settlement): void {
+    try {
+      this.options.onRefused?.(settlement);
+    } catch {
+      // A metrics hook: the charge is given up whatever it does.
+    }
   }
 
   private kickBacklog(delayMs: number): void {
@@ -389,6 +403,7 @@ export class Settler {
     if (error === null) return;
     if (batch.length === 1 || isStoreUnavailable(error)) {
       for (const p of batch) p.reject(error);
+      if (!isStoreUnavailable(error)) this.refused(batch[0]!.settlement);
       return;
     }
     // The store answered but refused the batch: one bad charge (a value the database rejects) must not
@@ -404,6 +419,7 @@ export class Settler {
       if (alone === null) continue;
       pending.reject(alone);
       if (isStoreUnavailable(alone)) unavailable = alone;
+      else this.refused(pending.settlement);
     }
   }
 

@@ -61,6 +61,12 @@ export class Metrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  /** Charges the store refused outright (not an outage): each is logged; any at all needs an operator. */
+  readonly chargesRefused = new Counter({
+    name: 'tollgate_charges_refused_total',
+    help: 'Charges the store refused outright (not an outage) and that were given up; each is logged with its generation id',
+    registers: [this.registry],
+  });
   readonly settleBatch = new Histogram({
     name: 'tollgate_settle_batch_size',
     help: 'Charges committed per store transaction (group commit)',

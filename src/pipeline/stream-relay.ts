@@ -7,7 +7,7 @@
  * billed for its real usage). A caller that leaves is charged for what was produced.
  */
 import { TollgateError } from '../core/errors.js';
-import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
+import { isFinalUsage, type ChunkChoice, type FailureType, type NormalizedUsage } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf } from '../routing/failure.js';
 import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
@@ -298,9 +298,12 @@ async function pump(
         // upstream reports after it, so the charge is the provider's count rather than an estimate.
         if (!complete) return STOP;
         if (event.usage) result.usage = event.usage;
-        return undefined;
+        return isFinalUsage(event.usage) ? STOP : undefined;
       }
       const wait = forward(event);
+      // Every choice finished and the provider's whole usage is in: the caller's usage chunk and
+      // [DONE] need nothing more, so they do not wait for the upstream's own end (drained meanwhile).
+      if (complete && isFinalUsage(event.usage)) return wait === null ? STOP : wait.then(() => STOP);
       return wait === null ? undefined : wait;
     }, onMalformed);
   } catch (error) {
@@ -308,7 +311,7 @@ async function pump(
     segment.stream.close();
     end = { kind: 'local', error };
   }
-  if (end.kind === 'stopped') segment.stream.close(); // the caller left
+  if (end.kind === 'stopped') segment.stream.close(); // the caller left, or the answer and its usage are in
   const thrown =
     end.kind === 'cancelled' || end.kind === 'local' || (end.kind === 'broken' && end.cause === 'transport');
   if (complete && (thrown || end.kind === 'broken')) {

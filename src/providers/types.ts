@@ -63,6 +63,11 @@ export function promptSide(usage: NormalizedUsage | null): NormalizedUsage | nul
   return usageOf(usage.promptTokens, null, null, usage.cachedTokens);
 }
 
+/** The provider's whole count: both sides read (a prompt-only usage from early in a stream is not). */
+export function isFinalUsage(usage: NormalizedUsage | null): boolean {
+  return usage !== null && usage.promptUnknown !== true && usage.completionUnknown !== true;
+}
+
 /** One OpenAI-format choice of a non-streamed completion. */
 export interface CompletionChoice {
   index: number;

@@ -4,12 +4,13 @@
  * first content event — the commit point after which no failover is possible.
  */
 import { TollgateError } from '../core/errors.js';
-import type {
-  EndpointTarget,
-  NormalizedCompletion,
-  ProviderAdapter,
-  UpstreamFailure,
-  UpstreamRequest,
+import {
+  isFinalUsage,
+  type EndpointTarget,
+  type NormalizedCompletion,
+  type ProviderAdapter,
+  type UpstreamFailure,
+  type UpstreamRequest,
 } from '../providers/types.js';
 import { byokHeaders } from './byok-headers.js';
 import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
@@ -175,11 +176,17 @@ async function collectStream(
   for (const event of held) aggregate.add(event);
   let end: StreamEnd;
   try {
-    end = await stream.read((event) => aggregate.add(event));
+    end = await stream.read((event) => {
+      aggregate.add(event);
+      // Every choice finished and the provider's whole usage is in: the answer needs nothing more,
+      // so it is not held back waiting for the upstream's [DONE] or end of body (drained meanwhile).
+      return isFinalUsage(event.usage) && aggregate.finished ? STOP : undefined;
+    });
   } catch (error) {
     end = { kind: 'local', error };
   }
-  const ended = end.kind === 'done';
+  if (end.kind === 'stopped') stream.close();
+  const ended = end.kind === 'done' || end.kind === 'stopped';
   // A break after every choice finished (a reset, a stall or an error event where only the trailing
   // usage or [DONE] was left) does not undo the answer: it is served once, as the relay finalises it.
   let failure: AttemptResult<NormalizedCompletion> | null =

@@ -1,0 +1,46 @@
+/**
+ * Review: "null means absent for every optional parameter" (chat-request.ts nullMeansAbsent) stops
+ * at the top level. OpenRouter's own schema makes the provider preferences nullable too
+ * (`order`, `only`, `ignore`, `allow_fallbacks`, `sort`, `max_price`, … are `| null` in its SDKs),
+ * and clients with nil pointers send them so: such a request is refused with 400.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const MESSAGES = [{ role: 'user', content: 'hi' }];
+
+describe('null provider preferences', () => {
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ target: sqliteTarget });
+    key = (await gw.createKey(await gw.createAccount(5))).key;
+  });
+  afterAll(() => gw.close());
+
+  it('a provider object whose unset preferences are null is served like one without them', async () => {
+    const provider = {
+      order: null,
+      only: null,
+      ignore: null,
+      allow_fallbacks: null,
+      sort: null,
+      max_price: null,
+      require_parameters: null,
+      data_collection: null,
+    };
+    const r = await chat(gw, key, { model: 'test/chat', messages: MESSAGES, provider });
+    expect(r.status, r.text).toBe(200);
+  });
+
+  it('one preference set, the others null (as a nil-pointer client sends them)', async () => {
+    const r = await chat(gw, key, {
+      model: 'test/chat',
+      messages: MESSAGES,
+      provider: { order: ['mock'], allow_fallbacks: null, sort: null },
+    });
+    expect(r.status, r.text).toBe(200);
+  });
+});

@@ -88,17 +88,21 @@ export class SignInGuard {
     const giveBack = async () => {
       for (const [subject, rule] of taken) await this.limiter.refund(subject, [rule], now);
     };
-    for (const [subject, rule] of [
-      [`signin-ip:${address}`, this.addressRule],
-      [`signin-pair:${emailHash}:${address}`, this.pairRule],
-      [`signin:${emailHash}`, this.accountRule],
-    ] as const) {
-      const result = await this.limiter.consume(subject, [rule], now);
-      if (!result.allowed) {
-        await giveBack();
-        throw throttled(result.retryAfterMs);
+    try {
+      for (const [subject, rule] of [
+        [`signin-ip:${address}`, this.addressRule],
+        [`signin-pair:${emailHash}:${address}`, this.pairRule],
+        [`signin:${emailHash}`, this.accountRule],
+      ] as const) {
+        const result = await this.limiter.consume(subject, [rule], now);
+        if (!result.allowed) throw throttled(result.retryAfterMs);
+        taken.push([subject, rule]);
       }
-      taken.push([subject, rule]);
+    } catch (error) {
+      // Refused by one budget, or the limiter failed part-way (a Redis blip: 503): no password is
+      // checked, so the slots taken so far go back — best effort, the limiter may be failing still.
+      await giveBack().catch(() => undefined);
+      throw error;
     }
     return { succeeded: giveBack };
   }

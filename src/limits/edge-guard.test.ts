@@ -33,6 +33,9 @@ describe('EdgeGuard', () => {
     expect(guard.check('2001:db8:5:7::1')).toBeNull();
     for (let i = 0; i < 3; i++) expect(guard.check('192.0.2.9')).toBeNull();
     expect(guard.check('::ffff:192.0.2.9')?.code).toBe('limits.rate_limited');
+    // Link-local peers: the zone id (the interface's name) does not make another client.
+    for (let i = 1; i <= 3; i++) expect(guard.check(`fe80::${i}%eth0.100`)).toBeNull();
+    expect(guard.check('fe80::99%br-1a2b3c')?.code).toBe('limits.rate_limited');
   });
 
   it('burst 0 and overload shedding off turn it off', () => {

@@ -49,6 +49,15 @@ const logitBias = z.custom<Record<string, number>>().superRefine((value, ctx) =>
   if (bad) ctx.addIssue({ code: 'custom', message: 'must be a number from -100 to 100', path: [bad[0]] });
 });
 
+/**
+ * Optional, and `null` means the same as absent: OpenAI's schema makes optional parameters nullable,
+ * OpenRouter's its provider preferences too, and clients generated from them, or written in
+ * languages with nil pointers, send them so.
+ */
+function nullMeansAbsent<T extends z.ZodType>(schema: T) {
+  return schema.nullish().transform((value): z.output<T> | undefined => value ?? undefined);
+}
+
 // USD per million tokens; more than 9 decimals is below a femto-dollar per token: numbers are rounded
 // there (0.1 + 0.2 arrives as 0.30000000000000004), strings must not carry more.
 const priceLimit = z.union([
@@ -63,31 +72,27 @@ const priceLimit = z.union([
 ]);
 
 const providerPreferences = z.looseObject({
-  order: boundedArray(z.string(), 100).optional(),
-  only: boundedArray(z.string(), 100).optional(),
-  ignore: boundedArray(z.string(), 100).optional(),
-  allow_fallbacks: z.boolean().optional(),
-  sort: z
-    .union([
+  order: nullMeansAbsent(boundedArray(z.string(), 100)),
+  only: nullMeansAbsent(boundedArray(z.string(), 100)),
+  ignore: nullMeansAbsent(boundedArray(z.string(), 100)),
+  allow_fallbacks: nullMeansAbsent(z.boolean()),
+  sort: nullMeansAbsent(
+    z.union([
       z.enum(['price', 'throughput', 'latency']),
       z.looseObject({ by: z.enum(['price', 'throughput', 'latency']) }),
-    ])
-    .optional(),
+    ]),
+  ),
   // prompt and completion in USD per million tokens; request in USD per request (as /models' pricing.request).
-  max_price: z
-    .looseObject({ prompt: priceLimit.optional(), completion: priceLimit.optional(), request: priceLimit.optional() })
-    .optional(),
-  require_parameters: z.boolean().optional(),
-  data_collection: z.enum(['allow', 'deny']).optional(),
+  max_price: nullMeansAbsent(
+    z.looseObject({
+      prompt: nullMeansAbsent(priceLimit),
+      completion: nullMeansAbsent(priceLimit),
+      request: nullMeansAbsent(priceLimit),
+    }),
+  ),
+  require_parameters: nullMeansAbsent(z.boolean()),
+  data_collection: nullMeansAbsent(z.enum(['allow', 'deny'])),
 });
-
-/**
- * Optional, and `null` means the same as absent (OpenAI's schema makes optional parameters nullable,
- * and clients generated from it, or written in languages with nil pointers, send them so).
- */
-function nullMeansAbsent<T extends z.ZodType>(schema: T) {
-  return schema.nullish().transform((value): z.output<T> | undefined => value ?? undefined);
-}
 
 export const chatRequestSchema = z.looseObject({
   model: z.string().min(1, 'model must be a non-empty string'),

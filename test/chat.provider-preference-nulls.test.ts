@@ -1,8 +1,7 @@
 /**
- * Review: "null means absent for every optional parameter" (chat-request.ts nullMeansAbsent) stops
- * at the top level. OpenRouter's own schema makes the provider preferences nullable too
- * (`order`, `only`, `ignore`, `allow_fallbacks`, `sort`, `max_price`, … are `| null` in its SDKs),
- * and clients with nil pointers send them so: such a request is refused with 400.
+ * Null means absent inside the provider preferences too: OpenRouter's schema makes `order`, `only`,
+ * `ignore`, `allow_fallbacks`, `sort`, `max_price`, … nullable, and clients generated from it or
+ * written with nil pointers send them so.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';

@@ -1,9 +1,9 @@
 /**
- * Review: SignInGuard.begin takes its three budgets one call at a time and gives back what it took
- * only when a budget REFUSES. When the limiter fails on a later budget (a Redis command timing out:
- * the sign-in answers 503), the slots already taken in the earlier budgets stay taken. A holder who
- * tries to sign in a few times during such a blip — never with a wrong password — is then locked
- * out of their own account from their own address for the rest of the window.
+ * Sign-in takes its three budgets one limiter call at a time; when the limiter fails part-way (a
+ * Redis command timing out: the sign-in answers 503, no password is checked), the slots already
+ * taken go back — a holder trying to sign in during such a blip must not be locked out of their own
+ * account from their own address afterwards. The limiter here is the in-process one with the
+ * per-e-mail budget's calls made to fail, as a Redis command would.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateError } from '../src/core/errors.js';

@@ -165,6 +165,46 @@ describe.each(LIMITER_TARGETS)('sign-in limits ($name limiter)', (limiterTarget)
   );
 });
 
+describe.each(STORE_TARGETS)('a familiar address ($name)', { timeout: SCRYPT_HEAVY_MS }, (target) => {
+  let gw: TestGateway;
+  const clock = steppableClock();
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      target,
+      clock,
+      configure: (file) => {
+        (file.server as Record<string, unknown>).trust_proxy = true;
+      },
+    });
+  });
+  afterAll(() => gw.close());
+
+  it('guessing from many addresses spends the account-wide budget, but not for an address the holder signed in from in the last 30 days', async () => {
+    const holder = await createHolder(gw);
+    const home = '192.0.2.50';
+    await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': home });
+    for (let source = 1; source <= 4; source++)
+      for (let i = 0; i < 5; i++)
+        expectError(await attempt(gw, holder.email, 'wrong password!', `203.0.113.${source}`), 401);
+    // Spent for everyone else, the holder's new laptop included...
+    expectError(await attempt(gw, holder.email, holder.password, '203.0.113.99'), 429);
+    expectError(await attempt(gw, holder.email, holder.password, '198.51.100.1'), 429);
+    // ...but not from home, where the per-address budgets still count.
+    await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': home });
+    for (let i = 0; i < 5; i++) expectError(await attempt(gw, holder.email, 'wrong password!', home), 401);
+    expectError(await attempt(gw, holder.email, holder.password, home), 429);
+    // Familiar for 30 days after the last success: a month later, home is a stranger like any other.
+    clock.advance(15 * MINUTE + 1000);
+    await signIn(gw, holder.email, holder.password, { 'x-forwarded-for': home });
+    clock.advance(31 * DAY);
+    for (let source = 1; source <= 4; source++)
+      for (let i = 0; i < 5; i++)
+        expectError(await attempt(gw, holder.email, 'wrong password!', `203.0.113.${source}`), 401);
+    expectError(await attempt(gw, holder.email, holder.password, home), 429);
+  });
+});
+
 describe.each(STORE_TARGETS)('session lifetime ($name)', { timeout: 120_000 }, (target) => {
   let gw: TestGateway;
   const clock = steppableClock();

@@ -10,6 +10,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { TollgateError } from '../core/errors.js';
 import type { AccountAuthStore, SessionRecord } from '../store/account-auth-store.js';
+import { FAMILIAR_ADDRESS_MS } from './sign-in-guard.js';
 
 export interface SessionPolicy {
   absoluteMs: number;
@@ -58,7 +59,7 @@ export class SessionService {
     const now = this.now();
     if (now - this.lastSweep >= SWEEP_EVERY_MS) {
       this.lastSweep = now;
-      await this.store.deleteExpired(now);
+      await this.store.deleteExpired(now, now - FAMILIAR_ADDRESS_MS);
     }
     const token = randomBytes(32).toString('base64url');
     const session: SessionRecord = {

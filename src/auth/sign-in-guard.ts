@@ -10,6 +10,11 @@
  * E-mails count whether or not an account has them, so the limits reveal nothing. Client addresses
  * count as their subject (an IPv6 address as its /64: `limits/address-subject.ts`).
  *
+ * The account-wide budget could still be spent by guessing from a few addresses, locking the holder
+ * out everywhere; so it does not apply from a *familiar* address — one the account signed in from
+ * successfully within FAMILIAR_ADDRESS_MS (remembered in the store as a hash of its subject). There
+ * only the per-address budgets count, and those an attacker elsewhere cannot spend.
+ *
  * Every attempt takes a slot BEFORE the password is checked, and a successful one gives it back: so
  * parallel guesses cannot all pass a check that only counted finished failures. The net effect is
  * "N failed sign-ins per window".
@@ -26,7 +31,12 @@ export interface SignInLimits {
   windowMs: number;
 }
 
+/** How long a successful sign-in keeps its client address familiar to the account. */
+export const FAMILIAR_ADDRESS_MS = 30 * 86_400_000;
+
 export interface SignInAttempt {
+  /** The client address's subject as a hash: how a familiar address is remembered (never the address). */
+  readonly addressHash: string;
   /** Gives the slots back (the attempt succeeded). */
   succeeded(): Promise<void>;
 }
@@ -78,12 +88,21 @@ export class SignInGuard {
     if (!result.allowed) throw throttled(result.retryAfterMs, 'sign-up');
   }
 
-  /** Takes one slot of each budget, or throws 429 with `Retry-After` naming when a slot frees. */
-  async begin(email: string, clientAddress: string): Promise<SignInAttempt> {
+  /**
+   * Takes one slot of each budget, or throws 429 with `Retry-After` naming when a slot frees. With
+   * `familiar` (asked only when the account-wide budget is spent): whether the account signed in
+   * from this address lately, which lets the attempt through that budget.
+   */
+  async begin(
+    email: string,
+    clientAddress: string,
+    familiar?: (addressHash: string) => Promise<boolean>,
+  ): Promise<SignInAttempt> {
     const now = this.now();
     // The e-mail is hashed: subjects may end up as Redis keys, and keys should not carry addresses.
     const emailHash = createHash('sha256').update(email).digest('hex').slice(0, 32);
     const address = addressSubject(clientAddress);
+    const addressHash = createHash('sha256').update(address).digest('hex');
     const taken: Array<[subject: string, rule: RateRule]> = [];
     const giveBack = async () => {
       for (const [subject, rule] of taken) await this.limiter.refund(subject, [rule], now);
@@ -95,7 +114,10 @@ export class SignInGuard {
         [`signin:${emailHash}`, this.accountRule],
       ] as const) {
         const result = await this.limiter.consume(subject, [rule], now);
-        if (!result.allowed) throw throttled(result.retryAfterMs);
+        if (!result.allowed) {
+          if (rule === this.accountRule && familiar !== undefined && (await familiar(addressHash))) continue;
+          throw throttled(result.retryAfterMs);
+        }
         taken.push([subject, rule]);
       }
     } catch (error) {
@@ -104,7 +126,7 @@ export class SignInGuard {
       await giveBack().catch(() => undefined);
       throw error;
     }
-    return { succeeded: giveBack };
+    return { addressHash, succeeded: giveBack };
   }
 }
 

@@ -13,7 +13,7 @@ import {
   verifyPassword,
 } from '../auth/password.js';
 import type { ActiveSession, SessionService } from '../auth/sessions.js';
-import type { SignInGuard } from '../auth/sign-in-guard.js';
+import { FAMILIAR_ADDRESS_MS, type SignInGuard } from '../auth/sign-in-guard.js';
 import { TollgateError } from '../core/errors.js';
 import { newAccountId } from '../core/ids.js';
 import type { AccountAuthStore } from '../store/account-auth-store.js';
@@ -61,13 +61,20 @@ export async function signIn(
   clientAddress: string,
 ): Promise<SignedIn> {
   const email = input.email.trim().toLowerCase();
-  const attempt = await deps.guard.begin(email, clientAddress);
-  const account = email === '' ? null : await deps.store.accountAuth.findAccountByEmail(email);
+  const accountAuth = deps.store.accountAuth;
+  // Asked only once the account-wide budget is spent: has the account signed in from here lately?
+  const familiar = async (addressHash: string) => {
+    const known = email === '' ? null : await accountAuth.findAccountByEmail(email);
+    return known !== null && (await accountAuth.signedInFrom(known.id, addressHash, deps.now() - FAMILIAR_ADDRESS_MS));
+  };
+  const attempt = await deps.guard.begin(email, clientAddress, familiar);
+  const account = email === '' ? null : await accountAuth.findAccountByEmail(email);
   const ok = account?.passwordHash
     ? await verifyPassword(input.password, account.passwordHash)
     : await burnPasswordCheck(input.password);
   if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
   await attempt.succeeded();
+  await accountAuth.rememberSignInAddress(account.id, attempt.addressHash, deps.now());
   if (account.passwordHash && needsRehash(account.passwordHash))
     await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password), deps.now());
   const { token, active } = await deps.sessions.create(account.id);

@@ -78,8 +78,18 @@ export interface AccountAuthStore {
    * exchanged (approved in those sessions, or by a key minutes ago); returns how many sessions.
    */
   revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number>;
-  /** Deletes sessions and codes that can no longer be used (housekeeping). */
-  deleteExpired(now: number): Promise<void>;
+  /**
+   * Notes a successful sign-in of the account from a client address (`addressHash`: a hash of the
+   * address's subject, never the address): the address becomes familiar (auth/sign-in-guard.ts).
+   */
+  rememberSignInAddress(accountId: string, addressHash: string, now: number): Promise<void>;
+  /** Whether the account signed in successfully from that address since `since`. */
+  signedInFrom(accountId: string, addressHash: string, since: number): Promise<boolean>;
+  /**
+   * Deletes sessions and codes that can no longer be used, and sign-in addresses not used since
+   * `addressesBefore` (housekeeping).
+   */
+  deleteExpired(now: number, addressesBefore?: number): Promise<void>;
 
   /** The app's integer id, created on first sight of the origin. */
   ensureOAuthApp(origin: string, now: number): Promise<number>;

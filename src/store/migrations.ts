@@ -292,4 +292,17 @@ CREATE TABLE password_reset_tokens (
 CREATE INDEX password_reset_tokens_account ON password_reset_tokens (account_id);
 `,
   },
+  {
+    version: 6,
+    name: 'sign_in_addresses',
+    sql: `
+CREATE TABLE sign_in_addresses (
+  account_id TEXT NOT NULL,
+  address_hash TEXT NOT NULL,
+  last_success_at BIGINT NOT NULL,
+  PRIMARY KEY (account_id, address_hash)
+);
+CREATE INDEX sign_in_addresses_age ON sign_in_addresses (last_success_at);
+`,
+  },
 ];

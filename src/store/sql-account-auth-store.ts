@@ -163,9 +163,28 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     });
   }
 
-  async deleteExpired(now: number): Promise<void> {
+  async rememberSignInAddress(accountId: string, addressHash: string, now: number): Promise<void> {
+    await this.driver.run(
+      `INSERT INTO sign_in_addresses (account_id, address_hash, last_success_at) VALUES (?, ?, ?)
+       ON CONFLICT (account_id, address_hash) DO UPDATE SET last_success_at = excluded.last_success_at
+       WHERE sign_in_addresses.last_success_at < excluded.last_success_at`,
+      [accountId, addressHash, now],
+    );
+  }
+
+  async signedInFrom(accountId: string, addressHash: string, since: number): Promise<boolean> {
+    const [row] = await this.driver.all(
+      'SELECT 1 AS found FROM sign_in_addresses WHERE account_id = ? AND address_hash = ? AND last_success_at >= ?',
+      [accountId, addressHash, since],
+    );
+    return row !== undefined;
+  }
+
+  async deleteExpired(now: number, addressesBefore?: number): Promise<void> {
     await this.driver.run('DELETE FROM sessions WHERE expires_at <= ? OR revoked_at IS NOT NULL', [now]);
     await this.driver.run('DELETE FROM oauth_codes WHERE expires_at <= ?', [now]);
+    if (addressesBefore !== undefined)
+      await this.driver.run('DELETE FROM sign_in_addresses WHERE last_success_at < ?', [addressesBefore]);
   }
 
   async ensureOAuthApp(origin: string, now: number): Promise<number> {

@@ -7,10 +7,10 @@
  * billed for its real usage). A caller that leaves is charged for what was produced.
  */
 import { TollgateError } from '../core/errors.js';
-import { isFinalUsage, type ChunkChoice, type FailureType, type NormalizedUsage } from '../providers/types.js';
+import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf } from '../routing/failure.js';
-import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
+import { closesAnswer, STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -289,23 +289,32 @@ async function pump(
       'skipped a malformed upstream chunk',
     );
 
+  // Every choice finished and the provider's last word on usage is in (`closesAnswer`): the caller's
+  // usage chunk and [DONE] need nothing more, so they do not wait for the upstream's own end (the
+  // rest of its body is drained meanwhile).
+  const kind = segment.served.endpoint.provider.kind;
   let end: StreamEnd;
   try {
-    for (const event of segment.held) await forward(event);
-    end = await segment.stream.read((event) => {
-      if (sink.closed) {
-        // The caller left. A complete answer is read on (nothing is written) for the usage the
-        // upstream reports after it, so the charge is the provider's count rather than an estimate.
-        if (!complete) return STOP;
-        if (event.usage) result.usage = event.usage;
-        return isFinalUsage(event.usage) ? STOP : undefined;
-      }
-      const wait = forward(event);
-      // Every choice finished and the provider's whole usage is in: the caller's usage chunk and
-      // [DONE] need nothing more, so they do not wait for the upstream's own end (drained meanwhile).
-      if (complete && isFinalUsage(event.usage)) return wait === null ? STOP : wait.then(() => STOP);
-      return wait === null ? undefined : wait;
-    }, onMalformed);
+    let closed = false;
+    for (const event of segment.held) {
+      await forward(event);
+      closed ||= closesAnswer(event, kind);
+    }
+    end =
+      closed && complete
+        ? { kind: 'stopped' }
+        : await segment.stream.read((event) => {
+            if (sink.closed) {
+              // The caller left. A complete answer is read on (nothing is written) for the usage the
+              // upstream reports after it, so the charge is the provider's count rather than an estimate.
+              if (!complete) return STOP;
+              if (event.usage) result.usage = event.usage;
+              return closesAnswer(event, kind) ? STOP : undefined;
+            }
+            const wait = forward(event);
+            if (complete && closesAnswer(event, kind)) return wait === null ? STOP : wait.then(() => STOP);
+            return wait === null ? undefined : wait;
+          }, onMalformed);
   } catch (error) {
     // Writing to the caller failed: they are gone, or it is our bug (never the provider's fault).
     segment.stream.close();

@@ -4,13 +4,13 @@
  * first content event — the commit point after which no failover is possible.
  */
 import { TollgateError } from '../core/errors.js';
-import {
-  isFinalUsage,
-  type EndpointTarget,
-  type NormalizedCompletion,
-  type ProviderAdapter,
-  type UpstreamFailure,
-  type UpstreamRequest,
+import type {
+  EndpointTarget,
+  NormalizedCompletion,
+  ProviderAdapter,
+  ProviderKind,
+  UpstreamFailure,
+  UpstreamRequest,
 } from '../providers/types.js';
 import { byokHeaders } from './byok-headers.js';
 import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
@@ -20,7 +20,14 @@ import { failureFromThrown, invalidResponse, isTransportError } from './failure.
 import { nestsTooDeeply } from '../providers/json-shape.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
-import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
+import {
+  carriesContent,
+  closesAnswer,
+  STOP,
+  UpstreamStream,
+  type ChunkEvent,
+  type StreamEnd,
+} from './stream-reader.js';
 import { Cancellation, type CancelSignal } from '../core/cancellation.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
@@ -162,26 +169,34 @@ export async function attemptCompletion(
   signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (planned.endpoint.provider.streamUpstream)
-    return collectStream(await attemptStream(deps, planned, body, signal), signal);
+    return collectStream(await attemptStream(deps, planned, body, signal), signal, planned.endpoint.provider.kind);
   return attemptPlainCompletion(deps, planned, body, signal);
 }
 
 async function collectStream(
   opened: AttemptResult<OpenedStream>,
   signal: CancelSignal,
+  kind: ProviderKind,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const { held, stream } = opened.value;
   const aggregate = new CompletionAggregator();
-  for (const event of held) aggregate.add(event);
+  let closed = false;
+  for (const event of held) {
+    aggregate.add(event);
+    closed ||= closesAnswer(event, kind);
+  }
   let end: StreamEnd;
   try {
-    end = await stream.read((event) => {
-      aggregate.add(event);
-      // Every choice finished and the provider's whole usage is in: the answer needs nothing more,
-      // so it is not held back waiting for the upstream's [DONE] or end of body (drained meanwhile).
-      return isFinalUsage(event.usage) && aggregate.finished ? STOP : undefined;
-    });
+    // Every choice finished and the provider's last word on usage is in: the answer needs nothing
+    // more, so it is not held back waiting for the upstream's [DONE] or end of body (drained meanwhile).
+    end =
+      closed && aggregate.finished
+        ? { kind: 'stopped' }
+        : await stream.read((event) => {
+            aggregate.add(event);
+            return closesAnswer(event, kind) && aggregate.finished ? STOP : undefined;
+          });
   } catch (error) {
     end = { kind: 'local', error };
   }

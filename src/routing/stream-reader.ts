@@ -10,7 +10,14 @@
  * slow to take the next event, so a slow client is backpressure, not a provider stall.
  */
 import { SseLimitError, SseParser } from '../streaming/sse-parser.js';
-import type { FailureType, ProviderAdapter, StreamEvent, UpstreamFailure } from '../providers/types.js';
+import {
+  isFinalUsage,
+  type FailureType,
+  type ProviderAdapter,
+  type ProviderKind,
+  type StreamEvent,
+  type UpstreamFailure,
+} from '../providers/types.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
 import { nestsTooDeeply } from '../providers/json-shape.js';
 import type { HealthRegistry } from './health.js';
@@ -371,6 +378,19 @@ async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Whether this chunk, in an answer whose every choice has finished, is the provider's last word on
+ * usage — after it nothing the answer needs is left, so readers stop rather than wait for `[DONE]` or
+ * the end of the body. Anthropic and Gemini report the whole usage once, with the finish (a
+ * prompt-only usage from earlier in their streams is not whole). An OpenAI-compatible upstream asked
+ * for `include_usage` sends the request-wide usage in a chunk of its own, without choices, last;
+ * usage on earlier chunks (vLLM's continuous usage, Perplexity) is running, not final.
+ */
+export function closesAnswer(event: ChunkEvent, kind: ProviderKind): boolean {
+  if (!isFinalUsage(event.usage)) return false;
+  return kind === 'anthropic' || kind === 'gemini' || event.choices.length === 0;
 }
 
 /** Content the caller can see: text, reasoning, a tool call, a refusal or a finish reason. Role-only deltas are not. */

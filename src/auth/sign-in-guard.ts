@@ -12,8 +12,8 @@
  *
  * The account-wide budget could still be spent by guessing from a few addresses, locking the holder
  * out everywhere; so it does not apply from a *familiar* address — one the account signed in from
- * successfully within FAMILIAR_ADDRESS_MS (remembered in the store as a hash of its subject). There
- * only the per-address budgets count, and those an attacker elsewhere cannot spend.
+ * successfully within FAMILIAR_ADDRESS_MS (remembered as `familiarAddressTag`, never the address).
+ * There only the per-address budgets count, and those an attacker elsewhere cannot spend.
  *
  * Every attempt takes a slot BEFORE the password is checked, and a successful one gives it back: so
  * parallel guesses cannot all pass a check that only counted finished failures. The net effect is
@@ -34,9 +34,19 @@ export interface SignInLimits {
 /** How long a successful sign-in keeps its client address familiar to the account. */
 export const FAMILIAR_ADDRESS_MS = 30 * 86_400_000;
 
+/**
+ * How a familiar address is stored: 20 bits of a SHA-256 of the account and the address's subject.
+ * Enough to tell the holder's few addresses from a stranger's (one stranger in a million matches),
+ * too few to give the address back to whoever reads the table: some 4,000 IPv4 addresses share each
+ * value, and the same address has another value for another account.
+ */
+export function familiarAddressTag(accountId: string, addressSubject: string): string {
+  return createHash('sha256').update(`${accountId}\n${addressSubject}`).digest('hex').slice(0, 5);
+}
+
 export interface SignInAttempt {
-  /** The client address's subject as a hash: how a familiar address is remembered (never the address). */
-  readonly addressHash: string;
+  /** The client address's subject (`limits/address-subject.ts`), for `familiarAddressTag`. */
+  readonly addressSubject: string;
   /** Gives the slots back (the attempt succeeded). */
   succeeded(): Promise<void>;
 }
@@ -96,13 +106,12 @@ export class SignInGuard {
   async begin(
     email: string,
     clientAddress: string,
-    familiar?: (addressHash: string) => Promise<boolean>,
+    familiar?: (addressSubject: string) => Promise<boolean>,
   ): Promise<SignInAttempt> {
     const now = this.now();
     // The e-mail is hashed: subjects may end up as Redis keys, and keys should not carry addresses.
     const emailHash = createHash('sha256').update(email).digest('hex').slice(0, 32);
     const address = addressSubject(clientAddress);
-    const addressHash = createHash('sha256').update(address).digest('hex');
     const taken: Array<[subject: string, rule: RateRule]> = [];
     const giveBack = async () => {
       for (const [subject, rule] of taken) await this.limiter.refund(subject, [rule], now);
@@ -115,7 +124,7 @@ export class SignInGuard {
       ] as const) {
         const result = await this.limiter.consume(subject, [rule], now);
         if (!result.allowed) {
-          if (rule === this.accountRule && familiar !== undefined && (await familiar(addressHash))) continue;
+          if (rule === this.accountRule && familiar !== undefined && (await familiar(address))) continue;
           throw throttled(result.retryAfterMs);
         }
         taken.push([subject, rule]);
@@ -126,7 +135,7 @@ export class SignInGuard {
       await giveBack().catch(() => undefined);
       throw error;
     }
-    return { addressHash, succeeded: giveBack };
+    return { addressSubject: address, succeeded: giveBack };
   }
 }
 

@@ -13,7 +13,7 @@ import {
   verifyPassword,
 } from '../auth/password.js';
 import type { ActiveSession, SessionService } from '../auth/sessions.js';
-import { FAMILIAR_ADDRESS_MS, type SignInGuard } from '../auth/sign-in-guard.js';
+import { FAMILIAR_ADDRESS_MS, familiarAddressTag, type SignInGuard } from '../auth/sign-in-guard.js';
 import { TollgateError } from '../core/errors.js';
 import { newAccountId } from '../core/ids.js';
 import type { AccountAuthStore } from '../store/account-auth-store.js';
@@ -63,9 +63,9 @@ export async function signIn(
   const email = input.email.trim().toLowerCase();
   const accountAuth = deps.store.accountAuth;
   // Asked only once the account-wide budget is spent: has the account signed in from here lately?
-  const familiar = async (addressHash: string) => {
+  const familiar = async (subject: string) => {
     const known = email === '' ? null : await accountAuth.findAccountByEmail(email);
-    return known !== null && (await accountAuth.signedInFrom(known.id, addressHash, deps.now() - FAMILIAR_ADDRESS_MS));
+    return known !== null && (await signedInFrom(deps, known.id, subject));
   };
   const attempt = await deps.guard.begin(email, clientAddress, familiar);
   const account = email === '' ? null : await accountAuth.findAccountByEmail(email);
@@ -74,11 +74,24 @@ export async function signIn(
     : await burnPasswordCheck(input.password);
   if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
   await attempt.succeeded();
-  await accountAuth.rememberSignInAddress(account.id, attempt.addressHash, deps.now());
+  await accountAuth.rememberSignInAddress(
+    account.id,
+    familiarAddressTag(account.id, attempt.addressSubject),
+    deps.now(),
+  );
   if (account.passwordHash && needsRehash(account.passwordHash))
     await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password), deps.now());
   const { token, active } = await deps.sessions.create(account.id);
   return { account, token, active };
+}
+
+/** Whether the account signed in from that address (its subject) within FAMILIAR_ADDRESS_MS. */
+function signedInFrom(deps: SignInDeps, accountId: string, subject: string): Promise<boolean> {
+  return deps.store.accountAuth.signedInFrom(
+    accountId,
+    familiarAddressTag(accountId, subject),
+    deps.now() - FAMILIAR_ADDRESS_MS,
+  );
 }
 
 export function assertSignUpOpen(deps: Pick<SignInDeps, 'signup'>): void {
@@ -113,8 +126,12 @@ export async function changePassword(
 ): Promise<void> {
   const account = await deps.store.getAccount(accountId);
   if (!account) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
-  // The same brute-force budget as sign-in: a stolen session must not become a password oracle.
-  const attempt = await deps.guard.begin(account.email, clientAddress);
+  // The same brute-force budget as sign-in: a stolen session must not become a password oracle. And
+  // the same exception: guessing from elsewhere does not stop the holder, at a familiar address,
+  // from changing the password — the one thing to do about it.
+  const attempt = await deps.guard.begin(account.email, clientAddress, (subject) =>
+    signedInFrom(deps, account.id, subject),
+  );
   const ok = account.passwordHash
     ? await verifyPassword(input.current_password, account.passwordHash)
     : await burnPasswordCheck(input.current_password);

@@ -79,12 +79,12 @@ export interface AccountAuthStore {
    */
   revokeAccountSessions(accountId: string, revokedAt: number, exceptId?: string): Promise<number>;
   /**
-   * Notes a successful sign-in of the account from a client address (`addressHash`: a hash of the
-   * address's subject, never the address): the address becomes familiar (auth/sign-in-guard.ts).
+   * Notes a successful sign-in of the account from a client address (`addressTag`: its
+   * `familiarAddressTag`, never the address): the address becomes familiar (auth/sign-in-guard.ts).
    */
-  rememberSignInAddress(accountId: string, addressHash: string, now: number): Promise<void>;
+  rememberSignInAddress(accountId: string, addressTag: string, now: number): Promise<void>;
   /** Whether the account signed in successfully from that address since `since`. */
-  signedInFrom(accountId: string, addressHash: string, since: number): Promise<boolean>;
+  signedInFrom(accountId: string, addressTag: string, since: number): Promise<boolean>;
   /**
    * Deletes sessions and codes that can no longer be used, and sign-in addresses not used since
    * `addressesBefore` (housekeeping).

@@ -298,9 +298,9 @@ CREATE INDEX password_reset_tokens_account ON password_reset_tokens (account_id)
     sql: `
 CREATE TABLE sign_in_addresses (
   account_id TEXT NOT NULL,
-  address_hash TEXT NOT NULL,
+  address_tag TEXT NOT NULL,
   last_success_at BIGINT NOT NULL,
-  PRIMARY KEY (account_id, address_hash)
+  PRIMARY KEY (account_id, address_tag)
 );
 CREATE INDEX sign_in_addresses_age ON sign_in_addresses (last_success_at);
 `,

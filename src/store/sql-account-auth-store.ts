@@ -163,19 +163,19 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     });
   }
 
-  async rememberSignInAddress(accountId: string, addressHash: string, now: number): Promise<void> {
+  async rememberSignInAddress(accountId: string, addressTag: string, now: number): Promise<void> {
     await this.driver.run(
-      `INSERT INTO sign_in_addresses (account_id, address_hash, last_success_at) VALUES (?, ?, ?)
-       ON CONFLICT (account_id, address_hash) DO UPDATE SET last_success_at = excluded.last_success_at
+      `INSERT INTO sign_in_addresses (account_id, address_tag, last_success_at) VALUES (?, ?, ?)
+       ON CONFLICT (account_id, address_tag) DO UPDATE SET last_success_at = excluded.last_success_at
        WHERE sign_in_addresses.last_success_at < excluded.last_success_at`,
-      [accountId, addressHash, now],
+      [accountId, addressTag, now],
     );
   }
 
-  async signedInFrom(accountId: string, addressHash: string, since: number): Promise<boolean> {
+  async signedInFrom(accountId: string, addressTag: string, since: number): Promise<boolean> {
     const [row] = await this.driver.all(
-      'SELECT 1 AS found FROM sign_in_addresses WHERE account_id = ? AND address_hash = ? AND last_success_at >= ?',
-      [accountId, addressHash, since],
+      'SELECT 1 AS found FROM sign_in_addresses WHERE account_id = ? AND address_tag = ? AND last_success_at >= ?',
+      [accountId, addressTag, since],
     );
     return row !== undefined;
   }

@@ -54,6 +54,8 @@ export interface SignedIn {
 }
 
 const INVALID = 'Invalid e-mail or password';
+/** Never an account id (ids are `acct_…`): what an unknown e-mail's familiarity is looked up as. */
+const NO_ACCOUNT = 'no-account';
 
 export async function signIn(
   deps: SignInDeps,
@@ -63,9 +65,12 @@ export async function signIn(
   const email = input.email.trim().toLowerCase();
   const accountAuth = deps.store.accountAuth;
   // Asked only once the account-wide budget is spent: has the account signed in from here lately?
+  // The same two look-ups whether or not the e-mail has an account (no account id matches the
+  // placeholder): the 429 must not take longer for e-mails that exist.
   const familiar = async (subject: string) => {
-    const known = email === '' ? null : await accountAuth.findAccountByEmail(email);
-    return known !== null && (await signedInFrom(deps, known.id, subject));
+    const known = await accountAuth.findAccountByEmail(email);
+    const since = await signedInFrom(deps, known?.id ?? NO_ACCOUNT, subject);
+    return known !== null && since;
   };
   const attempt = await deps.guard.begin(email, clientAddress, familiar);
   const account = email === '' ? null : await accountAuth.findAccountByEmail(email);

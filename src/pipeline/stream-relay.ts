@@ -298,23 +298,23 @@ async function pump(
     let closed = false;
     for (const event of segment.held) {
       await forward(event);
-      closed ||= closesAnswer(event, kind);
+      // Only once the answer is complete: a usage before it (however whole) is not the last word.
+      if (complete && closesAnswer(event, kind)) closed = true;
     }
-    end =
-      closed && complete
-        ? { kind: 'stopped' }
-        : await segment.stream.read((event) => {
-            if (sink.closed) {
-              // The caller left. A complete answer is read on (nothing is written) for the usage the
-              // upstream reports after it, so the charge is the provider's count rather than an estimate.
-              if (!complete) return STOP;
-              if (event.usage) result.usage = event.usage;
-              return closesAnswer(event, kind) ? STOP : undefined;
-            }
-            const wait = forward(event);
-            if (complete && closesAnswer(event, kind)) return wait === null ? STOP : wait.then(() => STOP);
-            return wait === null ? undefined : wait;
-          }, onMalformed);
+    end = closed
+      ? { kind: 'stopped' }
+      : await segment.stream.read((event) => {
+          if (sink.closed) {
+            // The caller left. A complete answer is read on (nothing is written) for the usage the
+            // upstream reports after it, so the charge is the provider's count rather than an estimate.
+            if (!complete) return STOP;
+            if (event.usage) result.usage = event.usage;
+            return closesAnswer(event, kind) ? STOP : undefined;
+          }
+          const wait = forward(event);
+          if (complete && closesAnswer(event, kind)) return wait === null ? STOP : wait.then(() => STOP);
+          return wait === null ? undefined : wait;
+        }, onMalformed);
   } catch (error) {
     // Writing to the caller failed: they are gone, or it is our bug (never the provider's fault).
     segment.stream.close();

@@ -184,19 +184,19 @@ async function collectStream(
   let closed = false;
   for (const event of held) {
     aggregate.add(event);
-    closed ||= closesAnswer(event, kind);
+    // Only once the answer is complete: a usage before it (however whole) is not the last word.
+    if (closesAnswer(event, kind) && aggregate.finished) closed = true;
   }
   let end: StreamEnd;
   try {
     // Every choice finished and the provider's last word on usage is in: the answer needs nothing
     // more, so it is not held back waiting for the upstream's [DONE] or end of body (drained meanwhile).
-    end =
-      closed && aggregate.finished
-        ? { kind: 'stopped' }
-        : await stream.read((event) => {
-            aggregate.add(event);
-            return closesAnswer(event, kind) && aggregate.finished ? STOP : undefined;
-          });
+    end = closed
+      ? { kind: 'stopped' }
+      : await stream.read((event) => {
+          aggregate.add(event);
+          return closesAnswer(event, kind) && aggregate.finished ? STOP : undefined;
+        });
   } catch (error) {
     end = { kind: 'local', error };
   }

@@ -298,6 +298,23 @@ CREATE INDEX password_reset_tokens_account ON password_reset_tokens (account_id)
     sql: `
 CREATE TABLE sign_in_addresses (
   account_id TEXT NOT NULL,
+  address_hash TEXT NOT NULL,
+  last_success_at BIGINT NOT NULL,
+  PRIMARY KEY (account_id, address_hash)
+);
+CREATE INDEX sign_in_addresses_age ON sign_in_addresses (last_success_at);
+`,
+  },
+  {
+    // Version 6 stored a plain SHA-256 of the address, which gives it back (2^32 IPv4 candidates);
+    // one build of main briefly shipped version 6 with this column instead. Either way the rows go:
+    // they are 30-day hints, and the old ones must not stay.
+    version: 7,
+    name: 'sign_in_address_tags',
+    sql: `
+DROP TABLE sign_in_addresses;
+CREATE TABLE sign_in_addresses (
+  account_id TEXT NOT NULL,
   address_tag TEXT NOT NULL,
   last_success_at BIGINT NOT NULL,
   PRIMARY KEY (account_id, address_tag)

@@ -69,8 +69,8 @@ export async function signIn(
   // placeholder): the 429 must not take longer for e-mails that exist.
   const familiar = async (subject: string) => {
     const known = await accountAuth.findAccountByEmail(email);
-    const since = await signedInFrom(deps, known?.id ?? NO_ACCOUNT, subject);
-    return known !== null && since;
+    const seenHere = await signedInFrom(deps, known?.id ?? NO_ACCOUNT, subject);
+    return known !== null && seenHere;
   };
   const attempt = await deps.guard.begin(email, clientAddress, familiar);
   const account = email === '' ? null : await accountAuth.findAccountByEmail(email);

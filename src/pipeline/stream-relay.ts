@@ -10,7 +10,7 @@ import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
 import { errorTypeOf } from '../routing/failure.js';
-import { closesAnswer, STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
+import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -289,38 +289,28 @@ async function pump(
       'skipped a malformed upstream chunk',
     );
 
-  // Every choice finished and the provider's last word on usage is in (`closesAnswer`): the caller's
-  // usage chunk and [DONE] need nothing more, so they do not wait for the upstream's own end (the
-  // rest of its body is drained meanwhile).
-  const kind = segment.served.endpoint.provider.kind;
   let end: StreamEnd;
   try {
-    let closed = false;
-    for (const event of segment.held) {
-      await forward(event);
-      // Only once the answer is complete: a usage before it (however whole) is not the last word.
-      if (complete && closesAnswer(event, kind)) closed = true;
-    }
-    end = closed
-      ? { kind: 'stopped' }
-      : await segment.stream.read((event) => {
-          if (sink.closed) {
-            // The caller left. A complete answer is read on (nothing is written) for the usage the
-            // upstream reports after it, so the charge is the provider's count rather than an estimate.
-            if (!complete) return STOP;
-            if (event.usage) result.usage = event.usage;
-            return closesAnswer(event, kind) ? STOP : undefined;
-          }
-          const wait = forward(event);
-          if (complete && closesAnswer(event, kind)) return wait === null ? STOP : wait.then(() => STOP);
-          return wait === null ? undefined : wait;
-        }, onMalformed);
+    for (const event of segment.held) await forward(event);
+    // Ends at `[DONE]`, or at once when the finished answer's last word on usage came (the reader
+    // decides: the caller's usage chunk and [DONE] do not wait for the upstream's own end).
+    end = await segment.stream.read((event) => {
+      if (sink.closed) {
+        // The caller left. A complete answer is read on (nothing is written) for the usage the
+        // upstream reports after it, so the charge is the provider's count rather than an estimate.
+        if (!complete) return STOP;
+        if (event.usage) result.usage = event.usage;
+        return undefined;
+      }
+      const wait = forward(event);
+      return wait === null ? undefined : wait;
+    }, onMalformed);
   } catch (error) {
     // Writing to the caller failed: they are gone, or it is our bug (never the provider's fault).
     segment.stream.close();
     end = { kind: 'local', error };
   }
-  if (end.kind === 'stopped') segment.stream.close(); // the caller left, or the answer and its usage are in
+  if (end.kind === 'stopped') segment.stream.close(); // the caller left
   const thrown =
     end.kind === 'cancelled' || end.kind === 'local' || (end.kind === 'broken' && end.cause === 'transport');
   if (complete && (thrown || end.kind === 'broken')) {

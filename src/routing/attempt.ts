@@ -8,7 +8,6 @@ import type {
   EndpointTarget,
   NormalizedCompletion,
   ProviderAdapter,
-  ProviderKind,
   UpstreamFailure,
   UpstreamRequest,
 } from '../providers/types.js';
@@ -20,14 +19,7 @@ import { failureFromThrown, invalidResponse, isTransportError } from './failure.
 import { nestsTooDeeply } from '../providers/json-shape.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
-import {
-  carriesContent,
-  closesAnswer,
-  STOP,
-  UpstreamStream,
-  type ChunkEvent,
-  type StreamEnd,
-} from './stream-reader.js';
+import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
 import { Cancellation, type CancelSignal } from '../core/cancellation.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
@@ -169,39 +161,25 @@ export async function attemptCompletion(
   signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (planned.endpoint.provider.streamUpstream)
-    return collectStream(await attemptStream(deps, planned, body, signal), signal, planned.endpoint.provider.kind);
+    return collectStream(await attemptStream(deps, planned, body, signal), signal);
   return attemptPlainCompletion(deps, planned, body, signal);
 }
 
 async function collectStream(
   opened: AttemptResult<OpenedStream>,
   signal: CancelSignal,
-  kind: ProviderKind,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const { held, stream } = opened.value;
   const aggregate = new CompletionAggregator();
-  let closed = false;
-  for (const event of held) {
-    aggregate.add(event);
-    // Only once the answer is complete: a usage before it (however whole) is not the last word.
-    if (closesAnswer(event, kind) && aggregate.finished) closed = true;
-  }
+  for (const event of held) aggregate.add(event);
   let end: StreamEnd;
   try {
-    // Every choice finished and the provider's last word on usage is in: the answer needs nothing
-    // more, so it is not held back waiting for the upstream's [DONE] or end of body (drained meanwhile).
-    end = closed
-      ? { kind: 'stopped' }
-      : await stream.read((event) => {
-          aggregate.add(event);
-          return closesAnswer(event, kind) && aggregate.finished ? STOP : undefined;
-        });
+    end = await stream.read((event) => aggregate.add(event));
   } catch (error) {
     end = { kind: 'local', error };
   }
-  if (end.kind === 'stopped') stream.close();
-  const ended = end.kind === 'done' || end.kind === 'stopped';
+  const ended = end.kind === 'done';
   // A break after every choice finished (a reset, a stall or an error event where only the trailing
   // usage or [DONE] was left) does not undo the answer: it is served once, as the relay finalises it.
   let failure: AttemptResult<NormalizedCompletion> | null =

@@ -35,7 +35,10 @@ export type ChunkHandler = (event: ChunkEvent) => void | typeof STOP | Promise<v
 
 /** How a `read` ended. */
 export type StreamEnd =
-  /** `[DONE]`. */
+  /**
+   * `[DONE]` — or, before it, the provider's last word on usage of an answer whose every choice has
+   * finished (`closesAnswer`): nothing the answer needs is left, and the rest of the body is drained.
+   */
   | { kind: 'done' }
   /** The body ended without `[DONE]` (complete only if every choice finished). */
   | { kind: 'eof' }
@@ -76,16 +79,22 @@ export class UpstreamStream {
   private taken = 0;
   /** When the first content event arrived (set at the commit point). */
   firstContentAt = 0;
+  /** Whether each choice seen so far (by index) has finished. */
+  private readonly finished = new Map<number, boolean>();
+  /** The answer is complete and its last word on usage came: the next `read` ends at once. */
+  private answered = false;
 
   private constructor(
     /** One batch per upstream read: the events of a body chunk cost one await, not one each. */
     private readonly events: EventBatches,
     private readonly control: UpstreamStreamControl,
+    /** Whose stream it is, for `closesAnswer`; null: read to its end. */
+    private readonly kind: ProviderKind | null,
   ) {}
 
   /** A stream read from an upstream SSE body. */
   static fromBody(options: StreamReaderOptions, control: UpstreamStreamControl): UpstreamStream {
-    return new UpstreamStream(new BodyEvents(options), control);
+    return new UpstreamStream(new BodyEvents(options), control, options.adapter.kind);
   }
 
   /** Events already in hand (an upstream that answered a stream request whole). */
@@ -101,6 +110,7 @@ export class UpstreamStream {
         return: () => undefined,
       },
       control,
+      null,
     );
   }
 
@@ -123,6 +133,7 @@ export class UpstreamStream {
 
   private async loop(onChunk: ChunkHandler, onMalformed?: (reason: string) => void): Promise<StreamEnd> {
     for (;;) {
+      if (this.answered) return { kind: 'done' };
       if (this.taken === this.pending.length) {
         let next: IteratorResult<readonly StreamEvent[]>;
         try {
@@ -138,6 +149,7 @@ export class UpstreamStream {
       const event = this.pending[this.taken++]!;
       switch (event.kind) {
         case 'chunk': {
+          this.note(event);
           // Awaited only when the handler has to wait (a caller reading slowly): an await per event
           // is a microtask hop per token otherwise.
           const answer = onChunk(event);
@@ -158,6 +170,16 @@ export class UpstreamStream {
           break;
       }
     }
+  }
+
+  /** Tracks which choices finished, and whether this chunk is the finished answer's last word on usage. */
+  private note(event: ChunkEvent): void {
+    for (const choice of event.choices)
+      if (choice.finish_reason !== null) this.finished.set(choice.index, true);
+      else if (!this.finished.has(choice.index)) this.finished.set(choice.index, false);
+    if (this.kind === null || !closesAnswer(event, this.kind) || this.finished.size === 0) return;
+    for (const done of this.finished.values()) if (!done) return;
+    this.answered = true;
   }
 
   private classify(error: unknown): StreamEnd {
@@ -382,13 +404,13 @@ async function drain(iterator: AsyncIterator<Uint8Array>): Promise<void> {
 
 /**
  * Whether this chunk, in an answer whose every choice has finished, is the provider's last word on
- * usage — after it nothing the answer needs is left, so readers stop rather than wait for `[DONE]` or
- * the end of the body. Anthropic and Gemini report the whole usage once, with the finish (a
+ * usage — after it nothing the answer needs is left, so `read` ends (`done`) rather than wait for
+ * `[DONE]` or the end of the body. Anthropic and Gemini report the whole usage once, with the finish (a
  * prompt-only usage from earlier in their streams is not whole). An OpenAI-compatible upstream asked
  * for `include_usage` sends the request-wide usage in a chunk of its own, without choices, last;
  * usage on earlier chunks (vLLM's continuous usage, Perplexity) is running, not final.
  */
-export function closesAnswer(event: ChunkEvent, kind: ProviderKind): boolean {
+function closesAnswer(event: ChunkEvent, kind: ProviderKind): boolean {
   if (!isFinalUsage(event.usage)) return false;
   return kind === 'anthropic' || kind === 'gemini' || event.choices.length === 0;
 }

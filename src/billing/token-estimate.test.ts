@@ -32,6 +32,23 @@ describe('token estimates', () => {
     expect(media - text).toBe(IMAGE_PART_TOKENS + AUDIO_PART_TOKENS + OTHER_PART_TOKENS);
   });
 
+  it('counts what the provider reads beside the messages: tools, a named tool choice, a response schema, names (regression: a large json_schema was held at nothing)', () => {
+    const messages = [{ role: 'user', content: 'fill it' }];
+    const bare = estimatePromptTokens(messages);
+    const schema = { type: 'object', description: 'field '.repeat(1000) };
+    const withSchema = estimatePromptTokens(messages, {
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } },
+    });
+    expect(withSchema - bare).toBeGreaterThan(1000);
+    const tool = { type: 'function', function: { name: 'lookup_weather_for_city' } };
+    expect(estimatePromptTokens(messages, { tool_choice: tool })).toBeGreaterThan(bare + 5);
+    // The plain words are the request's framing, not text.
+    expect(estimatePromptTokens(messages, { tool_choice: 'auto', response_format: 'text' })).toBe(bare);
+    expect(
+      estimatePromptTokens([{ role: 'user', content: 'hi', name: 'a_rather_long_participant_name' }]),
+    ).toBeGreaterThan(estimatePromptTokens([{ role: 'user', content: 'hi' }]) + 3);
+  });
+
   it('estimates a text past 32 KB from samples of its density, not at a third of its length', () => {
     // One token per character in our tokenizer ("ꙮ" is three): 33,600 characters are ~33,600 tokens or more.
     const dense = 'ꙮ'.repeat(33_600);

@@ -52,14 +52,30 @@ function textOf(content: unknown): string {
   return '';
 }
 
-export function estimatePromptTokens(messages: readonly Record<string, unknown>[], tools?: unknown): number {
+/**
+ * What the request sends beside its messages that a provider reads, and bills, as prompt: tool
+ * definitions, a forced tool choice, a structured-output schema. Each is counted as its JSON text.
+ */
+export interface PromptExtras {
+  tools?: unknown;
+  tool_choice?: unknown;
+  response_format?: unknown;
+}
+
+export function estimatePromptTokens(messages: readonly Record<string, unknown>[], extras: PromptExtras = {}): number {
   let total = PER_REQUEST_OVERHEAD;
   for (const message of messages) {
     // Images, audio and files at a fixed generous count each: invisible to the tokenizer, never free.
     total += PER_MESSAGE_OVERHEAD + count(textOf(message.content)) + mediaTokens(message.content);
     if (message.tool_calls) total += count(JSON.stringify(message.tool_calls));
+    if (typeof message.name === 'string') total += count(message.name);
+    if (typeof message.tool_call_id === 'string') total += count(message.tool_call_id);
   }
-  if (tools) total += count(JSON.stringify(tools));
+  if (extras.tools) total += count(JSON.stringify(extras.tools));
+  // `"auto"`, `"none"` and `"required"` are part of the request's framing; a named tool is text.
+  if (extras.tool_choice && typeof extras.tool_choice === 'object') total += count(JSON.stringify(extras.tool_choice));
+  if (extras.response_format && typeof extras.response_format === 'object')
+    total += count(JSON.stringify(extras.response_format));
   return total;
 }
 

@@ -87,7 +87,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
-  const promptEstimate = estimatePromptTokens(request.messages, request.tools);
+  const promptEstimate = estimatePromptTokens(request.messages, request);
   const isPaid = attempts.some((a) => !a.model.isFree);
   const upstream = prepareUpstream(request, attempts, promptEstimate);
   const hold = await deps.gate.admit(ctx.key, isPaid, upstream.hold);

@@ -24,7 +24,14 @@ import { LiveList, type LiveNode } from '../core/live-list.js';
 import { fleetShare, type FleetView } from '../core/fleet.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import { unitsToUsd, type Units } from '../core/money.js';
-import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
+import {
+  byokUsageOf,
+  type AccountRecord,
+  type GenerationRecord,
+  type KeyRecord,
+  type KeyUsage,
+  type Store,
+} from '../store/types.js';
 import {
   decideHold,
   type ChargeMark,
@@ -267,7 +274,7 @@ export class CreditGate {
     hold.state = 'done';
     this.leave(hold);
     const account = charge?.totalCost ?? 0n;
-    const byok = charge?.isByok && hold.countsByok ? charge.upstreamPromptCost + charge.upstreamCompletionCost : 0n;
+    const byok = charge && hold.countsByok ? byokUsageOf(charge) : 0n;
     if (!wasHeld && account === 0n && byok === 0n) return;
     const charged = { account, key: account + byok };
     await this.own?.settle(hold, charged);

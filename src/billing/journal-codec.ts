@@ -52,6 +52,7 @@ function jsonOf(record: JournalRecord): string {
           totalCost: big(generation.totalCost),
           upstreamPromptCost: big(generation.upstreamPromptCost),
           upstreamCompletionCost: big(generation.upstreamCompletionCost),
+          ...(generation.byokListCost === undefined ? {} : { byokListCost: big(generation.byokListCost) }),
         },
       },
     });

@@ -31,7 +31,7 @@ import { moderateRequest } from './moderation-step.js';
 import { identityOf, settle } from './settle.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
 import { refuseCostlyFeatures } from './upstream-parameters.js';
-import { prepareUpstream } from './upstream-request.js';
+import { holdWithByokFee, prepareUpstream } from './upstream-request.js';
 
 export type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 
@@ -90,7 +90,11 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const promptEstimate = estimatePromptTokens(request.messages, request);
   const isPaid = attempts.some((a) => !a.model.isFree);
   const upstream = prepareUpstream(request, attempts, promptEstimate);
-  const hold = await deps.gate.admit(ctx.key, isPaid, upstream.hold);
+  const hold = await deps.gate.admit(
+    ctx.key,
+    isPaid,
+    holdWithByokFee(upstream.hold, ctx.key.includeByokInLimit, attempts, deps.byokFeeBasisPoints),
+  );
   // Rate limits come after the credit checks, so a 402 does not use up a free-model slot.
   let freeSlot: FreeSlot | null = null;
   // Any free model in the plan takes a slot (a failing paid model with a `:free` fallback must not bypass the cap).

@@ -61,6 +61,8 @@ interface SegmentCharge {
   cost: CostBreakdown;
   charged: Units;
   estimated: boolean;
+  /** Served with the caller's own provider key. */
+  byok: boolean;
 }
 
 function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCharge {
@@ -83,7 +85,7 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
   const cost = computeCost(segment.served.endpoint.prices, { promptTokens, completionTokens });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
   const estimated = usage === null || usage.promptUnknown === true || usage.completionUnknown === true;
-  return { promptTokens, completionTokens, cost, charged, estimated };
+  return { promptTokens, completionTokens, cost, charged, estimated, byok: segment.served.byok !== null };
 }
 
 /**
@@ -117,7 +119,10 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   const promptTokens = count((s) => s.promptTokens);
   const completionTokens = count((s) => s.completionTokens);
   const estimated = segments.some((s) => s.estimated);
-  const isByok = input.served.byok !== null;
+  // A continued stream may have run partly on the caller's own key: that part's list cost is its BYOK usage.
+  const byokSegments = segments.filter((s) => s.byok);
+  const isByok = byokSegments.length > 0;
+  const byokListCost = byokSegments.reduce((total, s) => total + s.cost.total, 0n);
   const record: GenerationRecord = {
     id: input.generationId,
     accountId: input.accountId,
@@ -152,6 +157,7 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
     })),
   };
   if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
+  if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
   return { record, cost, promptTokens, completionTokens };
 }
 

@@ -18,6 +18,7 @@ import type { ChunkEvent, UpstreamStream } from '../routing/stream-reader.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import type { EarlierSegment } from './generation.js';
 import { withCompletionLimit } from './upstream-parameters.js';
+import { holdWithByokFee } from './upstream-request.js';
 
 /** One upstream stream feeding the caller's stream. */
 export interface Segment {
@@ -99,7 +100,9 @@ export async function continueElsewhere(
     const cost = budgetCost(p.endpoint, promptTokens, Math.max(1, admitted.budgetFor(p) - written));
     if (cost > worst) worst = cost;
   }
-  const excess = spent + worst - admitted.hold.amount;
+  const excess =
+    holdWithByokFee(spent + worst, ctx.key.includeByokInLimit, admitted.plan, deps.byokFeeBasisPoints) -
+    admitted.hold.amount;
   let extraHold: Hold | null = null;
   if (excess > 0n && admitted.plan.some((p) => !p.model.isFree)) {
     try {

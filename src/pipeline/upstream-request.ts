@@ -9,6 +9,7 @@ import type { Units } from '../core/money.js';
 import type { CatalogEndpoint } from '../routing/catalog.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import { upstreamBodyFor } from './upstream-parameters.js';
+import { byokFee } from './generation.js';
 
 export interface PreparedUpstream {
   /** Held while the request is in flight: its most expensive endpoint at full budget. */
@@ -42,4 +43,20 @@ export function prepareUpstream(
   const budgetFor = (planned: PlannedAttempt) =>
     budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, promptTokens);
   return { hold, budgetFor, bodyFor: (planned) => upstreamBodyFor(request, planned.endpoint, budgetFor(planned)) };
+}
+
+/**
+ * A hold covering `listCost`, as the key's limit meets it: a key that counts BYOK usage in its limit
+ * (`include_byok_in_limit`) is charged the list cost *and* the fee for an answer served with the
+ * caller's own provider key, so a plan that may run on one holds the fee on top (the account side,
+ * which pays only the fee, is held a little more than it will be charged).
+ */
+export function holdWithByokFee(
+  listCost: Units,
+  countsByok: boolean,
+  plan: readonly PlannedAttempt[],
+  byokFeeBasisPoints: number,
+): Units {
+  if (!countsByok || !plan.some((p) => p.byok !== null)) return listCost;
+  return listCost + byokFee(listCost, byokFeeBasisPoints);
 }

@@ -35,6 +35,8 @@ const detailsSchema = z.object({
   ),
   /** Written only when moderation ran; rows from before it (and unmoderated ones) lack it. */
   moderationLatencyMs: z.number().nullable().optional(),
+  /** Written only for a generation served partly with the caller's own key (GenerationRecord.byokListCost). */
+  byokListCost: units.optional(),
 });
 
 type Details = z.input<typeof detailsSchema>;
@@ -62,6 +64,7 @@ function detailsJson(generation: GenerationRecord): string {
     })),
   };
   if (typeof generation.moderationLatencyMs === 'number') details.moderationLatencyMs = generation.moderationLatencyMs;
+  if (generation.byokListCost !== undefined) details.byokListCost = generation.byokListCost.toString();
   return JSON.stringify(details);
 }
 
@@ -115,5 +118,6 @@ export function generationFromRow(row: SqlRow): GenerationRecord {
     externalUser: details.externalUser,
     providerResponses: details.providerResponses,
     ...(typeof details.moderationLatencyMs === 'number' ? { moderationLatencyMs: details.moderationLatencyMs } : {}),
+    ...(details.byokListCost !== undefined ? { byokListCost: details.byokListCost } : {}),
   };
 }

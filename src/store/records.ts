@@ -114,7 +114,14 @@ export interface GenerationRecord {
   /** Cost of the upstream inference (prompt and completion parts); equals totalCost unless BYOK. */
   upstreamPromptCost: Units;
   upstreamCompletionCost: Units;
+  /** Served, at least in part, with the caller's own provider key. */
   isByok: boolean;
+  /**
+   * The list cost of the part served with the caller's own key, when it is not the whole upstream
+   * cost (a stream continued across a BYOK and a shared endpoint); absent otherwise — `byokUsageOf`.
+   * Kept in `details`.
+   */
+  byokListCost?: Units;
   streamed: boolean;
   cancelled: boolean;
   finishReason: string | null;
@@ -135,6 +142,15 @@ export interface GenerationRecord {
   providerResponses: ProviderAttempt[];
   /** How long the moderation step took (ms); absent when moderation did not run. Kept in `details`. */
   moderationLatencyMs?: number | null;
+}
+
+/**
+ * What a generation adds to its key's BYOK usage (`byok_usage*`, and the limit of a key with
+ * `include_byok_in_limit`): the list cost of what the caller's own provider key served.
+ */
+export function byokUsageOf(generation: GenerationRecord): Units {
+  if (generation.byokListCost !== undefined) return generation.byokListCost;
+  return generation.isByok ? generation.upstreamPromptCost + generation.upstreamCompletionCost : 0n;
 }
 
 /** One charge: the generation record, the ledger movement and the counters, applied together. */

@@ -12,7 +12,7 @@ import { ALL_TIME } from '../core/usage-window.js';
 import { GENERATION_COLUMN_COUNT, GENERATION_COLUMNS, generationToParams } from './generation-rows.js';
 import { asString } from './row-values.js';
 import { placeholderRows, type SqlDriver, type SqlParam, type SqlStatement } from './sql-driver.js';
-import type { Settlement, SettleOutcome } from './types.js';
+import { byokUsageOf, type Settlement, type SettleOutcome } from './types.js';
 import { usageRollupStatements } from './usage-rollup-batch.js';
 
 const GENERATION_CHUNK = 100;
@@ -63,7 +63,7 @@ function counterStatements(recorded: readonly Settlement[]): SqlStatement[] {
   const keyUsage = new Map<string, UsageDelta>();
   for (const { generation, periods } of recorded) {
     accountUsage.set(generation.accountId, (accountUsage.get(generation.accountId) ?? 0n) + generation.totalCost);
-    const byok = generation.isByok ? generation.upstreamPromptCost + generation.upstreamCompletionCost : 0n;
+    const byok = byokUsageOf(generation);
     for (const period of [ALL_TIME, periods.day, periods.week, periods.month]) {
       addUsage(keyUsage, generation.keyHash, period, generation.totalCost, byok);
     }

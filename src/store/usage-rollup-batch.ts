@@ -9,7 +9,7 @@
  */
 import { appIdentity, type AppIdentity } from '../usage/app-identity.js';
 import { placeholderRows, type SqlParam, type SqlStatement } from './sql-driver.js';
-import type { Settlement } from './types.js';
+import { byokUsageOf, type Settlement } from './types.js';
 
 const CHUNK = 100;
 
@@ -104,7 +104,7 @@ export function usageRollupStatements(settlements: readonly Settlement[]): SqlSt
     const appId = app?.id ?? 0;
     const delta: Totals = {
       usage: g.totalCost,
-      byokUsage: g.isByok ? g.upstreamPromptCost + g.upstreamCompletionCost : 0n,
+      byokUsage: byokUsageOf(g),
       requests: 1n,
       prompt: BigInt(g.tokensPrompt),
       completion: BigInt(g.tokensCompletion),

@@ -1,6 +1,6 @@
 /**
  * CORS for browser callers. Credentials are bearer keys, never cookies, so any origin may call the
- * API (as OpenRouter allows); preflights are answered before authentication. The operator's admin
+ * API (as OpenRouter allows), with any request header; preflights are answered before authentication. The operator's admin
  * API is not for browsers: its routes send no CORS headers and its preflights are refused.
  */
 import cors from '@fastify/cors';
@@ -18,15 +18,11 @@ export function registerCors(app: FastifyInstance): void {
   void app.register(cors, {
     origin: '*',
     methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: [
-      'Authorization',
-      'Content-Type',
-      'HTTP-Referer',
-      'X-Title',
-      'X-Service-Title',
-      'X-OpenRouter-Title',
-      'User-Agent',
-    ],
+    // Every header the caller's preflight asks for is allowed (the plugin echoes
+    // Access-Control-Request-Headers): the official clients send their own — `openai`'s X-Stainless-*
+    // on every request, @openrouter/sdk's X-OpenRouter-* — and a browser sends nothing a preflight
+    // refused. Nothing rides on a header's absence: session routes check the Origin and a CSRF token,
+    // and no answer allows credentials.
     exposedHeaders: [
       'X-Generation-Id',
       'X-RateLimit-Limit',

@@ -13,6 +13,9 @@ export const demoFileConfig = {
       privacy_policy_url: null,
       stream_upstream: true,
       timeouts: { connect_ms: 10_000, first_token_ms: 30_000, idle_ms: 60_000, response_ms: 300_000 },
+      // The simulated provider in this process keeps nothing of a request.
+      data_collection: 'deny',
+      zdr: true,
     },
   ],
   models: [

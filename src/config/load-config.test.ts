@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { buildCatalog } from '../routing/catalog.js';
+import { DEMO_PROVIDER_ID } from './demo-catalog.js';
 import { ConfigError, loadConfig } from './load-config.js';
 
 const yaml = (text: string) => () => text;
@@ -95,6 +97,47 @@ models:
     expect(problems(() => config('k', '{ "x-org": "a\\r\\nx-injected: 1" }'))).toContain('providers.0.headers');
     expect(problems(() => config('k', '{ "bad name": "v" }'))).toContain('providers.0.headers');
     expect(problems(() => config('k', '{ "x-org": "acme org" }'))).toBe('');
+  });
+
+  it("reads providers' and endpoints' data policies; zdr with data_collection: allow is a contradiction", () => {
+    const load = (provider: string, endpoint: string) =>
+      loadConfig(
+        { TOLLGATE_CONFIG: 'x.yaml' },
+        yaml(`
+providers:
+  - { id: up, name: Up, kind: openai, base_url: "https://up.example/v1"${provider} }
+models:
+  - id: up/m
+    name: M
+    context_length: 1000
+    endpoints: [{ provider: up, model: m, pricing: { prompt: "0", completion: "0" }${endpoint} }]
+`),
+      );
+    const undeclared = buildCatalog(load('', '')).models.get('up/m')?.endpoints[0];
+    expect(undeclared?.dataPolicy).toEqual({ dataCollection: 'allow', zdr: false });
+    const zdrProvider = buildCatalog(load(', zdr: true', '')).providers.get('up');
+    expect(zdrProvider?.dataPolicy).toEqual({ dataCollection: 'deny', zdr: true });
+    const own = buildCatalog(load(', zdr: true', ', data_collection: deny')).models.get('up/m')?.endpoints[0];
+    expect(own?.dataPolicy).toEqual({ dataCollection: 'deny', zdr: false });
+    const problems = (make: () => unknown): string => {
+      try {
+        make();
+      } catch (error) {
+        return (error as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    expect(problems(() => load(', zdr: true, data_collection: allow', ''))).toContain('providers.0.data_collection');
+    expect(problems(() => load('', ', zdr: true, data_collection: allow'))).toContain(
+      'models.0.endpoints.0.data_collection',
+    );
+    expect(problems(() => load(', data_collection: maybe', ''))).toContain('providers.0.data_collection');
+  });
+
+  it('declares the built-in demo provider as it is: it keeps nothing', () => {
+    expect(
+      buildCatalog(loadConfig({}), { demoBaseUrl: 'http://127.0.0.1:1' }).providers.get(DEMO_PROVIDER_ID)?.dataPolicy,
+    ).toEqual({ dataCollection: 'deny', zdr: true });
   });
 
   it('rejects unreadable YAML with a clear message', () => {

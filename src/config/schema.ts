@@ -50,6 +50,31 @@ const timeoutOverridesSchema = z
   })
   .strict();
 
+/**
+ * What a provider (or one endpoint) does with prompts, for the callers' `provider.data_collection` and
+ * `provider.zdr` filters. Undeclared means the worst: it may store and train on prompts, and is not ZDR.
+ * `zdr: true` implies `data_collection: deny` (retaining nothing, it cannot train on anything).
+ */
+const dataPolicyFields = {
+  /** `deny`: neither stores prompts nor trains on them; `allow` (the default unless `zdr`): may do either. */
+  data_collection: z.enum(['allow', 'deny']).optional(),
+  /** Zero data retention: keeps nothing of a request once answered. */
+  zdr: z.boolean().optional(),
+};
+
+function refineDataPolicy(
+  policy: { data_collection?: 'allow' | 'deny' | undefined; zdr?: boolean | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (policy.zdr === true && policy.data_collection === 'allow') {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'zdr: true retains nothing, so it cannot be data_collection: allow',
+      path: ['data_collection'],
+    });
+  }
+}
+
 export const providerSchema = z
   .object({
     id: slug,
@@ -70,9 +95,11 @@ export const providerSchema = z
     timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
     /** Account holders may register their own key for this provider (BYOK). Off (absent) unless the operator opts in. */
     byok: z.boolean().optional(),
+    ...dataPolicyFields,
   })
   .strict()
   .superRefine((provider, ctx) => {
+    refineDataPolicy(provider, ctx);
     if (provider.kind !== 'demo' && !provider.base_url) {
       ctx.addIssue({ code: 'custom', message: `base_url is required for kind "${provider.kind}"`, path: ['base_url'] });
     }
@@ -134,8 +161,11 @@ const endpointSchema = z
     timeouts: timeoutOverridesSchema.optional(),
     /** Capacity of this endpoint (the provider's quota for this model). */
     limits: capacitySchema.optional(),
+    /** This endpoint's own data policy; when either field is given it replaces the provider's (omitted fields: the safe defaults). */
+    ...dataPolicyFields,
   })
-  .strict();
+  .strict()
+  .superRefine(refineDataPolicy);
 
 export const DEFAULT_SUPPORTED_PARAMETERS = [
   'max_tokens',

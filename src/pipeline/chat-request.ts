@@ -71,6 +71,7 @@ const priceLimit = z.union([
     .regex(/^\d{1,10}(\.\d{1,9})?$/, 'must be a decimal number of USD per million tokens with at most 9 decimals'),
 ]);
 
+// order/only/ignore name providers by id or display name, in any case (routing/plan.ts).
 const providerPreferences = z.looseObject({
   order: nullMeansAbsent(boundedArray(z.string(), 100)),
   only: nullMeansAbsent(boundedArray(z.string(), 100)),
@@ -91,7 +92,9 @@ const providerPreferences = z.looseObject({
     }),
   ),
   require_parameters: nullMeansAbsent(z.boolean()),
+  // Endpoint filters on the providers' declared data policies (config `data_collection`, `zdr`).
   data_collection: nullMeansAbsent(z.enum(['allow', 'deny'])),
+  zdr: nullMeansAbsent(z.boolean()),
 });
 
 export const chatRequestSchema = z.looseObject({

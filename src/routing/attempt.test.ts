@@ -63,6 +63,8 @@ const provider: CatalogProvider = {
   http2: false,
   timeouts: { connect_ms: 1000, first_token_ms: 1000, idle_ms: 1000, response_ms: 1000 },
   byok: true,
+  names: ['azure'],
+  dataPolicy: { dataCollection: 'allow', zdr: false },
 };
 const endpoint = { provider, upstreamModel: 'gpt' } as unknown as CatalogEndpoint;
 const model = { id: 'x/m' } as unknown as CatalogModel;

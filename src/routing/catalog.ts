@@ -20,6 +20,22 @@ export interface CatalogProvider {
   timeouts: AttemptTimeouts;
   /** Account holders' own keys are accepted and used (config `byok: true`, validated to have an operator key); absent = no. */
   byok?: boolean;
+  /** The id and display name, lower-cased once: how callers' `provider.order/only/ignore` entries match it. */
+  names: readonly string[];
+  /** What the provider's endpoints do with prompts unless an endpoint declares its own (config `data_collection`, `zdr`). */
+  dataPolicy: DataPolicy;
+}
+
+/** `dataCollection: 'deny'`: neither stores nor trains on prompts. Undeclared: `allow`, not ZDR (excluded by either filter). */
+export type DataPolicy = Readonly<{ dataCollection: 'allow' | 'deny'; zdr: boolean }>;
+
+function dataPolicyOf(config: {
+  data_collection?: 'allow' | 'deny' | undefined;
+  zdr?: boolean | undefined;
+}): DataPolicy {
+  const zdr = config.zdr === true;
+  // Retaining nothing, a ZDR endpoint cannot train on anything either (the schema refuses zdr with `allow`).
+  return Object.freeze({ dataCollection: config.data_collection ?? (zdr ? 'deny' : 'allow'), zdr });
 }
 
 export type AttemptTimeouts = Readonly<{
@@ -45,6 +61,8 @@ export interface CatalogEndpoint {
   timeouts: AttemptTimeouts;
   /** Capacity limits of this endpoint (requests / tokens per minute, fleet-wide); null = none. */
   limits: CapacityLimits | null;
+  /** The endpoint's own declaration when it has one, else its provider's. */
+  dataPolicy: DataPolicy;
 }
 
 export interface CapacityLimits {
@@ -97,6 +115,8 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
     http2: config.http2,
     timeouts: config.timeouts,
     byok: config.byok === true && config.kind !== 'demo' && !!config.api_key,
+    names: [...new Set([config.id.toLowerCase(), config.name.toLowerCase()])],
+    dataPolicy: dataPolicyOf(config),
   };
 }
 
@@ -120,6 +140,10 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       supportsPrefill: endpoint.supports_prefill,
       timeouts: Object.freeze({ ...provider.timeouts, ...config.timeouts, ...endpoint.timeouts }),
       limits: capacityOf(endpoint.limits),
+      dataPolicy:
+        endpoint.data_collection !== undefined || endpoint.zdr !== undefined
+          ? dataPolicyOf(endpoint)
+          : provider.dataPolicy,
     };
   });
   const isFree = config.id.endsWith(':free');

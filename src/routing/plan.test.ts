@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TollgateError } from '../core/errors.js';
 import { buildCatalog } from './catalog.js';
 import { HealthRegistry } from './health.js';
-import { planAttempts } from './plan.js';
+import { planAttempts, type ProviderPreferences } from './plan.js';
 
 const timeouts = { connect_ms: 1, first_token_ms: 1, idle_ms: 1, response_ms: 1 };
 const provider = (id: string) => ({
@@ -25,7 +25,8 @@ const endpoint = (p: string, prompt: string, completion: string, supported?: str
   supports_prefill: false,
   ...(supported ? { supported_parameters: supported } : {}),
 });
-const model = (id: string, endpoints: ReturnType<typeof endpoint>[]) => ({
+type DataPolicyConfig = { data_collection?: 'allow' | 'deny'; zdr?: boolean };
+const model = (id: string, endpoints: (ReturnType<typeof endpoint> & DataPolicyConfig)[]) => ({
   id,
   name: id,
   description: '',
@@ -98,6 +99,67 @@ describe('planAttempts', () => {
       'x/m@c',
       'x/m@a',
     ]);
+  });
+
+  it('matches provider names case-insensitively, by id or display name', () => {
+    const named = buildCatalog({
+      providers: [
+        { ...provider('together'), name: 'Together AI' },
+        { ...provider('openai'), name: 'OpenAI' },
+      ],
+      models: [
+        model('x/n', [endpoint('together', '0.000001', '0.000001'), endpoint('openai', '0.000002', '0.000002')]),
+      ],
+    });
+    const plan = (prefs: ProviderPreferences) => ids(planAttempts(named, { model: 'x/n', provider: prefs }, anyKey));
+    expect(plan({ only: ['OPENAI'] })).toEqual(['x/n@openai']);
+    expect(plan({ only: ['together ai'] })).toEqual(['x/n@together']);
+    expect(plan({ ignore: ['Together AI'] })).toEqual(['x/n@openai']);
+    expect(plan({ order: ['OpenAI'] })).toEqual(['x/n@openai', 'x/n@together']);
+    expect(plan({ order: ['OpenAI'], allow_fallbacks: false })).toEqual(['x/n@openai']);
+    // The 503 names the provider and, where it differs, the caller's entry that excluded it.
+    expectError(
+      () => plan({ ignore: ['Together AI', 'openai'] }),
+      'routing.no_endpoint',
+      'provider.ignore excludes together ("Together AI"); provider.ignore excludes openai',
+    );
+  });
+
+  it('filters by the declared data policy (data_collection: deny, zdr); undeclared counts as collecting, not ZDR', () => {
+    const policies = buildCatalog({
+      providers: [
+        provider('silent'),
+        { ...provider('nostore'), data_collection: 'deny' as const },
+        { ...provider('zdr'), zdr: true },
+        { ...provider('mixed'), data_collection: 'deny' as const },
+      ],
+      models: [
+        model('x/p', [
+          endpoint('silent', '0.000001', '0.000001'),
+          endpoint('nostore', '0.000002', '0.000002'),
+          endpoint('zdr', '0.000003', '0.000003'),
+          // An endpoint's own declaration replaces its provider's.
+          { ...endpoint('mixed', '0.000004', '0.000004'), zdr: true },
+        ]),
+        model('x/q', [
+          endpoint('silent', '0.000001', '0.000001'),
+          { ...endpoint('zdr', '0.000001', '0.000001'), data_collection: 'allow' as const },
+        ]),
+      ],
+    });
+    const plan = (m: string, prefs: ProviderPreferences) =>
+      ids(planAttempts(policies, { model: m, provider: prefs }, anyKey));
+    expect(plan('x/p', {})).toEqual(['x/p@silent', 'x/p@nostore', 'x/p@zdr', 'x/p@mixed']);
+    expect(plan('x/p', { data_collection: 'allow' })).toEqual(['x/p@silent', 'x/p@nostore', 'x/p@zdr', 'x/p@mixed']);
+    expect(plan('x/p', { data_collection: 'deny' })).toEqual(['x/p@nostore', 'x/p@zdr', 'x/p@mixed']);
+    expect(plan('x/p', { zdr: true })).toEqual(['x/p@zdr', 'x/p@mixed']);
+    expect(plan('x/p', { zdr: false })).toEqual(['x/p@silent', 'x/p@nostore', 'x/p@zdr', 'x/p@mixed']);
+    expectError(
+      () => plan('x/q', { data_collection: 'deny' }),
+      'routing.no_endpoint',
+      'provider.data_collection=deny excludes silent',
+    );
+    expectError(() => plan('x/q', { zdr: true }), 'routing.no_endpoint', 'provider.zdr excludes zdr');
   });
 
   it('filters by max_price (USD per million tokens) and require_parameters', () => {

@@ -3,11 +3,12 @@
  * in, plan out. The plan is the requested model's endpoints, then each fallback model's (`models`),
  * each model's endpoints filtered by the caller's `provider` preferences and the key's guardrails,
  * and ordered: `provider.order` first when given, else by `sort`, else healthy first, then cheaper.
+ * Providers are named in preferences as OpenRouter callers do: by id or display name, in any case.
  */
 import { TollgateError } from '../core/errors.js';
 import { parsePricePerToken, perMillionToPricePerToken } from '../core/money.js';
 import type { KeyRecord } from '../store/types.js';
-import type { Catalog, CatalogEndpoint, CatalogModel } from './catalog.js';
+import type { Catalog, CatalogEndpoint, CatalogModel, CatalogProvider } from './catalog.js';
 import type { ByokCredential } from './byok-credentials.js';
 import type { EndpointStatsSnapshot } from './endpoint-stats.js';
 import { HealthRegistry } from './health.js';
@@ -29,6 +30,10 @@ export interface ProviderPreferences {
       }
     | undefined;
   require_parameters?: boolean | undefined;
+  /** `deny`: only endpoints that neither store nor train on prompts. */
+  data_collection?: 'allow' | 'deny' | undefined;
+  /** Only zero-data-retention endpoints. */
+  zdr?: boolean | undefined;
 }
 
 export interface PlannedAttempt {
@@ -80,31 +85,89 @@ class Exclusions {
   }
 }
 
+/**
+ * A caller's list of providers (`order`, `only`, `ignore`), matched case-insensitively against each
+ * provider's id and display name (`CatalogProvider.names`, lower-cased once per catalog).
+ */
+class ProviderList {
+  /** Lower-cased entry → its first position in the caller's list. */
+  private readonly positions = new Map<string, number>();
+
+  constructor(readonly entries: readonly string[]) {
+    entries.forEach((entry, i) => {
+      const name = entry.toLowerCase();
+      if (!this.positions.has(name)) this.positions.set(name, i);
+    });
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** Position of the first entry naming this provider, or -1. */
+  indexOf(provider: CatalogProvider): number {
+    let found = -1;
+    for (const name of provider.names) {
+      const i = this.positions.get(name);
+      if (i !== undefined && (found === -1 || i < found)) found = i;
+    }
+    return found;
+  }
+
+  /** The provider as the caller wrote it, when that differs from its id: `mock ("Mock")`. */
+  describe(provider: CatalogProvider): string {
+    const entry = this.entries[this.indexOf(provider)];
+    return entry === undefined || entry === provider.id ? provider.id : `${provider.id} (${JSON.stringify(entry)})`;
+  }
+}
+
+/** The caller's preferences, resolved once per request (every model of the plan shares them). */
+interface Filters {
+  prefs: ProviderPreferences;
+  order: ProviderList;
+  only: ProviderList | null;
+  ignore: ProviderList;
+  maxPrompt: bigint | null;
+  maxCompletion: bigint | null;
+  maxRequest: bigint | null;
+  required: readonly string[];
+}
+
+function resolveFilters(input: PlanInput): Filters {
+  const prefs = input.provider ?? {};
+  const max = prefs.max_price;
+  return {
+    prefs,
+    order: new ProviderList(prefs.order ?? []),
+    only: prefs.only ? new ProviderList(prefs.only) : null,
+    ignore: new ProviderList(prefs.ignore ?? []),
+    maxPrompt: max?.prompt !== undefined ? perMillionToPricePerToken(max.prompt) : null,
+    maxCompletion: max?.completion !== undefined ? perMillionToPricePerToken(max.completion) : null,
+    maxRequest: max?.request !== undefined ? parsePricePerToken(String(max.request)) : null,
+    required: prefs.require_parameters ? (input.requestedParameters ?? []) : [],
+  };
+}
+
 function eligible(
   model: CatalogModel,
-  input: PlanInput,
-  key: Pick<KeyRecord, 'allowedProviders'>,
+  filters: Filters,
+  allowedProviders: ReadonlySet<string> | null,
   why: Exclusions,
 ): CatalogEndpoint[] {
-  const prefs = input.provider ?? {};
-  const only = prefs.only ? new Set(prefs.only) : null;
-  const ignore = new Set(prefs.ignore ?? []);
-  const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
-  const maxPrompt = prefs.max_price?.prompt !== undefined ? perMillionToPricePerToken(prefs.max_price.prompt) : null;
-  const maxCompletion =
-    prefs.max_price?.completion !== undefined ? perMillionToPricePerToken(prefs.max_price.completion) : null;
-  const maxRequest =
-    prefs.max_price?.request !== undefined ? parsePricePerToken(String(prefs.max_price.request)) : null;
-  const required = prefs.require_parameters ? (input.requestedParameters ?? []) : [];
-  const order = prefs.order ?? [];
-
+  const { prefs, order, only, ignore, maxPrompt, maxCompletion, maxRequest, required } = filters;
   return model.endpoints.filter((e) => {
     const id = e.provider.id;
-    if (only && !only.has(id)) return (why.add(`provider.only excludes ${id}`), false);
-    if (ignore.has(id)) return (why.add(`provider.ignore excludes ${id}`), false);
-    if (prefs.allow_fallbacks === false && order.length > 0 && !order.includes(id))
+    if (only && only.indexOf(e.provider) === -1) return (why.add(`provider.only excludes ${id}`), false);
+    if (ignore.indexOf(e.provider) !== -1)
+      return (why.add(`provider.ignore excludes ${ignore.describe(e.provider)}`), false);
+    if (prefs.allow_fallbacks === false && order.size > 0 && order.indexOf(e.provider) === -1)
       return (why.add(`allow_fallbacks=false and ${id} is not in provider.order`), false);
     if (allowedProviders && !allowedProviders.has(id)) return (why.add(`this key may not use provider ${id}`), false);
+    // Undeclared policies count as the worst case (catalog.ts): a privacy preference is never assumed met.
+    if (prefs.data_collection === 'deny' && e.dataPolicy.dataCollection !== 'deny')
+      return (why.add(`provider.data_collection=deny excludes ${id} (it may store or train on prompts)`), false);
+    if (prefs.zdr === true && !e.dataPolicy.zdr)
+      return (why.add(`provider.zdr excludes ${id} (not a zero-data-retention endpoint)`), false);
     if (maxPrompt !== null && e.prices.prompt > maxPrompt)
       return (why.add(`${id} costs more than max_price.prompt`), false);
     if (maxCompletion !== null && e.prices.completion > maxCompletion)
@@ -125,12 +188,12 @@ function compare(a: bigint | number, b: bigint | number): number {
 function order(
   model: CatalogModel,
   endpoints: CatalogEndpoint[],
-  prefs: ProviderPreferences,
+  filters: Filters,
   health: HealthView,
   now: number,
 ): CatalogEndpoint[] {
   const key = (e: CatalogEndpoint) => HealthRegistry.keyOf(model.id, e.provider.id);
-  const sort = sortKey(prefs.sort);
+  const sort = sortKey(filters.prefs.sort);
   const measured = (e: CatalogEndpoint, by: 'latency' | 'throughput') => {
     const snap = health.snapshot(key(e), now);
     const p = by === 'latency' ? snap?.latency30m : snap?.throughput30m;
@@ -152,11 +215,11 @@ function order(
     return compare(health.rank(key(a), now), health.rank(key(b), now)) || compare(price(a), price(b));
   };
   const sorted = [...endpoints].sort(byPreference);
-  const explicit = prefs.order ?? [];
-  if (explicit.length === 0) return sorted;
+  const explicit = filters.order;
+  if (explicit.size === 0) return sorted;
   const rank = (e: CatalogEndpoint) => {
-    const i = explicit.indexOf(e.provider.id);
-    return i === -1 ? explicit.length : i;
+    const i = explicit.indexOf(e.provider);
+    return i === -1 ? explicit.size : i;
   };
   return sorted
     .map((e, i) => ({ e, i }))
@@ -214,9 +277,11 @@ export function planAttempts(
   }
 
   const why = new Exclusions();
+  const filters = resolveFilters(input);
+  const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
   const plan: PlannedAttempt[] = [];
   for (const model of permitted) {
-    for (const endpoint of order(model, eligible(model, input, key, why), input.provider ?? {}, health, now)) {
+    for (const endpoint of order(model, eligible(model, filters, allowedProviders, why), filters, health, now)) {
       plan.push(...withByok(model, endpoint, input.byok ?? []));
     }
   }

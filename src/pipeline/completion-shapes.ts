@@ -51,7 +51,7 @@ export function renderCompletion(
       message: c.message,
       finish_reason: c.finish_reason,
       native_finish_reason: c.native_finish_reason,
-      logprobs: null,
+      logprobs: c.logprobs ?? null,
     })),
     usage: renderUsage(charge),
   };
@@ -75,7 +75,7 @@ export function renderChunk(
       delta: c.delta,
       finish_reason: c.finish_reason ?? null,
       native_finish_reason: c.native_finish_reason ?? null,
-      logprobs: null,
+      logprobs: c.logprobs ?? null,
     })),
   };
 }
@@ -107,7 +107,8 @@ export function chunkJson(head: string, choices: readonly ChunkChoice[]): string
     json +=
       `{"index":${JSON.stringify(c.index)},"delta":${JSON.stringify(c.delta)},` +
       `"finish_reason":${JSON.stringify(c.finish_reason ?? null)},` +
-      `"native_finish_reason":${JSON.stringify(c.native_finish_reason ?? null)},"logprobs":null}`;
+      `"native_finish_reason":${JSON.stringify(c.native_finish_reason ?? null)},` +
+      `"logprobs":${c.logprobs === undefined ? 'null' : JSON.stringify(c.logprobs)}}`;
   }
   return `${json}]}`;
 }

@@ -452,6 +452,25 @@ export const usageSchema = z
 /** The assistant's message as the provider produced it (content, tool_calls, reasoning, refusal, …). */
 const assistantMessage = z.looseObject({ role: z.literal('assistant'), content: z.string().nullable().optional() });
 
+/** One token of `logprobs.content` / `logprobs.refusal`, as the provider reported it. */
+const tokenLogprobs = z.array(
+  z.looseObject({
+    token: z.string(),
+    logprob: z.number(),
+    bytes: z.array(z.int()).nullable().optional(),
+    top_logprobs: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).optional(),
+  }),
+);
+
+/** The provider's token log probabilities of a choice (asked for with `logprobs: true`), null without them. */
+const choiceLogprobs = z
+  .looseObject({ content: tokenLogprobs.nullable().optional(), refusal: tokenLogprobs.nullable().optional() })
+  .nullable()
+  .meta({
+    id: 'ChoiceLogprobs',
+    description: 'The provider’s `logprobs` (per chunk when streamed, all tokens when not); null without them',
+  });
+
 export const chatCompletionSchema = z
   .object({
     id: z.string(),
@@ -466,7 +485,7 @@ export const chatCompletionSchema = z
         message: assistantMessage,
         finish_reason: z.string().nullable(),
         native_finish_reason: z.string().nullable(),
-        logprobs: z.null(),
+        logprobs: choiceLogprobs,
       }),
     ),
     usage: usageSchema,
@@ -487,6 +506,7 @@ export const chatCompletionChunkSchema = z
         delta: z.looseObject({}),
         finish_reason: z.string().nullable(),
         native_finish_reason: z.string().nullable(),
+        logprobs: choiceLogprobs.optional(),
       }),
     ),
     usage: usageSchema.optional(),

@@ -68,12 +68,20 @@ export function isFinalUsage(usage: NormalizedUsage | null): boolean {
   return usage !== null && usage.promptUnknown !== true && usage.completionUnknown !== true;
 }
 
+/**
+ * A choice's token log probabilities, OpenAI's `logprobs` object: `content` and `refusal`, each a
+ * list of `{ token, logprob, bytes, top_logprobs }` or null, as the provider sent them.
+ */
+export type ChoiceLogprobs = Record<string, unknown>;
+
 /** One OpenAI-format choice of a non-streamed completion. */
 export interface CompletionChoice {
   index: number;
   message: Record<string, unknown> & { role: string; content: string | null };
   finish_reason: string | null;
   native_finish_reason: string | null;
+  /** Absent when the provider gave none (Anthropic and Gemini never do): the caller gets `null`. */
+  logprobs?: ChoiceLogprobs;
 }
 
 export interface NormalizedCompletion {
@@ -89,6 +97,8 @@ export interface ChunkChoice {
   delta: Record<string, unknown>;
   finish_reason: string | null;
   native_finish_reason: string | null;
+  /** This chunk's tokens; absent when the provider sent none (the caller gets `null`). */
+  logprobs?: ChoiceLogprobs;
 }
 
 export type StreamEvent =

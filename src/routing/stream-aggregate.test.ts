@@ -68,6 +68,59 @@ describe('CompletionAggregator', () => {
     ]);
   });
 
+  it('keeps the list fields of the deltas in the message, concatenated in order, and only those sent', () => {
+    // Found in review: the fold kept only content, reasoning, refusal and tool_calls, so a non-streamed
+    // answer lost the reasoning_details and annotations its streamed twin carries.
+    const details = [
+      { type: 'reasoning.text', text: 'Think', index: 0 },
+      { type: 'reasoning.text', text: 'ing.', signature: 'sig', index: 0 },
+    ];
+    const citation = {
+      type: 'url_citation',
+      url_citation: { url: 'https://example.test', start_index: 0, end_index: 2 },
+    };
+    const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,AA' } };
+    const a = new CompletionAggregator();
+    a.add(chunk([delta({ role: 'assistant', content: '' })]));
+    a.add(chunk([delta({ reasoning: 'Think', reasoning_details: [details[0]] })]));
+    a.add(chunk([delta({ reasoning: 'ing.', reasoning_details: [details[1]] })]));
+    a.add(chunk([delta({ content: 'Hi' })]));
+    a.add(chunk([delta({ annotations: [citation], images: [image] })]));
+    a.add(chunk([delta({}, 'stop')]));
+    expect(a.result().choices[0]!.message).toEqual({
+      role: 'assistant',
+      content: 'Hi',
+      reasoning: 'Thinking.',
+      reasoning_details: details,
+      annotations: [citation],
+      images: [image],
+    });
+
+    const plain = new CompletionAggregator();
+    plain.add(chunk([delta({ content: 'Hi' }, 'stop')]));
+    expect(Object.keys(plain.result().choices[0]!.message)).toEqual(['role', 'content']);
+  });
+
+  it('folds the chunks’ logprobs into one object per choice, null sides and all', () => {
+    const token = (t: string) => ({ token: t, logprob: -0.5, bytes: [...Buffer.from(t)], top_logprobs: [] });
+    const withLogprobs = (d: Record<string, unknown>, logprobs: unknown, index = 0) => ({
+      ...delta(d),
+      index,
+      logprobs,
+    });
+    const a = new CompletionAggregator();
+    a.add(chunk([withLogprobs({ content: 'Hel' }, { content: [token('Hel')], refusal: null })]));
+    a.add(chunk([withLogprobs({ content: 'lo' }, { content: [token('lo')], refusal: null })]));
+    a.add(chunk([delta({ content: '!' })])); // a chunk without any: nothing added
+    a.add(chunk([withLogprobs({ content: 'x' }, { content: [token('x')] }, 1)]));
+    a.add(chunk([{ ...delta({}, 'stop') }, { ...delta({}, 'stop'), index: 1 }]));
+    a.add(chunk([{ ...delta({}, 'stop'), index: 2 }]));
+    const [first, second, third] = a.result().choices;
+    expect(first!.logprobs).toEqual({ content: [token('Hel'), token('lo')], refusal: null });
+    expect(second!.logprobs).toEqual({ content: [token('x')], refusal: null });
+    expect(third).not.toHaveProperty('logprobs');
+  });
+
   it('round-trips a completion through completionToEvents', () => {
     const completion = {
       upstreamId: 'x',
@@ -76,9 +129,15 @@ describe('CompletionAggregator', () => {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: 'hi' },
+          message: {
+            role: 'assistant',
+            content: 'hi',
+            reasoning_details: [{ type: 'reasoning.text', text: 'hm' }],
+            annotations: [{ type: 'url_citation' }],
+          },
           finish_reason: 'stop',
           native_finish_reason: 'stop',
+          logprobs: { content: [{ token: 'hi', logprob: -1, bytes: [104, 105], top_logprobs: [] }], refusal: null },
         },
       ],
     };

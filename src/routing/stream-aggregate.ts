@@ -5,12 +5,27 @@
  * `stream: true` and answered with JSON still serves a streaming caller).
  */
 import type {
+  ChoiceLogprobs,
   ChunkChoice,
   CompletionChoice,
   NormalizedCompletion,
   NormalizedUsage,
   StreamEvent,
 } from '../providers/types.js';
+
+/**
+ * Delta fields that arrive as lists of whole items, folded into the message by concatenation in
+ * order: OpenRouter's `reasoning_details` (which @openrouter/ai-sdk-provider reads from the message
+ * and sends back on the next turn), `annotations` (citations) and `images`.
+ */
+const LIST_FIELDS = ['reasoning_details', 'annotations', 'images'] as const;
+type ListField = (typeof LIST_FIELDS)[number];
+
+/** The chunks' `logprobs`, one list per side, null until a chunk carries that side. */
+interface LogprobParts {
+  content: unknown[] | null;
+  refusal: unknown[] | null;
+}
 
 interface ToolCallParts {
   id: string | undefined;
@@ -28,6 +43,10 @@ interface ChoiceParts {
   reasoning: string[];
   refusal: string[];
   toolCalls: Map<number, ToolCallParts>;
+  /** The list fields some delta carried (only those: a field no delta had stays out of the message). */
+  lists: Partial<Record<ListField, unknown[]>> | null;
+  /** Null until a chunk carried a `logprobs` object. */
+  logprobs: LogprobParts | null;
   finishReason: string | null;
   nativeFinishReason: string | null;
 }
@@ -61,6 +80,8 @@ export class CompletionAggregator {
         reasoning: [],
         refusal: [],
         toolCalls: new Map(),
+        lists: null,
+        logprobs: null,
         finishReason: null,
         nativeFinishReason: null,
       };
@@ -78,6 +99,12 @@ export class CompletionAggregator {
     if (Array.isArray(delta.tool_calls)) {
       for (const raw of delta.tool_calls as Record<string, unknown>[]) this.addToolCall(parts, raw);
     }
+    for (let i = 0; i < LIST_FIELDS.length; i++) {
+      const field = LIST_FIELDS[i]!;
+      const items = delta[field];
+      if (Array.isArray(items)) append(((parts.lists ??= {})[field] ??= []), items);
+    }
+    if (choice.logprobs !== undefined) addLogprobs(parts, choice.logprobs);
     if (choice.finish_reason !== null) {
       parts.finishReason = choice.finish_reason;
       parts.nativeFinishReason = choice.native_finish_reason ?? choice.finish_reason;
@@ -110,6 +137,7 @@ export class CompletionAggregator {
           content: parts.sawContent || parts.toolCalls.size === 0 ? parts.content.join('') : null,
         };
         if (parts.reasoning.length > 0) message.reasoning = parts.reasoning.join('');
+        if (parts.lists?.reasoning_details) message.reasoning_details = parts.lists.reasoning_details;
         if (parts.refusal.length > 0) message.refusal = parts.refusal.join('');
         if (parts.toolCalls.size > 0) {
           message.tool_calls = [...parts.toolCalls.entries()]
@@ -121,10 +149,32 @@ export class CompletionAggregator {
               function: { name: call.name, arguments: call.arguments },
             }));
         }
-        return { index, message, finish_reason: parts.finishReason, native_finish_reason: parts.nativeFinishReason };
+        if (parts.lists?.annotations) message.annotations = parts.lists.annotations;
+        if (parts.lists?.images) message.images = parts.lists.images;
+        const choice: CompletionChoice = {
+          index,
+          message,
+          finish_reason: parts.finishReason,
+          native_finish_reason: parts.nativeFinishReason,
+        };
+        if (parts.logprobs !== null)
+          choice.logprobs = { content: parts.logprobs.content, refusal: parts.logprobs.refusal };
+        return choice;
       });
     return { upstreamId: this.upstreamId, choices, usage: this.usage, systemFingerprint: this.fingerprint };
   }
+}
+
+/** One chunk's `logprobs` added to the choice's: its `content` and `refusal` lists appended. */
+function addLogprobs(parts: ChoiceParts, logprobs: ChoiceLogprobs): void {
+  const folded = (parts.logprobs ??= { content: null, refusal: null });
+  if (Array.isArray(logprobs.content)) append((folded.content ??= []), logprobs.content);
+  if (Array.isArray(logprobs.refusal)) append((folded.refusal ??= []), logprobs.refusal);
+}
+
+/** `push(...items)` without spreading a long list onto the stack. */
+function append(list: unknown[], items: readonly unknown[]): void {
+  for (const item of items) list.push(item);
 }
 
 /** A whole completion as stream events: one content chunk per choice (with its finish reason), the usage, done. */
@@ -136,12 +186,14 @@ export function completionToEvents(
     const delta: Record<string, unknown> = { role, content: content ?? '', ...rest };
     if (Array.isArray(toolCalls))
       delta.tool_calls = toolCalls.map((call: unknown, index: number) => ({ index, ...(call as object) }));
-    return {
+    const unfolded: ChunkChoice = {
       index: choice.index,
       delta,
       finish_reason: choice.finish_reason ?? 'stop',
       native_finish_reason: choice.native_finish_reason,
     };
+    if (choice.logprobs !== undefined) unfolded.logprobs = choice.logprobs;
+    return unfolded;
   });
   const base = { upstreamId: completion.upstreamId, systemFingerprint: completion.systemFingerprint };
   return [

@@ -191,6 +191,16 @@ describe('openAiAdapter.parseResponse', () => {
     });
   });
 
+  it('keeps the choice’s logprobs as the provider sent them, and none when it sent null', () => {
+    const logprobs = { content: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [] }], refusal: null };
+    const withLogprobs = structuredClone(COMPLETION) as unknown as { choices: Record<string, unknown>[] };
+    withLogprobs.choices[0]!.logprobs = logprobs;
+    const parsed = openAiAdapter.parseResponse(withLogprobs);
+    expect('kind' in parsed ? null : parsed.choices[0]?.logprobs).toEqual(logprobs);
+    const plain = openAiAdapter.parseResponse(COMPLETION);
+    expect('kind' in plain ? null : plain.choices[0]).not.toHaveProperty('logprobs');
+  });
+
   it('joins text parts when content is an array', () => {
     const parts = structuredClone(COMPLETION) as unknown as { choices: { message: { content: unknown } }[] };
     parts.choices[0]!.message.content = [
@@ -266,6 +276,13 @@ describe('openAiAdapter.parseStreamEvent', () => {
       choices: [],
       usage: { promptTokens: 1, completionTokens: 2 },
     });
+  });
+
+  it('keeps a chunk’s logprobs as the provider sent them', () => {
+    const logprobs = { content: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [] }], refusal: null };
+    const data = `{"id":"c","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":${JSON.stringify(logprobs)},"finish_reason":null}]}`;
+    expect(openAiAdapter.parseStreamEvent(data, null)).toMatchObject({ kind: 'chunk', choices: [{ logprobs }] });
+    expect(openAiAdapter.parseStreamEvent(first, null)).not.toHaveProperty('choices.0.logprobs');
   });
 
   it('keeps tool call deltas as they are', () => {

@@ -35,13 +35,15 @@ function parseChoice(raw: unknown, position: number): CompletionChoice | string 
   const content = readContent(raw.message.content);
   if (content === undefined) return `choices[${position}].message.content is neither a string nor null`;
   const nativeFinish = stringOrNull(raw.finish_reason);
-  return {
+  const choice: CompletionChoice = {
     index: typeof raw.index === 'number' ? raw.index : position,
     // Other message fields (tool_calls, refusal, reasoning, annotations...) pass through untouched.
     message: { ...raw.message, role: stringOrNull(raw.message.role) ?? 'assistant', content },
     finish_reason: normalizeOpenAiFinishReason(nativeFinish),
     native_finish_reason: nativeFinish,
   };
+  if (isRecord(raw.logprobs)) choice.logprobs = raw.logprobs;
+  return choice;
 }
 
 /**

@@ -55,12 +55,15 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
       return `stream choices[${position}].delta is not an object`;
     }
     const nativeFinish = stringOrNull(choice.finish_reason);
-    choices.push({
+    const parsed: ChunkChoice = {
       index: typeof choice.index === 'number' ? choice.index : position,
       delta: isRecord(choice.delta) ? choice.delta : {}, // some servers omit delta on the final chunk
       finish_reason: normalizeOpenAiFinishReason(nativeFinish),
       native_finish_reason: nativeFinish,
-    });
+    };
+    // Only when asked for (`logprobs: true`); absent, the caller gets null as when the upstream sent null.
+    if (isRecord(choice.logprobs)) parsed.logprobs = choice.logprobs;
+    choices.push(parsed);
   }
   return choices;
 }

@@ -196,6 +196,22 @@ describe('OpenAiStreamDecoder', () => {
       expect(decoder.parseStreamEvent(data, null)).toEqual(parseOpenAiStreamEvent(data, null));
   });
 
+  it('never reads an event with logprobs through a template (they would be lost)', () => {
+    // Found in review: logprobs were dropped everywhere; a template learnt from an event whose fixed
+    // text holds them would drop them again for every later event with the same ones.
+    const event = (content: string, logprobs: string) =>
+      `{"id":"a","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"logprobs":${logprobs},"finish_reason":null}]}`;
+    const same = '{"content":[{"token":"a","logprob":-1,"bytes":[97],"top_logprobs":[]}],"refusal":null}';
+    const decoder = new OpenAiStreamDecoder();
+    for (const data of [event('a', same), event('b', same), event('c', same), event('d', 'null'), event('e', same)]) {
+      const decoded = decoder.parseStreamEvent(data, null);
+      expect(decoded).toEqual(parseOpenAiStreamEvent(data, null));
+      if (!data.includes('"logprobs":null'))
+        expect(decoded).toMatchObject({ choices: [{ logprobs: JSON.parse(same) }] });
+    }
+    expect(decoder.templated).toBe(0);
+  });
+
   it('parses long events whole', () => {
     const decoder = new OpenAiStreamDecoder();
     const event = (content: string) =>

@@ -14,14 +14,15 @@
  * differs per event, and a final `usage` parsed each time). Anything else — and any event longer than
  * `MAX_TEMPLATED_LENGTH`, where the fixed text is a small part of the parse — is parsed whole by
  * `parseOpenAiStreamEvent`, and the result is the same event either way (a property test holds the
- * two to it).
+ * two to it). Events with `logprobs` (asked for by the caller) differ in more than the content, so
+ * they are never learnt from and never match a template: such a stream is parsed whole.
  *
  * Why that is exact. The fixed text is `head` + slot + `tail` closed with `}`. A template is kept
  * only when (1) with a probe string in the slot the fixed text parses, through the full parser, to a
- * chunk whose only choice's delta is exactly `{content: <the probe>}`, with no finish reason, usage
- * or error; (2) the learning event is the fixed text plus members that cannot change its content
- * (`}` alone, or members without `choices`, `error`, `id`, `system_fingerprint`); and (3) the
- * learning event's own content is not the probe. By (2) the fixed text with the event's own literal
+ * chunk whose only choice's delta is exactly `{content: <the probe>}`, with no finish reason,
+ * logprobs, usage or error; (2) the learning event is the fixed text plus members that cannot change
+ * its content (`}` alone, or members without `choices`, `error`, `id`, `system_fingerprint`); and (3)
+ * the learning event's own content is not the probe. By (2) the fixed text with the event's own literal
  * in the slot has the event's content; if the slot were any other value, the content would be the
  * same with the probe in the slot, and (1) and (3) could not both hold — so the slot is the delta's
  * content. A later event is `head` + one JSON string literal (checked by parsing it) + `tail` +
@@ -138,10 +139,15 @@ function restUsage(rest: string): NormalizedUsage | null | undefined {
   return Object.hasOwn(members, 'usage') ? parseOpenAiUsage(members.usage) : null;
 }
 
+/**
+ * Whether the event's only choice is a content delta and nothing else. A choice with `logprobs`
+ * (which differ per event) is not: a template learnt from it would lose them.
+ */
 function hasContentDelta(event: Extract<StreamEvent, { kind: 'chunk' }>): boolean {
   if (event.choices.length !== 1) return false;
   const choice = event.choices[0]!;
   if (choice.finish_reason !== null || choice.native_finish_reason !== null) return false;
+  if (choice.logprobs !== undefined) return false;
   const keys = Object.keys(choice.delta);
   return keys.length === 1 && keys[0] === 'content' && typeof choice.delta.content === 'string';
 }

@@ -50,7 +50,7 @@ export interface RenderedError {
 }
 
 /** Pass-through statuses an upstream may give for the caller's own fault. */
-const PASS_THROUGH = new Set([400, 404, 413, 422]);
+const PASS_THROUGH = new Set([400, 413, 422]);
 
 export function statusOf(error: TollgateError): number {
   if (error.code === 'upstream.request_rejected' && error.status !== undefined && PASS_THROUGH.has(error.status))

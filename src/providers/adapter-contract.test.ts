@@ -133,7 +133,7 @@ describe.each(SUBJECTS)('provider adapter contract: $dir', (subject) => {
     [401, '', {}, 'auth', null],
     [402, '', {}, 'auth', null],
     [403, 'Forbidden', {}, 'auth', null],
-    [404, 'Not Found', {}, 'bad_request', null],
+    [404, 'Not Found', {}, 'not_found', null],
     [302, '', {}, 'invalid_response', null],
   ])('HTTP %i with a body that is not the API’s error shape → %s', (status, body, headers, type, retryAfterMs) => {
     const failure = adapter.classifyError(status, headers, body);

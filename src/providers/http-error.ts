@@ -30,8 +30,9 @@ export function parseJsonOrText(bodyText: string): unknown {
 
 /**
  * The failure an HTTP status means: 429 rate-limited; 408 and 504 timeouts; other 5xx the provider's
- * trouble; 401, 402 (our provider account cannot pay) and 403 our credentials — another endpoint may
- * still succeed; other 4xx the request's fault unless `clientErrorType` says otherwise; an "error" with
+ * trouble; 401, 402 (our provider account cannot pay) and 403 our credentials, 404 a model the endpoint
+ * does not serve — another endpoint may still succeed; other 4xx the request's fault unless
+ * `clientErrorType` says otherwise; an "error" with
  * a 1xx–3xx status is not an answer.
  */
 export function failureTypeForStatus(status: number, clientErrorType: FailureType | null = null): FailureType {
@@ -41,6 +42,8 @@ export function failureTypeForStatus(status: number, clientErrorType: FailureTyp
   if (status >= 400 && status <= 499) {
     if (clientErrorType !== null) return clientErrorType;
     if (status === 401 || status === 402 || status === 403) return 'auth';
+    // The caller names our model, never the provider's: a 404 is the endpoint's, not the request's.
+    if (status === 404) return 'not_found';
     return 'bad_request';
   }
   return 'invalid_response';

@@ -135,6 +135,7 @@ export type FailureType =
   | 'connection' // reset, refused, DNS
   | 'server' // 5xx
   | 'auth' // 401/403 from the upstream: our provider key is bad
+  | 'not_found' // 404: the endpoint does not serve this model (retired, renamed, no access) — the operator's catalog, not the caller
   | 'invalid_response'
   | 'bad_request' // the caller's own fault: returned as is
   | 'context_length_exceeded'

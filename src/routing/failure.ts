@@ -135,6 +135,7 @@ export function movesOn(failure: UpstreamFailure): boolean {
     case 'connection':
     case 'server':
     case 'auth':
+    case 'not_found':
     case 'invalid_response':
       return true;
     case 'bad_request':
@@ -152,6 +153,7 @@ export function errorTypeOf(failure: UpstreamFailure): ErrorType {
       return 'timeout';
     case 'connection':
     case 'auth':
+    case 'not_found':
       return 'provider_unavailable';
     case 'server':
       return 'server';
@@ -211,19 +213,23 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   // An upstream 401/403 is about the operator's provider key: its text may echo part of that key, and
   // it is none of the caller's business — say only that the provider refused the gateway's credentials.
   const ownCredentials = lastFailure?.type === 'auth';
+  // A 404 names the provider's model (the operator's catalog): the caller learns only that it is not served.
+  const notServed = lastFailure?.type === 'not_found';
   // A 5xx body is the provider's internals (proxy pages, stack traces): its message is enough.
   const serverSide = lastFailure !== undefined && (lastFailure.type === 'server' || (lastFailure.status ?? 0) >= 500);
   const message = !lastFailure
     ? 'No provider could serve the request'
     : ownCredentials
       ? "The provider refused the gateway's credentials"
-      : `Provider returned error: ${lastFailure.message}`;
+      : notServed
+        ? 'The provider does not serve this model'
+        : `Provider returned error: ${lastFailure.message}`;
   return new TollgateError('upstream.unavailable', message, {
     metadata: {
       error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',
       provider_name: last?.providerName ?? null,
       provider_code: lastFailure?.providerCode ?? null,
-      raw: ownCredentials || serverSide ? null : (lastFailure?.raw ?? null),
+      raw: ownCredentials || notServed || serverSide ? null : (lastFailure?.raw ?? null),
     },
   });
 }

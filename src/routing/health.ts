@@ -24,7 +24,12 @@ export const MAX_COOLING_MS = 600_000;
 /** Failures that say the endpoint is unhealthy. The caller's own faults say nothing about it. */
 export function countsAgainstHealth(type: FailureType): boolean {
   return (
-    type === 'connection' || type === 'timeout' || type === 'server' || type === 'invalid_response' || type === 'auth'
+    type === 'connection' ||
+    type === 'timeout' ||
+    type === 'server' ||
+    type === 'invalid_response' ||
+    type === 'auth' ||
+    type === 'not_found'
   );
 }
 

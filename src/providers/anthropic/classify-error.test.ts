@@ -30,7 +30,7 @@ describe('classifyAnthropicHttpError', () => {
     ['credit_balance', 'auth', 'invalid_request_error'], // our account cannot pay: another endpoint may serve
     ['authentication', 'auth', 'authentication_error'],
     ['permission', 'auth', 'permission_error'],
-    ['not_found', 'bad_request', 'not_found_error'],
+    ['not_found', 'not_found', 'not_found_error'],
     ['request_too_large', 'bad_request', 'request_too_large'],
     ['rate_limit', 'rate_limited', 'rate_limit_error'],
     ['api_error', 'server', 'api_error'],
@@ -85,7 +85,7 @@ describe('classifyAnthropicStreamError', () => {
     ['authentication_error', 'auth'],
     ['permission_error', 'auth'],
     ['invalid_request_error', 'bad_request'],
-    ['not_found_error', 'bad_request'],
+    ['not_found_error', 'not_found'],
     ['something_new', 'server'],
   ])('classifies an in-band %s as %s', (type, expected) => {
     const failure = classifyAnthropicStreamError({ type: 'error', error: { type, message: 'x' } });

@@ -54,7 +54,7 @@ const TYPE_FAILURES: Readonly<Record<string, FailureType>> = {
   permission_error: 'auth',
   billing_error: 'auth',
   invalid_request_error: 'bad_request',
-  not_found_error: 'bad_request',
+  not_found_error: 'not_found',
   request_too_large: 'bad_request',
 };
 

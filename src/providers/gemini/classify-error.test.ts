@@ -30,7 +30,7 @@ describe('classifyGeminiHttpError', () => {
     ['location', 'auth', 'FAILED_PRECONDITION'], // our account's region: another endpoint may serve
     ['safety', 'content_policy', 'INVALID_ARGUMENT'],
     ['permission_denied', 'auth', 'PERMISSION_DENIED'],
-    ['not_found', 'bad_request', 'NOT_FOUND'],
+    ['not_found', 'not_found', 'NOT_FOUND'],
     ['rate_limit', 'rate_limited', 'RESOURCE_EXHAUSTED'],
     ['internal', 'server', 'INTERNAL'],
     ['unavailable', 'server', 'UNAVAILABLE'],

@@ -60,7 +60,7 @@ const STATUS_FAILURES: Readonly<Record<string, FailureType>> = {
   // "User location is not supported", "free tier not available in your country": our account's limits.
   FAILED_PRECONDITION: 'auth',
   INVALID_ARGUMENT: 'bad_request',
-  NOT_FOUND: 'bad_request',
+  NOT_FOUND: 'not_found',
 };
 
 /** What the body says whatever the status: a bad key (a 400 INVALID_ARGUMENT at Google: not the caller's fault), a context-length error. */

@@ -146,7 +146,7 @@ describe('classifyOpenAiHttpError', () => {
     [403, 'auth'],
     [402, 'auth'],
     [400, 'bad_request'],
-    [404, 'bad_request'],
+    [404, 'not_found'],
     [422, 'bad_request'],
     [413, 'bad_request'],
     [302, 'invalid_response'],
@@ -192,7 +192,10 @@ describe('classifyOpenAiHttpError', () => {
 
   it('keeps other 4xx as the caller own fault', () => {
     expect(classify(400, BAD_PARAM)).toMatchObject({ type: 'bad_request', providerCode: 'invalid_type' });
-    expect(classify(404, MODEL_NOT_FOUND)).toMatchObject({ type: 'bad_request', providerCode: 'model_not_found' });
+  });
+
+  it('reads a 404 as a model the endpoint does not serve (the caller names our model, never the provider’s)', () => {
+    expect(classify(404, MODEL_NOT_FOUND)).toMatchObject({ type: 'not_found', providerCode: 'model_not_found' });
   });
 
   it('uses the error type when the code is null', () => {
@@ -205,7 +208,7 @@ describe('classifyOpenAiHttpError', () => {
       providerCode: 429,
       message: 'Resource has been exhausted (e.g. check quota).',
     });
-    expect(classify(404, FASTAPI_DETAIL)).toMatchObject({ type: 'bad_request', message: 'Not Found' });
+    expect(classify(404, FASTAPI_DETAIL)).toMatchObject({ type: 'not_found', message: 'Not Found' });
     expect(classify(500, JSON.stringify({ error: 'upstream exploded' }))).toMatchObject({
       message: 'upstream exploded',
     });

@@ -4,6 +4,8 @@ import { usdToUnits } from '../core/money.js';
 import { FREE_PER_DAY, FREE_PER_MINUTE, FreeModelPolicy, type FreeModelLimits } from './free-model-policy.js';
 import { MemoryRateLimiter } from './memory-rate-limiter.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { RequestCapacity } from '../routing/execute.js';
+import type { PlannedAttempt } from '../routing/plan.js';
 
 const T0 = Date.UTC(2026, 10, 18, 12);
 const LIMITS: FreeModelLimits = {
@@ -109,21 +111,40 @@ describe('FreeModelPolicy', () => {
     expect(await p.daily(poor)).toEqual({ limit: 50, used: 0, remaining: 50 });
   });
 
-  it('a refunded slot is available again', async () => {
-    const { p } = policy({ limits: { per_minute: 2 } });
-    const first = await p.admit(poor);
-    await p.admit(poor);
-    await refusalOf(p.admit(poor));
-    await p.refund(first!);
-    expect(await p.admit(poor)).not.toBeNull();
-    expect((await p.daily(poor)).used).toBe(2);
+  it('a request takes its slot once, before its first free attempt; a refusal skips its free attempts, not its paid ones', async () => {
+    const { p } = policy({ limits: { per_minute: 1 } });
+    const paid = { model: { isFree: false } } as PlannedAttempt;
+    const free = { model: { isFree: true } } as PlannedAttempt;
+    const account = () => Promise.resolve(poor);
+    const calls: string[] = [];
+    const inner: RequestCapacity = {
+      acquire: (planned) => (calls.push(`acquire ${planned.model.isFree}`), Promise.resolve(null)),
+      ended: (planned, answered) => void calls.push(`ended ${planned.model.isFree} ${answered}`),
+      settle: () => undefined,
+    };
+    expect(p.forRequest([paid], account, inner)).toBe(inner); // no free model: nothing to claim
+
+    const first = p.forRequest([paid, free, free], account, inner)!;
+    expect(await first.acquire(paid, T0)).toBeNull();
+    expect((await p.daily(poor)).used).toBe(0); // a paid attempt takes no slot
+    expect(await first.acquire(free, T0)).toBeNull();
+    expect(await first.acquire(free, T0)).toBeNull(); // a retry of the same request: no second slot
+    expect((await p.daily(poor)).used).toBe(1);
+
+    calls.length = 0;
+    const second = p.forRequest([free, paid], account, inner)!;
+    const refusal = await second.acquire(free, T0);
+    expect(refusal?.error.code).toBe('limits.rate_limited');
+    expect(refusal?.retryAt).toBe(Number.POSITIVE_INFINITY); // never waited for
+    expect(calls).toEqual(['acquire true', 'ended true false']); // the capacity claim is given back
+    expect(await second.acquire(free, T0)).toBe(refusal); // not asked again
+    expect(await second.acquire(paid, T0)).toBeNull(); // the paid fallback still goes
   });
 
   it('store unreachable, closed: free requests and the daily view fail with 503 (store.unavailable)', async () => {
     const { p } = policy({ limiter: brokenLimiter });
     expect((await refusalOf(p.admit(poor))).code).toBe('store.unavailable');
     expect((await refusalOf(p.daily(poor))).code).toBe('store.unavailable');
-    await expect(p.refund({ subject: poor.id, rules: p.rules(poor), consumedAt: T0 })).resolves.toBeUndefined();
   });
 
   it('store unreachable, open: requests pass uncounted and the warning is logged once per interval', async () => {

@@ -13,6 +13,8 @@
 import { TollgateError } from '../core/errors.js';
 import { usdToUnits, type Units } from '../core/money.js';
 import type { Logger } from '../observability/logger.js';
+import type { CapacityRefusal, RequestCapacity } from '../routing/execute.js';
+import type { PlannedAttempt } from '../routing/plan.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter, type RateRule } from './rate-limit.js';
 
 export const FREE_PER_MINUTE = 'free_model_per_minute';
@@ -33,7 +35,7 @@ export interface FreeModelAccount {
   readonly totalPurchased: Units;
 }
 
-/** One consumed unit, so it can be given back (`refund`) if the request never reaches a provider. */
+/** One consumed unit. */
 export interface FreeSlot {
   readonly subject: string;
   readonly rules: readonly RateRule[];
@@ -115,16 +117,20 @@ export class FreeModelPolicy {
     return { subject: account.id, rules, consumedAt: now };
   }
 
-  /** Gives back a slot of a request that never reached a provider. Never throws (logged instead). */
-  async refund(slot: FreeSlot): Promise<void> {
-    try {
-      await this.options.limiter.refund(slot.subject, slot.rules, slot.consumedAt);
-    } catch (error) {
-      this.options.log.warn(
-        { err: error, account: slot.subject },
-        'free-model rate limit: refund failed; the slot frees with its window',
-      );
-    }
+  /**
+   * One request's free-model slot, taken before its first attempt at a `:free` model is sent — never
+   * for a request its paid models serve — as a step of the execute loop's per-attempt claims (beside
+   * `inner`, the capacity limits). A refusal (the quota spent, or the store down and the policy
+   * closed) skips every free attempt of the request: a paid fallback still serves, and only when
+   * nothing else can does the caller get the 429 (or 503). Null when the plan has no free model.
+   */
+  forRequest(
+    plan: readonly PlannedAttempt[],
+    account: () => Promise<FreeModelAccount>,
+    inner: RequestCapacity | null,
+  ): RequestCapacity | null {
+    if (!plan.some((p) => p.model.isFree)) return inner;
+    return new FreeModelClaims(this, account, inner);
   }
 
   /** `free_model_daily_requests` of `GET /key`. With the store down: 503 when closed, `used: 0` when open. */
@@ -204,5 +210,44 @@ export class FreeModelPolicy {
         },
       },
     });
+  }
+}
+
+/** A request's claims: its capacity limits (`inner`), then — once, before its first free attempt — the free-model slot. */
+class FreeModelClaims implements RequestCapacity {
+  /** Taken (or the policy let it through uncounted): later free attempts of the request count nothing more. */
+  private admitted = false;
+  /** The slot was refused: every free attempt of the request is skipped with this answer. */
+  private refused: CapacityRefusal | null = null;
+
+  constructor(
+    private readonly policy: FreeModelPolicy,
+    private readonly account: () => Promise<FreeModelAccount>,
+    private readonly inner: RequestCapacity | null,
+  ) {}
+
+  async acquire(planned: PlannedAttempt, now: number): Promise<CapacityRefusal | null> {
+    if (planned.model.isFree && this.refused) return this.refused;
+    const refusal = (await this.inner?.acquire(planned, now)) ?? null;
+    if (refusal || !planned.model.isFree || this.admitted) return refusal;
+    try {
+      await this.policy.admit(await this.account());
+      this.admitted = true;
+      return null;
+    } catch (error) {
+      this.inner?.ended(planned, false);
+      if (!(error instanceof TollgateError)) throw error;
+      // Never waited for: the free-model answer is the 429 (or 503) itself, not a pause.
+      this.refused = { retryAt: Number.POSITIVE_INFINITY, error };
+      return this.refused;
+    }
+  }
+
+  ended(planned: PlannedAttempt, answered: boolean): void {
+    this.inner?.ended(planned, answered);
+  }
+
+  settle(tokens: number): void {
+    this.inner?.settle(tokens);
   }
 }

@@ -21,7 +21,6 @@ import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
 import type { NormalizedCompletion } from '../providers/types.js';
 import type { KeyRecord } from '../store/types.js';
 import type { ByokCredential } from '../routing/byok-credentials.js';
-import type { FreeSlot } from '../limits/free-model-policy.js';
 import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import { renderCompletion } from './completion-shapes.js';
@@ -95,40 +94,25 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
     isPaid,
     holdWithByokFee(upstream.hold, ctx.key.includeByokInLimit, attempts, deps.byokFeeBasisPoints),
   );
-  // Rate limits come after the credit checks, so a 402 does not use up a free-model slot.
-  let freeSlot: FreeSlot | null = null;
-  // Any free model in the plan takes a slot (a failing paid model with a `:free` fallback must not bypass the cap).
-  if (attempts.some((a) => a.model.isFree)) {
-    try {
-      freeSlot = await deps.freeModels.admit(await deps.gate.account(ctx.key.accountId));
-    } catch (error) {
-      deps.gate.release(hold);
-      throw error;
-    }
-  }
-  // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget in tokens.
-  const capacity = deps.capacity?.forRequest(attempts, (p) => promptEstimate + upstream.budgetFor(p)) ?? null;
+  // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget
+  // in tokens; so is the free-model slot, once, before the first attempt at a `:free` model (after the
+  // credit checks: a 402 uses none; a request its paid models serve uses none either).
+  const capacity = deps.freeModels.forRequest(
+    attempts,
+    () => deps.gate.account(ctx.key.accountId),
+    deps.capacity?.forRequest(attempts, (p) => promptEstimate + upstream.budgetFor(p)) ?? null,
+  );
   return {
     request,
     plan: attempts,
     hold,
     promptEstimate,
     moderationLatencyMs,
-    freeSlot,
     upstreamBody: request as Record<string, unknown>,
     bodyFor: upstream.bodyFor,
     budgetFor: upstream.budgetFor,
     capacity,
   };
-}
-
-/**
- * A free-model slot is given back when the request never reached a provider (every endpoint behind
- * an open circuit breaker, the caller gone before the first attempt): nothing was used upstream.
- * Once an attempt was sent, the slot stays used, whatever the provider answered.
- */
-async function refundIfUnserved(deps: ChatDeps, admitted: Admitted, attempts: readonly AttemptRecord[]): Promise<void> {
-  if (admitted.freeSlot && attempts.length === 0) await deps.freeModels.refund(admitted.freeSlot);
 }
 
 export function recordAttempts(deps: ChatDeps, attempts: readonly AttemptRecord[]): void {
@@ -185,7 +169,6 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
     });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
-      await refundIfUnserved(deps, admitted, outcome.attempts);
       if (outcome.error.cause !== undefined) {
         deps.log[outcome.error.code === 'internal' ? 'error' : 'warn'](
           { generation_id: ctx.generationId, err: outcome.error },
@@ -238,7 +221,6 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
     });
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
-      await refundIfUnserved(deps, admitted, outcome.attempts);
       // Before anything was written the caller gets a real HTTP status; after keep-alives, an in-band error.
       if (!sink.started) throw outcome.error;
       await sink.error(outcome.error, {

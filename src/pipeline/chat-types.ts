@@ -5,7 +5,7 @@
 import type { CreditGate, Hold } from '../billing/credit-gate.js';
 import type { Settler } from '../billing/settler.js';
 import type { CapacityGovernor } from '../limits/capacity.js';
-import type { FreeModelPolicy, FreeSlot } from '../limits/free-model-policy.js';
+import type { FreeModelPolicy } from '../limits/free-model-policy.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ByokCredentials } from '../routing/byok-credentials.js';
@@ -52,8 +52,6 @@ export interface Admitted {
   promptEstimate: number;
   /** How long moderation took (ms); null when it did not run. The generation's `moderation_latency`. */
   moderationLatencyMs: number | null;
-  /** The free-model rate-limit unit this request took (null: paid model, or the limit store failed open). */
-  freeSlot: FreeSlot | null;
   /** The request as validated (continuations start from it). */
   upstreamBody: Record<string, unknown>;
   /** What one attempt sends: the allowlisted fields and its endpoint's completion budget (upstream-request.ts). */

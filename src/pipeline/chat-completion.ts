@@ -13,7 +13,8 @@
  *             the stream's end (stream-relay.ts calls settle.ts).
  * The stream variant writes through a StreamSink, so this file never sees the web framework.
  */
-import { TollgateError } from '../core/errors.js';
+import { isTollgateError, TollgateError } from '../core/errors.js';
+import type { Hold } from '../billing/credit-gate.js';
 import { estimatePromptTokens } from '../billing/token-estimate.js';
 import { executeCompletion, executeStream } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
@@ -82,18 +83,29 @@ export function plan(
 
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
   const request = scrubKeysFromRequest(deps.keyLeaks, validate(ctx.body));
-  const attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
+  let attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const promptEstimate = estimatePromptTokens(request.messages, request);
-  const isPaid = attempts.some((a) => !a.model.isFree);
-  const upstream = prepareUpstream(request, attempts, promptEstimate);
-  const hold = await deps.gate.admit(
-    ctx.key,
-    isPaid,
-    holdWithByokFee(upstream.hold, ctx.key.includeByokInLimit, attempts, deps.byokFeeBasisPoints),
-  );
+  let upstream = prepareUpstream(request, attempts, promptEstimate);
+  let hold: Hold;
+  try {
+    hold = await deps.gate.admit(
+      ctx.key,
+      attempts.some((a) => !a.model.isFree),
+      holdWithByokFee(upstream.hold, ctx.key.includeByokInLimit, attempts, deps.byokFeeBasisPoints),
+    );
+  } catch (error) {
+    // Free and paid models together (`models`), and the account cannot pay: its free models alone
+    // serve it (they need a balance that is not negative, and hold nothing).
+    const free = attempts.filter((a) => a.model.isFree);
+    if (!isTollgateError(error) || error.code !== 'billing.insufficient_credits' || free.length === 0) throw error;
+    if (free.length === attempts.length) throw error;
+    attempts = free;
+    upstream = prepareUpstream(request, attempts, promptEstimate);
+    hold = await deps.gate.admit(ctx.key, false, 0n);
+  }
   // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget
   // in tokens; so is the free-model slot, once, before the first attempt at a `:free` model (after the
   // credit checks: a 402 uses none; a request its paid models serve uses none either).

@@ -317,6 +317,7 @@ export function buildApp(deps: AppDeps): Gateway {
           perAccountAndAddress: config.accounts.sign_in_limits.per_account_and_address,
           perAccount: config.accounts.sign_in_limits.per_account,
           perAddress: config.accounts.sign_in_limits.per_address,
+          passwordResetPerAddress: config.accounts.sign_in_limits.password_reset_per_address,
           windowMs: config.accounts.sign_in_limits.window_minutes * 60_000,
         },
         now,
@@ -356,7 +357,14 @@ export function buildApp(deps: AppDeps): Gateway {
   registerOpsRoutes(routes, services, () => shuttingDown);
   registerNotificationRoutes(routes, services);
   registerOutboxAdminRoutes(routes, services);
-  registerPasswordResetRoutes(routes, { store, mail, now, log: app.log, publicUrl: config.mail.public_url });
+  registerPasswordResetRoutes(routes, {
+    store,
+    mail,
+    now,
+    log: app.log,
+    publicUrl: config.mail.public_url,
+    guard: services.accountAuth.guard,
+  });
   registerSecretScanningRoutes(app, routes, {
     exposed,
     keys: new PublicKeyRing(config.secret_scanning, now, app.log),

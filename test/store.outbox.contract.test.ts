@@ -76,6 +76,47 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
     expect(await store.outbox.markSent(m.id, 'new', 31_000)).toBe(true);
   });
 
+  it('a reset message keeps its bodies only while it may be sent; giving it up also voids its token', async () => {
+    const account = await store.createAccount(newAccountFixture());
+    const reset = (token: string, createdAt: number) => {
+      const mail = message({ kind: 'password_reset', accountId: account.id, text: `?token=${token}`, createdAt });
+      return store.passwordResets.create(
+        { tokenHash: token, accountId: account.id, createdAt, expiresAt: createdAt + 1_800_000 },
+        mail,
+      );
+    };
+    // Older than every other message here, so the claims below take these in order.
+    expect(await reset('sent-token', 10)).toBe(true);
+    expect(await reset('refused-token', 11)).toBe(true);
+    expect(await reset('late-token', 12)).toBe(true);
+    const driver = database.openDriver();
+    const bodies = async (id: string) => {
+      const [row] = await driver.all('SELECT text_body, html_body FROM mail_outbox WHERE id = ?', [id]);
+      return [row?.text_body, row?.html_body];
+    };
+
+    const sent = (await store.outbox.claim('w1', 100, 200))!;
+    expect(sent.text).toBe('?token=sent-token');
+    expect(await store.outbox.markSent(sent.id, 'w1', 110)).toBe(true);
+    expect(await bodies(sent.id)).toEqual(['', '']);
+    // Delivered: the holder has the link, which still works.
+    expect(await store.passwordResets.isRedeemable('sent-token', 120)).toBe(true);
+
+    const refused = (await store.outbox.claim('w1', 100, 200))!;
+    await store.outbox.markFailed(refused.id, 'w1', 130, '550 no such user');
+    expect(await bodies(refused.id)).toEqual(['', '']);
+    expect(await store.passwordResets.isRedeemable('refused-token', 140)).toBe(false);
+    expect(await store.passwordResets.redeem('refused-token', 140, 'scrypt$x')).toBeNull();
+
+    // A sender whose lease was lost gives nothing up: the new holder of the lease may be sending it.
+    const late = (await store.outbox.claim('old', 100, 200))!;
+    expect((await store.outbox.claim('new', 200, 300))?.id).toBe(late.id);
+    await store.outbox.markFailed(late.id, 'old', 210, 'timeout');
+    expect(await bodies(late.id)).toEqual(['?token=late-token', '<p>h</p>']);
+    expect(await store.passwordResets.isRedeemable('late-token', 220)).toBe(true);
+    expect(await store.outbox.markSent(late.id, 'new', 230)).toBe(true);
+  });
+
   it('marks a key compromised and queues its mail in one transaction, once', async () => {
     const account = await store.createAccount(newAccountFixture());
     const key = keyFixture(account.id);

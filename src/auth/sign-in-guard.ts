@@ -7,6 +7,7 @@
  * - per e-mail address from every client address together (`per_account`, larger): guessing spread
  *   over many addresses is still bounded;
  * - per client address whatever the e-mails (`per_address`): a password spray from one source.
+ * Sign-up and password-reset requests take a per-address slot of budgets of their own, for good.
  * E-mails count whether or not an account has them, so the limits reveal nothing. Client addresses
  * count as their subject (an IPv6 address as its /64: `limits/address-subject.ts`).
  *
@@ -28,6 +29,8 @@ export interface SignInLimits {
   perAccountAndAddress: number;
   perAccount: number;
   perAddress: number;
+  /** Password-reset requests per client address (each may queue a mail), whatever the e-mails. */
+  passwordResetPerAddress: number;
   windowMs: number;
 }
 
@@ -56,6 +59,7 @@ export class SignInGuard {
   private readonly accountRule: RateRule;
   private readonly addressRule: RateRule;
   private readonly signUpRule: RateRule;
+  private readonly passwordResetRule: RateRule;
 
   constructor(
     private readonly limiter: RateLimiter,
@@ -86,6 +90,12 @@ export class SignInGuard {
       limit: limits.perAddress,
       windowMs: limits.windowMs,
     };
+    this.passwordResetRule = {
+      name: 'password_reset_per_address',
+      kind: 'sliding',
+      limit: limits.passwordResetPerAddress,
+      windowMs: limits.windowMs,
+    };
   }
 
   /**
@@ -95,7 +105,19 @@ export class SignInGuard {
   async signUp(clientAddress: string): Promise<void> {
     const subject = `signup-ip:${addressSubject(clientAddress)}`;
     const result = await this.limiter.consume(subject, [this.signUpRule], this.now());
-    if (!result.allowed) throw throttled(result.retryAfterMs, 'sign-up');
+    if (!result.allowed) throw throttled(result.retryAfterMs, 'sign-up attempts');
+  }
+
+  /**
+   * One password-reset request takes a slot of its client address's budget for good, before the
+   * e-mail is looked up — known or not, so the answer tells nothing: one source cannot have the
+   * gateway mail every holder whose address it knows (flooding them, and burning the SMTP sender's
+   * reputation that exposed-key notices depend on).
+   */
+  async passwordReset(clientAddress: string): Promise<void> {
+    const subject = `reset-ip:${addressSubject(clientAddress)}`;
+    const result = await this.limiter.consume(subject, [this.passwordResetRule], this.now());
+    if (!result.allowed) throw throttled(result.retryAfterMs, 'password-reset requests');
   }
 
   /**
@@ -139,9 +161,9 @@ export class SignInGuard {
   }
 }
 
-function throttled(retryAfterMs: number, what = 'sign-in'): TollgateError {
+function throttled(retryAfterMs: number, what = 'sign-in attempts'): TollgateError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new TollgateError('limits.rate_limited', `Too many ${what} attempts; try again in ${seconds} seconds`, {
+  return new TollgateError('limits.rate_limited', `Too many ${what}; try again in ${seconds} seconds`, {
     headers: { 'Retry-After': String(seconds) },
     metadata: { error_type: 'rate_limit_exceeded' },
   });

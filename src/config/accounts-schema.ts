@@ -1,4 +1,4 @@
-/** `accounts:` in the config file: who may sign up, how long sessions live, sign-in brute-force limits. */
+/** `accounts:` in the config file: who may sign up, how long sessions live, sign-in and reset-request limits. */
 import { z } from 'zod';
 
 const sessionSchema = z
@@ -36,8 +36,10 @@ const signInLimitsSchema = z
     per_account_and_address: z.number().int().positive().default(5),
     /** Failed sign-ins allowed per e-mail address from all client addresses together (guessing from many sources). */
     per_account: z.number().int().positive().default(20),
-    /** Failed sign-ins allowed per client address within the window. */
+    /** Failed sign-ins allowed per client address within the window (and sign-ups, counted apart). */
     per_address: z.number().int().positive().default(20),
+    /** Password-reset requests per client address within the window, whatever the e-mails. */
+    password_reset_per_address: z.number().int().positive().default(20),
     window_minutes: z
       .number()
       .int()

@@ -3,11 +3,14 @@
  * address has an account, and the work happens after the answer, so neither text nor timing tells.
  * The token is 32 random bytes, stored only as its SHA-256, valid 30 minutes and once; using it sets
  * the new password, ends every session of the account and voids its other reset links. At most one
- * reset message per account per 5 minutes (the outbox's dedupe key), so the form cannot flood a mailbox.
+ * reset message per account per 5 minutes (the outbox's dedupe key), so the form cannot flood a mailbox;
+ * and a client address has a budget of requests (`SignInGuard.passwordReset`), so one source cannot
+ * mail every holder whose address it knows.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { hashPassword } from '../auth/password.js';
+import type { SignInGuard } from '../auth/sign-in-guard.js';
 import { TollgateError } from '../core/errors.js';
 import type { MailOutbox } from '../mail/mail-outbox.js';
 import { passwordResetMail } from '../mail/templates.js';
@@ -26,12 +29,23 @@ export interface PasswordResetDeps {
   log: Logger;
   /** `mail.public_url`: the dashboard the link opens; null: no reset mail can be sent. */
   publicUrl: string | null;
+  /** The per-client-address budget of requests (the sign-in limiter's). */
+  guard: Pick<SignInGuard, 'passwordReset'>;
 }
 
 export const resetRequestSchema = z.strictObject({ email: z.string().max(320) });
 export const resetConfirmSchema = z.strictObject({ token: z.string().max(200), new_password: passwordSchema });
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/**
+ * Takes the client address's slot of the request budget, or throws 429 (`limits.rate_limited`, with
+ * Retry-After). Before anything is looked up, for every request: known and unknown e-mails spend
+ * and are answered alike.
+ */
+export function admitPasswordResetRequest(deps: PasswordResetDeps, clientAddress: string): Promise<void> {
+  return deps.guard.passwordReset(clientAddress);
+}
 
 /** Queues a reset message when the address has an account; never throws (the caller has answered already). */
 export async function requestPasswordReset(deps: PasswordResetDeps, email: string): Promise<void> {

@@ -49,11 +49,17 @@ export interface OutboxStore {
    * PostgreSQL: FOR UPDATE SKIP LOCKED) and counts the attempt. Null when nothing is due.
    */
   claim(owner: string, now: number, leaseUntil: number): Promise<OutboxEntry | null>;
-  /** False when the lease was lost (another sender took the message over after it expired). */
+  /**
+   * False when the lease was lost (another sender took the message over after it expired). A
+   * password-reset message loses its bodies (the link carries a live token).
+   */
   markSent(id: string, owner: string, at: number): Promise<boolean>;
   /** Releases the lease; the message is due again at `nextAttemptAt`. */
   markRetry(id: string, owner: string, nextAttemptAt: number, error: string): Promise<void>;
-  /** Gives the message up (it stays listed as undelivered). */
+  /**
+   * Gives the message up (it stays listed as undelivered). A password-reset message loses its bodies
+   * and, in the same transaction, its token is voided: the holder never got the link.
+   */
   markFailed(id: string, owner: string, at: number, error: string): Promise<void>;
   /** Messages not sent yet (pending and given up), oldest first. */
   listUndelivered(limit: number, offset: number): Promise<OutboxEntry[]>;
@@ -98,7 +104,7 @@ export interface NotificationStore {
 /** Inserting outbox rows inside a transaction another store opened (the state change that causes the mail). */
 export type OutboxWriter = (executor: SqlExecutor, messages: readonly OutboxMessage[]) => Promise<number>;
 
-/** A one-time password-reset token; only its SHA-256 hash is stored. */
+/** A one-time password-reset token; only its SHA-256 hash is stored, with the id of the message carrying it. */
 export interface PasswordResetToken {
   tokenHash: string;
   accountId: string;
@@ -108,9 +114,9 @@ export interface PasswordResetToken {
 
 export interface PasswordResetStore {
   /**
-   * Stores the token and queues its message in one transaction — unless a message with the same
-   * dedupe key exists already (one reset mail per account per window): then nothing is stored and
-   * false is returned.
+   * Stores the token, linked to `message` (giving the message up voids the token), and queues the
+   * message in one transaction — unless a message with the same dedupe key exists already (one reset
+   * mail per account per window): then nothing is stored and false is returned.
    */
   create(token: PasswordResetToken, message: OutboxMessage): Promise<boolean>;
   /**

@@ -322,4 +322,22 @@ CREATE TABLE sign_in_addresses (
 CREATE INDEX sign_in_addresses_age ON sign_in_addresses (last_success_at);
 `,
   },
+  {
+    // A reset token names the message that carries it, so giving the message up voids the token.
+    // Tokens issued before are linked through their message's dedupe key (the token's 5-minute
+    // window); reset messages given up before lose their bodies and their tokens, as they now would.
+    version: 8,
+    name: 'password_reset_token_message',
+    sql: `
+ALTER TABLE password_reset_tokens ADD COLUMN message_id TEXT;
+UPDATE password_reset_tokens SET message_id = (
+  SELECT o.id FROM mail_outbox o
+  WHERE o.dedupe_key = 'password_reset:' || password_reset_tokens.account_id || ':' || CAST(password_reset_tokens.created_at / 300000 AS TEXT)
+);
+CREATE INDEX password_reset_tokens_message ON password_reset_tokens (message_id);
+UPDATE password_reset_tokens SET used_at = (SELECT o.failed_at FROM mail_outbox o WHERE o.id = password_reset_tokens.message_id)
+WHERE used_at IS NULL AND message_id IN (SELECT id FROM mail_outbox WHERE failed_at IS NOT NULL);
+UPDATE mail_outbox SET text_body = '', html_body = '' WHERE kind = 'password_reset' AND failed_at IS NOT NULL;
+`,
+  },
 ];

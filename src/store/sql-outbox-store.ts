@@ -3,14 +3,19 @@
  * is locked with FOR UPDATE SKIP LOCKED, so concurrent senders in several processes never take the
  * same message; on SQLite the single writer lock serializes claims. A claim is a lease: a sender that
  * dies mid-send loses the message to another sender when the lease expires (at-least-once only across
- * such a crash).
+ * such a crash). A password-reset message keeps its bodies (the link, with a live token) only while it
+ * may still be sent: sending or giving it up blanks them, and giving it up also voids its token.
  */
 import type { OutboxEntry, OutboxMessage, OutboxStats, OutboxStore } from './mail-types.js';
 import { insertOutboxRows, OUTBOX_COLUMNS, outboxFromRow } from './outbox-rows.js';
-import { asNullableNumber, asNumber } from './row-values.js';
+import { asNullableNumber, asNumber, asString } from './row-values.js';
 import type { SqlDriver } from './sql-driver.js';
 
 const UNDELIVERED = 'sent_at IS NULL';
+/** A reset message carries a live token: once sent or given up, its bodies are not kept. */
+const DROP_RESET_BODIES =
+  "text_body = CASE WHEN kind = 'password_reset' THEN '' ELSE text_body END, " +
+  "html_body = CASE WHEN kind = 'password_reset' THEN '' ELSE html_body END";
 const DUE =
   'sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)';
 
@@ -35,9 +40,8 @@ export class SqlOutboxStore implements OutboxStore {
 
   async markSent(id: string, owner: string, at: number): Promise<boolean> {
     const result = await this.driver.run(
-      // A reset message carries a live token: once delivered, its bodies are not kept.
-      "UPDATE mail_outbox SET sent_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL, text_body = CASE WHEN kind = 'password_reset' THEN '' ELSE text_body END, " +
-        "html_body = CASE WHEN kind = 'password_reset' THEN '' ELSE html_body END WHERE id = ? AND lease_owner = ? AND sent_at IS NULL",
+      `UPDATE mail_outbox SET sent_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL, ${DROP_RESET_BODIES} ` +
+        'WHERE id = ? AND lease_owner = ? AND sent_at IS NULL',
       [at, id, owner],
     );
     return result.changes > 0;
@@ -50,11 +54,17 @@ export class SqlOutboxStore implements OutboxStore {
     );
   }
 
-  async markFailed(id: string, owner: string, at: number, error: string): Promise<void> {
-    await this.driver.run(
-      'UPDATE mail_outbox SET failed_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ? AND lease_owner = ? AND sent_at IS NULL',
-      [at, error.slice(0, 500), id, owner],
-    );
+  markFailed(id: string, owner: string, at: number, error: string): Promise<void> {
+    return this.driver.transaction(async (tx) => {
+      const [row] = await tx.all(
+        `UPDATE mail_outbox SET failed_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ?, ${DROP_RESET_BODIES} ` +
+          'WHERE id = ? AND lease_owner = ? AND sent_at IS NULL RETURNING kind',
+        [at, error.slice(0, 500), id, owner],
+      );
+      // Its holder never got the link, so nobody may use it: the token goes with the message.
+      if (row && asString(row.kind) === 'password_reset')
+        await tx.run('UPDATE password_reset_tokens SET used_at = ? WHERE message_id = ? AND used_at IS NULL', [at, id]);
+    });
   }
 
   async listUndelivered(limit: number, offset: number): Promise<OutboxEntry[]> {

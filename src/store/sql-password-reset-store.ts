@@ -2,6 +2,7 @@
  * Password-reset tokens (migration 5) over either SQL driver. Redeeming touches the account's
  * password and the sessions table of the account holder's side (migration 3) in the same transaction,
  * so a reset either fully happens (new password, every session ended, other links void) or not at all.
+ * Each token names its message (`message_id`): the outbox voids it when it gives that message up.
  */
 import type { OutboxMessage, PasswordResetStore, PasswordResetToken } from './mail-types.js';
 import { insertOutboxRows } from './outbox-rows.js';
@@ -15,8 +16,8 @@ export class SqlPasswordResetStore implements PasswordResetStore {
     return this.driver.transaction(async (tx) => {
       if ((await insertOutboxRows(tx, [message])) === 0) return false;
       await tx.run(
-        'INSERT INTO password_reset_tokens (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)',
-        [token.tokenHash, token.accountId, token.createdAt, token.expiresAt],
+        'INSERT INTO password_reset_tokens (token_hash, account_id, created_at, expires_at, message_id) VALUES (?, ?, ?, ?, ?)',
+        [token.tokenHash, token.accountId, token.createdAt, token.expiresAt, message.id],
       );
       return true;
     });

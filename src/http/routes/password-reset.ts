@@ -1,9 +1,11 @@
 /**
- * POST /api/v1/password-reset `{ email }` → always 202 `{ accepted: true }` (no account enumeration);
+ * POST /api/v1/password-reset `{ email }` → always 202 `{ accepted: true }` (no account enumeration),
+ * or 429 past the client address's budget (taken for every request, whatever the e-mail);
  * POST /api/v1/password-reset/confirm `{ token, new_password }` → 200 `{ updated: true }`, or 400.
  * Neither needs a session; both check the Origin like sign-in does (a foreign page must not drive them).
  */
 import {
+  admitPasswordResetRequest,
   confirmPasswordReset,
   requestPasswordReset,
   resetConfirmSchema,
@@ -23,6 +25,7 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
     async (request, reply) => {
       checkOrigin(request);
       const { email } = parseBody(resetRequestSchema, request.body);
+      await admitPasswordResetRequest(deps, request.ip);
       // After the answer: the same text and timing whether or not the address has an account.
       setImmediate(() => void requestPasswordReset(deps, email));
       return reply.code(202).header('cache-control', 'no-store').send({ accepted: true });

@@ -183,6 +183,13 @@ class RequestClaims implements RequestCapacity {
     else this.governor.giveBack(claim, false);
   }
 
+  withdraw(planned: PlannedAttempt): void {
+    const claim = this.claims.get(planned);
+    if (!claim) return;
+    this.claims.delete(planned);
+    this.governor.giveBack(claim, true);
+  }
+
   settle(tokens: number): void {
     if (this.served) this.governor.reconcile(this.served, tokens);
     this.served = null;

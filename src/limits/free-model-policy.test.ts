@@ -120,6 +120,7 @@ describe('FreeModelPolicy', () => {
     const inner: RequestCapacity = {
       acquire: (planned) => (calls.push(`acquire ${planned.model.isFree}`), Promise.resolve(null)),
       ended: (planned, answered) => void calls.push(`ended ${planned.model.isFree} ${answered}`),
+      withdraw: (planned) => void calls.push(`withdraw ${planned.model.isFree}`),
       settle: () => undefined,
     };
     expect(p.forRequest([paid], account, inner)).toBe(inner); // no free model: nothing to claim
@@ -136,7 +137,7 @@ describe('FreeModelPolicy', () => {
     const refusal = await second.acquire(free, T0);
     expect(refusal?.error.code).toBe('limits.rate_limited');
     expect(refusal?.retryAt).toBe(Number.POSITIVE_INFINITY); // never waited for
-    expect(calls).toEqual(['acquire true', 'ended true false']); // the capacity claim is given back
+    expect(calls).toEqual(['acquire true', 'withdraw true']); // the capacity claim is undone, its request too
     expect(await second.acquire(free, T0)).toBe(refusal); // not asked again
     expect(await second.acquire(paid, T0)).toBeNull(); // the paid fallback still goes
   });

@@ -235,7 +235,7 @@ class FreeModelClaims implements RequestCapacity {
       this.admitted = true;
       return null;
     } catch (error) {
-      this.inner?.ended(planned, false);
+      this.inner?.withdraw(planned); // not sent: its capacity claim is undone, requests included
       if (!(error instanceof TollgateError)) throw error;
       // Never waited for: the free-model answer is the 429 (or 503) itself, not a pause.
       this.refused = { retryAt: Number.POSITIVE_INFINITY, error };
@@ -245,6 +245,10 @@ class FreeModelClaims implements RequestCapacity {
 
   ended(planned: PlannedAttempt, answered: boolean): void {
     this.inner?.ended(planned, answered);
+  }
+
+  withdraw(planned: PlannedAttempt): void {
+    this.inner?.withdraw(planned);
   }
 
   settle(tokens: number): void {

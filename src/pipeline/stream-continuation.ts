@@ -114,13 +114,19 @@ export async function continueElsewhere(
   // The continuation may write only what is left of the budget the hold was computed from.
   const bodyFor = (p: PlannedAttempt) =>
     withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
-  const outcome = await executeStream(deps.execute, {
-    plan,
-    body: { ...admitted.upstreamBody, messages },
-    bodyFor,
-    signal: ctx.signal,
-    capacity: admitted.capacity ?? undefined,
-  });
+  let outcome: Awaited<ReturnType<typeof executeStream>>;
+  try {
+    outcome = await executeStream(deps.execute, {
+      plan,
+      body: { ...admitted.upstreamBody, messages },
+      bodyFor,
+      signal: ctx.signal,
+      capacity: admitted.capacity ?? undefined,
+    });
+  } catch (error) {
+    if (extraHold) deps.gate.release(extraHold);
+    throw error;
+  }
   if (!outcome.ok) {
     if (extraHold) deps.gate.release(extraHold);
     return null;

@@ -137,6 +137,7 @@ export async function relayStream(
           completionText: result.generated,
         },
       ]);
+      // Our own failure to continue (a bug) must not cost the charge of what was streamed: no continuation.
       const next = await continueElsewhere(
         deps,
         ctx,
@@ -144,7 +145,10 @@ export async function relayStream(
         [segment, ...earlier.map((e) => e.served)],
         progress.content,
         spent,
-      );
+      ).catch((error: unknown) => {
+        deps.log.error({ generation_id: ctx.generationId, err: error }, 'continuing a broken stream failed');
+        return null;
+      });
       if (!next) break;
       if (next.extraHold) extraHolds.push(next.extraHold);
       segment.stream.reportEnd({

@@ -14,7 +14,7 @@
  * health registry, which orders the next requests' plans.
  */
 import type { CancelSignal } from '../core/cancellation.js';
-import type { TollgateError } from '../core/errors.js';
+import { isTollgateError, TollgateError } from '../core/errors.js';
 import type { NormalizedCompletion } from '../providers/types.js';
 import { attemptCompletion, attemptStream, type AttemptResult } from './attempt.js';
 import {
@@ -61,6 +61,8 @@ export interface RequestCapacity {
   acquire(planned: PlannedAttempt, now: number): Promise<CapacityRefusal | null>;
   /** The attempt ended: answered (its tokens are reconciled by `settle`) or not (its tokens are given back). */
   ended(planned: PlannedAttempt, answered: boolean): void;
+  /** The attempt acquired will not be sent after all: everything it took (requests and tokens) is given back. */
+  withdraw(planned: PlannedAttempt): void;
   /** The served answer's real token count replaces its estimate. */
   settle(tokens: number): void;
 }
@@ -223,7 +225,19 @@ async function loop<T>(
     const pick = choice.pick;
     if (input.capacity) {
       // At its quota: not sent. Another endpoint goes first; this one is waited for only if it frees in time.
-      const refusal = await input.capacity.acquire(pick.planned, now);
+      let refusal: CapacityRefusal | null;
+      try {
+        refusal = await input.capacity.acquire(pick.planned, now);
+      } catch (error) {
+        // A claim that could not be checked (its store down and the limit failing closed): this
+        // endpoint is not tried — never an exception out of the loop, past the caller's holds.
+        refusal = {
+          retryAt: Number.POSITIVE_INFINITY,
+          error: isTollgateError(error)
+            ? error
+            : new TollgateError('internal', 'Internal server error', { cause: error }),
+        };
+      }
       if (refusal) {
         health.release(pick.planned.healthKey);
         if (!capacityRefusal || refusal.retryAt < capacityRefusal.retryAt) capacityRefusal = refusal;

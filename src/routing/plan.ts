@@ -227,8 +227,19 @@ function order(
     .map(({ e }) => e);
 }
 
-/** One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then fallback own keys. */
-function withByok(model: CatalogModel, endpoint: CatalogEndpoint, byok: readonly ByokCredential[]): PlannedAttempt[] {
+/**
+ * One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then
+ * fallback own keys. Under a privacy preference (`data_collection: deny`, `zdr`) the own keys are not
+ * used: the operator's declaration covers its own account with the provider, and the caller's account
+ * runs under terms nobody declared — so an own key that is required leaves nothing of the endpoint.
+ */
+function withByok(
+  model: CatalogModel,
+  endpoint: CatalogEndpoint,
+  byok: readonly ByokCredential[],
+  filters: Filters,
+  why: Exclusions,
+): PlannedAttempt[] {
   const shared: PlannedAttempt = {
     model,
     endpoint,
@@ -245,6 +256,19 @@ function withByok(model: CatalogModel, endpoint: CatalogEndpoint, byok: readonly
     )
     .sort((a, b) => a.sortOrder - b.sortOrder);
   if (own.length === 0) return [shared];
+  const privacy =
+    filters.prefs.zdr === true
+      ? 'provider.zdr'
+      : filters.prefs.data_collection === 'deny'
+        ? 'provider.data_collection=deny'
+        : null;
+  if (privacy !== null) {
+    if (!own.some((c) => c.isRequired)) return [shared];
+    why.add(
+      `${privacy} excludes your own key for ${endpoint.provider.id} (its data policy is not declared), which is required`,
+    );
+    return [];
+  }
   const attempt = (c: ByokCredential): PlannedAttempt => ({
     model,
     endpoint,
@@ -282,7 +306,7 @@ export function planAttempts(
   const plan: PlannedAttempt[] = [];
   for (const model of permitted) {
     for (const endpoint of order(model, eligible(model, filters, allowedProviders, why), filters, health, now)) {
-      plan.push(...withByok(model, endpoint, input.byok ?? []));
+      plan.push(...withByok(model, endpoint, input.byok ?? [], filters, why));
     }
   }
   if (plan.length === 0) {

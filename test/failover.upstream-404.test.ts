@@ -6,7 +6,7 @@
  * POST /chat/completions — which clients read as "no such route" — though a second provider was healthy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { chat, getJson, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const PRICE = { prompt: '0.000001', completion: '0.000002' };
@@ -56,6 +56,9 @@ describe('an upstream 404 (model not found at that provider) fails over', () => 
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(r.status, r.text).toBe(200);
+    // Asked once: an endpoint that does not serve the model is not asked again before the fallback.
+    const generation = await getJson(gw, `/generation?id=${r.json.id}`, key);
+    expect(generation.json.data.provider_responses.map((p: { status: number }) => p.status)).toEqual([404, 200]);
     expect(r.json.model).toBe('test/chat');
   });
 

@@ -297,7 +297,10 @@ async function loop<T>(
     }
     if (!movesOn(failure))
       return { ok: false, error: rejectionError(failure, pick.planned.endpoint.provider.name), attempts };
-    if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
+    if (failure.type === 'not_found') {
+      // The endpoint does not serve the model: asking it again cannot help.
+      pick.exhausted = true;
+    } else if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
       // Honour the hint: come back only after it, and only if waiting that long is acceptable.
       if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline)
         pick.exhausted = true;

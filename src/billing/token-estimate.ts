@@ -71,11 +71,9 @@ export function estimatePromptTokens(messages: readonly Record<string, unknown>[
     if (typeof message.name === 'string') total += count(message.name);
     if (typeof message.tool_call_id === 'string') total += count(message.tool_call_id);
   }
-  if (extras.tools) total += count(JSON.stringify(extras.tools));
-  // `"auto"`, `"none"` and `"required"` are part of the request's framing; a named tool is text.
-  if (extras.tool_choice && typeof extras.tool_choice === 'object') total += count(JSON.stringify(extras.tool_choice));
-  if (extras.response_format && typeof extras.response_format === 'object')
-    total += count(JSON.stringify(extras.response_format));
+  // Words alone (`tool_choice: "auto"`, `response_format: "text"`) are the request's framing, not text.
+  for (const extra of [extras.tools, extras.tool_choice, extras.response_format])
+    if (extra && typeof extra === 'object') total += count(JSON.stringify(extra));
   return total;
 }
 

@@ -1,7 +1,8 @@
 /**
  * CORS for browser callers. Credentials are bearer keys, never cookies, so any origin may call the
- * API (as OpenRouter allows), with any request header; preflights are answered before authentication. The operator's admin
- * API is not for browsers: its routes send no CORS headers and its preflights are refused.
+ * API (as OpenRouter allows), with any request header; preflights are answered before
+ * authentication. The operator's admin API is not for browsers: its routes send no CORS headers and
+ * its preflights are refused.
  */
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';

@@ -100,8 +100,8 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
     // Free and paid models together (`models`), and the account cannot pay: its free models alone
     // serve it (they need a balance that is not negative, and hold nothing).
     const free = attempts.filter((a) => a.model.isFree);
-    if (!isTollgateError(error) || error.code !== 'billing.insufficient_credits' || free.length === 0) throw error;
-    if (free.length === attempts.length) throw error;
+    const insufficient = isTollgateError(error) && error.code === 'billing.insufficient_credits';
+    if (!insufficient || free.length === 0 || free.length === attempts.length) throw error;
     attempts = free;
     upstream = prepareUpstream(request, attempts, promptEstimate);
     hold = await deps.gate.admit(ctx.key, false, 0n);

@@ -131,6 +131,8 @@ interface Filters {
   maxCompletion: bigint | null;
   maxRequest: bigint | null;
   required: readonly string[];
+  /** The privacy preference that keeps the caller's own keys out (`withByok`), as the 503 names it; null: none. */
+  privacy: string | null;
 }
 
 function resolveFilters(input: PlanInput): Filters {
@@ -145,6 +147,8 @@ function resolveFilters(input: PlanInput): Filters {
     maxCompletion: max?.completion !== undefined ? perMillionToPricePerToken(max.completion) : null,
     maxRequest: max?.request !== undefined ? parsePricePerToken(String(max.request)) : null,
     required: prefs.require_parameters ? (input.requestedParameters ?? []) : [],
+    privacy:
+      prefs.zdr === true ? 'provider.zdr' : prefs.data_collection === 'deny' ? 'provider.data_collection=deny' : null,
   };
 }
 
@@ -256,16 +260,10 @@ function withByok(
     )
     .sort((a, b) => a.sortOrder - b.sortOrder);
   if (own.length === 0) return [shared];
-  const privacy =
-    filters.prefs.zdr === true
-      ? 'provider.zdr'
-      : filters.prefs.data_collection === 'deny'
-        ? 'provider.data_collection=deny'
-        : null;
-  if (privacy !== null) {
+  if (filters.privacy !== null) {
     if (!own.some((c) => c.isRequired)) return [shared];
     why.add(
-      `${privacy} excludes your own key for ${endpoint.provider.id} (its data policy is not declared), which is required`,
+      `${filters.privacy} excludes your own key for ${endpoint.provider.id} (its data policy is not declared), which is required`,
     );
     return [];
   }

@@ -53,6 +53,16 @@ describe('journal record framing', () => {
     expect((decoded.records[0] as { s: Settlement }).s.generation.totalCost).toBe(123_456_789_012_345_678n);
   });
 
+  it('keeps the BYOK part of a continued stream (byokListCost), exact', () => {
+    const mixed = settlement('gen-3', 900n);
+    mixed.generation.isByok = true;
+    mixed.generation.byokListCost = 400n;
+    const record: JournalRecord = { t: 'charge', s: mixed, at: 7 };
+    const decoded = decodeRecords(encodeRecord(record));
+    expect(decoded.records).toEqual([record]);
+    expect((decoded.records[0] as { s: Settlement }).s.generation.byokListCost).toBe(400n);
+  });
+
   it('a record cut at any byte (crash mid-write) is ignored, and everything before it kept', () => {
     const lastStart = encodeRecord(records[0]!).length + encodeRecord(records[1]!).length;
     for (let cut = lastStart; cut < encoded.length; cut++) {

@@ -13,13 +13,16 @@ const FIREHOSE = {
   id: 'test/firehose',
   name: 'firehose',
   context_length: 1_000_000,
+  // The mock builds the whole firehose before its first byte: on a loaded machine that takes
+  // longer than the test gateway's fast timeouts, and a timed-out request never stalls.
+  timeouts: { first_token_ms: 25_000, idle_ms: 25_000, response_ms: 60_000 },
   // The completion budget (sent upstream as max_tokens) must allow the whole firehose.
   endpoints: [
     {
       provider: 'mock',
-      model: 'mock@tokens=400000',
+      model: 'mock@tokens=100000',
       pricing: { prompt: '0.000001', completion: '0.000002' },
-      max_completion_tokens: 400_000,
+      max_completion_tokens: 100_000,
     },
   ],
 };

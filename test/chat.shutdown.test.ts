@@ -42,10 +42,12 @@ async function stalledStream(
     `POST /api/v1/chat/completions HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   // Read until content has arrived (the answer has started, whatever the machine's load), then stop.
-  const head = await new Promise<string>((resolve) => {
+  const head = await new Promise<string>((resolve, reject) => {
     let seen = '';
     const onData = (chunk: Buffer) => {
       seen += chunk.toString('latin1');
+      // An answer that ended (a timeout, an error) can never stall: fail now, with what came.
+      if (seen.includes('data: [DONE]')) reject(new Error(`the stream ended before it stalled: ${seen.slice(-500)}`));
       if (!/"content":"[^"]/.test(seen)) return;
       socket.off('data', onData);
       socket.pause(); // never reads again

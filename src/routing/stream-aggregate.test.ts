@@ -91,7 +91,7 @@ describe('CompletionAggregator', () => {
       role: 'assistant',
       content: 'Hi',
       reasoning: 'Thinking.',
-      reasoning_details: details,
+      reasoning_details: [{ type: 'reasoning.text', text: 'Thinking.', index: 0, signature: 'sig' }],
       annotations: [citation],
       images: [image],
     });
@@ -99,6 +99,36 @@ describe('CompletionAggregator', () => {
     const plain = new CompletionAggregator();
     plain.add(chunk([delta({ content: 'Hi' }, 'stop')]));
     expect(Object.keys(plain.result().choices[0]!.message)).toEqual(['role', 'content']);
+  });
+
+  it('merges the streamed fragments of a reasoning block into one detail, as the whole answer carries it', () => {
+    // Found in review: each streamed fragment stayed a detail of its own, so a client sending the
+    // details back on the next turn sent one block per token, only the last one signed.
+    const a = new CompletionAggregator();
+    const details = (...items: unknown[]) => a.add(chunk([delta({ reasoning_details: items })]));
+    details({ type: 'reasoning.text', text: 'Let me ', format: 'anthropic-claude-v1', index: 0 });
+    details(
+      { type: 'reasoning.text', text: 'think.', index: 0 },
+      { type: 'reasoning.text', signature: 'sig-1', index: 0 },
+    );
+    details({ type: 'reasoning.encrypted', data: 'opaque', index: 1 });
+    details({ type: 'reasoning.text', text: 'Again', index: 2 });
+    details(
+      { type: 'reasoning.summary', summary: 'In ', index: 3 },
+      { type: 'reasoning.summary', summary: 'short', index: 3 },
+    );
+    details({ type: 'reasoning.summary', summary: 'Another', index: 4 });
+    details({ type: 'something.new', text: 'kept', index: 4 }, { type: 'something.new', text: 'as is', index: 4 });
+    a.add(chunk([delta({ content: 'Hi' }, 'stop')]));
+    expect(a.result().choices[0]!.message.reasoning_details).toEqual([
+      { type: 'reasoning.text', text: 'Let me think.', format: 'anthropic-claude-v1', index: 0, signature: 'sig-1' },
+      { type: 'reasoning.encrypted', data: 'opaque', index: 1 },
+      { type: 'reasoning.text', text: 'Again', index: 2 },
+      { type: 'reasoning.summary', summary: 'In short', index: 3 },
+      { type: 'reasoning.summary', summary: 'Another', index: 4 },
+      { type: 'something.new', text: 'kept', index: 4 },
+      { type: 'something.new', text: 'as is', index: 4 },
+    ]);
   });
 
   it('folds the chunks’ logprobs into one object per choice, null sides and all', () => {

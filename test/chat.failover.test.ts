@@ -315,4 +315,28 @@ describe('failover', () => {
     expect(s.status).toBe(200);
     for (const e of s.events) expect(e.model).toBe('test/chat');
   });
+
+  it('takes `models` without `model` as OpenRouter does: the first is the model, the rest its fallbacks', async () => {
+    // Found in review: `model` was required, so a client sending only `models` (@openrouter/sdk types
+    // `model` optional) got a 400.
+    const r = await chat(gw, key, { models: ['test/server-error', 'test/chat'], messages: MESSAGES });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.model).toBe('test/chat');
+    const g = await getJson(gw, `/generation?id=${r.json.id}`, key);
+    expect(g.json.data.provider_responses.map((a: { status: number }) => a.status)).toEqual([500, 500, 200]);
+
+    const nulled = await chat(gw, key, { model: null, models: ['test/chat'], messages: MESSAGES });
+    expect(nulled.status, nulled.text).toBe(200);
+    expect(nulled.json.model).toBe('test/chat');
+
+    for (const body of [
+      { messages: MESSAGES },
+      { models: [], messages: MESSAGES },
+      { models: [7], messages: MESSAGES },
+    ]) {
+      const refused = await chat(gw, key, body);
+      expect(refused.status, refused.text).toBe(400);
+      expect(refused.json.error.message).toMatch(/model/);
+    }
+  });
 });

@@ -39,10 +39,20 @@ export function validate(body: unknown): ChatRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new TollgateError('request.invalid_body', 'Request body must be a JSON object');
   }
-  const parsed = chatRequestSchema.safeParse(body);
+  const parsed = chatRequestSchema.safeParse(withModelFromModels(body as Record<string, unknown>));
   if (!parsed.success)
     throw new TollgateError('request.invalid_body', `Invalid request: ${describeIssues(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * `models` without `model` (as OpenRouter takes it, and @openrouter/sdk types `model` optional): the
+ * first of `models` is the model, the others its fallbacks. Neither is still a 400 (`model` required).
+ */
+function withModelFromModels(body: Record<string, unknown>): Record<string, unknown> {
+  if (body.model !== undefined && body.model !== null) return body;
+  const first: unknown = Array.isArray(body.models) ? body.models[0] : undefined;
+  return typeof first === 'string' ? { ...body, model: first } : body;
 }
 
 /** Request fields an endpoint must support when the caller sets `provider.require_parameters`. */

@@ -270,7 +270,10 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       expect(new Set(answers)).toEqual(new Set([expectedStream(5)]));
       expect(local.requests).toBe(100);
       expect(local.maxOnOneConnection).toBe(10);
-      expect(local.connections).toBe(10);
+      // Ten when all 100 are in flight at once; fewer when the first streams end before the last
+      // requests are sent (a loaded machine): never more than the burst needs.
+      expect(local.connections).toBeGreaterThanOrEqual(2);
+      expect(local.connections).toBeLessThanOrEqual(10);
     } finally {
       await agent.close();
       await closeServer(narrow);

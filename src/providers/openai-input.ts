@@ -5,7 +5,18 @@
  */
 import { isRecord, stringOrNull } from './json-shape.js';
 
-export type InputPart = { kind: 'text'; text: string; cacheControl: unknown } | { kind: 'image'; url: string };
+export type InputPart =
+  | { kind: 'text'; text: string; cacheControl: unknown }
+  | { kind: 'image'; url: string }
+  /** A `file` part's `file_data`: a data URL (`data:application/pdf;base64,…`) or a URL. */
+  | { kind: 'file'; url: string; filename: string | null }
+  | { kind: 'audio'; data: string; format: string }
+  | { kind: 'video'; url: string }
+  /**
+   * A part no adapter can send on (a `file_id`, which names a file uploaded to OpenAI): kept so the
+   * adapter refuses the request rather than answer without it.
+   */
+  | { kind: 'unsendable'; what: string };
 
 export interface InputToolCall {
   id: string;
@@ -30,12 +41,39 @@ export function contentParts(content: unknown): InputPart[] {
   const parts: InputPart[] = [];
   for (const part of content) {
     if (!isRecord(part)) continue;
-    if (part.type === 'text' && typeof part.text === 'string')
-      parts.push({ kind: 'text', text: part.text, cacheControl: part.cache_control });
-    const url = part.type === 'image_url' ? imageUrlOf(part.image_url) : null;
-    if (url !== null) parts.push({ kind: 'image', url });
+    const read = readPart(part);
+    if (read !== null) parts.push(read);
   }
   return parts;
+}
+
+function readPart(part: Record<string, unknown>): InputPart | null {
+  switch (part.type) {
+    case 'text':
+      return typeof part.text === 'string' ? { kind: 'text', text: part.text, cacheControl: part.cache_control } : null;
+    case 'image_url': {
+      const url = urlOf(part.image_url);
+      return url === null ? null : { kind: 'image', url };
+    }
+    case 'file': {
+      const file = isRecord(part.file) ? part.file : {};
+      const data = stringOrNull(file.file_data);
+      if (data !== null) return { kind: 'file', url: data, filename: stringOrNull(file.filename) };
+      return typeof file.file_id === 'string' ? { kind: 'unsendable', what: 'a file given by file_id' } : null;
+    }
+    case 'input_audio': {
+      const audio = isRecord(part.input_audio) ? part.input_audio : {};
+      const data = stringOrNull(audio.data);
+      const format = stringOrNull(audio.format);
+      return data === null || format === null ? null : { kind: 'audio', data, format };
+    }
+    case 'video_url': {
+      const url = urlOf(part.video_url);
+      return url === null ? null : { kind: 'video', url };
+    }
+    default:
+      return null;
+  }
 }
 
 /** The text of a message's content (string, or its text parts joined). */
@@ -44,6 +82,57 @@ export function contentText(content: unknown): string {
   for (const part of contentParts(content)) if (part.kind === 'text') text += part.text;
   return text;
 }
+
+/**
+ * Thrown by an adapter for a part its provider cannot take: the request is refused (400, this
+ * message) rather than sent without it — an answer given without the document the caller attached
+ * looks like a success and is not one.
+ */
+export class UnsendablePartError extends Error {
+  constructor(provider: string, what: string) {
+    super(`${provider} endpoints cannot take ${what} in a message`);
+    this.name = 'UnsendablePartError';
+  }
+}
+
+/**
+ * A `file` part's data as a media type and base64 payload: from a data URL, or — raw base64, as some
+ * clients send — with the media type its file name implies. Null for a URL (or unreadable data).
+ */
+export function inlineFileData(part: {
+  url: string;
+  filename: string | null;
+}): { mediaType: string; data: string } | null {
+  const inline = parseDataUrl(part.url);
+  if (inline !== null || isWebUrl(part.url)) return inline;
+  const extension = /\.([a-z0-9]+)$/i.exec(part.filename ?? '')?.[1]?.toLowerCase();
+  const mediaType = extension === undefined ? undefined : MEDIA_TYPE_BY_EXTENSION.get(extension);
+  return mediaType === undefined || !/^[A-Za-z0-9+/=\s]+$/.test(part.url) ? null : { mediaType, data: part.url };
+}
+
+export function isWebUrl(url: string): boolean {
+  return /^https?:\/\//i.test(url);
+}
+
+/** Media types by file-name extension, for files and URLs that name no type of their own. */
+export const MEDIA_TYPE_BY_EXTENSION: ReadonlyMap<string, string> = new Map([
+  ['png', 'image/png'],
+  ['jpg', 'image/jpeg'],
+  ['jpeg', 'image/jpeg'],
+  ['webp', 'image/webp'],
+  ['gif', 'image/gif'],
+  ['heic', 'image/heic'],
+  ['pdf', 'application/pdf'],
+  ['txt', 'text/plain'],
+  ['md', 'text/markdown'],
+  ['csv', 'text/csv'],
+  ['html', 'text/html'],
+  ['mp3', 'audio/mp3'],
+  ['wav', 'audio/wav'],
+  ['mp4', 'video/mp4'],
+  ['webm', 'video/webm'],
+  ['mov', 'video/quicktime'],
+]);
 
 /** `data:image/png;base64,AAAA` → its media type and base64 payload; null for any other URL. */
 export function parseDataUrl(url: string): { mediaType: string; data: string } | null {
@@ -118,7 +207,7 @@ export function numberOrNull(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
-function imageUrlOf(value: unknown): string | null {
+function urlOf(value: unknown): string | null {
   if (typeof value === 'string') return value;
   return isRecord(value) ? stringOrNull(value.url) : null;
 }

@@ -17,6 +17,7 @@ import { CompletionAggregator, completionToEvents } from './stream-aggregate.js'
 import type { ExecuteDeps } from './execute-deps.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
 import { nestsTooDeeply } from '../providers/json-shape.js';
+import { UnsendablePartError } from '../providers/openai-input.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
 import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
@@ -138,12 +139,10 @@ function buildUpstream(
     const request = adapter.buildRequest(target(planned), body, stream);
     return planned.byok ? { ...request, headers: byokHeaders(request.headers, adapter.kind) } : request;
   } catch (error) {
-    return {
-      ok: false,
-      local: new TollgateError('request.invalid_body', 'Request body could not be serialised for the provider', {
-        cause: error,
-      }),
-    };
+    // A part the provider cannot take says which; anything else is a body that would not serialise.
+    const message =
+      error instanceof UnsendablePartError ? error.message : 'Request body could not be serialised for the provider';
+    return { ok: false, local: new TollgateError('request.invalid_body', message, { cause: error }) };
   }
 }
 

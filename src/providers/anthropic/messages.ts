@@ -4,7 +4,16 @@
  * user and assistant turns to alternate, so consecutive turns of one role are merged.
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { contentParts, parseDataUrl, parseToolArguments, readToolCalls, type InputPart } from '../openai-input.js';
+import {
+  UnsendablePartError,
+  contentParts,
+  inlineFileData,
+  isWebUrl,
+  parseDataUrl,
+  parseToolArguments,
+  readToolCalls,
+  type InputPart,
+} from '../openai-input.js';
 
 export type AnthropicBlock = Record<string, unknown>;
 
@@ -64,15 +73,59 @@ function contentBlocks(parts: InputPart[]): AnthropicBlock[] {
       );
       continue;
     }
-    const inline = parseDataUrl(part.url);
-    const source =
-      inline === null
-        ? { type: 'url', url: part.url }
-        : { type: 'base64', media_type: inline.mediaType, data: inline.data };
-    blocks.push({ type: 'image', source });
+    blocks.push(mediaBlock(part));
   }
   return blocks;
 }
+
+/**
+ * An image, or a `file` part as a document (PDF, or plain text) or image block — from base64 data or
+ * a URL, as Anthropic takes them. What Anthropic cannot take (audio, video, other file types, an
+ * OpenAI `file_id`) refuses the request: sent without it, the answer would ignore it.
+ */
+function mediaBlock(part: Exclude<InputPart, { kind: 'text' }>): AnthropicBlock {
+  switch (part.kind) {
+    case 'image': {
+      const inline = parseDataUrl(part.url);
+      const source =
+        inline === null
+          ? { type: 'url', url: part.url }
+          : { type: 'base64', media_type: inline.mediaType, data: inline.data };
+      return { type: 'image', source };
+    }
+    case 'file':
+      return fileBlock(part);
+    case 'audio':
+      throw new UnsendablePartError('Anthropic', 'audio');
+    case 'video':
+      throw new UnsendablePartError('Anthropic', 'video');
+    case 'unsendable':
+      throw new UnsendablePartError('Anthropic', part.what);
+  }
+}
+
+function fileBlock(part: { url: string; filename: string | null }): AnthropicBlock {
+  const titled = (block: AnthropicBlock): AnthropicBlock =>
+    part.filename === null ? block : { ...block, title: part.filename };
+  const inline = inlineFileData(part);
+  if (inline === null) {
+    // A URL: Anthropic fetches PDFs itself.
+    if (isWebUrl(part.url)) return titled({ type: 'document', source: { type: 'url', url: part.url } });
+    throw new UnsendablePartError('Anthropic', 'a file whose data is neither a data URL nor a URL');
+  }
+  const { mediaType, data } = inline;
+  if (mediaType === 'application/pdf')
+    return titled({ type: 'document', source: { type: 'base64', media_type: mediaType, data } });
+  if (mediaType === 'text/plain') {
+    const text = Buffer.from(data, 'base64').toString('utf8');
+    return titled({ type: 'document', source: { type: 'text', media_type: mediaType, data: text } });
+  }
+  if (ANTHROPIC_IMAGE_TYPES.has(mediaType))
+    return { type: 'image', source: { type: 'base64', media_type: mediaType, data } };
+  throw new UnsendablePartError('Anthropic', `a file of type ${mediaType} (PDF, plain text and images are taken)`);
+}
+
+const ANTHROPIC_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
 function assistantBlocks(message: Record<string, unknown>): AnthropicBlock[] {
   const blocks = contentBlocks(contentParts(message.content)).filter((b) => b.type === 'text');

@@ -7,8 +7,12 @@
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
 import {
+  MEDIA_TYPE_BY_EXTENSION,
+  UnsendablePartError,
   contentParts,
   contentText,
+  inlineFileData,
+  isWebUrl,
   parseDataUrl,
   parseToolArguments,
   readToolCalls,
@@ -71,14 +75,36 @@ function userParts(parts: InputPart[]): GeminiPart[] {
       if (part.text !== '') out.push({ text: part.text }); // empty text parts are rejected
       continue;
     }
-    const inline = parseDataUrl(part.url);
-    out.push(
-      inline === null
-        ? { fileData: { mimeType: mimeTypeOf(part.url), fileUri: part.url } }
-        : { inlineData: { mimeType: inline.mediaType, data: inline.data } },
-    );
+    out.push(mediaPart(part));
   }
   return out;
+}
+
+/**
+ * An image, file, audio clip or video as Gemini takes it: inline base64 data, or a file URI with its
+ * MIME type. An OpenAI `file_id` refuses the request: sent without it, the answer would ignore it.
+ */
+function mediaPart(part: Exclude<InputPart, { kind: 'text' }>): GeminiPart {
+  switch (part.kind) {
+    case 'audio':
+      return { inlineData: { mimeType: `audio/${part.format}`, data: part.data } };
+    case 'unsendable':
+      throw new UnsendablePartError('Gemini', part.what);
+    case 'file': {
+      const inline = inlineFileData(part);
+      if (inline !== null) return { inlineData: { mimeType: inline.mediaType, data: inline.data } };
+      if (!isWebUrl(part.url))
+        throw new UnsendablePartError('Gemini', 'a file whose data is neither a data URL nor a URL');
+      return { fileData: { mimeType: mimeTypeOf(part.filename ?? part.url, 'application/pdf'), fileUri: part.url } };
+    }
+    case 'image':
+    case 'video': {
+      const inline = parseDataUrl(part.url);
+      if (inline !== null) return { inlineData: { mimeType: inline.mediaType, data: inline.data } };
+      const fallback = part.kind === 'image' ? 'image/jpeg' : 'video/mp4';
+      return { fileData: { mimeType: mimeTypeOf(part.url, fallback), fileUri: part.url } };
+    }
+  }
 }
 
 function modelParts(message: Record<string, unknown>, functionNames: Map<string, string>): GeminiPart[] {
@@ -118,18 +144,8 @@ function thoughtSignatureOf(call: Record<string, unknown>): string | null {
   return isRecord(google) ? stringOrNull(google.thought_signature) : null;
 }
 
-const MIME_BY_EXTENSION: Readonly<Record<string, string>> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
-  gif: 'image/gif',
-  heic: 'image/heic',
-  pdf: 'application/pdf',
-};
-
-/** Gemini's `fileData` requires a MIME type; a URL only hints at it by its extension. */
-function mimeTypeOf(url: string): string {
+/** Gemini's `fileData` requires a MIME type; a URL (or a file name) only hints at it by its extension. */
+function mimeTypeOf(url: string, fallback: string): string {
   const extension = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
-  return (extension === undefined ? undefined : MIME_BY_EXTENSION[extension]) ?? 'image/jpeg';
+  return (extension === undefined ? undefined : MEDIA_TYPE_BY_EXTENSION.get(extension)) ?? fallback;
 }

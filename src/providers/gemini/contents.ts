@@ -18,6 +18,7 @@ import {
   readToolCalls,
   type InputPart,
 } from '../openai-input.js';
+import { GEMINI_DETAIL_FORMAT } from './candidate.js';
 
 export type GeminiPart = Record<string, unknown>;
 
@@ -107,20 +108,56 @@ function mediaPart(part: Exclude<InputPart, { kind: 'text' }>): GeminiPart {
   }
 }
 
+/**
+ * The assistant turn as Gemini parts. Thinking models want their signatures back on the parts they
+ * came on (a function call without its signature is a 400 on Gemini 3). A call's is read from its
+ * `extra_content.google.thought_signature` (as Google's own OpenAI-compatible endpoint hands it out),
+ * else from the message's `reasoning_details` (as OpenRouter does; @openrouter/ai-sdk-provider keeps
+ * only those). A signature there without a call id came on another part: it goes on the turn's first
+ * part, unless some part has one already.
+ */
 function modelParts(message: Record<string, unknown>, functionNames: Map<string, string>): GeminiPart[] {
   const parts: GeminiPart[] = [];
   const text = contentText(message.content);
   if (text !== '') parts.push({ text });
+  const signatures = detailSignatures(message.reasoning_details);
   for (const call of readToolCalls(message)) {
     if (call.id !== '') functionNames.set(call.id, call.name);
     const part: GeminiPart = { functionCall: { name: call.name, args: parseToolArguments(call.arguments) } };
-    // Thinking models want their signature back with the call; we hand it out as Google's own
-    // OpenAI-compatible endpoint does, in `extra_content.google.thought_signature`.
-    const signature = thoughtSignatureOf(call.raw);
+    const signature = thoughtSignatureOf(call.raw) ?? signatures.byCallId.get(call.id) ?? null;
     if (signature !== null) part.thoughtSignature = signature;
     parts.push(part);
   }
+  const first = parts[0];
+  if (first !== undefined && signatures.unattached !== null && !parts.some((part) => 'thoughtSignature' in part))
+    first.thoughtSignature = signatures.unattached;
   return parts;
+}
+
+interface DetailSignatures {
+  /** Tool call id → the signature of that function call. */
+  byCallId: Map<string, string>;
+  /** The first signature that names no call. */
+  unattached: string | null;
+}
+
+/**
+ * The thought signatures among an assistant message's `reasoning_details`: `reasoning.encrypted`
+ * items of Gemini's format (`google-gemini-v1`, as candidate.ts gives them). Other formats' details came
+ * from other providers and mean nothing to Gemini.
+ */
+function detailSignatures(details: unknown): DetailSignatures {
+  const found: DetailSignatures = { byCallId: new Map(), unattached: null };
+  if (!Array.isArray(details)) return found;
+  for (const detail of details) {
+    if (!isRecord(detail) || detail.type !== 'reasoning.encrypted' || detail.format !== GEMINI_DETAIL_FORMAT) continue;
+    const data = stringOrNull(detail.data);
+    if (data === null || data === '') continue;
+    const id = stringOrNull(detail.id);
+    if (id === null || id === '') found.unattached ??= data;
+    else if (!found.byCallId.has(id)) found.byCallId.set(id, data);
+  }
+  return found;
 }
 
 function functionResponsePart(message: Record<string, unknown>, functionNames: Map<string, string>): GeminiPart {

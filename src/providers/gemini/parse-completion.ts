@@ -1,6 +1,13 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { CompletionChoice, NormalizedCompletion } from '../types.js';
-import { blockReasonOf, readCandidateParts, toOpenAiToolCall } from './candidate.js';
+import {
+  blockReasonOf,
+  newDetailCursor,
+  readCandidateParts,
+  toOpenAiToolCall,
+  toolCallIdOf,
+  toReasoningDetails,
+} from './candidate.js';
 import { normalizeGeminiFinishReason } from './finish-reason.js';
 import { parseGeminiUsage } from './usage.js';
 
@@ -36,6 +43,9 @@ export function parseGeminiResponse(json: unknown): NormalizedCompletion | Malfo
     };
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (parts.reasoning !== '') message.reasoning = parts.reasoning;
+    const callIds = parts.calls.map((call, n) => toolCallIdOf(call, responseId, n));
+    const details = toReasoningDetails(parts.thoughts, callIds, newDetailCursor());
+    if (details.length > 0) message.reasoning_details = details;
     const nativeFinish = stringOrNull(candidate.finishReason);
     choices.push({
       index: typeof candidate.index === 'number' ? candidate.index : position,

@@ -2,9 +2,10 @@
  * The OpenAI-format request body → a Gemini generateContent body. Sampling parameters go to
  * `generationConfig`; function tools to one `functionDeclarations` tool, with their JSON Schema
  * passed as `parametersJsonSchema` (the `parameters` field only takes an OpenAPI subset and rejects
- * common JSON Schema keywords such as `additionalProperties`).
+ * common JSON Schema keywords such as `additionalProperties`). OpenRouter's `reasoning` becomes
+ * `generationConfig.thinkingConfig`.
  */
-import { isRecord } from '../json-shape.js';
+import { isRecord, stringOrNull } from '../json-shape.js';
 import { numberOrNull, readFunctionTools, readMaxTokens, readStopSequences, readToolChoice } from '../openai-input.js';
 import { toGeminiPrompt } from './contents.js';
 
@@ -44,7 +45,54 @@ function generationConfig(body: Record<string, unknown>): Record<string, unknown
     const schema = isRecord(format.json_schema) ? format.json_schema.schema : undefined;
     if (format.type === 'json_schema' && isRecord(schema)) config.responseJsonSchema = schema;
   }
+  const thinking = thinkingConfig(body, maxTokens);
+  if (thinking !== null) config.thinkingConfig = thinking;
   return config;
+}
+
+/** OpenRouter's reasoning efforts as shares of the completion limit (its documented ratios). A Map: no prototype keys. */
+const EFFORT_RATIO: ReadonlyMap<string, number> = new Map([
+  ['xhigh', 0.95],
+  ['high', 0.8],
+  ['medium', 0.5],
+  ['low', 0.2],
+  ['minimal', 0.1],
+]);
+
+/**
+ * OpenRouter's `reasoning` (`effort`, `max_tokens`, `exclude`, `enabled`; legacy `reasoning_effort`
+ * and `include_reasoning`) → Gemini's `thinkingConfig`; null when the caller asked nothing of it, so
+ * the model thinks as it does by default. Gemini counts thoughts in `maxOutputTokens`, which is the
+ * budget the credit hold was computed from and is never raised: the thinking budget stays below it,
+ * leaving room for the answer. `exclude` still thinks, without returning the thoughts.
+ */
+function thinkingConfig(body: Record<string, unknown>, maxOutputTokens: number | null): Record<string, unknown> | null {
+  const reasoning = isRecord(body.reasoning) ? body.reasoning : null;
+  const effort = stringOrNull(reasoning?.effort) ?? stringOrNull(body.reasoning_effort);
+  const excluded = reasoning?.exclude === true || body.include_reasoning === false;
+  if (reasoning?.enabled === false || effort === 'none') return { thinkingBudget: 0, includeThoughts: false };
+  const budget = thinkingBudget(reasoning?.max_tokens, effort, reasoning?.enabled === true, maxOutputTokens);
+  if (budget === null && reasoning === null && effort === null && typeof body.include_reasoning !== 'boolean')
+    return null;
+  return { ...(budget === null ? {} : { thinkingBudget: budget }), includeThoughts: !excluded };
+}
+
+/**
+ * Tokens to think in: `max_tokens` as given, an effort as its share of the completion limit (a bare
+ * `enabled: true` is OpenRouter's default, medium), either kept below the limit; null to leave it to
+ * the model (no limit known, or no size asked for).
+ */
+function thinkingBudget(
+  maxTokens: unknown,
+  effort: string | null,
+  enabled: boolean,
+  maxOutputTokens: number | null,
+): number | null {
+  const belowLimit = (n: number) => (maxOutputTokens === null ? n : Math.max(0, Math.min(n, maxOutputTokens - 1)));
+  if (typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 0) return belowLimit(maxTokens);
+  const ratio = EFFORT_RATIO.get(effort ?? (enabled ? 'medium' : ''));
+  if (ratio === undefined || maxOutputTokens === null) return null;
+  return belowLimit(Math.floor(maxOutputTokens * ratio));
 }
 
 function toolFields(body: Record<string, unknown>): Record<string, unknown> {

@@ -185,6 +185,113 @@ describe('geminiAdapter.buildRequest', () => {
     ]);
   });
 
+  it("puts the google-gemini-v1 signatures of an assistant's reasoning_details back on their parts", () => {
+    const callA = { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{}' } };
+    const callB = { id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '{}' } };
+    const encrypted = (data: string, id?: string, format = 'google-gemini-v1') => ({
+      type: 'reasoning.encrypted',
+      data,
+      ...(id === undefined ? {} : { id }),
+      format,
+      index: 0,
+    });
+    const modelTurn = (assistant: Record<string, unknown>) =>
+      (
+        bodyOf({
+          messages: [
+            { role: 'user', content: 'Hi' },
+            { role: 'assistant', ...assistant },
+          ],
+        }).contents as unknown[]
+      )[1];
+    // As @openrouter/ai-sdk-provider sends a call back: id, name, arguments, and the details.
+    expect(
+      modelTurn({
+        content: null,
+        tool_calls: [callA, callB],
+        reasoning: 'Thinking',
+        reasoning_details: [
+          { type: 'reasoning.text', text: 'Thinking', format: 'google-gemini-v1', index: 0 },
+          encrypted('SIG-B', 'call_b'),
+          encrypted('SIG-X', 'call_unknown'),
+          encrypted('SIG-OTHER', 'call_a', 'anthropic-claude-v1'),
+        ],
+      }),
+    ).toEqual({
+      role: 'model',
+      parts: [
+        { functionCall: { name: 'get_weather', args: {} } },
+        { functionCall: { name: 'get_time', args: {} }, thoughtSignature: 'SIG-B' },
+      ],
+    });
+    // extra_content wins over a detail for the same call.
+    const signed = { ...callA, extra_content: { google: { thought_signature: 'SIG-EXTRA' } } };
+    expect(
+      modelTurn({ content: null, tool_calls: [signed], reasoning_details: [encrypted('SIG-A', 'call_a')] }),
+    ).toEqual({
+      role: 'model',
+      parts: [{ functionCall: { name: 'get_weather', args: {} }, thoughtSignature: 'SIG-EXTRA' }],
+    });
+    // A signature naming no call came on a text part: it goes on the turn's first part...
+    expect(modelTurn({ content: 'Sunny.', reasoning_details: [encrypted('SIG-T'), encrypted('SIG-T2')] })).toEqual({
+      role: 'model',
+      parts: [{ text: 'Sunny.', thoughtSignature: 'SIG-T' }],
+    });
+    // ...unless a part has one already; other formats' details are not Gemini's.
+    expect(
+      modelTurn({
+        content: 'Sunny.',
+        tool_calls: [callA],
+        reasoning_details: [encrypted('SIG-T'), encrypted('SIG-A', 'call_a')],
+      }),
+    ).toEqual({
+      role: 'model',
+      parts: [{ text: 'Sunny.' }, { functionCall: { name: 'get_weather', args: {} }, thoughtSignature: 'SIG-A' }],
+    });
+    expect(
+      modelTurn({ content: 'Sunny.', reasoning_details: [encrypted('SIG-O', undefined, 'openai-responses-v1')] }),
+    ).toEqual({
+      role: 'model',
+      parts: [{ text: 'Sunny.' }],
+    });
+  });
+
+  it('maps reasoning to thinkingConfig, keeping the thinking budget below maxOutputTokens', () => {
+    const thinking = (fields: Record<string, unknown>) =>
+      (bodyOf({ messages: [], max_tokens: 1000, ...fields }).generationConfig as Record<string, unknown>)
+        .thinkingConfig;
+    expect(thinking({})).toBeUndefined();
+    expect(thinking({ reasoning: { max_tokens: 256 } })).toEqual({ thinkingBudget: 256, includeThoughts: true });
+    expect(thinking({ reasoning: { max_tokens: 256, exclude: true } })).toEqual({
+      thinkingBudget: 256,
+      includeThoughts: false,
+    });
+    expect(thinking({ reasoning: { max_tokens: 5000 } })).toEqual({ thinkingBudget: 999, includeThoughts: true });
+    for (const [effort, budget] of [
+      ['xhigh', 950],
+      ['high', 800],
+      ['medium', 500],
+      ['low', 200],
+      ['minimal', 100],
+    ] as const) {
+      expect(thinking({ reasoning: { effort } })).toEqual({ thinkingBudget: budget, includeThoughts: true });
+      expect(thinking({ reasoning_effort: effort })).toEqual({ thinkingBudget: budget, includeThoughts: true });
+    }
+    expect(thinking({ reasoning: { enabled: true } })).toEqual({ thinkingBudget: 500, includeThoughts: true });
+    expect(thinking({ reasoning: { effort: 'none' } })).toEqual({ thinkingBudget: 0, includeThoughts: false });
+    expect(thinking({ reasoning: { enabled: false, max_tokens: 300 } })).toEqual({
+      thinkingBudget: 0,
+      includeThoughts: false,
+    });
+    // Thinking as the model does by default, without returning the thoughts.
+    expect(thinking({ reasoning: { exclude: true } })).toEqual({ includeThoughts: false });
+    expect(thinking({ include_reasoning: true })).toEqual({ includeThoughts: true });
+    expect(thinking({ reasoning: { effort: 'constructor' } })).toEqual({ includeThoughts: true });
+    // The effort's share of a tiny limit still leaves room for the answer; maxOutputTokens is never raised.
+    const tiny = bodyOf({ messages: [], max_tokens: 1, reasoning: { effort: 'xhigh' } }).generationConfig;
+    expect(tiny).toEqual({ maxOutputTokens: 1, thinkingConfig: { thinkingBudget: 0, includeThoughts: true } });
+  });
+
   it('sends the images of a tool result after its functionResponse, in the same turn', () => {
     const body = bodyOf({
       messages: [

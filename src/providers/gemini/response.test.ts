@@ -53,6 +53,16 @@ describe('geminiAdapter.parseResponse', () => {
           },
           { id: 'call_8ZjFaMLdKqOfkdUP2ZmN0Ao_1', type: 'function', function: { name: 'get_time', arguments: '{}' } },
         ],
+        // Also as OpenRouter gives it, for clients that keep only reasoning_details (@openrouter/ai-sdk-provider).
+        reasoning_details: [
+          {
+            type: 'reasoning.encrypted',
+            data: 'CiIBVKhc7oDPpCaXyJKKssjqr4g3JNOSgJ/M2V+1THC1icsWCmQBVKhc7v9V0zZ',
+            id: 'call_8ZjFaMLdKqOfkdUP2ZmN0Ao_0',
+            format: 'google-gemini-v1',
+            index: 0,
+          },
+        ],
       },
       finish_reason: 'tool_calls',
       native_finish_reason: 'STOP',
@@ -108,10 +118,52 @@ describe('geminiAdapter.parseResponse', () => {
     };
     const completion = parsed(json);
     expect(completion.choices.map((c) => [c.index, c.message, c.finish_reason])).toEqual([
-      [0, { role: 'assistant', content: 'Yes.', reasoning: 'Thinking it over' }, 'stop'],
+      [
+        0,
+        {
+          role: 'assistant',
+          content: 'Yes.',
+          reasoning: 'Thinking it over',
+          reasoning_details: [
+            { type: 'reasoning.text', text: 'Thinking it over', format: 'google-gemini-v1', index: 0 },
+          ],
+        },
+        'stop',
+      ],
       [1, { role: 'assistant', content: 'No.' }, 'length'],
     ]);
     expect(completion.usage).toBeNull();
+  });
+
+  it('gives thoughts and every signature as google-gemini-v1 reasoning_details, in part order', () => {
+    const json = {
+      candidates: [
+        {
+          content: {
+            role: 'model',
+            parts: [
+              { text: 'Step one. ', thought: true },
+              { text: 'Step two.', thought: true },
+              { text: 'Checking.', thoughtSignature: 'SIG-TEXT' },
+              { functionCall: { name: 'a', args: {} } },
+              { functionCall: { id: 'fc-9', name: 'b', args: {} }, thoughtSignature: 'SIG-B' },
+            ],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+      responseId: 'r2',
+    };
+    const message = parsed(json).choices[0]!.message;
+    expect(message.reasoning).toBe('Step one. Step two.');
+    expect(message.reasoning_details).toEqual([
+      { type: 'reasoning.text', text: 'Step one. Step two.', format: 'google-gemini-v1', index: 0 },
+      { type: 'reasoning.encrypted', data: 'SIG-TEXT', format: 'google-gemini-v1', index: 1 },
+      { type: 'reasoning.encrypted', data: 'SIG-B', id: 'fc-9', format: 'google-gemini-v1', index: 2 },
+    ]);
+    expect(message.tool_calls).toMatchObject([{ id: 'call_r2_0' }, { id: 'fc-9' }]);
+    // An answer without thoughts or signatures has no reasoning_details at all.
+    expect(parsed(fixture('generate-text.json')).choices[0]!.message).not.toHaveProperty('reasoning_details');
   });
 
   it.each([

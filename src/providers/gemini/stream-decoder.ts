@@ -2,13 +2,23 @@
  * One Gemini `streamGenerateContent?alt=sse` stream → OpenAI-format chunks. Each event is a whole
  * GenerateContentResponse holding the next parts; function calls arrive complete, never in
  * fragments. The decoder remembers per candidate whether the role was sent and how many calls were
- * made (OpenAI numbers them, and a STOP after a call means "tool_calls"). Gemini sends no end
+ * made (OpenAI numbers them, and a STOP after a call means "tool_calls"), and where its
+ * `reasoning_details` stand (a thought streamed over many events stays one detail). Gemini sends no end
  * marker: the last event carries `finishReason` and the stream ends with the HTTP body.
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
-import { blockReasonOf, readCandidateParts, toOpenAiToolCall } from './candidate.js';
+import {
+  blockReasonOf,
+  newDetailCursor,
+  readCandidateParts,
+  toOpenAiToolCall,
+  toolCallIdOf,
+  toReasoningDetails,
+  type CandidateParts,
+  type DetailCursor,
+} from './candidate.js';
 import { classifyGeminiStreamError } from './classify-error.js';
 import { normalizeGeminiFinishReason } from './finish-reason.js';
 import { parseGeminiUsage } from './usage.js';
@@ -16,6 +26,7 @@ import { parseGeminiUsage } from './usage.js';
 export class GeminiStreamDecoder implements StreamDecoder {
   private readonly roleSent = new Set<number>();
   private readonly callCounts = new Map<number, number>();
+  private readonly detailCursors = new Map<number, DetailCursor>();
 
   parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
@@ -51,6 +62,8 @@ export class GeminiStreamDecoder implements StreamDecoder {
       if (parts.text !== '') delta.content = parts.text;
       if (parts.reasoning !== '') delta.reasoning = parts.reasoning;
       const before = this.callCounts.get(index) ?? 0;
+      const details = this.reasoningDetails(index, parts, responseId, before);
+      if (details.length > 0) delta.reasoning_details = details;
       if (parts.calls.length > 0) {
         delta.tool_calls = parts.calls.map((call, n) => ({
           index: before + n,
@@ -78,6 +91,20 @@ export class GeminiStreamDecoder implements StreamDecoder {
       usage: final ? usage : promptSide(usage),
       systemFingerprint: null,
     };
+  }
+
+  /** This event's `reasoning_details` of choice `index`, numbered after those its earlier events gave. */
+  private reasoningDetails(
+    index: number,
+    parts: CandidateParts,
+    responseId: string | null,
+    callsBefore: number,
+  ): Record<string, unknown>[] {
+    if (parts.thoughts.length === 0) return [];
+    let cursor = this.detailCursors.get(index);
+    if (cursor === undefined) this.detailCursors.set(index, (cursor = newDetailCursor()));
+    const callIds = parts.calls.map((call, n) => toolCallIdOf(call, responseId, callsBefore + n));
+    return toReasoningDetails(parts.thoughts, callIds, cursor);
   }
 
   /** The first delta of each choice says who speaks, as OpenAI's first chunk does. */

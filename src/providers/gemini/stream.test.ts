@@ -17,6 +17,7 @@ interface Assembled {
   role: unknown;
   content: string;
   reasoning: string;
+  reasoningDetails: Record<string, unknown>[];
   toolCalls: Record<string, unknown>[];
   finish: string | null;
   nativeFinish: string | null;
@@ -28,6 +29,7 @@ function assemble(events: StreamEvent[]): Assembled {
     role: undefined,
     content: '',
     reasoning: '',
+    reasoningDetails: [],
     toolCalls: [],
     finish: null,
     nativeFinish: null,
@@ -41,11 +43,13 @@ function assemble(events: StreamEvent[]): Assembled {
         role?: string;
         content?: string;
         reasoning?: string;
+        reasoning_details?: Record<string, unknown>[];
         tool_calls?: Record<string, unknown>[];
       };
       out.role ??= delta.role;
       out.content += delta.content ?? '';
       out.reasoning += delta.reasoning ?? '';
+      out.reasoningDetails.push(...(delta.reasoning_details ?? []));
       out.toolCalls.push(...(delta.tool_calls ?? []));
       if (choice.finish_reason !== null)
         [out.finish, out.nativeFinish] = [choice.finish_reason, choice.native_finish_reason];
@@ -91,6 +95,21 @@ describe('Gemini stream decoding', () => {
       role: 'assistant',
       content: 'Let me look that up.',
       reasoning: '**Checking the weather**\n\nI need the weather tool for Paris.',
+      reasoningDetails: [
+        {
+          type: 'reasoning.text',
+          text: '**Checking the weather**\n\nI need the weather tool for Paris.',
+          format: 'google-gemini-v1',
+          index: 0,
+        },
+        {
+          type: 'reasoning.encrypted',
+          data: 'CiQBVKhc7nZ2mP0vX9S3lL+q8u0sE7kWZ5y',
+          id: 'call_3ZjFaJ6mKc6ekdUPqL2B4Ac_0',
+          format: 'google-gemini-v1',
+          index: 1,
+        },
+      ],
       toolCalls: [
         {
           index: 0,
@@ -111,6 +130,23 @@ describe('Gemini stream decoding', () => {
       nativeFinish: 'STOP',
       usage: { promptTokens: 112, completionTokens: 82, reasoningTokens: 48, cachedTokens: 64 },
     });
+  });
+
+  it('keeps a thought streamed over several events one reasoning detail, numbered per candidate', () => {
+    const decoder = new GeminiStreamDecoder();
+    const event = (parts: unknown[], index = 0) =>
+      decoder.parseStreamEvent(JSON.stringify({ candidates: [{ content: { parts }, index }], responseId: 'r' }), null);
+    const detailsOf = (e: StreamEvent) => (e.kind === 'chunk' ? e.choices[0]!.delta.reasoning_details : undefined);
+    const text = (t: string, index: number) => ({ type: 'reasoning.text', text: t, format: 'google-gemini-v1', index });
+    expect(detailsOf(event([{ text: 'Think ', thought: true }]))).toEqual([text('Think ', 0)]);
+    expect(detailsOf(event([{ text: 'more.', thought: true }]))).toEqual([text('more.', 0)]);
+    expect(detailsOf(event([{ text: 'x', thought: true }], 1))).toEqual([text('x', 0)]);
+    // A signature on an (empty) text part ends the thought; the next thought is a new detail.
+    expect(detailsOf(event([{ text: '', thoughtSignature: 'SIG' }]))).toEqual([
+      { type: 'reasoning.encrypted', data: 'SIG', format: 'google-gemini-v1', index: 1 },
+    ]);
+    expect(detailsOf(event([{ text: 'Again.', thought: true }]))).toEqual([text('Again.', 2)]);
+    expect(detailsOf(event([{ text: 'Answer.' }]))).toBeUndefined();
   });
 
   it('maps MAX_TOKENS to length', () => {
@@ -215,6 +251,33 @@ describe('Gemini stream decoding', () => {
   it('gives each stream its own decoder', () => {
     expect(geminiAdapter.openStream?.()).toBeInstanceOf(GeminiStreamDecoder);
     expect(geminiAdapter.openStream?.()).not.toBe(geminiAdapter.openStream?.());
+  });
+
+  it('round-trips streamed calls sent back with reasoning_details only, as @openrouter/ai-sdk-provider does', () => {
+    const assembled = assemble(decode('stream-function-call.sse'));
+    const toolCalls = assembled.toolCalls.map(({ id, type, function: fn }) => ({ id, type, function: fn }));
+    const messages = [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, tool_calls: toolCalls, reasoning_details: assembled.reasoningDetails },
+    ];
+    const target: EndpointTarget = {
+      providerId: 'gemini',
+      baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+      apiKey: null,
+      upstreamModel: 'gemini-2.5-flash',
+      extraHeaders: {},
+    };
+    const body = JSON.parse(geminiAdapter.buildRequest(target, { messages }, true).body) as { contents: unknown[] };
+    expect(body.contents[1]).toEqual({
+      role: 'model',
+      parts: [
+        {
+          functionCall: { name: 'get_weather', args: { location: 'Paris, France' } },
+          thoughtSignature: 'CiQBVKhc7nZ2mP0vX9S3lL+q8u0sE7kWZ5y',
+        },
+        { functionCall: { name: 'get_time', args: { timezone: 'Europe/Paris' } } },
+      ],
+    });
   });
 
   it('round-trips streamed calls into the next request, signature included', () => {

@@ -23,7 +23,11 @@ export function renderUsage(charge: Charge): z.output<typeof usageSchema> {
     total_tokens: charge.promptTokens + charge.completionTokens,
     cost: unitsToUsd(r.totalCost),
     is_byok: r.isByok,
-    prompt_tokens_details: { cached_tokens: r.tokensCached ?? 0 },
+    // As OpenRouter reports them: cache reads, and (when the provider counts them) cache writes.
+    prompt_tokens_details:
+      charge.cacheWriteTokens === undefined
+        ? { cached_tokens: r.tokensCached ?? 0 }
+        : { cached_tokens: r.tokensCached ?? 0, cache_write_tokens: charge.cacheWriteTokens },
     completion_tokens_details: { reasoning_tokens: r.tokensReasoning ?? 0 },
     cost_details: {
       upstream_inference_cost: unitsToUsd(r.upstreamPromptCost + r.upstreamCompletionCost),

@@ -45,6 +45,8 @@ export interface Charge {
   cost: CostBreakdown;
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens written to the provider's prompt cache, when it reported them (the answer's usage shows them). */
+  cacheWriteTokens?: number;
 }
 
 /** The part of a stream served by an endpoint that died mid-answer, before another continued it. */
@@ -158,7 +160,9 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   };
   if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
   if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
-  return { record, cost, promptTokens, completionTokens };
+  const charge: Charge = { record, cost, promptTokens, completionTokens };
+  if (input.usage?.cacheWriteTokens !== undefined) charge.cacheWriteTokens = input.usage.cacheWriteTokens;
+  return charge;
 }
 
 /** Half-up rounding of list cost × basis points / 10 000, in integer units. */

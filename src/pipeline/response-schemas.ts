@@ -439,7 +439,7 @@ export const usageSchema = z
     total_tokens: z.int(),
     cost: usd,
     is_byok: z.boolean(),
-    prompt_tokens_details: z.object({ cached_tokens: z.int() }),
+    prompt_tokens_details: z.object({ cached_tokens: z.int(), cache_write_tokens: z.int().optional() }),
     completion_tokens_details: z.object({ reasoning_tokens: z.int() }),
     cost_details: z.object({
       upstream_inference_cost: usd,

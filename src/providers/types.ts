@@ -26,6 +26,8 @@ export interface NormalizedUsage {
   completionTokens: number;
   reasoningTokens: number | null;
   cachedTokens: number | null;
+  /** Prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`), when it says. */
+  cacheWriteTokens?: number;
   /**
    * The provider's usage lacked a readable prompt (or completion) count: the number above is 0 and
    * the charge uses our estimate for that side instead (pipeline/generation.ts), never "free".

@@ -57,6 +57,7 @@ describe('anthropicAdapter.parseResponse', () => {
       completionTokens: 92,
       reasoningTokens: null,
       cachedTokens: 2048,
+      cacheWriteTokens: 120,
     });
   });
 
@@ -139,6 +140,7 @@ describe('Anthropic usage', () => {
       completionTokens: 3,
       reasoningTokens: null,
       cachedTokens: 100,
+      cacheWriteTokens: 5,
     });
     expect(parseAnthropicUsage({ service_tier: 'standard' })).toBeNull();
     expect(parseAnthropicUsage('12')).toBeNull();

@@ -17,7 +17,9 @@ export function parseAnthropicUsage(value: unknown): NormalizedUsage | null {
       ? null
       : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
   // Anthropic counts thinking inside output_tokens without a breakdown: no reasoning count.
-  return usageOf(prompt, output, null, cacheRead);
+  const usage = usageOf(prompt, output, null, cacheRead);
+  if (cacheWrite !== null && cacheWrite > 0) usage.cacheWriteTokens = cacheWrite;
+  return usage;
 }
 
 /**

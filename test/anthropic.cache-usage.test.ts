@@ -1,0 +1,65 @@
+/**
+ * Anthropic prompt-cache writes reach the caller's usage as OpenRouter reports them:
+ * `prompt_tokens_details: { cached_tokens, cache_write_tokens }` (@openrouter/ai-sdk-provider reads
+ * `cache_write_tokens` into its cache-write count). Anthropic reports them as
+ * `cache_creation_input_tokens`. Regression: the writes were counted in the prompt and not shown.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
+import {
+  anthropicSse as A,
+  startNativeGateway,
+  startScriptedProvider,
+  type ScriptedProvider,
+} from './helpers/scripted-native-provider.js';
+
+const FAST = { connect_ms: 2000, first_token_ms: 2000, idle_ms: 800, response_ms: 5000 };
+const START_USAGE = {
+  input_tokens: 10,
+  cache_creation_input_tokens: 100,
+  cache_read_input_tokens: 50,
+  output_tokens: 1,
+};
+
+describe('Anthropic cache usage', () => {
+  let upstream: ScriptedProvider;
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    upstream = await startScriptedProvider();
+    upstream.scripts.set('claude-cache', () => [
+      A.start(START_USAGE),
+      A.textStart(0),
+      A.text(0, 'Hi'),
+      A.blockStop(0),
+      A.messageDelta('end_turn', { output_tokens: 3 }),
+      A.messageStop(),
+    ]);
+    gw = await startNativeGateway(upstream, {
+      providers: [{ id: 'anth', kind: 'anthropic' }],
+      models: [{ id: 'native/claude-cache', endpoints: [{ provider: 'anth', model: 'claude-cache' }] }],
+      timeouts: FAST,
+    });
+    key = (await gw.createKey(await gw.createAccount(10))).key;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  it('non-streamed: cache reads and writes both appear in prompt_tokens_details', async () => {
+    const r = await chat(gw, key, { model: 'native/claude-cache', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.usage.prompt_tokens).toBe(160);
+    expect(r.json.usage.prompt_tokens_details.cached_tokens).toBe(50);
+    expect(r.json.usage.prompt_tokens_details, JSON.stringify(r.json.usage)).toMatchObject({ cache_write_tokens: 100 });
+  });
+
+  it('streamed: the usage chunk carries cache_write_tokens', async () => {
+    const r = await chatStream(gw, key, { model: 'native/claude-cache', messages: [{ role: 'user', content: 'Hi' }] });
+    const usage = r.events.find((e) => e.usage)?.usage;
+    expect(usage.prompt_tokens_details.cached_tokens).toBe(50);
+    expect(usage.prompt_tokens_details, JSON.stringify(usage)).toMatchObject({ cache_write_tokens: 100 });
+  });
+});

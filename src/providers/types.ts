@@ -160,7 +160,14 @@ export interface StreamDecoder {
 export interface ProviderAdapter {
   readonly kind: ProviderKind;
   buildRequest(target: EndpointTarget, body: Record<string, unknown>, stream: boolean): UpstreamRequest;
-  parseResponse(json: unknown): NormalizedCompletion | { kind: 'malformed'; reason: string };
+  /**
+   * `request`: the body `buildRequest` was given, for answers that depend on what was asked (e.g. a
+   * caller's `reasoning.exclude`: the model thinks, the thinking is not returned).
+   */
+  parseResponse(
+    json: unknown,
+    request?: Record<string, unknown>,
+  ): NormalizedCompletion | { kind: 'malformed'; reason: string };
   /** One SSE event's data (and event name, for APIs that use it). */
   parseStreamEvent(data: string, event: string | null): StreamEvent;
   /**
@@ -168,7 +175,7 @@ export interface ProviderAdapter {
    * reports prompt usage at the start and tool arguments by content-block index). Stream readers
    * use it instead of `parseStreamEvent` when present.
    */
-  openStream?(): StreamDecoder;
+  openStream?(request?: Record<string, unknown>): StreamDecoder;
   classifyError(
     status: number,
     headers: Record<string, string | string[] | undefined>,

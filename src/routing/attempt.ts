@@ -225,7 +225,7 @@ async function attemptPlainCompletion(
     scope.disarm();
     if (response.status < 200 || response.status >= 300)
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
-    const completion = parseCompletion(adapter, text);
+    const completion = parseCompletion(adapter, text, body);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
     return { ok: true, value: completion, status: response.status };
   } catch (error) {
@@ -295,7 +295,7 @@ export async function attemptStream(
     if (isJson(response.headers)) {
       // The upstream ignored `stream: true` and answered whole: serve it as a (one-chunk) stream.
       scope.arm(timeouts.idle_ms, 'idle_timeout');
-      const completion = parseCompletion(adapter, await readBounded(response.body, 32 * 1024 * 1024));
+      const completion = parseCompletion(adapter, await readBounded(response.body, 32 * 1024 * 1024), body);
       scope.disarm();
       if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
       const [first, ...rest] = completionToEvents(completion);
@@ -317,7 +317,7 @@ export async function attemptStream(
         return scope.arm(Math.max(1, firstTokenDeadline - deps.now()), 'first_token_timeout');
       return scope.arm(timeouts.idle_ms, 'idle_timeout');
     };
-    const stream = UpstreamStream.fromBody({ body: response.body, adapter, armIdle }, control);
+    const stream = UpstreamStream.fromBody({ body: response.body, adapter, request: body, armIdle }, control);
     const held: ChunkEvent[] = [];
     const end = await stream.read((event) => {
       held.push(event);
@@ -346,6 +346,7 @@ function scrubberFor(deps: ExecuteDeps, planned: PlannedAttempt): SecretScrubber
 function parseCompletion(
   adapter: ProviderAdapter,
   text: string,
+  request: Record<string, unknown>,
 ): NormalizedCompletion | { kind: 'malformed'; reason: string } {
   let json: unknown;
   try {
@@ -355,7 +356,7 @@ function parseCompletion(
   }
   // Parsed, but past any real answer's depth: walking it further could overflow the stack.
   if (nestsTooDeeply(text)) return { kind: 'malformed', reason: 'response JSON is nested too deeply' };
-  return adapter.parseResponse(json);
+  return adapter.parseResponse(json, request);
 }
 
 function isJson(headers: Record<string, string | string[] | undefined>): boolean {

@@ -75,8 +75,8 @@ export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: SecretScrub
   const wrapped: ProviderAdapter = {
     kind: adapter.kind,
     buildRequest: (target, body, stream) => adapter.buildRequest(target, body, stream),
-    parseResponse: (json) => {
-      const parsed = adapter.parseResponse(json);
+    parseResponse: (json, request) => {
+      const parsed = adapter.parseResponse(json, request);
       return 'kind' in parsed ? { kind: 'malformed', reason: scrubber.text(parsed.reason) } : parsed;
     },
     parseStreamEvent: (data, event) => scrubber.event(adapter.parseStreamEvent(data, event)),
@@ -84,8 +84,8 @@ export function scrubbingAdapter(adapter: ProviderAdapter, scrubber: SecretScrub
   };
   const open = adapter.openStream?.bind(adapter);
   if (open) {
-    wrapped.openStream = (): StreamDecoder => {
-      const decoder = open();
+    wrapped.openStream = (request): StreamDecoder => {
+      const decoder = open(request);
       return { parseStreamEvent: (data, event) => scrubber.event(decoder.parseStreamEvent(data, event)) };
     };
   }

@@ -243,6 +243,8 @@ export class UpstreamStream {
 export interface StreamReaderOptions {
   body: AsyncIterable<Uint8Array>;
   adapter: ProviderAdapter;
+  /** The request body the adapter built the upstream request from (`ProviderAdapter.openStream`). */
+  request?: Record<string, unknown>;
   /** Called with the idle budget before each wait on the upstream; returns a disarm function. */
   armIdle: () => () => void;
 }
@@ -274,7 +276,7 @@ class BodyEvents implements EventBatches {
   private disarm: (() => void) | null = null;
 
   constructor(private readonly options: StreamReaderOptions) {
-    this.decoder = options.adapter.openStream?.() ?? options.adapter;
+    this.decoder = options.adapter.openStream?.(options.request) ?? options.adapter;
     this.iterator = options.body[Symbol.asyncIterator]();
   }
 

@@ -5,6 +5,7 @@
 import type { EndpointTarget, ProviderAdapter, UpstreamRequest } from '../types.js';
 import { classifyAnthropicHttpError } from './classify-error.js';
 import { parseAnthropicMessage } from './parse-completion.js';
+import { reasoningExcluded } from './reasoning.js';
 import { toAnthropicBody } from './request-body.js';
 import { AnthropicStreamDecoder } from './stream-decoder.js';
 
@@ -29,12 +30,15 @@ export function buildAnthropicRequest(
   return { url, headers, body: JSON.stringify(toAnthropicBody(body, target.upstreamModel, stream)) };
 }
 
+/** With the request, a caller's `reasoning.exclude` leaves the thinking out of the answer (it still thinks). */
 export const anthropicAdapter: ProviderAdapter = {
   kind: 'anthropic',
   buildRequest: buildAnthropicRequest,
-  parseResponse: parseAnthropicMessage,
+  parseResponse: (json: unknown, request?: Record<string, unknown>) =>
+    parseAnthropicMessage(json, { excludeReasoning: reasoningExcluded(request) }),
   // One event read without the rest of its stream; streams are read with `openStream()`.
   parseStreamEvent: (data, event) => new AnthropicStreamDecoder().parseStreamEvent(data, event),
-  openStream: () => new AnthropicStreamDecoder(),
+  openStream: (request?: Record<string, unknown>) =>
+    new AnthropicStreamDecoder({ excludeReasoning: reasoningExcluded(request) }),
   classifyError: (status, headers, bodyText) => classifyAnthropicHttpError(status, headers, bodyText, Date.now()),
 };

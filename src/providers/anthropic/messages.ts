@@ -14,6 +14,7 @@ import {
   readToolCalls,
   type InputPart,
 } from '../openai-input.js';
+import { thinkingBlocks } from './reasoning.js';
 
 export type AnthropicBlock = Record<string, unknown>;
 
@@ -127,8 +128,13 @@ function fileBlock(part: { url: string; filename: string | null }): AnthropicBlo
 
 const ANTHROPIC_IMAGE_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
+/**
+ * The assistant turn: its thinking blocks first (from `reasoning_details`, signed and unmodified, as
+ * Anthropic wants them back, ahead of the text and tool calls they led to), then text, then tool_use.
+ */
 function assistantBlocks(message: Record<string, unknown>): AnthropicBlock[] {
-  const blocks = contentBlocks(contentParts(message.content)).filter((b) => b.type === 'text');
+  const blocks = thinkingBlocks(message.reasoning_details);
+  blocks.push(...contentBlocks(contentParts(message.content)).filter((b) => b.type === 'text'));
   for (const call of readToolCalls(message)) {
     blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: parseToolArguments(call.arguments) });
   }

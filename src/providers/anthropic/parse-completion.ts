@@ -1,12 +1,22 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { NormalizedCompletion } from '../types.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
+import { redactedDetail, thinkingDetail } from './reasoning.js';
 import { parseAnthropicUsage } from './usage.js';
 
 type Malformed = { kind: 'malformed'; reason: string };
 
-/** A non-streamed Anthropic Message → one OpenAI-format choice; anything off-shape is malformed. */
-export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Malformed {
+export interface AnswerOptions {
+  /** The caller asked for reasoning without seeing it (`reasoning.exclude`): no `reasoning`, no `reasoning_details`. */
+  excludeReasoning?: boolean;
+}
+
+/**
+ * A non-streamed Anthropic Message → one OpenAI-format choice; anything off-shape is malformed.
+ * Thinking is given twice, as OpenRouter does: its text joined as `reasoning`, and each thinking or
+ * redacted_thinking block as one `reasoning_details` item (reasoning.ts), numbered from 0 in order.
+ */
+export function parseAnthropicMessage(json: unknown, options: AnswerOptions = {}): NormalizedCompletion | Malformed {
   if (!isRecord(json)) return malformed('response body is not a JSON object');
   if (json.type === 'error' || isRecord(json.error)) {
     const message = isRecord(json.error) ? stringOrNull(json.error.message) : null;
@@ -15,11 +25,16 @@ export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Mal
   if (!Array.isArray(json.content)) return malformed('response has no content array');
   let text = '';
   let reasoning = '';
+  const details: Record<string, unknown>[] = [];
   const toolCalls: Record<string, unknown>[] = [];
   for (const [position, block] of json.content.entries()) {
     if (!isRecord(block)) return malformed(`content[${position}] is not an object`);
     if (block.type === 'text' && typeof block.text === 'string') text += block.text;
-    else if (block.type === 'thinking' && typeof block.thinking === 'string') reasoning += block.thinking;
+    else if (block.type === 'thinking' && typeof block.thinking === 'string') {
+      reasoning += block.thinking;
+      details.push(thinkingDetail(block.thinking, stringOrNull(block.signature), details.length));
+    } else if (block.type === 'redacted_thinking' && typeof block.data === 'string')
+      details.push(redactedDetail(block.data, details.length));
     else if (block.type === 'tool_use') {
       const name = stringOrNull(block.name);
       if (name === null) return malformed(`content[${position}] is a tool_use without a name`);
@@ -30,7 +45,7 @@ export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Mal
         function: { name, arguments: JSON.stringify(input) },
       });
     }
-    // Other blocks (redacted_thinking, server tool results...) have no OpenAI counterpart.
+    // Other blocks (server tool results...) have no OpenAI counterpart.
   }
   const message: NormalizedCompletion['choices'][number]['message'] = {
     role: 'assistant',
@@ -38,7 +53,10 @@ export function parseAnthropicMessage(json: unknown): NormalizedCompletion | Mal
     content: text === '' && toolCalls.length > 0 ? null : text,
   };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
-  if (reasoning !== '') message.reasoning = reasoning;
+  if (options.excludeReasoning !== true) {
+    if (reasoning !== '') message.reasoning = reasoning;
+    if (details.length > 0) message.reasoning_details = details;
+  }
   const nativeFinish = stringOrNull(json.stop_reason);
   return {
     upstreamId: stringOrNull(json.id),

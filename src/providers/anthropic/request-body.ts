@@ -1,13 +1,17 @@
 /**
  * The OpenAI-format request body → an Anthropic Messages API body. Only parameters Anthropic has
  * are sent; OpenAI-only ones (frequency_penalty, seed, response_format, logprobs...) are dropped,
- * as OpenRouter does for providers that lack them.
+ * as OpenRouter does for providers that lack them. OpenRouter's `reasoning` becomes `thinking`
+ * (reasoning.ts), and what Anthropic refuses alongside it is left out rather than failing the request.
  */
 import { numberOrNull, readFunctionTools, readMaxTokens, readStopSequences, readToolChoice } from '../openai-input.js';
 import { toAnthropicPrompt } from './messages.js';
+import { thinkingBudget } from './reasoning.js';
 
 /** Anthropic requires max_tokens; OpenAI callers may omit it. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
+
+const SAMPLING = ['temperature', 'top_p', 'top_k'] as const;
 
 export function toAnthropicBody(
   body: Record<string, unknown>,
@@ -15,14 +19,15 @@ export function toAnthropicBody(
   stream: boolean,
 ): Record<string, unknown> {
   const { system, messages } = toAnthropicPrompt(body.messages);
-  const out: Record<string, unknown> = {
-    model,
-    max_tokens: readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
-    messages,
-  };
+  const maxTokens = readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
+  const out: Record<string, unknown> = { model, max_tokens: maxTokens, messages };
   if (system.length > 0) out.system = system;
+  const budget = thinkingBudget(body, maxTokens);
+  if (budget !== null) out.thinking = { type: 'enabled', budget_tokens: budget };
   // Same names as OpenAI's; temperature passes as is (Anthropic's range is 0-1 and it rejects more).
-  for (const name of ['temperature', 'top_p', 'top_k'] as const) {
+  // With thinking on, Anthropic refuses a temperature other than 1 (its default), top_k, and on some
+  // models any top_p: all three are left out.
+  for (const name of budget === null ? SAMPLING : []) {
     const value = numberOrNull(body[name]);
     if (value !== null) out[name] = value;
   }
@@ -30,11 +35,16 @@ export function toAnthropicBody(
   if (stop !== null) out.stop_sequences = stop;
   if (stream) out.stream = true;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
-  Object.assign(out, toolFields(body));
+  Object.assign(out, toolFields(body, budget !== null));
   return out;
 }
 
-function toolFields(body: Record<string, unknown>): Record<string, unknown> {
+/**
+ * Function tools and the tool choice. Thinking cannot be combined with a forced tool (`any`, `tool`):
+ * with thinking on, the choice becomes `auto`, as a caller asking for reasoning is better served by an
+ * answer that may skip the tool than by a 400.
+ */
+function toolFields(body: Record<string, unknown>, thinking: boolean): Record<string, unknown> {
   const tools = readFunctionTools(body.tools);
   if (tools.length === 0) return {};
   const out: Record<string, unknown> = {
@@ -48,8 +58,8 @@ function toolFields(body: Record<string, unknown>): Record<string, unknown> {
   let toolChoice: Record<string, unknown> | null = null;
   if (choice?.mode === 'auto') toolChoice = { type: 'auto' };
   else if (choice?.mode === 'none') toolChoice = { type: 'none' };
-  else if (choice?.mode === 'required') toolChoice = { type: 'any' };
-  else if (choice?.mode === 'function') toolChoice = { type: 'tool', name: choice.name };
+  else if (choice?.mode === 'required') toolChoice = { type: thinking ? 'auto' : 'any' };
+  else if (choice?.mode === 'function') toolChoice = thinking ? { type: 'auto' } : { type: 'tool', name: choice.name };
   if (body.parallel_tool_calls === false && toolChoice?.type !== 'none') {
     toolChoice = { ...(toolChoice ?? { type: 'auto' }), disable_parallel_tool_use: true };
   }

@@ -242,6 +242,121 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(bodyOf({ messages: [], tool_choice: 'auto' })).not.toHaveProperty('tool_choice'); // no tools, no choice
   });
 
+  it("sends reasoning_details back as thinking blocks, before text and tool_use, leaving out what is not Anthropic's", () => {
+    const anthropic = (detail: Record<string, unknown>) => ({ ...detail, format: 'anthropic-claude-v1' });
+    const body = bodyOf({
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: 'Checking.',
+          reasoning: 'Think, then call.',
+          reasoning_details: [
+            anthropic({ type: 'reasoning.text', text: 'Think, then call.', signature: 'SIG', index: 0 }),
+            anthropic({ type: 'reasoning.encrypted', data: 'BLOB', index: 1 }),
+            anthropic({ type: 'reasoning.text', text: 'unsigned', index: 2 }),
+            anthropic({ type: 'reasoning.summary', summary: 'a summary', index: 3 }),
+            { type: 'reasoning.encrypted', data: 'gemini-signature', format: 'google-gemini-v1', index: 0 },
+            { type: 'reasoning.encrypted', data: 'openai-blob', format: 'openai-responses-v1', index: 0 },
+            { type: 'reasoning.text', text: 'no format', signature: 'SIG' },
+            'not an object',
+            anthropic({ type: 'reasoning.text', text: '', signature: 'OMITTED-SIG', index: 4 }),
+          ],
+          tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+      ],
+    });
+    expect((body.messages as { content: unknown[] }[])[1]?.content).toEqual([
+      { type: 'thinking', thinking: 'Think, then call.', signature: 'SIG' },
+      { type: 'redacted_thinking', data: 'BLOB' },
+      { type: 'thinking', thinking: '', signature: 'OMITTED-SIG' },
+      { type: 'text', text: 'Checking.' },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+    ]);
+    // Only Anthropic-format details: an assistant turn with others only is its text alone.
+    const other = bodyOf({
+      messages: [
+        { role: 'user', content: 'Hi' },
+        {
+          role: 'assistant',
+          content: 'Hello',
+          reasoning_details: [{ type: 'reasoning.text', text: 'x', format: 'x' }],
+        },
+      ],
+    });
+    expect((other.messages as { content: unknown[] }[])[1]?.content).toEqual([{ type: 'text', text: 'Hello' }]);
+  });
+
+  it.each([
+    ['max_tokens', { reasoning: { max_tokens: 2048 } }, 8000, 2048],
+    ['xhigh effort', { reasoning: { effort: 'xhigh' } }, 10_000, 9500],
+    ['high effort', { reasoning: { effort: 'high' } }, 10_000, 8000],
+    ['medium effort', { reasoning: { effort: 'medium' } }, 10_000, 5000],
+    ['low effort', { reasoning: { effort: 'low' } }, 10_000, 2000],
+    ['minimal effort', { reasoning: { effort: 'minimal' } }, 20_000, 2000],
+    ['enabled: true (medium)', { reasoning: { enabled: true } }, 10_000, 5000],
+    ['legacy reasoning_effort', { reasoning_effort: 'low' }, 10_000, 2000],
+    ['legacy include_reasoning: true (medium)', { include_reasoning: true }, 10_000, 5000],
+    ['exclude (still thinks)', { reasoning: { effort: 'high', exclude: true } }, 10_000, 8000],
+    ['a budget below 1024, raised to it', { reasoning: { max_tokens: 100 } }, 8000, 1024],
+    ['an effort below 1024, raised to it', { reasoning: { effort: 'minimal' } }, 4000, 1024],
+    ['a budget above 32000, capped', { reasoning: { max_tokens: 50_000 } }, 64_000, 32_000],
+    ['a budget at the completion limit, kept below it', { reasoning: { max_tokens: 8000 } }, 8000, 7999],
+    ['the smallest limit that takes thinking', { reasoning: { effort: 'high' } }, 1025, 1024],
+  ])('turns on thinking for %s', (_name, reasoning, maxTokens, budget) => {
+    const body = bodyOf({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: maxTokens, ...reasoning });
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: budget });
+    expect(body.max_tokens).toBe(maxTokens); // the hold's budget is never raised
+  });
+
+  it.each([
+    ['no reasoning field', {}, 8000],
+    ['effort none', { reasoning: { effort: 'none' } }, 8000],
+    ['enabled: false, whatever else', { reasoning: { enabled: false, max_tokens: 2048 } }, 8000],
+    ['reasoning_effort none', { reasoning_effort: 'none' }, 8000],
+    ['an effort it does not know', { reasoning: { effort: 'extreme' } }, 8000],
+    ['exclude alone', { reasoning: { exclude: true } }, 8000],
+    ['include_reasoning: false', { include_reasoning: false }, 8000],
+    ['a completion limit of 1024', { reasoning: { max_tokens: 1000 } }, 1024],
+    ['a completion limit below 1024', { reasoning: { effort: 'high' } }, 500],
+  ])('leaves thinking off for %s', (_name, reasoning, maxTokens) => {
+    const body = bodyOf({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: maxTokens, ...reasoning });
+    expect(body).not.toHaveProperty('thinking');
+    expect(body.max_tokens).toBe(maxTokens);
+  });
+
+  it('with thinking on, leaves out the sampling parameters and the forced tool choice Anthropic refuses with it', () => {
+    const base = {
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 8000,
+      temperature: 0.2,
+      top_p: 0.5,
+      top_k: 10,
+      tools: [WEATHER_TOOL],
+    };
+    const thinking = { ...base, reasoning: { effort: 'medium' } };
+    const sent = bodyOf({ ...thinking, tool_choice: 'required' });
+    expect(sent).not.toHaveProperty('temperature');
+    expect(sent).not.toHaveProperty('top_p');
+    expect(sent).not.toHaveProperty('top_k');
+    expect(sent.tool_choice).toEqual({ type: 'auto' });
+    const named = { type: 'function', function: { name: 'get_weather' } };
+    expect(bodyOf({ ...thinking, tool_choice: named }).tool_choice).toEqual({ type: 'auto' });
+    expect(bodyOf({ ...thinking, tool_choice: named, parallel_tool_calls: false }).tool_choice).toEqual({
+      type: 'auto',
+      disable_parallel_tool_use: true,
+    });
+    expect(bodyOf({ ...thinking, tool_choice: 'none' }).tool_choice).toEqual({ type: 'none' });
+    // Without thinking, all of them pass as before.
+    expect(bodyOf({ ...base, tool_choice: 'required' })).toMatchObject({
+      temperature: 0.2,
+      top_p: 0.5,
+      top_k: 10,
+      tool_choice: { type: 'any' },
+    });
+  });
+
   it('does not modify the caller body', () => {
     const callerBody = {
       messages: [

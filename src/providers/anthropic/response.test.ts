@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { NormalizedCompletion } from '../types.js';
 import { anthropicAdapter } from './adapter.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
+import { parseAnthropicMessage } from './parse-completion.js';
 import { mergeAnthropicUsage, parseAnthropicUsage } from './usage.js';
 
 function fixture(name: string): Record<string, unknown> {
@@ -67,7 +68,7 @@ describe('anthropicAdapter.parseResponse', () => {
     expect(parsed(json).choices[0]?.message.content).toBeNull();
   });
 
-  it('keeps thinking as reasoning, skips redacted thinking and maps max_tokens to length', () => {
+  it('gives thinking as reasoning and each thinking block, signed, and redacted block as reasoning_details', () => {
     const completion = parsed(fixture('message-thinking-max-tokens.json'));
     expect(completion.choices[0]).toEqual({
       index: 0,
@@ -75,6 +76,21 @@ describe('anthropicAdapter.parseResponse', () => {
         role: 'assistant',
         content: '2, 3, 5, 7, 11, 13',
         reasoning: 'The user wants a long list of primes. I will start from 2.',
+        reasoning_details: [
+          {
+            type: 'reasoning.text',
+            text: 'The user wants a long list of primes. I will start from 2.',
+            signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds',
+            format: 'anthropic-claude-v1',
+            index: 0,
+          },
+          {
+            type: 'reasoning.encrypted',
+            data: 'EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP',
+            format: 'anthropic-claude-v1',
+            index: 1,
+          },
+        ],
       },
       finish_reason: 'length',
       native_finish_reason: 'max_tokens',
@@ -85,6 +101,27 @@ describe('anthropicAdapter.parseResponse', () => {
       reasoningTokens: null,
       cachedTokens: null,
     });
+  });
+
+  it('numbers reasoning blocks apart from text and tool blocks, and leaves them out when the caller excludes them', () => {
+    const json = {
+      ...fixture('message-text.json'),
+      content: [
+        { type: 'redacted_thinking', data: 'R1' },
+        { type: 'text', text: 'Checking.' },
+        { type: 'thinking', thinking: 'Then the tool.', signature: 'S2' },
+        { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} },
+      ],
+    };
+    expect(parsed(json).choices[0]?.message.reasoning_details).toEqual([
+      { type: 'reasoning.encrypted', data: 'R1', format: 'anthropic-claude-v1', index: 0 },
+      { type: 'reasoning.text', text: 'Then the tool.', signature: 'S2', format: 'anthropic-claude-v1', index: 1 },
+    ]);
+    const excluded = parseAnthropicMessage(json, { excludeReasoning: true });
+    if ('kind' in excluded) throw new Error(excluded.reason);
+    expect(excluded.choices[0]?.message).not.toHaveProperty('reasoning');
+    expect(excluded.choices[0]?.message).not.toHaveProperty('reasoning_details');
+    expect(excluded.choices[0]?.message.content).toBe('Checking.');
   });
 
   it.each([

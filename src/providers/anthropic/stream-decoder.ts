@@ -2,19 +2,27 @@
  * One Anthropic Messages stream → OpenAI-format chunks. Anthropic's events depend on earlier ones:
  * prompt usage arrives in `message_start` and the output count in `message_delta`; tool arguments
  * arrive by content-block index, which counts text blocks too, while OpenAI numbers tool calls
- * alone. So one decoder per stream keeps that state.
+ * alone. So one decoder per stream keeps that state. Thinking streams as `reasoning` and, as
+ * OpenRouter gives it, as `reasoning_details` fragments numbered per reasoning block (reasoning.ts):
+ * each text piece, then the signature that closes the block, share its `index`, so the non-streamed
+ * fold (routing/stream-aggregate.ts) makes one signed detail of them; a redacted_thinking block
+ * arrives whole at its start.
  */
 import { plainStreamError } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
+import type { AnswerOptions } from './parse-completion.js';
+import { redactedDetail, thinkingDetail } from './reasoning.js';
 import { mergeAnthropicUsage, parseAnthropicUsage } from './usage.js';
 
 interface BlockState {
   kind: 'text' | 'tool' | 'thinking' | 'other';
   toolIndex: number;
   sentArguments: boolean;
+  /** Thinking blocks: the index of their `reasoning_details` item. */
+  detailIndex?: number;
 }
 
 export class AnthropicStreamDecoder implements StreamDecoder {
@@ -22,6 +30,10 @@ export class AnthropicStreamDecoder implements StreamDecoder {
   private startUsage: Record<string, unknown> = {};
   private readonly blocks = new Map<number, BlockState>();
   private toolCount = 0;
+  /** Reasoning blocks (thinking and redacted_thinking) so far: the next one's detail index. */
+  private reasoningCount = 0;
+
+  constructor(private readonly options: AnswerOptions = {}) {}
 
   parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
@@ -75,8 +87,16 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         : { kind: 'ignore' };
     }
     if (block.type === 'thinking') {
-      this.blocks.set(index, { kind: 'thinking', toolIndex: -1, sentArguments: false });
-      return { kind: 'ignore' };
+      const state = this.thinkingBlock(index);
+      // The text normally streams as deltas; any given here is its first piece.
+      return typeof block.thinking === 'string' && block.thinking !== ''
+        ? this.thinking(block.thinking, state)
+        : { kind: 'ignore' };
+    }
+    if (block.type === 'redacted_thinking' && typeof block.data === 'string') {
+      this.blocks.set(index, { kind: 'other', toolIndex: -1, sentArguments: false });
+      const detail = redactedDetail(block.data, this.reasoningCount++);
+      return this.options.excludeReasoning === true ? { kind: 'ignore' } : this.chunk({ reasoning_details: [detail] });
     }
     if (block.type !== 'tool_use') {
       this.blocks.set(index, { kind: 'other', toolIndex: -1, sentArguments: false });
@@ -107,8 +127,11 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         ? this.chunk({ content: delta.text })
         : malformed('text_delta without text');
     if (delta.type === 'thinking_delta')
-      return typeof delta.thinking === 'string' ? this.chunk({ reasoning: delta.thinking }) : { kind: 'ignore' };
-    if (delta.type !== 'input_json_delta') return { kind: 'ignore' }; // signature_delta, citations_delta
+      return typeof delta.thinking === 'string'
+        ? this.thinking(delta.thinking, this.thinkingBlock(json.index))
+        : { kind: 'ignore' };
+    if (delta.type === 'signature_delta') return this.signature(json.index, stringOrNull(delta.signature));
+    if (delta.type !== 'input_json_delta') return { kind: 'ignore' }; // citations_delta
     const block = this.blocks.get(json.index);
     if (block?.kind !== 'tool')
       return malformed(`input_json_delta for block ${json.index}, which is not a tool_use block`);
@@ -116,6 +139,33 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     if (fragment === null || fragment === '') return { kind: 'ignore' };
     block.sentArguments = true;
     return this.chunk({ tool_calls: [{ index: block.toolIndex, function: { arguments: fragment } }] });
+  }
+
+  /** The state of thinking block `index`, numbered as the next reasoning block when it is new. */
+  private thinkingBlock(index: number): BlockState {
+    const known = this.blocks.get(index);
+    if (known?.kind === 'thinking') return known;
+    const state: BlockState = {
+      kind: 'thinking',
+      toolIndex: -1,
+      sentArguments: false,
+      detailIndex: this.reasoningCount++,
+    };
+    this.blocks.set(index, state);
+    return state;
+  }
+
+  /** A piece of thinking text: as `reasoning`, and as a fragment of the block's detail. */
+  private thinking(text: string, block: BlockState): StreamEvent {
+    if (this.options.excludeReasoning === true) return { kind: 'ignore' };
+    return this.chunk({ reasoning: text, reasoning_details: [thinkingDetail(text, null, block.detailIndex ?? 0)] });
+  }
+
+  /** The signature that closes a thinking block: the last fragment of its detail, with no text of its own. */
+  private signature(index: number, signature: string | null): StreamEvent {
+    if (signature === null || signature === '' || this.options.excludeReasoning === true) return { kind: 'ignore' };
+    const block = this.thinkingBlock(index);
+    return this.chunk({ reasoning_details: [thinkingDetail('', signature, block.detailIndex ?? 0)] });
   }
 
   private blockStop(json: Record<string, unknown>): StreamEvent {

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SseParser } from '../../streaming/sse-parser.js';
 import type { EndpointTarget, NormalizedUsage, StreamEvent } from '../types.js';
+import { CompletionAggregator } from '../../routing/stream-aggregate.js';
 import { anthropicAdapter } from './adapter.js';
+import { reasoningExcluded } from './reasoning.js';
 import { AnthropicStreamDecoder } from './stream-decoder.js';
 
 /** Decodes a recorded SSE body as the stream reader does: one decoder, one call per event. */
@@ -146,8 +148,24 @@ describe('Anthropic stream decoding', () => {
     });
   });
 
-  it('streams thinking as reasoning and skips signatures', () => {
-    const assembled = assemble(decode('stream-thinking.sse'));
+  it('streams thinking as reasoning and as reasoning_details fragments, the signature last', () => {
+    const events = decode('stream-thinking.sse');
+    const details = events.flatMap((e) => (e.kind === 'chunk' ? (e.choices[0]?.delta.reasoning_details ?? []) : []));
+    expect(details).toEqual([
+      { type: 'reasoning.text', text: '27 * 453 = 12231', format: 'anthropic-claude-v1', index: 0 },
+      {
+        type: 'reasoning.text',
+        text: '',
+        signature: 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds',
+        format: 'anthropic-claude-v1',
+        index: 0,
+      },
+    ]);
+    // The thinking piece carries both fields in one chunk.
+    expect(events[2]).toMatchObject({
+      choices: [{ delta: { reasoning: '27 * 453 = 12231', reasoning_details: [{ text: '27 * 453 = 12231' }] } }],
+    });
+    const assembled = assemble(events);
     expect(assembled.reasoning).toBe('27 * 453 = 12231');
     expect(assembled.content).toBe('27 * 453 = 12,231');
     expect(assembled.usage).toEqual({
@@ -156,6 +174,91 @@ describe('Anthropic stream decoding', () => {
       reasoningTokens: null,
       cachedTokens: null,
     });
+  });
+
+  it('folds a streamed answer into one signed detail per thinking block and one per redacted block', () => {
+    const decoder = new AnthropicStreamDecoder();
+    const aggregate = new CompletionAggregator();
+    const events = [
+      ['message_start', { type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 5 } } }],
+      [
+        'content_block_start',
+        { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'A, ' } },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'then B.' } },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'S1' } },
+      ],
+      ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+      [
+        'content_block_start',
+        { type: 'content_block_start', index: 1, content_block: { type: 'redacted_thinking', data: 'R' } },
+      ],
+      ['content_block_stop', { type: 'content_block_stop', index: 1 }],
+      [
+        'content_block_start',
+        { type: 'content_block_start', index: 2, content_block: { type: 'thinking', thinking: '' } },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 2, delta: { type: 'thinking_delta', thinking: 'C.' } },
+      ],
+      [
+        'content_block_delta',
+        { type: 'content_block_delta', index: 2, delta: { type: 'signature_delta', signature: 'S2' } },
+      ],
+      ['content_block_start', { type: 'content_block_start', index: 3, content_block: { type: 'text', text: '' } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 3, delta: { type: 'text_delta', text: 'Done.' } }],
+      ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }],
+    ] as const;
+    for (const [name, data] of events) {
+      const event = decoder.parseStreamEvent(JSON.stringify(data), name);
+      if (event.kind === 'chunk') aggregate.add(event);
+    }
+    const message = aggregate.result().choices[0]?.message;
+    expect(message?.reasoning).toBe('A, then B.C.');
+    expect(message?.reasoning_details).toEqual([
+      { type: 'reasoning.text', text: 'A, then B.', format: 'anthropic-claude-v1', index: 0, signature: 'S1' },
+      { type: 'reasoning.encrypted', data: 'R', format: 'anthropic-claude-v1', index: 1 },
+      { type: 'reasoning.text', text: 'C.', format: 'anthropic-claude-v1', index: 2, signature: 'S2' },
+    ]);
+    // Sent back, the folded details are the blocks Anthropic gave, in order, before the text.
+    const next = JSON.parse(
+      anthropicAdapter.buildRequest(
+        { providerId: 'a', baseUrl: 'https://api.anthropic.com', apiKey: null, upstreamModel: 'c', extraHeaders: {} },
+        { messages: [{ role: 'user', content: 'Q' }, { ...message }] },
+        false,
+      ).body,
+    ) as { messages: { content: unknown[] }[] };
+    expect(next.messages[1]?.content).toEqual([
+      { type: 'thinking', thinking: 'A, then B.', signature: 'S1' },
+      { type: 'redacted_thinking', data: 'R' },
+      { type: 'thinking', thinking: 'C.', signature: 'S2' },
+      { type: 'text', text: 'Done.' },
+    ]);
+  });
+
+  it('streams no reasoning when the caller excludes it', () => {
+    const parser = new SseParser();
+    const raw = readFileSync(new URL('./fixtures/stream-thinking.sse', import.meta.url));
+    const decoder = new AnthropicStreamDecoder({ excludeReasoning: true });
+    const events = [...parser.push(raw), ...parser.end()].map((e) => decoder.parseStreamEvent(e.data, e.event));
+    const deltas = events.flatMap((e) => (e.kind === 'chunk' ? e.choices.map((c) => c.delta) : []));
+    expect(deltas.some((d) => 'reasoning' in d || 'reasoning_details' in d)).toBe(false);
+    expect(assemble(events).content).toBe('27 * 453 = 12,231');
+    // What the adapter reads from the request body to decide it.
+    expect(reasoningExcluded({ reasoning: { effort: 'high', exclude: true } })).toBe(true);
+    expect(reasoningExcluded({ include_reasoning: false })).toBe(true);
+    expect(reasoningExcluded({ reasoning: { exclude: false } })).toBe(false);
+    expect(reasoningExcluded(undefined)).toBe(false);
   });
 
   it.each([

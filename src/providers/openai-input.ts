@@ -195,6 +195,18 @@ export function readStopSequences(stop: unknown): string[] | null {
   return list.length > 0 ? list : null;
 }
 
+/**
+ * OpenRouter's `reasoning.effort` levels as shares of the completion limit (its documented ratios),
+ * for the providers whose thinking takes a token budget. A Map: no prototype keys.
+ */
+export const REASONING_EFFORT_RATIO: ReadonlyMap<string, number> = new Map([
+  ['xhigh', 0.95],
+  ['high', 0.8],
+  ['medium', 0.5],
+  ['low', 0.2],
+  ['minimal', 0.1],
+]);
+
 /** `max_completion_tokens` (current) wins over the deprecated `max_tokens`. */
 export function readMaxTokens(body: Record<string, unknown>): number | null {
   for (const value of [body.max_completion_tokens, body.max_tokens]) {

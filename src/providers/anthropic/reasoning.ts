@@ -8,21 +8,13 @@
  * last assistant turn lost its thinking blocks, or carries one unsigned or altered.
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
+import { REASONING_EFFORT_RATIO } from '../openai-input.js';
 
 export const ANTHROPIC_DETAIL_FORMAT = 'anthropic-claude-v1';
 
 /** Anthropic's bounds on `budget_tokens`: at least 1024, and below `max_tokens`; above 32k it advises batches. */
 const MIN_BUDGET = 1024;
 const MAX_BUDGET = 32_000;
-
-/** OpenRouter's reasoning efforts as shares of the completion limit (its documented ratios). A Map: no prototype keys. */
-const EFFORT_RATIO: ReadonlyMap<string, number> = new Map([
-  ['xhigh', 0.95],
-  ['high', 0.8],
-  ['medium', 0.5],
-  ['low', 0.2],
-  ['minimal', 0.1],
-]);
 
 /**
  * The thinking budget the caller's `reasoning` asks for, or null to leave thinking off: off unless
@@ -41,7 +33,7 @@ export function thinkingBudget(body: Record<string, unknown>, maxTokens: number)
   if (typeof asked === 'number' && Number.isInteger(asked) && asked > 0) budget = asked;
   else {
     const switched = reasoning?.enabled === true || body.include_reasoning === true;
-    const ratio = EFFORT_RATIO.get(effort ?? (switched ? 'medium' : ''));
+    const ratio = REASONING_EFFORT_RATIO.get(effort ?? (switched ? 'medium' : ''));
     if (ratio !== undefined) budget = Math.floor(maxTokens * ratio);
   }
   if (budget === null) return null;

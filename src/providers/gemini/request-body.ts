@@ -6,7 +6,14 @@
  * `generationConfig.thinkingConfig`.
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { numberOrNull, readFunctionTools, readMaxTokens, readStopSequences, readToolChoice } from '../openai-input.js';
+import {
+  REASONING_EFFORT_RATIO,
+  numberOrNull,
+  readFunctionTools,
+  readMaxTokens,
+  readStopSequences,
+  readToolChoice,
+} from '../openai-input.js';
 import { toGeminiPrompt } from './contents.js';
 
 const GENERATION_NUMBERS = [
@@ -50,15 +57,6 @@ function generationConfig(body: Record<string, unknown>): Record<string, unknown
   return config;
 }
 
-/** OpenRouter's reasoning efforts as shares of the completion limit (its documented ratios). A Map: no prototype keys. */
-const EFFORT_RATIO: ReadonlyMap<string, number> = new Map([
-  ['xhigh', 0.95],
-  ['high', 0.8],
-  ['medium', 0.5],
-  ['low', 0.2],
-  ['minimal', 0.1],
-]);
-
 /**
  * OpenRouter's `reasoning` (`effort`, `max_tokens`, `exclude`, `enabled`; legacy `reasoning_effort`
  * and `include_reasoning`) → Gemini's `thinkingConfig`; null when the caller asked nothing of it, so
@@ -90,7 +88,7 @@ function thinkingBudget(
 ): number | null {
   const belowLimit = (n: number) => (maxOutputTokens === null ? n : Math.max(0, Math.min(n, maxOutputTokens - 1)));
   if (typeof maxTokens === 'number' && Number.isInteger(maxTokens) && maxTokens >= 0) return belowLimit(maxTokens);
-  const ratio = EFFORT_RATIO.get(effort ?? (enabled ? 'medium' : ''));
+  const ratio = REASONING_EFFORT_RATIO.get(effort ?? (enabled ? 'medium' : ''));
   if (ratio === undefined || maxOutputTokens === null) return null;
   return belowLimit(Math.floor(maxOutputTokens * ratio));
 }

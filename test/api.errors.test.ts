@@ -82,6 +82,12 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
       ['tools', 'all'],
       ['models', 'test/chat'],
       ['provider', 'mock'],
+      ['reasoning', 'high'],
+      ['reasoning', { max_tokens: 'lots' }],
+      ['reasoning', { effort: 3 }],
+      ['reasoning', { exclude: 'yes' }],
+      ['reasoning_effort', 2],
+      ['include_reasoning', 'true'],
     ];
     for (const [field, value] of cases) {
       const error = expectInferenceError(

@@ -123,6 +123,18 @@ export const chatRequestSchema = z.looseObject({
   response_format: nullMeansAbsent(z.looseObject({ type: z.string() })),
   logit_bias: logitBias.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
+  // OpenRouter's reasoning switch, read by the adapters that translate it (Anthropic thinking, Gemini
+  // thinkingConfig): its fields' types are checked here, so a mistyped one is a 400, not ignored.
+  reasoning: nullMeansAbsent(
+    z.looseObject({
+      effort: nullMeansAbsent(z.string()),
+      max_tokens: nullMeansAbsent(z.number().int().min(0)),
+      exclude: nullMeansAbsent(z.boolean()),
+      enabled: nullMeansAbsent(z.boolean()),
+    }),
+  ),
+  reasoning_effort: nullMeansAbsent(z.string()),
+  include_reasoning: nullMeansAbsent(z.boolean()),
   top_logprobs: z.number().int().nullable().optional(),
   // Stored with the generation: an end-user id, bounded like every stored value a caller chooses.
   user: nullMeansAbsent(z.string().max(1000, 'must be at most 1000 characters')),

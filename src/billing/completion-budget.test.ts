@@ -19,4 +19,12 @@ describe('completionBudget', () => {
     const prices = { prompt: 1_000_000_000n, completion: 2_000_000_000n, request: 1n }; // 1000 and 2000 units per token
     expect(budgetCost({ prices }, 10, 5)).toBe(10n * 1000n + 5n * 2000n + 1n);
   });
+
+  it('holds every prompt token at a cache write when writes cost more than the prompt, never at a cheaper read', () => {
+    const prices = { prompt: 1_000_000_000n, completion: 2_000_000_000n, request: 0n };
+    expect(budgetCost({ prices: { ...prices, cacheWrite: 1_250_000_000n } }, 10, 5)).toBe(10n * 1250n + 5n * 2000n);
+    expect(budgetCost({ prices: { ...prices, cacheRead: 100_000_000n, cacheWrite: 500_000_000n } }, 10, 5)).toBe(
+      10n * 1000n + 5n * 2000n,
+    );
+  });
 });

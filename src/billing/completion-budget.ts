@@ -3,7 +3,7 @@
  * computed from it, and the same number is sent upstream as the request's completion limit, so the
  * hold bounds what the provider can produce (README "The overspend bound").
  */
-import type { TokenPrices, Units } from '../core/money.js';
+import { worstPromptPrice, type TokenPrices, type Units } from '../core/money.js';
 
 /** Without a caller limit or an endpoint maximum, a completion is held, and limited upstream, at this many tokens. */
 export const DEFAULT_COMPLETION_BUDGET = 4096;
@@ -30,14 +30,17 @@ export function completionBudget(
   return Math.max(1, Math.min(wanted, cap));
 }
 
-/** The most a request costs on an endpoint: its prompt estimate and its full completion budget, rounded up to units. */
+/**
+ * The most a request costs on an endpoint: its prompt estimate (every token at the dearer of the prompt
+ * and cache-write prices) and its full completion budget, rounded up to units.
+ */
 export function budgetCost(
   endpoint: Pick<BudgetedEndpoint, 'prices'>,
   promptTokens: number,
   completionTokens: number,
 ): Units {
   const femto =
-    endpoint.prices.prompt * BigInt(promptTokens) +
+    worstPromptPrice(endpoint.prices) * BigInt(promptTokens) +
     endpoint.prices.completion * BigInt(completionTokens) +
     endpoint.prices.request;
   return (femto + 999_999n) / 1_000_000n;

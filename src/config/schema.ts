@@ -132,6 +132,10 @@ const pricingSchema = z
     prompt: priceString,
     completion: priceString,
     request: priceString.default('0'),
+    /** A prompt token read from the provider's prompt cache (absent: the prompt price). */
+    input_cache_read: priceString.optional(),
+    /** A prompt token written to the provider's prompt cache (absent: the prompt price). */
+    input_cache_write: priceString.optional(),
   })
   .strict();
 

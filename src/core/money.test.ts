@@ -53,6 +53,46 @@ describe('money', () => {
     expect(half.total).toBe(1n);
   });
 
+  it('prices cache reads and writes apart from the rest of the prompt', () => {
+    const prices = {
+      prompt: parsePricePerToken('0.000001'), // 1000 units
+      completion: parsePricePerToken('0.000002'),
+      request: 0n,
+      cacheRead: parsePricePerToken('0.0000001'), // 100 units
+      cacheWrite: parsePricePerToken('0.00000125'), // 1250 units
+    };
+    const cost = computeCost(prices, {
+      promptTokens: 160,
+      completionTokens: 3,
+      cachedTokens: 50,
+      cacheWriteTokens: 100,
+    });
+    expect(cost.prompt).toBe(10n * 1000n + 50n * 100n + 100n * 1250n);
+    expect(cost.completion).toBe(3n * 2000n);
+    // Without cache prices, cached tokens cost what the prompt costs (as before cache prices existed).
+    const plain = computeCost(
+      { prompt: prices.prompt, completion: prices.completion, request: 0n },
+      { promptTokens: 160, completionTokens: 3, cachedTokens: 50, cacheWriteTokens: 100 },
+    );
+    expect(plain.prompt).toBe(160n * 1000n);
+  });
+
+  it('never prices a prompt token twice when a provider reports more cached tokens than prompt tokens', () => {
+    const prices = { prompt: 1000n, completion: 0n, request: 0n, cacheRead: 100n, cacheWrite: 2000n };
+    // Reads first: 10 tokens, all read; the reported writes have no tokens left.
+    expect(
+      computeCost(prices, { promptTokens: 10, completionTokens: 0, cachedTokens: 40, cacheWriteTokens: 5 }).total,
+    ).toBe(0n);
+    // One unit per prompt token, 0.1 per read, 2 per write.
+    const units = { prompt: 10n ** 6n, completion: 0n, request: 0n, cacheRead: 10n ** 5n, cacheWrite: 2n * 10n ** 6n };
+    // 4 reads (0.4) and, of the 50 writes reported, the 6 tokens left (12): 12.4 → 12.
+    expect(
+      computeCost(units, { promptTokens: 10, completionTokens: 0, cachedTokens: 4, cacheWriteTokens: 50 }).prompt,
+    ).toBe(12n);
+    // A negative count is none.
+    expect(computeCost(units, { promptTokens: 10, completionTokens: 0, cachedTokens: -3 }).prompt).toBe(10n);
+  });
+
   it('reads max_price per million tokens', () => {
     expect(perMillionToPricePerToken('0.15')).toBe(parsePricePerToken('0.00000015'));
     expect(perMillionToPricePerToken(1)).toBe(parsePricePerToken('0.000001'));

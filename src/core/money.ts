@@ -76,11 +76,20 @@ export interface TokenPrices {
   prompt: bigint; // femto-USD per token
   completion: bigint;
   request: bigint; // femto-USD per request
+  /** A prompt token read from the provider's prompt cache; absent: the prompt price. */
+  cacheRead?: bigint;
+  /** A prompt token written to the provider's prompt cache; absent: the prompt price. */
+  cacheWrite?: bigint;
 }
 
 export interface TokenCounts {
+  /** Every prompt token, the cached ones included. */
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt tokens, those read from the provider's cache. */
+  cachedTokens?: number;
+  /** Of the prompt tokens, those written to the provider's cache. */
+  cacheWriteTokens?: number;
 }
 
 export interface CostBreakdown {
@@ -96,15 +105,43 @@ function femtoToUnits(femto: bigint): Units {
 
 /** Cost of a completion. The total is rounded once from the exact femto sum, so total >= each part's rounding error. */
 export function computeCost(prices: TokenPrices, tokens: TokenCounts): CostBreakdown {
-  const promptFemto = prices.prompt * BigInt(tokens.promptTokens) + prices.request;
+  const promptFemto = promptCostFemto(prices, tokens) + prices.request;
   const completionFemto = prices.completion * BigInt(tokens.completionTokens);
   const total = femtoToUnits(promptFemto + completionFemto);
   const prompt = femtoToUnits(promptFemto);
   return { prompt, completion: total - prompt, total };
 }
 
+/**
+ * The prompt side in femto-USD: cache reads and cache writes at their own prices, the rest at the
+ * prompt price. The cache counts are parts of the prompt count; a provider reporting more cached
+ * tokens than prompt tokens has them capped (reads first), so no token is priced twice.
+ */
+function promptCostFemto(prices: TokenPrices, tokens: TokenCounts): bigint {
+  const all = tokens.promptTokens;
+  const read = Math.min(Math.max(0, tokens.cachedTokens ?? 0), all);
+  const written = Math.min(Math.max(0, tokens.cacheWriteTokens ?? 0), all - read);
+  return (
+    prices.prompt * BigInt(all - read - written) +
+    (prices.cacheRead ?? prices.prompt) * BigInt(read) +
+    (prices.cacheWrite ?? prices.prompt) * BigInt(written)
+  );
+}
+
+/** The most one prompt token can cost: the prompt price, or a dearer cache write (Anthropic's is 1.25×). */
+export function worstPromptPrice(prices: TokenPrices): bigint {
+  const write = prices.cacheWrite ?? prices.prompt;
+  return write > prices.prompt ? write : prices.prompt;
+}
+
 export function isZeroPrice(prices: TokenPrices): boolean {
-  return prices.prompt === 0n && prices.completion === 0n && prices.request === 0n;
+  return (
+    prices.prompt === 0n &&
+    prices.completion === 0n &&
+    prices.request === 0n &&
+    (prices.cacheRead ?? 0n) === 0n &&
+    (prices.cacheWrite ?? 0n) === 0n
+  );
 }
 
 /** Femto-USD per token → the catalog's decimal string ("0.00000015"). */

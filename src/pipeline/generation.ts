@@ -84,7 +84,14 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
     bound,
   );
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
-  const cost = computeCost(segment.served.endpoint.prices, { promptTokens, completionTokens });
+  // The cache's share of the prompt is priced as the cache is, when the provider counted the prompt.
+  const counted = usage !== null && !usage.promptUnknown;
+  const cost = computeCost(segment.served.endpoint.prices, {
+    promptTokens,
+    completionTokens,
+    cachedTokens: counted ? (usage.cachedTokens ?? 0) : 0,
+    cacheWriteTokens: counted ? (usage.cacheWriteTokens ?? 0) : 0,
+  });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
   const estimated = usage === null || usage.promptUnknown === true || usage.completionUnknown === true;
   return { promptTokens, completionTokens, cost, charged, estimated, byok: segment.served.byok !== null };

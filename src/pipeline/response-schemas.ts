@@ -335,7 +335,14 @@ export const rankingsSummaryResponse = z
 // --- Catalog ------------------------------------------------------------------------------------
 
 const price = z.string().meta({ description: 'USD per token, a decimal string' });
-const pricing = z.object({ prompt: price, completion: price, request: price, image: price });
+const pricing = z.object({
+  prompt: price,
+  completion: price,
+  request: price,
+  image: price,
+  input_cache_read: price.optional(),
+  input_cache_write: price.optional(),
+});
 const modalities = {
   modality: z.string(),
   input_modalities: z.array(z.string()),

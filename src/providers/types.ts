@@ -62,7 +62,9 @@ export function usageOf(
  */
 export function promptSide(usage: NormalizedUsage | null): NormalizedUsage | null {
   if (usage === null || usage.promptUnknown === true) return null;
-  return usageOf(usage.promptTokens, null, null, usage.cachedTokens);
+  const side = usageOf(usage.promptTokens, null, null, usage.cachedTokens);
+  if (usage.cacheWriteTokens !== undefined) side.cacheWriteTokens = usage.cacheWriteTokens;
+  return side;
 }
 
 /** The provider's whole count: both sides read (a prompt-only usage from early in a stream is not). */

@@ -50,7 +50,13 @@ export interface CatalogEndpoint {
   upstreamModel: string;
   prices: TokenPrices;
   /** The decimal strings as configured, for rendering. */
-  pricing: Readonly<{ prompt: string; completion: string; request: string }>;
+  pricing: Readonly<{
+    prompt: string;
+    completion: string;
+    request: string;
+    input_cache_read?: string;
+    input_cache_write?: string;
+  }>;
   contextLength: number;
   maxCompletionTokens: number | null;
   quantization: string | null;
@@ -131,6 +137,12 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
         prompt: parsePricePerToken(endpoint.pricing.prompt),
         completion: parsePricePerToken(endpoint.pricing.completion),
         request: parsePricePerToken(endpoint.pricing.request),
+        ...(endpoint.pricing.input_cache_read === undefined
+          ? {}
+          : { cacheRead: parsePricePerToken(endpoint.pricing.input_cache_read) }),
+        ...(endpoint.pricing.input_cache_write === undefined
+          ? {}
+          : { cacheWrite: parsePricePerToken(endpoint.pricing.input_cache_write) }),
       },
       pricing: endpoint.pricing,
       contextLength: endpoint.context_length ?? config.context_length,

@@ -129,7 +129,7 @@ export interface NativeModel {
   endpoints: {
     provider: string;
     model: string;
-    pricing?: { prompt: string; completion: string };
+    pricing?: { prompt: string; completion: string; input_cache_read?: string; input_cache_write?: string };
     supports_prefill?: boolean;
   }[];
 }

@@ -27,6 +27,11 @@ function pricing(endpoint: CatalogEndpoint) {
     completion: endpoint.pricing.completion,
     request: endpoint.pricing.request,
     image: '0',
+    // As OpenRouter lists them: only for an endpoint whose cache is priced apart from its prompt.
+    ...(endpoint.pricing.input_cache_read === undefined ? {} : { input_cache_read: endpoint.pricing.input_cache_read }),
+    ...(endpoint.pricing.input_cache_write === undefined
+      ? {}
+      : { input_cache_write: endpoint.pricing.input_cache_write }),
   };
 }
 

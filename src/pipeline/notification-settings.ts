@@ -26,7 +26,10 @@ const threshold = z
   }, 'threshold has more than 9 decimal places');
 
 export const notificationSettingsPatchSchema = z.strictObject({
-  low_balance: z.strictObject({ enabled: z.boolean().optional(), threshold: threshold.optional() }).optional(),
+  // A null threshold goes back to the operator's default (the dashboard sends it for an emptied field).
+  low_balance: z
+    .strictObject({ enabled: z.boolean().optional(), threshold: threshold.nullable().optional() })
+    .optional(),
   key_limit: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   key_expiry: z.strictObject({ enabled: z.boolean().optional() }).optional(),
 });
@@ -34,7 +37,8 @@ export const notificationSettingsPatchSchema = z.strictObject({
 export function toSettingsPatch(input: z.output<typeof notificationSettingsPatchSchema>): NotificationSettingsPatch {
   const patch: NotificationSettingsPatch = {};
   if (input.low_balance?.enabled !== undefined) patch.lowBalanceEnabled = input.low_balance.enabled;
-  if (input.low_balance?.threshold !== undefined) patch.lowBalanceThreshold = usdToUnits(input.low_balance.threshold);
+  const threshold = input.low_balance?.threshold;
+  if (threshold !== undefined) patch.lowBalanceThreshold = threshold === null ? null : usdToUnits(threshold);
   if (input.key_limit?.enabled !== undefined) patch.keyLimitEnabled = input.key_limit.enabled;
   if (input.key_expiry?.enabled !== undefined) patch.keyExpiryEnabled = input.key_expiry.enabled;
   return patch;

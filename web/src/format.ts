@@ -1,22 +1,20 @@
-/** How numbers and times read on the dashboard: USD with cents (sub-cent amounts to 6 places), times in UTC. */
+/**
+ * How numbers and times read on the dashboard: USD to the cent, with the rest of an amount's digits
+ * when it has any (to 9 places, the gateway's unit) — never rounded, so a balance of 9.999642 is not
+ * shown as $10.00; times in UTC.
+ */
 
-const usdLarge = new Intl.NumberFormat('en-US', {
+const usd = new Intl.NumberFormat('en-US', {
   style: 'currency',
   currency: 'USD',
   minimumFractionDigits: 2,
-  maximumFractionDigits: 2,
-});
-const usdSmall = new Intl.NumberFormat('en-US', {
-  style: 'currency',
-  currency: 'USD',
-  minimumFractionDigits: 2,
-  maximumFractionDigits: 6,
+  maximumFractionDigits: 9,
 });
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
 export function formatUsd(value: number | null | undefined): string {
   if (value === null || value === undefined) return '—';
-  return Math.abs(value) >= 1 || value === 0 ? usdLarge.format(value) : usdSmall.format(value);
+  return usd.format(value);
 }
 
 export function formatInteger(value: number | null | undefined): string {

@@ -48,10 +48,21 @@ export function useLocation(): Location {
   return location;
 }
 
-/** Only a path on this site: never `//host` or `https://…`, so `?next=` cannot send anyone elsewhere. */
+/**
+ * Only one of the dashboard's own pages: `?next=` can send no one elsewhere. Read as the browser
+ * reads a URL — it drops tabs and line breaks, so `/\t/host` is `//host` — and kept only when it
+ * stays on this origin and names a page of PATHS (not `/api/…`, which the dashboard does not render).
+ */
 export function safeNext(raw: string | null): string | null {
-  if (!raw || !raw.startsWith('/') || raw.startsWith('//') || raw.startsWith('/\\')) return null;
-  return raw;
+  if (!raw || !raw.startsWith('/')) return null;
+  let url: URL;
+  try {
+    url = new URL(raw, window.location.origin);
+  } catch {
+    return null;
+  }
+  if (url.origin !== window.location.origin || !(PATHS as readonly string[]).includes(url.pathname)) return null;
+  return url.pathname + url.search + url.hash;
 }
 
 export function Link(props: { to: string; children: ReactNode; className?: string; current?: boolean }) {

@@ -1,6 +1,10 @@
-/** Who is signed in: probed once at start (GET /session), set by sign-in, cleared by sign-out or any 401. */
-import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { api, ApiError, setCsrfToken, setSignedOutHandler } from './api/client';
+/**
+ * Who is signed in: probed once at start (GET /session), set by sign-in, cleared by sign-out or any
+ * 401. A mutation refused for a stale CSRF token (the holder signed in again in another tab) reads
+ * the session again: the same account's new token is used; another account's session ends this one.
+ */
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { api, ApiError, setCsrfRefresher, setCsrfToken, setSignedOutHandler } from './api/client';
 import type { Session } from './api/types';
 
 type SessionState =
@@ -18,6 +22,11 @@ const SessionContext = createContext<SessionContextValue | null>(null);
 
 export function SessionProvider(props: { children: ReactNode }) {
   const [state, setState] = useState<SessionState>({ status: 'loading' });
+  /** The account this page shows, for the CSRF refresher (which runs outside React's render). */
+  const accountId = useRef<string | null>(null);
+  useEffect(() => {
+    accountId.current = state.status === 'signed-in' ? state.session.account.id : null;
+  }, [state]);
 
   const forget = useCallback(() => {
     setCsrfToken(null);
@@ -28,6 +37,21 @@ export function SessionProvider(props: { children: ReactNode }) {
     setSignedOutHandler(() => {
       setCsrfToken(null);
       setState({ status: 'signed-out', problem: 'Your session ended. Sign in again.' });
+    });
+    setCsrfRefresher(async () => {
+      // The session now: null when there is none (401); undefined when it cannot be read (the refusal stands).
+      const current = await api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
+        (answer) => answer.data,
+        (error: unknown) => (error instanceof ApiError && error.status === 401 ? null : undefined),
+      );
+      if (current === undefined) return null;
+      if (current === null || current.account.id !== accountId.current) {
+        setCsrfToken(null);
+        setState({ status: 'signed-out', problem: 'Your session ended. Sign in again.' });
+        return null;
+      }
+      setCsrfToken(current.csrf_token);
+      return current.csrf_token;
     });
     let cancelled = false;
     api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
@@ -45,6 +69,7 @@ export function SessionProvider(props: { children: ReactNode }) {
     return () => {
       cancelled = true;
       setSignedOutHandler(null);
+      setCsrfRefresher(null);
     };
   }, []);
 

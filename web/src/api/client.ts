@@ -19,6 +19,7 @@ type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 let csrfToken: string | null = null;
 let onSignedOut: (() => void) | null = null;
+let refreshCsrf: (() => Promise<string | null>) | null = null;
 
 /** The token from the session answer; sent as X-CSRF-Token on POST/PATCH/DELETE. */
 export function setCsrfToken(token: string | null): void {
@@ -38,15 +39,27 @@ function messageOf(json: unknown, response: Response): string {
   return `The gateway answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
 }
 
+/**
+ * How a mutation refused for its CSRF token gets a current one: signing in again in another tab
+ * replaces the session, and with it the token this page holds. Answers the new token, or null when
+ * this page's session is gone (then the handler has already said so).
+ */
+export function setCsrfRefresher(refresher: (() => Promise<string | null>) | null): void {
+  refreshCsrf = refresher;
+}
+
 export interface RequestOptions {
   /** Do not treat a 401 as "the session ended" (the session probe and sign-in itself). */
   quiet401?: boolean;
+  /** A retry after a refreshed CSRF token: not refreshed again. */
+  retried?: boolean;
 }
 
 export async function api<T>(method: Method, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  const sentToken = method === 'GET' ? null : csrfToken;
+  if (sentToken) headers['x-csrf-token'] = sentToken;
   let response: Response;
   try {
     response = await fetch(`/api/v1${path}`, {
@@ -64,6 +77,11 @@ export async function api<T>(method: Method, path: string, body?: unknown, optio
     json = text === '' ? null : JSON.parse(text);
   } catch {
     json = null;
+  }
+  if (response.status === 403 && sentToken !== null && !options.retried && refreshCsrf) {
+    // A stale token (the session was replaced in another tab): once more with the current one.
+    const fresh = await refreshCsrf().catch(() => null);
+    if (fresh !== null && fresh !== sentToken) return api<T>(method, path, body, { ...options, retried: true });
   }
   if (!response.ok) {
     const retryAfter = Number(response.headers.get('retry-after'));

@@ -98,6 +98,9 @@ export interface AuthorizeRequest {
   callback_url: string;
   key_label: string | null;
   code_challenge_method: string | null;
+  limit: number | null;
+  usage_limit_type: 'daily' | 'weekly' | 'monthly' | null;
+  expires_at: string | null;
 }
 
 export type RankingPeriod = 'day' | 'week' | 'month';

@@ -3,7 +3,10 @@ import { ApiError } from '../api/client';
 /** The words of a failure, never swallowed: the error record's message, or what went wrong locally. */
 export function describeError(error: unknown): string {
   if (error instanceof ApiError) {
-    return error.retryAfterSeconds ? `${error.message} (try again in ${error.retryAfterSeconds} s)` : error.message;
+    // The wait, unless the message already names it.
+    return error.retryAfterSeconds && !/try again in/i.test(error.message)
+      ? `${error.message} (try again in ${error.retryAfterSeconds} s)`
+      : error.message;
   }
   return error instanceof Error ? error.message : String(error);
 }

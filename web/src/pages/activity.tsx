@@ -1,12 +1,13 @@
 /** Activity: spend, tokens and requests per UTC day (30 days), grouped and filtered; the recent generations. */
 import { useMemo, useState } from 'react';
 import { api, query } from '../api/client';
-import type { ApiKey, DailyActivity, GenerationRow } from '../api/types';
+import type { DailyActivity, GenerationRow } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
 import { TimeChart } from '../components/time-chart';
 import { useLoader } from '../components/use-loader';
 import { formatInteger, formatLatency, formatTime, formatUsd, lastUtcDays } from '../format';
 import { seriesOf, totalsOf } from './activity-series';
+import { loadKeys } from '../api/keys';
 
 const DAYS = 30;
 const GENERATIONS_PAGE = 50;
@@ -104,7 +105,7 @@ export function ActivityPage() {
   const [refresh, setRefresh] = useState(0);
   const days = useMemo(() => lastUtcDays(DAYS), []);
 
-  const keys = useLoader(() => api<{ data: ApiKey[] }>('GET', '/keys?include_disabled=true'), []);
+  const keys = useLoader(async () => ({ data: await loadKeys() }), []);
   const models = useLoader(() => api<{ data: { id: string; name: string }[] }>('GET', '/models'), []);
   const daily = useLoader(
     () =>

@@ -15,9 +15,9 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
     <tr aria-label={`App ${name}`}>
       <td data-label="App">
         <span className="key-name">{name}</span>
-        {name !== a.app.origin ? <div className="muted small">{a.app.origin}</div> : null}
+        {name !== a.app.origin ? <div className="muted small key-name-detail">{a.app.origin}</div> : null}
       </td>
-      <td data-label="Key" className="mono">
+      <td data-label="Key" className="mono key-name-detail">
         {a.key_label}
       </td>
       <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
@@ -62,25 +62,27 @@ export function AppsPage() {
       ) : apps.data.data.length === 0 ? (
         <p className="empty">You have not authorized any app.</p>
       ) : (
-        <table className="data-table cards">
-          <caption className="visually-hidden">Authorized apps</caption>
-          <thead>
-            <tr>
-              <th scope="col">App</th>
-              <th scope="col">Key</th>
-              <th scope="col">Limit</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Status</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {apps.data.data.map((a) => (
-              <AppRow key={a.id} authorization={a} onRevoked={apps.reload} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="data-table cards">
+            <caption className="visually-hidden">Authorized apps</caption>
+            <thead>
+              <tr>
+                <th scope="col">App</th>
+                <th scope="col">Key</th>
+                <th scope="col">Limit</th>
+                <th scope="col">Created</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Status</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {apps.data.data.map((a) => (
+                <AppRow key={a.id} authorization={a} onRevoked={apps.reload} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

@@ -7,6 +7,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, query } from '../api/client';
 import type { AuthorizeRequest } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
+import { formatTime } from '../format';
 import { useLoader } from '../components/use-loader';
 import { navigate, useLocation } from '../router';
 import { useSession } from '../session';
@@ -15,8 +16,22 @@ function serverProblem(): string | null {
   return document.querySelector('meta[name="tollgate-auth-problem"]')?.getAttribute('content') ?? null;
 }
 
-/** What the app's authorization URL carries; `limit` (the app's suggestion) only pre-fills the field the holder decides. */
-const PARAMS = ['callback_url', 'code_challenge', 'code_challenge_method', 'key_label', 'limit'] as const;
+/**
+ * What the app's authorization URL carries, all passed on when the holder decides: `limit` (the app's
+ * suggestion) only pre-fills the field the holder sets; the limit's reset and the key's expiry are
+ * the app's terms, shown before approval.
+ */
+const PARAMS = [
+  'callback_url',
+  'code_challenge',
+  'code_challenge_method',
+  'key_label',
+  'limit',
+  'usage_limit_type',
+  'expires_at',
+] as const;
+
+const RESETS: Record<string, string> = { daily: 'every day', weekly: 'every week', monthly: 'every month' };
 
 function Approval(props: { params: Record<(typeof PARAMS)[number], string | null> }) {
   const { params } = props;
@@ -73,6 +88,17 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
         After you decide, you are sent back to <span className="mono">{request.data.data.callback_url}</span>. You can
         revoke the key any time under Apps.
       </p>
+      {request.data.data.usage_limit_type || request.data.data.expires_at ? (
+        <ul className="muted">
+          {request.data.data.usage_limit_type ? (
+            <li>
+              The credit limit resets {RESETS[request.data.data.usage_limit_type] ?? request.data.data.usage_limit_type}{' '}
+              (UTC).
+            </li>
+          ) : null}
+          {request.data.data.expires_at ? <li>The key expires {formatTime(request.data.data.expires_at)}.</li> : null}
+        </ul>
+      ) : null}
       <label>
         Credit limit for this app (USD, optional)
         <input

@@ -7,8 +7,7 @@ import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
 import { formatDate, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
-
-const PAGE = 100;
+import { loadKeys } from '../api/keys';
 
 function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' {
   if (key.disabled) return 'Disabled';
@@ -22,16 +21,6 @@ function limitText(key: ApiKey): string {
   if (key.limit === null) return 'No limit';
   const window = key.limit_reset ? RESET_WORDS[key.limit_reset] : 'in total';
   return `${formatUsd(key.limit)} ${window}, ${formatUsd(key.limit_remaining)} left`;
-}
-
-async function loadKeys(): Promise<ApiKey[]> {
-  const all: ApiKey[] = [];
-  // Pages of 100, newest first; an account rarely has more than a few pages.
-  for (let offset = 0; ; offset += PAGE) {
-    const page = await api<{ data: ApiKey[] }>('GET', `/keys?include_disabled=true&offset=${offset}`);
-    all.push(...page.data);
-    if (page.data.length < PAGE || offset >= 10 * PAGE) return all;
-  }
 }
 
 function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {

@@ -1,0 +1,202 @@
+/**
+ * The dashboard at its edges, in Debian's Chromium (each a defect found by driving the built
+ * dashboard as a holder would, with a test that failed before):
+ * - the OAuth approval page passes on, and shows, the limit reset and the expiry an app asks for
+ *   (the issued key had neither: a lifetime limit that never expired);
+ * - a page whose session was replaced in another tab (sign out, sign in again) can still act: its
+ *   CSRF token is read again (every change, sign-out included, was refused until a reload);
+ * - `?next=` with a tab or line break (`/\t/evil.example/`, which the browser reads as `//evil…`) or
+ *   an API path lands on /keys (it left a blank page);
+ * - Activity's key filter lists every key, past the first page of 100;
+ * - an emptied low-balance threshold saves (back to the operator's default);
+ * - a long name without spaces does not widen the keys or apps table past the screen;
+ * - a balance is shown to its last digit, never rounded up to the next cent;
+ * - a rate-limit message names its wait once.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { asBrowser, createHolder, signIn } from '../helpers/session.js';
+import { sqliteTarget } from '../helpers/store-targets.js';
+import { chromiumAvailable, launchChromium, newPage, signInThroughPage } from './chromium.js';
+
+const BUILT = existsSync(fileURLToPath(new URL('../../dist/web/index.html', import.meta.url)));
+const HELLO = { model: 'test/chat', messages: [{ role: 'user', content: 'Hello' }] };
+
+describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
+  let gw: TestGateway;
+  let browser: Browser;
+  const open: { close(): Promise<void> }[] = [];
+  const problems: string[][] = [];
+
+  async function page(viewport?: { width: number; height: number }) {
+    const created = await newPage(browser, gw.url, viewport);
+    open.push(created.context);
+    problems.push(created.problems);
+    return created;
+  }
+
+  async function signedIn(holder: { email: string; password: string }, path = '/'): Promise<Page> {
+    const { page: p } = await page();
+    await p.goto(path);
+    await signInThroughPage(p, holder.email, holder.password);
+    return p;
+  }
+
+  beforeAll(async () => {
+    if (!BUILT) throw new Error('dist/web/index.html is missing: run `npm run build` before the browser tests');
+    gw = await startTestGateway({ target: sqliteTarget });
+    browser = await launchChromium();
+  }, 60_000);
+
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+    expect(problems.splice(0).flat()).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close();
+  });
+
+  it('the OAuth approval passes on the limit reset and expiry the app asks for, and shows them', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const verifier = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const expires = new Date(Date.now() + 30 * 86_400_000);
+    expires.setUTCMilliseconds(0);
+    const callbackUrl = 'http://localhost:9/callback';
+    const search = new URLSearchParams({
+      callback_url: callbackUrl,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      limit: '2',
+      usage_limit_type: 'daily',
+      expires_at: expires.toISOString(),
+    });
+    const p = await signedIn(holder, `/auth?${search.toString()}`);
+    await p.getByRole('heading', { name: /^Authorize / }).waitFor();
+    await p.getByText('The credit limit resets every day').waitFor();
+    await p.getByText(`The key expires ${expires.toISOString().slice(0, 16).replace('T', ' ')} UTC`).waitFor();
+    // Nothing listens on the callback port: the approval's redirect is read from the request, not followed.
+    const redirect = p.waitForRequest((request) => request.url().startsWith(callbackUrl));
+    await p.getByRole('button', { name: 'Approve' }).click();
+    const code = new URL((await redirect).url()).searchParams.get('code');
+    expect(code).toBeTruthy();
+    const exchanged = await fetch(`${gw.api}/auth/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code, code_verifier: verifier, code_challenge_method: 'S256' }),
+    });
+    expect(exchanged.status).toBe(200);
+    const { key } = (await exchanged.json()) as { key: string };
+    const current = await fetch(`${gw.api}/key`, { headers: { authorization: `Bearer ${key}` } });
+    const data = ((await current.json()) as { data: Record<string, unknown> }).data;
+    expect(data).toMatchObject({ limit: 2, limit_reset: 'daily', expires_at: expires.toISOString() });
+  });
+
+  it('a page whose session was replaced in another tab still acts (its CSRF token is read again)', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'tab key' });
+    const first = await signedIn(holder, '/keys');
+    await first.getByRole('heading', { name: 'API keys' }).waitFor();
+    // Another tab of the same browser signs out and in again: a new session, a new CSRF token.
+    const second = await first.context().newPage();
+    problems.push([]);
+    await second.goto('/keys');
+    await second.getByRole('heading', { name: 'API keys' }).waitFor();
+    await second.getByRole('button', { name: 'Sign out' }).click();
+    await signInThroughPage(second, holder.email, holder.password);
+    await second.getByRole('heading', { name: 'API keys' }).waitFor();
+
+    await first.getByRole('button', { name: 'Disable tab key' }).click();
+    await first.getByRole('button', { name: 'Enable tab key' }).waitFor();
+    await first.getByRole('button', { name: 'Sign out' }).click();
+    await first.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await first.getByRole('alert').count()).toBe(0);
+  });
+
+  it('?next= that the browser reads as another host, or an API path, lands on /keys', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    for (const next of ['%2F%09%2Fevil.example%2F', '%2F%0A%2Fevil.example%2F', '%2Fapi%2Fv1%2Fkeys']) {
+      const { page: p, context } = await page();
+      await p.goto(`/signin?next=${next}`);
+      await signInThroughPage(p, holder.email, holder.password);
+      await p.getByRole('heading', { name: 'API keys' }).waitFor();
+      expect(new URL(p.url()).pathname, next).toBe('/keys');
+      await context.close();
+    }
+  });
+
+  it("Activity's key filter lists every key, beyond the first 100", async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const { key } = await gw.createKey(holder.id, { name: 'the oldest key' });
+    expect((await chat(gw, key, HELLO)).status).toBe(200);
+    for (let i = 0; i < 104; i++) await gw.createKey(holder.id, { name: `bulk ${i}` });
+    const p = await signedIn(holder, '/activity');
+    const filter = p.getByLabel('Key', { exact: true });
+    await expect.poll(() => filter.locator('option').count()).toBe(106);
+    const oldest = await filter.locator('option', { hasText: 'the oldest key' }).getAttribute('value');
+    await filter.selectOption(oldest!);
+    // Filtered to that key: its one request.
+    const requests = p.getByLabel('Last 30 days').locator('div', { hasText: 'Requests' }).locator('dd');
+    await expect.poll(() => requests.textContent()).toBe('1');
+  });
+
+  it('an emptied low-balance threshold saves, back to the default', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const session = await signIn(gw, holder.email, holder.password);
+    const set = await asBrowser(gw, session, 'PATCH', '/account/notifications', {
+      json: { low_balance: { threshold: 7 } },
+    });
+    expect(set.status, set.text).toBe(200);
+    const p = await signedIn(holder, '/settings');
+    const field = p.getByLabel('Low-balance threshold (USD)');
+    await expect.poll(() => field.inputValue()).toBe('7');
+    await field.fill('');
+    await p.getByRole('button', { name: 'Save notification settings' }).click();
+    await p.getByText('Notification settings saved.').waitFor();
+    expect(await p.getByRole('alert').count()).toBe(0);
+    const after = await asBrowser(gw, session, 'GET', '/account/notifications');
+    expect(after.json.data.low_balance.threshold).not.toBe(7);
+  });
+
+  it('long names wrap inside the keys table; a balance shows every digit; a wait is named once', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123', 10);
+    const { key } = await gw.createKey(holder.id, { name: 'x'.repeat(200) });
+    expect((await chat(gw, key, HELLO)).status).toBe(200);
+    const p = await signedIn(holder, '/keys');
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    const widths = await p.evaluate(() => ({
+      page: document.documentElement.scrollWidth,
+      table: document.querySelector('table')?.scrollWidth ?? 0,
+      viewport: window.innerWidth,
+    }));
+    expect(widths.table).toBeLessThanOrEqual(widths.viewport);
+    expect(widths.page).toBeLessThanOrEqual(widths.viewport);
+
+    const account = await fetch(`${gw.api}/key`, { headers: { authorization: `Bearer ${key}` } });
+    const usage = ((await account.json()) as { data: { usage: number } }).data.usage;
+    expect(usage).toBeGreaterThan(0);
+    await p.goto('/credits');
+    const balance = (10 - usage).toFixed(9).replace(/0+$/, '');
+    await p.getByText(`$${balance}`).first().waitFor();
+
+    // Sign-in attempts past the limit: 429 with Retry-After; the message names the wait once.
+    const { page: q } = await page();
+    await q.goto('/signin');
+    let text = '';
+    for (let i = 0; i < 12 && !/try again/i.test(text); i++) {
+      await q.getByLabel('E-mail').fill(holder.email);
+      await q.getByLabel('Password').fill(`wrong password ${i}`);
+      await q.getByRole('button', { name: 'Sign in' }).click();
+      await q.getByRole('alert').waitFor();
+      text = (await q.getByRole('alert').textContent()) ?? '';
+    }
+    expect(text).toMatch(/try again/i);
+    expect(text.match(/try again/gi)).toHaveLength(1);
+  });
+});

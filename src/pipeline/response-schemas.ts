@@ -73,9 +73,12 @@ export const apiKeySchema = z
   })
   .meta({ id: 'ApiKey' });
 
-/** A key as the account's own listing shows it: with the OAuth app it was issued to. */
+/** A key as the account's own listing shows it: with the OAuth app it was issued to, and whether it was reported compromised. */
 export const ownedApiKeySchema = apiKeySchema
-  .extend({ app: z.object({ id: z.int(), name: z.string(), origin: z.string() }).nullable() })
+  .extend({
+    app: z.object({ id: z.int(), name: z.string(), origin: z.string() }).nullable(),
+    compromised: z.boolean(),
+  })
   .meta({ id: 'OwnedApiKey' });
 
 export const keyInfoSchema = z

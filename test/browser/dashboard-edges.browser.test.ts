@@ -11,7 +11,9 @@
  * - an emptied low-balance threshold saves (back to the operator's default);
  * - a long name without spaces does not widen the keys or apps table past the screen;
  * - a balance is shown to its last digit, never rounded up to the next cent;
- * - a rate-limit message names its wait once.
+ * - a rate-limit message names its wait once;
+ * - a key's limit and its reset can be changed on the page (they could only be set at creation), and
+ *   a key reported compromised says so, without an Enable button that could only fail.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -170,11 +172,9 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect((await chat(gw, key, HELLO)).status).toBe(200);
     const p = await signedIn(holder, '/keys');
     await p.getByRole('heading', { name: 'API keys' }).waitFor();
-    const widths = await p.evaluate(() => ({
-      page: document.documentElement.scrollWidth,
-      table: document.querySelector('table')?.scrollWidth ?? 0,
-      viewport: window.innerWidth,
-    }));
+    const widths = (await p.evaluate(
+      `({ page: document.documentElement.scrollWidth, table: document.querySelector('table')?.scrollWidth ?? 0, viewport: window.innerWidth })`,
+    )) as { page: number; table: number; viewport: number };
     expect(widths.table).toBeLessThanOrEqual(widths.viewport);
     expect(widths.page).toBeLessThanOrEqual(widths.viewport);
 
@@ -198,5 +198,27 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     }
     expect(text).toMatch(/try again/i);
     expect(text.match(/try again/gi)).toHaveLength(1);
+  });
+
+  it("a key's limit is changed on the page; a compromised key says so and offers no Enable", async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'limited key' });
+    const leaked = await gw.createKey(holder.id, { name: 'leaked key' });
+    expect((await gw.admin('POST', `/keys/${leaked.hash}/compromised`, {})).status).toBe(200);
+    const p = await signedIn(holder, '/keys');
+    const row = p.getByRole('row', { name: 'Key limited key' });
+    await row.getByRole('button', { name: 'Change the limit of limited key' }).click();
+    await row.getByLabel('Credit limit for limited key (USD; blank: no limit)').fill('4');
+    await row.getByLabel('Limit resets').selectOption('weekly');
+    await row.getByRole('button', { name: 'Save limit' }).click();
+    await row.getByText('$4.00 per week, $4.00 left').waitFor();
+    await row.getByRole('button', { name: 'Change the limit of limited key' }).click();
+    await row.getByLabel('Credit limit for limited key (USD; blank: no limit)').fill('');
+    await row.getByRole('button', { name: 'Save limit' }).click();
+    await row.getByText('No limit').waitFor();
+
+    const leakedRow = p.getByRole('row', { name: 'Key leaked key' });
+    await leakedRow.getByText('Compromised').waitFor();
+    expect(await leakedRow.getByRole('button', { name: /^Enable / }).count()).toBe(0);
   });
 });

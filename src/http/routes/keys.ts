@@ -32,10 +32,14 @@ const listQuery = z.object({
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
   const account = 'account' as const;
   const one = z.object({ data: ownedApiKeySchema });
-  /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null). */
+  /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null) and `compromised` (disabled for good). */
   const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
     const apps = await appsOfKeys(services.keys, keys);
-    return keys.map((k) => ({ ...renderApiKey(k, usage.get(k.hash)), app: apps.get(k.hash) ?? null }));
+    return keys.map((k) => ({
+      ...renderApiKey(k, usage.get(k.hash)),
+      app: apps.get(k.hash) ?? null,
+      compromised: k.compromisedAt !== null,
+    }));
   };
 
   routes.add(

@@ -38,6 +38,8 @@ export interface ApiKey {
   expires_at?: string | null;
   is_management_key?: boolean;
   app?: { id: string; name: string; origin: string } | null;
+  /** Reported exposed: disabled for good. */
+  compromised?: boolean;
 }
 
 export interface CreditEntry {

@@ -1,7 +1,7 @@
 /** Keys: every key of the account (inference and management) with usage, limits and the actions on it. */
 import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
-import type { ApiKey } from '../api/types';
+import type { ApiKey, LimitReset } from '../api/types';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
@@ -9,7 +9,8 @@ import { formatDate, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
 import { loadKeys } from '../api/keys';
 
-function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' {
+function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' | 'Compromised' {
+  if (key.compromised) return 'Compromised';
   if (key.disabled) return 'Disabled';
   if (key.expires_at && Date.parse(key.expires_at) <= now) return 'Expired';
   return 'Active';
@@ -58,9 +59,72 @@ function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }
   );
 }
 
+/** A key's credit limit and its reset window: a blank limit removes it. */
+function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {
+  const key = props.keyRecord;
+  const [limit, setLimit] = useState(key.limit === null ? '' : String(key.limit));
+  const [reset, setReset] = useState<'' | LimitReset>(key.limit_reset ?? '');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(null);
+    const value = limit.trim() === '' ? null : Number(limit);
+    if (value !== null && (!Number.isFinite(value) || value < 0)) {
+      setError(new Error('The credit limit must be a number of USD, 0 or more'));
+      return;
+    }
+    setBusy(true);
+    try {
+      await api('PATCH', `/keys/${key.hash}`, {
+        limit: value,
+        limit_reset: value === null || reset === '' ? null : reset,
+      });
+      props.onDone(true);
+    } catch (failure) {
+      setError(failure);
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="inline-form" onSubmit={(event) => void submit(event)}>
+      <label>
+        Credit limit for {key.name} (USD; blank: no limit)
+        <input
+          type="number"
+          min="0"
+          step="0.01"
+          inputMode="decimal"
+          value={limit}
+          onChange={(e) => setLimit(e.target.value)}
+          autoFocus
+        />
+      </label>
+      <label>
+        Limit resets
+        <select value={reset} onChange={(e) => setReset(e.target.value as '' | LimitReset)}>
+          <option value="">Never (a total)</option>
+          <option value="daily">Every day (UTC)</option>
+          <option value="weekly">Every week (Monday, UTC)</option>
+          <option value="monthly">Every month (UTC)</option>
+        </select>
+      </label>
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          Save limit
+        </button>
+        <button type="button" onClick={() => props.onDone(false)} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+      <ErrorNotice error={error} />
+    </form>
+  );
+}
+
 function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
   const key = props.keyRecord;
-  const [mode, setMode] = useState<'view' | 'rename' | 'delete'>('view');
+  const [mode, setMode] = useState<'view' | 'rename' | 'limit' | 'delete'>('view');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const status = statusOf(key, props.now);
@@ -103,7 +167,19 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
       <td data-label="Status">
         <span className={`status status-${status.toLowerCase()}`}>{status}</span>
       </td>
-      <td data-label="Limit">{limitText(key)}</td>
+      <td data-label="Limit">
+        {mode === 'limit' ? (
+          <LimitForm
+            keyRecord={key}
+            onDone={(changed) => {
+              setMode('view');
+              if (changed) props.onChanged();
+            }}
+          />
+        ) : (
+          limitText(key)
+        )}
+      </td>
       <td data-label="Usage today" className="num">
         {formatUsd(key.usage_daily)}
       </td>
@@ -143,12 +219,22 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
             </button>
             <button
               type="button"
-              onClick={() => void toggle()}
-              disabled={busy}
-              aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}
+              onClick={() => setMode('limit')}
+              disabled={busy || mode === 'limit'}
+              aria-label={`Change the limit of ${key.name}`}
             >
-              {key.disabled ? 'Enable' : 'Disable'}
+              Limit
             </button>
+            {key.compromised ? null : (
+              <button
+                type="button"
+                onClick={() => void toggle()}
+                disabled={busy}
+                aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}
+              >
+                {key.disabled ? 'Enable' : 'Disable'}
+              </button>
+            )}
             <button
               type="button"
               className="danger"

@@ -5,36 +5,16 @@
  */
 import { countTokens } from 'gpt-tokenizer';
 import { mediaTokens } from './media-token-estimate.js';
+import { boundedTokenCount } from '../core/token-count.js';
 
 const PER_MESSAGE_OVERHEAD = 4;
 // Caller text may contain special-token strings ("<|endoftext|>"): count them as text, never throw.
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
-// BPE cost grows quadratically on long runs without spaces (32 KB of "a" takes ~0.6 s): tokenize
-// bounded slices; a very long text is estimated from evenly spaced samples (its density of tokens
-// per character there, never below one token per three characters), so a hostile prompt costs
-// bounded time and a dense one (one token per character, or three) is not held at a third of it.
-const SLICE_CHARS = 1024;
-const TOKENIZE_UP_TO_CHARS = 32 * 1024;
-const SAMPLE_SLICES = 16;
-const CHARS_PER_TOKEN_FALLBACK = 3;
+const tokenizer = (text: string) => countTokens(text, AS_TEXT);
 
+/** In bounded time (`core/token-count.ts`): a hostile prompt is estimated, not tokenized whole. */
 function count(text: string): number {
-  if (text.length > TOKENIZE_UP_TO_CHARS) return sampledCount(text);
-  let tokens = 0;
-  for (let start = 0; start < text.length; start += SLICE_CHARS)
-    tokens += countTokens(text.slice(start, start + SLICE_CHARS), AS_TEXT);
-  return tokens;
-}
-
-function sampledCount(text: string): number {
-  const stride = Math.floor((text.length - SLICE_CHARS) / (SAMPLE_SLICES - 1));
-  let tokens = 0;
-  for (let i = 0; i < SAMPLE_SLICES; i++) {
-    const start = i * stride;
-    tokens += countTokens(text.slice(start, start + SLICE_CHARS), AS_TEXT);
-  }
-  const density = Math.ceil((tokens * text.length) / (SAMPLE_SLICES * SLICE_CHARS));
-  return Math.max(density, Math.ceil(text.length / CHARS_PER_TOKEN_FALLBACK));
+  return boundedTokenCount(text, tokenizer);
 }
 const PER_REQUEST_OVERHEAD = 3;
 

@@ -4,6 +4,7 @@
  * `mock/script.ts` for the model-name and `x-mock-script` header syntax. `POST /v1/moderations`
  * answers like OpenAI's moderation API (`mock/moderation-handler.ts`).
  */
+import { boundedTokenCount } from '../core/token-count.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createH2cServer, type Http2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -41,7 +42,9 @@ export async function startMockProvider(options: MockProviderOptions = {}): Prom
   const noSpecialTokens = { disallowedSpecial: new Set<string>() }; // count "<|endoftext|>" as text instead of throwing
   const ctx: ChatHandlerContext = {
     defaults: { ...DEFAULT_MOCK_SCRIPT, ...options.defaults },
-    countTokens: (text) => countTokens(text, noSpecialTokens),
+    // Bounded like the gateway's own estimate: this provider runs inside the demo gateway's process,
+    // where one long prompt without spaces would otherwise block every request for minutes.
+    countTokens: (text) => boundedTokenCount(text, (slice) => countTokens(slice, noSpecialTokens)),
     stats: { requests: 0, byModel: new Map(), moderations: 0, connections: 0 },
     failCounters: new Map(),
   };

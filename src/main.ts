@@ -279,6 +279,14 @@ export function createLogger(level: string, destination?: DestinationStream): Pi
       ],
       censor: '[redacted]',
     },
+    // An error's type, message and code, never its stack (file paths and code layout stay out of the logs).
+    serializers: { err: errorWithoutStack },
   };
   return destination ? pino(options, destination) : pino(options);
+}
+
+function errorWithoutStack(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const { stack: _stack, ...rest } = pino.stdSerializers.err(error);
+  return rest;
 }

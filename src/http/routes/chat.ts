@@ -87,7 +87,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
             );
             reply.raw.end(JSON.stringify(rendered.body));
           } else if (!reply.raw.writableEnded) {
-            request.log.error({ err: error }, 'stream failed after it started');
+            if (!(error instanceof TollgateError)) request.log.error({ err: error }, 'stream failed after it started');
             await sink.error(
               error instanceof TollgateError
                 ? error
@@ -100,7 +100,10 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
               },
             );
           }
-          if (rendered.status >= 500) request.log.error({ err: error }, 'chat stream failed');
+          // As replyWithError logs them: our own failures in full, a known one (an upstream's) as its code.
+          if (!(error instanceof TollgateError)) request.log.error({ err: error }, 'chat stream failed');
+          else if (rendered.status >= 500)
+            request.log.warn({ code: error.code, status: rendered.status }, error.message);
         }
         return reply;
       }

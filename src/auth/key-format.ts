@@ -8,6 +8,13 @@ import { crc32 } from 'node:zlib';
 
 export const KEY_PREFIX = 'sk-tg-v1-';
 const KEY_PATTERN = /^sk-tg-v1-[0-9a-f]{64}$/;
+/** A Tollgate key's prefix and what follows it in hex (whole or cut short), anywhere in a text. */
+const KEY_SHAPED = /sk-tg-v1-[0-9a-f]+/gi;
+
+/** `text` with anything shaped like a Tollgate key replaced by `[redacted]` (logs, echoed input). */
+export function redactKeys(text: string): string {
+  return text.replace(KEY_SHAPED, '[redacted]');
+}
 
 function checksum(body: string): string {
   return (crc32(body) >>> 0).toString(16).padStart(8, '0');

@@ -2,6 +2,7 @@
  * The one table from error codes to HTTP statuses, and the one renderer to the wire error record
  * `{ error: { code, message, metadata? } }`. `error-table.test.ts` fails when a code is unmapped.
  */
+import { redactKeys } from '../auth/key-format.js';
 import { TollgateError, type ErrorCode } from '../core/errors.js';
 
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -58,10 +59,19 @@ export function statusOf(error: TollgateError): number {
   return ERROR_STATUS[error.code];
 }
 
+/** An error message quoting the caller's input is cut here: a 100 KB model name is not sent back whole. */
+const MAX_MESSAGE_CHARS = 1000;
+
+/** The message as the caller may see it: no key (a caller's key pasted into a field is echoed back) and bounded. */
+function wireMessage(message: string): string {
+  const redacted = redactKeys(message);
+  return redacted.length <= MAX_MESSAGE_CHARS ? redacted : `${redacted.slice(0, MAX_MESSAGE_CHARS)}…`;
+}
+
 export function renderError(error: unknown): RenderedError {
   const known = error instanceof TollgateError ? error : new TollgateError('internal', 'Internal server error');
   const status = statusOf(known);
-  const body: RenderedError['body'] = { error: { code: status, message: known.message } };
+  const body: RenderedError['body'] = { error: { code: status, message: wireMessage(known.message) } };
   if (known.metadata) body.error.metadata = known.metadata;
   return { status, headers: known.headers ?? {}, body };
 }

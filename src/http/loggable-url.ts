@@ -4,6 +4,7 @@
  * and anything shaped like a Tollgate key is cut out wherever it sits (a key pasted into the path, or
  * under a parameter name not listed here).
  */
+import { redactKeys } from '../auth/key-format.js';
 const SECRET_PARAMETERS = new Set([
   'token',
   'code',
@@ -20,16 +21,13 @@ const SECRET_PARAMETERS = new Set([
   'authorization',
 ]);
 
-/** A Tollgate key's prefix and what follows it in hex (whole or cut short). */
-const KEY_SHAPED = /sk-tg-v1-[0-9a-f]+/gi;
-
 /** `api_key`, `apiKey`, `API-KEY` and `api.key` are one name. */
 function normalised(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]/g, '');
 }
 
 export function loggableUrl(url: string): string {
-  const unkeyed = url.replace(KEY_SHAPED, '[redacted]');
+  const unkeyed = redactKeys(url);
   const query = unkeyed.indexOf('?');
   if (query === -1) return unkeyed;
   const params = new URLSearchParams(unkeyed.slice(query + 1));

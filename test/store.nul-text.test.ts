@@ -1,6 +1,6 @@
 /**
  * PostgreSQL's text cannot hold a NUL character (SQLite's can). A caller's string with one is the
- * caller's input error: a generation id with one is no generation's (404, as on SQLite), and a key
+ * caller's input error: a generation id with one is a 400 naming it (as on SQLite), and a key
  * name with one is a 400 naming the reason — neither is a 500 that clients retry.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,10 +25,11 @@ describe('NUL characters in what callers send (PostgreSQL)', () => {
     return { status: r.statusCode, headers: r.headers as Record<string, string>, text: await r.body.text() };
   };
 
-  it('GET /generation?id=gen-%00 → 404 error record (not a 500), and the route keeps working', async () => {
+  it('GET /generation?id=gen-%00 → 400 error record naming the NUL (not a 500), and the route keeps working', async () => {
     const answer = await get('/generation?id=gen-%00abc');
     expect(answer.status, answer.text).toBeLessThan(500);
-    expectError(answer, 404);
+    expectError(answer, 400);
+    expect(answer.text).toContain('NUL');
     // The control case: an ordinary unknown id is a 404.
     expectError(await get('/generation?id=gen-unknown'), 404);
   });

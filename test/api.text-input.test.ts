@@ -1,0 +1,68 @@
+/**
+ * A string the store would not keep as sent is refused (400 naming the field), on the embedded store
+ * as on PostgreSQL: an unpaired surrogate was stored as U+FFFD, so two different credit references
+ * were one and the second purchase was taken for a replay of the first (never credited); a NUL cut a
+ * key name or a reference short when read back. And a JSON `null` body is not an empty object.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from './helpers/api.js';
+import { ADMIN_TOKEN, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+describe('text the store would change', () => {
+  let gw: TestGateway;
+  let accountId: string;
+  let keyHash: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({ target: sqliteTarget });
+    accountId = await gw.createAccount(0);
+    keyHash = (await gw.createKey(accountId)).hash;
+  });
+  afterAll(() => gw?.close());
+
+  /** The raw JSON text, so the escapes reach the gateway as written. */
+  const admin = (method: 'POST' | 'PATCH', path: string, raw: string) =>
+    call(gw, method, `/admin${path}`, {
+      raw,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    });
+
+  it('credit references differing only in an unpaired surrogate are refused, not merged', async () => {
+    const first = await admin(
+      'POST',
+      `/accounts/${accountId}/credits`,
+      '{"amount":1,"kind":"purchase","reference":"ref\\udc00"}',
+    );
+    expect(first.status, first.text).toBe(400);
+    expect(first.json.error.message).toContain('reference');
+    const nul = await admin(
+      'POST',
+      `/accounts/${accountId}/credits`,
+      '{"amount":1,"kind":"purchase","reference":"inv-42\\u0000-b"}',
+    );
+    expect(nul.status, nul.text).toBe(400);
+    expect(nul.json.error.message).toContain('NUL');
+    // A well-formed pair (an emoji) is text like any other.
+    const emoji = await admin(
+      'POST',
+      `/accounts/${accountId}/credits`,
+      '{"amount":1,"kind":"purchase","reference":"ref-\\ud83d\\ude00"}',
+    );
+    expect(emoji.status, emoji.text).toBe(201);
+    const account = await gw.admin('GET', `/accounts/${accountId}`);
+    expect(account.json.data.total_credits).toBe(1);
+  });
+
+  it('a key name with a NUL or an unpaired surrogate is refused, the key unchanged', async () => {
+    for (const name of ['a\\u0000b', 'a\\ud800b']) {
+      const r = await admin('PATCH', `/keys/${keyHash}`, `{"name":"${name}"}`);
+      expect(r.status, r.text).toBe(400);
+      expect(r.json.error.message).toContain('name');
+    }
+  });
+
+  it('a JSON null body is a 400, not an empty patch', async () => {
+    const r = await admin('PATCH', `/keys/${keyHash}`, 'null');
+    expect(r.status, r.text).toBe(400);
+  });
+});

@@ -8,8 +8,11 @@ import { crc32 } from 'node:zlib';
 
 export const KEY_PREFIX = 'sk-tg-v1-';
 const KEY_PATTERN = /^sk-tg-v1-[0-9a-f]{64}$/;
-/** A Tollgate key's prefix and what follows it in hex (whole or cut short), anywhere in a text. */
-const KEY_SHAPED = /sk-tg-v1-[0-9a-f]+/gi;
+/**
+ * A Tollgate key's prefix and what follows it in hex (whole or cut short, but not a masked label's
+ * three hex: `sk-tg-v1-255...de4` names a key without giving it away), anywhere in a text.
+ */
+const KEY_SHAPED = /sk-tg-v1-[0-9a-f]{12,}/gi;
 
 /** `text` with anything shaped like a Tollgate key replaced by `[redacted]` (logs, echoed input). */
 export function redactKeys(text: string): string {

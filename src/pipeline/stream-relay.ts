@@ -360,7 +360,8 @@ async function pump(
   }
   // A caller who left after the answer was complete did not cut it off.
   if (sink.closed && !complete) result.cancelled = true;
-  if (!result.cancelled && !result.failure && end.kind !== 'done' && progress.finishReason === null) {
+  // `[DONE]` (or the body's end) before every choice finished is a cut answer, never a success.
+  if (!result.cancelled && !result.failure && !complete) {
     result.fault = 'invalid_response';
     result.failure = new TollgateError(
       'upstream.unavailable',

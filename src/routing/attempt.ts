@@ -201,8 +201,9 @@ async function collectStream(
     stream.abort('shutdown');
     return failure;
   }
-  // Without [DONE] the answer is complete only if every choice finished.
-  if (!ended && !aggregate.finished)
+  // The answer is complete only if every choice finished: `[DONE]` without a finish reason is a cut
+  // answer (an upstream that lost its own upstream), as is a body that ends without one.
+  if (!aggregate.finished)
     return { ok: false, failure: invalidResponse('stream ended before the answer finished'), cancelled: false };
   return { ok: true, value: aggregate.result(), status: opened.status };
 }

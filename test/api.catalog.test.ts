@@ -207,6 +207,9 @@ describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
       expect((await getJson(gw, `/models?offset=${total}&limit=500`)).json.data).toEqual([]);
       expect((await getJson(gw, '/models?limit=0')).status).toBe(400);
       expect((await getJson(gw, '/models?offset=-1')).status).toBe(400);
+      // The documented range of every paged listing: decimal digits, 0 to 1,000,000.
+      for (const query of ['offset=0x10', 'offset=1000001', 'offset=1e3', 'limit=0x10', 'limit=1000001'])
+        expect((await getJson(gw, `/models?${query}`)).status, query).toBe(400);
     } finally {
       await gw.close();
     }

@@ -5,6 +5,7 @@ import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
 import { HealthRegistry } from '../../routing/health.js';
 import { z } from 'zod';
 import { parseBody } from '../parse-body.js';
+import { MAX_OFFSET, pageOffset } from '../page-offset.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import type { endpointSchema, modelSchema } from '../../pipeline/response-schemas.js';
@@ -105,8 +106,13 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
   const page = z.object({
-    offset: z.coerce.number().int().nonnegative().default(0),
-    limit: z.coerce.number().int().positive().optional(),
+    offset: pageOffset,
+    limit: z
+      .string()
+      .regex(/^\d{1,7}$/, `limit must be a whole number from 1 to ${MAX_OFFSET}`)
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= MAX_OFFSET, `limit must be a whole number from 1 to ${MAX_OFFSET}`)
+      .optional(),
   });
   routes.add(
     'GET',

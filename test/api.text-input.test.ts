@@ -2,7 +2,9 @@
  * A string the store would not keep as sent is refused (400 naming the field), on the embedded store
  * as on PostgreSQL: an unpaired surrogate was stored as U+FFFD, so two different credit references
  * were one and the second purchase was taken for a replay of the first (never credited); a NUL cut a
- * key name or a reference short when read back. And a JSON `null` body is not an empty object.
+ * key name or a reference short when read back. And a JSON `null` body is not an empty object, a
+ * text/plain body is not JSON, and valid JSON with a prototype key is told as such (it was "not valid
+ * JSON").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from './helpers/api.js';
@@ -64,5 +66,17 @@ describe('text the store would change', () => {
   it('a JSON null body is a 400, not an empty patch', async () => {
     const r = await admin('PATCH', `/keys/${keyHash}`, 'null');
     expect(r.status, r.text).toBe(400);
+  });
+
+  it('a text/plain body is refused as not JSON; a prototype key is named as such', async () => {
+    const plain = await call(gw, 'PATCH', `/admin/keys/${keyHash}`, {
+      raw: '{"name":"x"}',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+    });
+    expect(plain.status, plain.text).toBe(400);
+    expect(plain.json.error.message).toBe('Content-Type must be application/json');
+    const poisoned = await admin('PATCH', `/keys/${keyHash}`, '{"name":"x","__proto__":{"admin":true}}');
+    expect(poisoned.status, poisoned.text).toBe(400);
+    expect(poisoned.json.error.message).toContain('forbidden key');
   });
 });

@@ -5,7 +5,8 @@
  * - the bytes are scanned for nesting depth and value count while they arrive: over a limit → 400,
  *   the connection closed, the rest never read;
  * - the complete body must be valid UTF-8 (→ 400; JSON is UTF-8 and a replacement character would
- *   silently change what the caller sent), then Fastify's own parser (prototype-poisoning checks).
+ *   silently change what the caller sent), then Fastify's own parser (prototype-poisoning checks);
+ * - no other body type is parsed (`text/plain` included): `Content-Type must be application/json`.
  */
 import { isUtf8 } from 'node:buffer';
 import { Transform } from 'node:stream';
@@ -27,6 +28,21 @@ function refuse(reply: FastifyReply, error: TollgateError): TollgateError {
   // The rest of the body is still on the wire: close the connection rather than read it.
   reply.header('connection', 'close');
   return error;
+}
+
+const forbiddenKey = () =>
+  new TollgateError(
+    'request.invalid_json',
+    'Request body contains a forbidden key (__proto__ or constructor.prototype)',
+  );
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits): void {
@@ -57,6 +73,8 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
   });
 
   const parseJson = app.getDefaultJsonParser('error', 'error');
+  // JSON only: a text/plain body was read as a string and refused field by field (415 → invalid_json now).
+  app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
@@ -64,6 +82,11 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
       done(new TollgateError('request.invalid_json', 'Request body is not valid UTF-8'), undefined);
       return;
     }
-    parseJson(request, bytes.toString('utf8'), done);
+    const text = bytes.toString('utf8');
+    parseJson(request, text, (error, parsed) => {
+      if (error === null) return done(null, parsed);
+      // Fastify says only "invalid": valid JSON refused here carries a prototype key.
+      done(parsesAsJson(text) ? forbiddenKey() : error, undefined);
+    });
   });
 }

@@ -88,6 +88,17 @@ describe.each(STORE_TARGETS)('bad input ($name)', (target) => {
       ['reasoning', { exclude: 'yes' }],
       ['reasoning_effort', 2],
       ['include_reasoning', 'true'],
+      // Validated as documented (each was accepted and forwarded before):
+      ['tools', [{ type: 'function', function: {} }]],
+      ['tool_choice', { type: 'function' }],
+      ['tool_choice', 'sometimes'],
+      ['parallel_tool_calls', 'x'],
+      ['response_format', { type: 'nope' }],
+      ['response_format', { type: 'json_schema' }],
+      ['reasoning', { effort: 'ultra' }],
+      ['logit_bias', { abc: 1 }],
+      ['top_logprobs', 1000],
+      ['stop', ['a', 'b', 'c', 'd', 'e']],
     ];
     for (const [field, value] of cases) {
       const error = expectInferenceError(

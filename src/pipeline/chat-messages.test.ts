@@ -100,7 +100,11 @@ describe('chat message shapes per role', () => {
       ),
     ).toBe('Invalid request: messages[3].content[0].text: must be a string');
     expect(
-      refusal({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }, { type: 5 }] }),
+      refusal({
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f' } }, { type: 5 }],
+      }),
     ).toBe('Invalid request: tools[1].type: Invalid input: expected string, received number');
   });
 

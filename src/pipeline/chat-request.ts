@@ -45,9 +45,47 @@ const logitBias = z.custom<Record<string, number>>().superRefine((value, ctx) =>
     ctx.addIssue({ code: 'custom', message: 'must have at most 300 entries' });
     return;
   }
+  const badId = entries.find(([id]) => !/^\d{1,9}$/.test(id));
+  if (badId) {
+    ctx.addIssue({ code: 'custom', message: 'must be a token id (a whole number)', path: [badId[0]] });
+    return;
+  }
   const bad = entries.find(([, bias]) => typeof bias !== 'number' || !(bias >= -100 && bias <= 100));
   if (bad) ctx.addIssue({ code: 'custom', message: 'must be a number from -100 to 100', path: [bad[0]] });
 });
+
+/** A stop sequence or up to four (OpenAI's bound), named when it is exceeded. */
+const stopSequences = z.custom<string | string[]>().superRefine((value, ctx) => {
+  if (typeof value === 'string') return;
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string'))
+    ctx.addIssue({ code: 'custom', message: 'must be a string or an array of strings' });
+  else if (value.length > 4) ctx.addIssue({ code: 'custom', message: 'must have at most 4 items' });
+});
+
+/** A function tool names its function (the name is what the model calls); other tool types pass as sent. */
+const tool = z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
+  if (value.type !== 'function') return;
+  const fn = (value as { function?: unknown }).function;
+  const name = typeof fn === 'object' && fn !== null ? (fn as { name?: unknown }).name : undefined;
+  if (typeof name !== 'string' || name.length === 0)
+    ctx.addIssue({ code: 'custom', message: 'must be a non-empty string', path: ['function', 'name'] });
+});
+
+/** `none`, `auto`, `required`, or `{ type: "function", function: { name } }`. */
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.looseObject({
+    type: z.literal('function'),
+    function: z.looseObject({ name: z.string().min(1, 'must be a non-empty string') }),
+  }),
+]);
+
+/** `text`, `json_object`, or `json_schema` with its schema object. */
+const responseFormat = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({ type: z.literal('json_schema'), json_schema: z.looseObject({}) }),
+]);
 
 /**
  * Optional, and `null` means the same as absent: OpenAI's schema makes optional parameters nullable,
@@ -114,20 +152,18 @@ export const chatRequestSchema = z.looseObject({
   repetition_penalty: z.number().nullable().optional(),
   seed: z.number().int().nullable().optional(),
   n: z.number().int().min(1).max(1, 'n > 1 is not supported').nullable().optional(),
-  stop: z
-    .union([z.string(), boundedArray(z.string(), 4)])
-    .nullable()
-    .optional(),
-  tools: nullMeansAbsent(boundedArray(z.looseObject({ type: z.string() }), 128)),
-  tool_choice: nullMeansAbsent(z.union([z.string(), z.looseObject({})])),
-  response_format: nullMeansAbsent(z.looseObject({ type: z.string() })),
+  stop: stopSequences.nullable().optional(),
+  tools: nullMeansAbsent(boundedArray(tool, 128)),
+  tool_choice: nullMeansAbsent(toolChoice),
+  parallel_tool_calls: nullMeansAbsent(z.boolean()),
+  response_format: nullMeansAbsent(responseFormat),
   logit_bias: logitBias.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
   // OpenRouter's reasoning switch, read by the adapters that translate it (Anthropic thinking, Gemini
   // thinkingConfig): its fields' types are checked here, so a mistyped one is a 400, not ignored.
   reasoning: nullMeansAbsent(
     z.looseObject({
-      effort: nullMeansAbsent(z.string()),
+      effort: nullMeansAbsent(z.enum(['xhigh', 'high', 'medium', 'low', 'minimal', 'none'])),
       max_tokens: nullMeansAbsent(z.number().int().min(0)),
       exclude: nullMeansAbsent(z.boolean()),
       enabled: nullMeansAbsent(z.boolean()),
@@ -135,7 +171,7 @@ export const chatRequestSchema = z.looseObject({
   ),
   reasoning_effort: nullMeansAbsent(z.string()),
   include_reasoning: nullMeansAbsent(z.boolean()),
-  top_logprobs: z.number().int().nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   // Stored with the generation: an end-user id, bounded like every stored value a caller chooses.
   user: nullMeansAbsent(z.string().max(1000, 'must be at most 1000 characters')),
   // Legacy OpenRouter fields: accepted, ignored (usage is always reported).

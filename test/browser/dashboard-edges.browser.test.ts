@@ -27,6 +27,8 @@ import { chromiumAvailable, launchChromium, newPage, signInThroughPage } from '.
 
 const BUILT = existsSync(fileURLToPath(new URL('../../dist/web/index.html', import.meta.url)));
 const HELLO = { model: 'test/chat', messages: [{ role: 'user', content: 'Hello' }] };
+/** As long as a page's own waits (newPage's 15 s): a loaded machine may take a while to render. */
+const PATIENT = { timeout: 15_000 };
 
 describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
   let gw: TestGateway;
@@ -140,12 +142,12 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     for (let i = 0; i < 104; i++) await gw.createKey(holder.id, { name: `bulk ${i}` });
     const p = await signedIn(holder, '/activity');
     const filter = p.getByLabel('Key', { exact: true });
-    await expect.poll(() => filter.locator('option').count()).toBe(106);
+    await expect.poll(() => filter.locator('option').count(), PATIENT).toBe(106);
     const oldest = await filter.locator('option', { hasText: 'the oldest key' }).getAttribute('value');
     await filter.selectOption(oldest!);
     // Filtered to that key: its one request.
     const requests = p.getByLabel('Last 30 days').locator('div', { hasText: 'Requests' }).locator('dd');
-    await expect.poll(() => requests.textContent()).toBe('1');
+    await expect.poll(() => requests.textContent(), PATIENT).toBe('1');
   });
 
   it('an emptied low-balance threshold saves, back to the default', async () => {
@@ -157,7 +159,7 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(set.status, set.text).toBe(200);
     const p = await signedIn(holder, '/settings');
     const field = p.getByLabel('Low-balance threshold (USD)');
-    await expect.poll(() => field.inputValue()).toBe('7');
+    await expect.poll(() => field.inputValue(), PATIENT).toBe('7');
     await field.fill('');
     await p.getByRole('button', { name: 'Save notification settings' }).click();
     await p.getByText('Notification settings saved.').waitFor();

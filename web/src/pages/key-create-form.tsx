@@ -3,6 +3,7 @@ import { useId, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
+import { LimitResetSelect, parseLimit } from './key-limit';
 
 export interface CreatedKey {
   data: ApiKey;
@@ -28,9 +29,9 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
-    const limitValue = limit.trim() === '' ? null : Number(limit);
-    if (limitValue !== null && (!Number.isFinite(limitValue) || limitValue < 0)) {
-      setError(new Error('The credit limit must be a number of USD, 0 or more'));
+    const limitValue = parseLimit(limit);
+    if (limitValue instanceof Error) {
+      setError(limitValue);
       return;
     }
     const body: Record<string, unknown> = { name: name.trim(), include_byok_in_limit: includeByok };
@@ -79,17 +80,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
         </label>
         <label>
           Limit resets
-          <select
-            name="limit_reset"
-            value={reset}
-            onChange={(e) => setReset(e.target.value as '' | LimitReset)}
-            disabled={limit.trim() === ''}
-          >
-            <option value="">Never (total limit)</option>
-            <option value="daily">Every UTC day</option>
-            <option value="weekly">Every week (Monday, UTC)</option>
-            <option value="monthly">Every month (UTC)</option>
-          </select>
+          <LimitResetSelect value={reset} onChange={setReset} disabled={limit.trim() === ''} />
         </label>
       </div>
       <label>

@@ -1,5 +1,5 @@
 /** Keys: every key of the account (inference and management) with usage, limits and the actions on it. */
-import { useState, type FormEvent } from 'react';
+import { useState, type FormEvent, type ReactNode } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { Confirm } from '../components/confirm';
@@ -8,6 +8,7 @@ import { useLoader } from '../components/use-loader';
 import { formatDate, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
 import { loadKeys } from '../api/keys';
+import { LimitResetSelect, parseLimit } from './key-limit';
 
 function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' | 'Compromised' {
   if (key.compromised) return 'Compromised';
@@ -24,16 +25,30 @@ function limitText(key: ApiKey): string {
   return `${formatUsd(key.limit)} ${window}, ${formatUsd(key.limit_remaining)} left`;
 }
 
-function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {
-  const [name, setName] = useState(props.keyRecord.name);
+/**
+ * A form in a key's row that PATCHes it: `patch` answers the body (or an Error to show instead);
+ * Save and Cancel, the wait and the failure in words.
+ */
+function KeyPatchForm(props: {
+  keyRecord: ApiKey;
+  submitLabel: string;
+  patch(): Record<string, unknown> | Error;
+  onDone(changed: boolean): void;
+  children: ReactNode;
+}) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
     setError(null);
+    const body = props.patch();
+    if (body instanceof Error) {
+      setError(body);
+      return;
+    }
+    setBusy(true);
     try {
-      await api('PATCH', `/keys/${props.keyRecord.hash}`, { name: name.trim() });
+      await api('PATCH', `/keys/${props.keyRecord.hash}`, body);
       props.onDone(true);
     } catch (failure) {
       setError(failure);
@@ -42,13 +57,10 @@ function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }
   };
   return (
     <form className="inline-form" onSubmit={(event) => void submit(event)}>
-      <label>
-        New name for {props.keyRecord.name}
-        <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
-      </label>
+      {props.children}
       <div className="actions">
         <button type="submit" className="primary" disabled={busy}>
-          Save name
+          {props.submitLabel}
         </button>
         <button type="button" onClick={() => props.onDone(false)} disabled={busy}>
           Cancel
@@ -59,35 +71,30 @@ function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }
   );
 }
 
+function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {
+  const [name, setName] = useState(props.keyRecord.name);
+  return (
+    <KeyPatchForm {...props} submitLabel="Save name" patch={() => ({ name: name.trim() })}>
+      <label>
+        New name for {props.keyRecord.name}
+        <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+      </label>
+    </KeyPatchForm>
+  );
+}
+
 /** A key's credit limit and its reset window: a blank limit removes it. */
 function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }) {
   const key = props.keyRecord;
   const [limit, setLimit] = useState(key.limit === null ? '' : String(key.limit));
   const [reset, setReset] = useState<'' | LimitReset>(key.limit_reset ?? '');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
-    setError(null);
-    const value = limit.trim() === '' ? null : Number(limit);
-    if (value !== null && (!Number.isFinite(value) || value < 0)) {
-      setError(new Error('The credit limit must be a number of USD, 0 or more'));
-      return;
-    }
-    setBusy(true);
-    try {
-      await api('PATCH', `/keys/${key.hash}`, {
-        limit: value,
-        limit_reset: value === null || reset === '' ? null : reset,
-      });
-      props.onDone(true);
-    } catch (failure) {
-      setError(failure);
-      setBusy(false);
-    }
+  const patch = () => {
+    const value = parseLimit(limit);
+    if (value instanceof Error) return value;
+    return { limit: value, limit_reset: value === null || reset === '' ? null : reset };
   };
   return (
-    <form className="inline-form" onSubmit={(event) => void submit(event)}>
+    <KeyPatchForm {...props} submitLabel="Save limit" patch={patch}>
       <label>
         Credit limit for {key.name} (USD; blank: no limit)
         <input
@@ -102,23 +109,9 @@ function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void })
       </label>
       <label>
         Limit resets
-        <select value={reset} onChange={(e) => setReset(e.target.value as '' | LimitReset)}>
-          <option value="">Never (a total)</option>
-          <option value="daily">Every day (UTC)</option>
-          <option value="weekly">Every week (Monday, UTC)</option>
-          <option value="monthly">Every month (UTC)</option>
-        </select>
+        <LimitResetSelect value={reset} onChange={setReset} />
       </label>
-      <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>
-          Save limit
-        </button>
-        <button type="button" onClick={() => props.onDone(false)} disabled={busy}>
-          Cancel
-        </button>
-      </div>
-      <ErrorNotice error={error} />
-    </form>
+    </KeyPatchForm>
   );
 }
 

@@ -87,7 +87,6 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
             );
             reply.raw.end(JSON.stringify(rendered.body));
           } else if (!reply.raw.writableEnded) {
-            if (!(error instanceof TollgateError)) request.log.error({ err: error }, 'stream failed after it started');
             await sink.error(
               error instanceof TollgateError
                 ? error
@@ -101,7 +100,8 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
             );
           }
           // As replyWithError logs them: our own failures in full, a known one (an upstream's) as its code.
-          if (!(error instanceof TollgateError)) request.log.error({ err: error }, 'chat stream failed');
+          if (!(error instanceof TollgateError))
+            request.log.error({ err: error, started: sink.started }, 'chat stream failed');
           else if (rendered.status >= 500)
             request.log.warn({ code: error.code, status: rendered.status }, error.message);
         }

@@ -97,11 +97,14 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       TOLLGATE_CONFIG: config,
       PORT: 'eighty',
       TOLLGATE_DATA_DIR: join(dir, 'bad'),
+      // An unknown log level is one more problem reported (it used to crash the boot with pino's message, exit 1).
+      TOLLGATE_LOG_LEVEL: 'bogus',
     });
     expect(result.code).toBe(78);
     expect(result.stderr).toContain('providers.0.id');
     expect(result.stderr).toContain('providers.0.kind');
     expect(result.stderr).toContain('PORT');
+    expect(result.stderr).toContain('TOLLGATE_LOG_LEVEL');
   });
 
   it('refuses to start on a database file it cannot open, saying why, and exits 1', async () => {

@@ -20,9 +20,14 @@ Admin commands talk to a running gateway: --url (or TOLLGATE_URL, default http:/
 the admin token comes from TOLLGATE_ADMIN_TOKEN, or a prompt when it is unset (a command-line flag
 would show it to every user of the machine); --json prints the API's JSON.`;
 
+const LOG_LEVELS: ReadonlySet<string> = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
 async function serve(): Promise<void> {
   const env = process.env;
-  const logger = createLogger(env.TOLLGATE_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info');
+  // An unknown level is reported with every other problem of the environment (exit 78) by
+  // startGateway; until then the logger must exist, so it starts at `info`.
+  const requested = env.TOLLGATE_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info';
+  const logger = createLogger(LOG_LEVELS.has(requested) ? requested : 'info');
   let running;
   try {
     running = await startGateway(env, logger);

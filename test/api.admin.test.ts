@@ -216,6 +216,8 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect(marked.status).toBe(200);
     expect(Object.keys(marked.json)).toEqual(['data']);
     expect(marked.json.data).toMatchObject({ hash, disabled: true });
+    // With the key's real usage (it was all zeros).
+    expect(marked.json.data.usage).toBeGreaterThan(0);
     expect(marked.text).not.toContain(key.slice(9));
     expectError(await chat(gw, key, { model: 'test/chat', messages: HELLO }), 401);
     expectError(await call(gw, 'GET', '/key', { key }), 401);

@@ -188,7 +188,8 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         },
         'key disabled as compromised',
       );
-      return { data: renderApiKey(result.key) };
+      const usage = await usageOf(services.keys, [result.key]);
+      return { data: renderApiKey(result.key, usage.get(result.key.hash)) };
     },
     {
       auth: 'admin',

@@ -214,4 +214,41 @@ describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
       await gw.close();
     }
   });
+
+  it("a model's supported_parameters are its endpoints' when the model lists none", async () => {
+    const { startTestGateway, getJson } = await import('./helpers/gateway.js');
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) =>
+        (file.models as unknown[]).push({
+          id: 'test/listed',
+          name: 'listed',
+          context_length: 8192,
+          endpoints: [
+            {
+              provider: 'mock',
+              model: 'mock-chat',
+              pricing: { prompt: '0', completion: '0.000001' },
+              supported_parameters: ['max_tokens', 'reasoning_effort'],
+            },
+            {
+              provider: 'mock-b',
+              model: 'mock-chat',
+              pricing: { prompt: '0', completion: '0.000002' },
+              supported_parameters: ['max_tokens', 'tools'],
+            },
+          ],
+        }),
+    });
+    try {
+      const models = await getJson(gw, '/models');
+      const listed = (models.json.data as { id: string; supported_parameters: string[] }[]).find(
+        (m) => m.id === 'test/listed',
+      )!;
+      // The union of what the endpoints take — not the default list (it showed frequency_penalty, not reasoning_effort).
+      expect([...listed.supported_parameters].sort()).toEqual(['max_tokens', 'reasoning_effort', 'tools']);
+    } finally {
+      await gw.close();
+    }
+  });
 });

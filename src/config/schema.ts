@@ -200,7 +200,8 @@ const modelSchema = z
     output_modalities: z.array(z.string()).default(['text']),
     tokenizer: z.string().nullable().default(null),
     instruct_type: z.string().nullable().default(null),
-    supported_parameters: z.array(z.string()).default(DEFAULT_SUPPORTED_PARAMETERS),
+    /** Unset: each endpoint's own list (or DEFAULT_SUPPORTED_PARAMETERS), and the model lists their union. */
+    supported_parameters: z.array(z.string()).optional(),
     /** Timeouts of this model's endpoints (e.g. a long first_token_ms for a reasoning model); override the providers'. */
     timeouts: timeoutOverridesSchema.optional(),
     /** Capacity of the model over all its endpoints. */

@@ -2,7 +2,7 @@
  * The catalog: models, their endpoints (model × provider) and prices, resolved once from the config.
  * Pure data; the read APIs render it and the planner picks endpoints from it.
  */
-import type { Config, ModelConfig, ProviderConfig } from '../config/schema.js';
+import { DEFAULT_SUPPORTED_PARAMETERS, type Config, type ModelConfig, type ProviderConfig } from '../config/schema.js';
 import { isZeroPrice, parsePricePerToken, type TokenPrices } from '../core/money.js';
 import type { ProviderKind } from '../providers/types.js';
 
@@ -148,7 +148,7 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       contextLength: endpoint.context_length ?? config.context_length,
       maxCompletionTokens: endpoint.max_completion_tokens,
       quantization: endpoint.quantization,
-      supportedParameters: endpoint.supported_parameters ?? config.supported_parameters,
+      supportedParameters: endpoint.supported_parameters ?? config.supported_parameters ?? DEFAULT_SUPPORTED_PARAMETERS,
       supportsPrefill: endpoint.supports_prefill,
       timeouts: Object.freeze({ ...provider.timeouts, ...config.timeouts, ...endpoint.timeouts }),
       limits: capacityOf(endpoint.limits),
@@ -172,7 +172,10 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
     outputModalities: config.output_modalities,
     tokenizer: config.tokenizer,
     instructType: config.instruct_type,
-    supportedParameters: config.supported_parameters,
+    // What /models shows: the model's own list, else what its endpoints take (any of them).
+    supportedParameters: config.supported_parameters ?? [
+      ...new Set(endpoints.flatMap((endpoint) => endpoint.supportedParameters)),
+    ],
     isFree,
     limits: capacityOf(config.limits),
     endpoints,

@@ -36,7 +36,7 @@ export interface RunningGateway {
   config: Config;
   demoKey: string | null;
   /** First start in demo mode only: the dashboard sign-in of the demo account (printed once, never logged). */
-  demoSignIn: { email: string; password: string } | null;
+  demoSignIn: { accountId: string; email: string; password: string } | null;
   stop(): Promise<void>;
 }
 
@@ -235,7 +235,9 @@ export async function startGateway(
     url,
     config,
     demoKey: demoAccount?.key ?? null,
-    demoSignIn: demoAccount ? { email: demoAccount.email, password: demoAccount.password } : null,
+    demoSignIn: demoAccount
+      ? { accountId: demoAccount.accountId, email: demoAccount.email, password: demoAccount.password }
+      : null,
     async stop() {
       await gateway.shutdown(config.server.shutdown_grace_ms);
       await metricsListener?.close();

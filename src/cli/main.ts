@@ -83,7 +83,8 @@ async function serve(): Promise<void> {
         `  e-mail:   ${running.demoSignIn.email}`,
         `  password: ${running.demoSignIn.password}`,
         '',
-        'The password too is shown only once (change it in the dashboard, or: tollgate accounts set-password --password-stdin).',
+        'The password too is shown only once: change it in the dashboard (Settings), or, with TOLLGATE_ADMIN_TOKEN set,',
+        `  tollgate accounts set-password --account ${running.demoSignIn.accountId} --password-stdin`,
         '',
       );
     }

@@ -61,7 +61,7 @@ describe('zdr / data_collection preferences and the caller’s own keys', () => 
     expect(r.json.usage.is_byok).toBe(false);
   });
 
-  it('an own key that is required leaves the endpoint out, and the 503 says why', async () => {
+  it('an own key that is required leaves the endpoint out, and the 404 says why', async () => {
     const patch = await request(`${gw.api}/byok/${byokId}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${manager}`, 'content-type': 'application/json' },
@@ -75,7 +75,7 @@ describe('zdr / data_collection preferences and the caller’s own keys', () => 
       provider: { zdr: true },
       messages: [{ role: 'user', content: 'hi' }],
     });
-    expect(r.status, r.text).toBe(503);
+    expect(r.status, r.text).toBe(404);
     expect(r.json.error.metadata.reasons).toEqual([
       'provider.zdr excludes your own key for mock (its data policy is not declared), which is required',
     ]);

@@ -34,7 +34,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   'secret_scanning.invalid_signature': 401,
   'request.contains_key': 400,
   'limits.rate_limited': 429,
-  'routing.no_endpoint': 503,
+  'routing.no_endpoint': 404,
   'upstream.request_rejected': 400,
   'upstream.rate_limited': 429,
   'upstream.timeout': 408,

@@ -68,6 +68,22 @@ describe('CompletionAggregator', () => {
     ]);
   });
 
+  it('keeps a tool name that the upstream repeats on every fragment once', () => {
+    // Found from outside (MiniMax through NIM, Fireworks): the name came back glued, get_weatherget_weather…,
+    // and the AI SDK's tool loop failed on it.
+    const a = new CompletionAggregator();
+    for (const args of ['{"ci', 'ty":', '"Oslo"}'])
+      a.add(
+        chunk([
+          delta({ tool_calls: [{ index: 0, id: 'call_a', function: { name: 'get_weather', arguments: args } }] }),
+        ]),
+      );
+    a.add(chunk([delta({}, 'tool_calls')]));
+    expect(a.result().choices[0]!.message.tool_calls).toEqual([
+      { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+    ]);
+  });
+
   it('keeps the list fields of the deltas in the message, concatenated in order, and only those sent', () => {
     // Found in review: the fold kept only content, reasoning, refusal and tool_calls, so a non-streamed
     // answer lost the reasoning_details and annotations its streamed twin carries.

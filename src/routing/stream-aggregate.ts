@@ -128,7 +128,9 @@ export class CompletionAggregator {
     if (typeof raw.id === 'string') call.id = raw.id;
     if (typeof raw.type === 'string') call.type = raw.type;
     const fn = raw.function as { name?: unknown; arguments?: unknown } | undefined;
-    if (typeof fn?.name === 'string') call.name += fn.name;
+    // OpenAI sends the name once; some upstreams repeat it whole on every fragment (kept once), a
+    // few split it (joined).
+    if (typeof fn?.name === 'string') call.name = joinName(call.name, fn.name);
     if (typeof fn?.arguments === 'string') call.arguments += fn.arguments;
   }
 
@@ -245,4 +247,10 @@ export function completionToEvents(
     { kind: 'chunk', ...base, choices: [], usage: completion.usage },
     { kind: 'done' },
   ];
+}
+
+/** A tool call's name so far and a fragment's: the fragment again (or a longer repeat) replaces it, a new piece is appended. */
+function joinName(sofar: string, piece: string): string {
+  if (piece.startsWith(sofar)) return piece;
+  return sofar.endsWith(piece) ? sofar : sofar + piece;
 }

@@ -1,0 +1,58 @@
+/**
+ * Tool calls streamed without an `index` (Google's OpenAI-compatible endpoint sends whole calls that
+ * way) reach the caller numbered, as the non-streamed fold numbers them: relayed as they came,
+ * @openrouter/sdk refused the chunk, and openai's stream helper and the AI SDK lost the calls.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
+import {
+  DONE,
+  chunk,
+  startGatewayWith,
+  startScriptedUpstream,
+  usageChunk,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
+
+let up: ScriptedUpstream;
+let gw: TestGateway;
+let key: string;
+
+const call = (id: string, name: string, args: string) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: args },
+});
+
+beforeAll(async () => {
+  up = await startScriptedUpstream();
+  up.scripts.set('no-index', () => [
+    { write: chunk({ role: 'assistant', content: null, tool_calls: [call('call_a', 'weather', '{"city":"Oslo"}')] }) },
+    { write: chunk({ tool_calls: [call('call_b', 'time', '{"zone":"CET"}')] }) },
+    { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['no-index']);
+  key = (await gw.createKey(await gw.createAccount(5))).key;
+});
+afterAll(async () => {
+  await gw?.close();
+  await up?.close();
+});
+
+describe('tool calls without an index', () => {
+  it('streamed: each call reaches the caller with its own index', async () => {
+    const r = await chatStream(gw, key, { model: 'scripted/no-index', messages: [{ role: 'user', content: 'hi' }] });
+    const calls = r.events.flatMap((e) => e.choices?.[0]?.delta?.tool_calls ?? []);
+    expect(calls.map((c: { index: number; id: string }) => [c.index, c.id])).toEqual([
+      [0, 'call_a'],
+      [1, 'call_b'],
+    ]);
+    expect(gw.contractViolations).toEqual([]);
+  });
+
+  it('non-streamed: the same two calls', async () => {
+    const r = await chat(gw, key, { model: 'scripted/no-index', messages: [{ role: 'user', content: 'hi' }] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.choices[0].message.tool_calls.map((c: { id: string }) => c.id)).toEqual(['call_a', 'call_b']);
+  });
+});

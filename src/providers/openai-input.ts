@@ -223,3 +223,9 @@ function urlOf(value: unknown): string | null {
   if (typeof value === 'string') return value;
   return isRecord(value) ? stringOrNull(value.url) : null;
 }
+
+/** `reasoning.exclude` (or legacy `include_reasoning: false`): the model thinks, the caller does not see it. */
+export function reasoningExcluded(body: Record<string, unknown> | undefined): boolean {
+  if (body === undefined) return false;
+  return (isRecord(body.reasoning) && body.reasoning.exclude === true) || body.include_reasoning === false;
+}

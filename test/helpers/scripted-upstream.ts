@@ -107,7 +107,7 @@ export const DONE = 'data: [DONE]\n\n';
 export async function startGatewayWith(
   upstream: ScriptedUpstream,
   models: string[],
-  options: { idleMs?: number } = {},
+  options: { idleMs?: number; supportedParameters?: string[] } = {},
 ): Promise<TestGateway> {
   return startTestGateway({
     target: sqliteTarget,
@@ -131,6 +131,7 @@ export async function startGatewayWith(
               model: m,
               pricing: { prompt: '0.000001', completion: '0.000002' },
               max_completion_tokens: 1024,
+              ...(options.supportedParameters ? { supported_parameters: options.supportedParameters } : {}),
             },
           ],
         });

@@ -5,7 +5,7 @@
 import type { EndpointTarget, ProviderAdapter, UpstreamRequest } from '../types.js';
 import { classifyAnthropicHttpError } from './classify-error.js';
 import { parseAnthropicMessage } from './parse-completion.js';
-import { reasoningExcluded } from './reasoning.js';
+import { reasoningExcluded } from '../openai-input.js';
 import { toAnthropicBody } from './request-body.js';
 import { AnthropicStreamDecoder } from './stream-decoder.js';
 

@@ -40,12 +40,6 @@ export function thinkingBudget(body: Record<string, unknown>, maxTokens: number)
   return Math.min(Math.max(budget, MIN_BUDGET), MAX_BUDGET, maxTokens - 1);
 }
 
-/** `reasoning.exclude` (or legacy `include_reasoning: false`): the model thinks, the caller does not see it. */
-export function reasoningExcluded(body: Record<string, unknown> | undefined): boolean {
-  if (body === undefined) return false;
-  return (isRecord(body.reasoning) && body.reasoning.exclude === true) || body.include_reasoning === false;
-}
-
 /** A `thinking` block (or a streamed piece of one: text, or the signature that ends it) as a detail. */
 export function thinkingDetail(text: string, signature: string | null, index: number): Record<string, unknown> {
   const detail: Record<string, unknown> = { type: 'reasoning.text', text };

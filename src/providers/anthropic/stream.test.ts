@@ -4,7 +4,7 @@ import { SseParser } from '../../streaming/sse-parser.js';
 import type { EndpointTarget, NormalizedUsage, StreamEvent } from '../types.js';
 import { CompletionAggregator } from '../../routing/stream-aggregate.js';
 import { anthropicAdapter } from './adapter.js';
-import { reasoningExcluded } from './reasoning.js';
+import { reasoningExcluded } from '../openai-input.js';
 import { AnthropicStreamDecoder } from './stream-decoder.js';
 
 /** Decodes a recorded SSE body as the stream reader does: one decoder, one call per event. */

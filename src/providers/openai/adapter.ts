@@ -2,7 +2,8 @@
  * The adapter for OpenAI's Chat Completions API and the many servers that copy it (vLLM, Groq,
  * Together, DeepSeek...). Our wire format is OpenAI's, so this is mostly validation.
  */
-import type { EndpointTarget, ProviderAdapter, UpstreamRequest } from '../types.js';
+import { reasoningExcluded } from '../openai-input.js';
+import type { EndpointTarget, ProviderAdapter, StreamDecoder, StreamEvent, UpstreamRequest } from '../types.js';
 import { classifyOpenAiHttpError } from './classify-error.js';
 import { parseOpenAiCompletion } from './parse-completion.js';
 import { parseOpenAiStreamEvent } from './parse-stream-event.js';
@@ -51,8 +52,35 @@ export function buildOpenAiRequest(
 export const openAiAdapter: ProviderAdapter = {
   kind: 'openai',
   buildRequest: buildOpenAiRequest,
-  parseResponse: parseOpenAiCompletion,
+  parseResponse: (json, request) => {
+    const parsed = parseOpenAiCompletion(json);
+    if ('kind' in parsed || !reasoningExcluded(request)) return parsed;
+    return { ...parsed, choices: parsed.choices.map((c) => ({ ...c, message: withoutReasoning(c.message) })) };
+  },
   parseStreamEvent: parseOpenAiStreamEvent,
-  openStream: () => new OpenAiStreamDecoder(),
+  openStream: (request) => {
+    const decoder = new OpenAiStreamDecoder();
+    return reasoningExcluded(request) ? new ReasoningHidingDecoder(decoder) : decoder;
+  },
   classifyError: (status, headers, bodyText) => classifyOpenAiHttpError(status, headers, bodyText, Date.now()),
 };
+
+/**
+ * `reasoning.exclude` on an OpenAI-compatible endpoint, as on the native ones: the model may think,
+ * the caller gets no `reasoning` or `reasoning_details` (OpenRouter omits them).
+ */
+function withoutReasoning<T extends Record<string, unknown>>(part: T): T {
+  if (part.reasoning === undefined && part.reasoning_details === undefined) return part;
+  const { reasoning: _reasoning, reasoning_details: _details, ...rest } = part;
+  return rest as T;
+}
+
+class ReasoningHidingDecoder implements StreamDecoder {
+  constructor(private readonly inner: StreamDecoder) {}
+
+  parseStreamEvent(data: string, event: string | null): StreamEvent {
+    const parsed = this.inner.parseStreamEvent(data, event);
+    if (parsed.kind !== 'chunk') return parsed;
+    return { ...parsed, choices: parsed.choices.map((c) => ({ ...c, delta: withoutReasoning(c.delta) })) };
+  }
+}

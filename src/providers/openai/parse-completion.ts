@@ -1,3 +1,4 @@
+import { withReasoning } from './parse-stream-event.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { CompletionChoice, NormalizedCompletion } from '../types.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
@@ -38,7 +39,7 @@ function parseChoice(raw: unknown, position: number): CompletionChoice | string 
   const choice: CompletionChoice = {
     index: typeof raw.index === 'number' ? raw.index : position,
     // Other message fields (tool_calls, refusal, reasoning, annotations...) pass through untouched.
-    message: { ...raw.message, role: stringOrNull(raw.message.role) ?? 'assistant', content },
+    message: { ...withReasoning(raw.message), role: stringOrNull(raw.message.role) ?? 'assistant', content },
     finish_reason: normalizeOpenAiFinishReason(nativeFinish),
     native_finish_reason: nativeFinish,
   };

@@ -57,7 +57,8 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     const nativeFinish = stringOrNull(choice.finish_reason);
     const parsed: ChunkChoice = {
       index: typeof choice.index === 'number' ? choice.index : position,
-      delta: isRecord(choice.delta) ? choice.delta : {}, // some servers omit delta on the final chunk
+      // Some servers omit delta on the final chunk.
+      delta: isRecord(choice.delta) ? withReasoning(choice.delta) : {},
       finish_reason: normalizeOpenAiFinishReason(nativeFinish),
       native_finish_reason: nativeFinish,
     };
@@ -70,4 +71,14 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
 
 function preview(text: string): string {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
+
+/**
+ * `reasoning_content` (DeepSeek's, some vLLM versions') is the `reasoning` OpenRouter's clients read:
+ * renamed, on the streamed and the non-streamed path alike (off the fast path: only such events).
+ */
+export function withReasoning(part: Record<string, unknown>): Record<string, unknown> {
+  if (typeof part.reasoning_content !== 'string') return part;
+  const { reasoning_content: text, ...rest } = part;
+  return rest.reasoning === undefined || rest.reasoning === null ? { ...rest, reasoning: text } : rest;
 }

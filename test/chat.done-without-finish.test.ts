@@ -53,6 +53,8 @@ describe('[DONE] without a finish reason', () => {
     const error = r.events.find((e) => e.error);
     expect(error, r.raw).toBeDefined();
     expect(error.choices[0].finish_reason).toBe('error');
+    // Every chunk carries logprobs (req,null), the error chunk too.
+    expect(error.choices[0]).toHaveProperty('logprobs', null);
   });
 
   it('non-streamed: 502, nothing charged', async () => {

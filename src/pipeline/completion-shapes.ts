@@ -142,6 +142,7 @@ export function renderErrorChunk(
     model: identity.model,
     provider: identity.provider,
     error: { code: status, message, metadata },
-    choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error', native_finish_reason: null }],
+    // `logprobs` as on every other chunk (req,null in docs/api.md).
+    choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error', native_finish_reason: null, logprobs: null }],
   };
 }

@@ -17,8 +17,8 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
         <span className="key-name">{name}</span>
         {name !== a.app.origin ? <div className="muted small key-name-detail">{a.app.origin}</div> : null}
       </td>
-      <td data-label="Key" className="mono key-name-detail">
-        {a.key_label}
+      <td data-label="Key" className="mono">
+        <span className="key-name-detail">{a.key_label}</span>
       </td>
       <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
       <td data-label="Created" className="nowrap">

@@ -4,25 +4,18 @@
  * and anything shaped like a Tollgate key cut out wherever it sits (http/loggable-url.ts). Written
  * through the production logger (main.ts createLogger) to memory.
  */
-import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
-import { createLogger } from '../src/main.js';
+import { capturedLogger } from './helpers/log-capture.js';
 
 describe('a key in the request URL', () => {
   let gw: TestGateway;
   let key: string;
-  const lines: string[] = [];
+  const { logger, lines } = capturedLogger();
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    gw = await startTestGateway({ target: sqliteTarget, logger: createLogger('info', sink) });
+    gw = await startTestGateway({ target: sqliteTarget, logger });
     key = (await gw.createKey(await gw.createAccount(5))).key;
   });
   afterAll(() => gw?.close());

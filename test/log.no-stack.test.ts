@@ -5,24 +5,17 @@
  * and the production logger writes any error without its stack. Written through the production
  * logger (main.ts createLogger) to memory.
  */
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
-import { createLogger } from '../src/main.js';
+import { capturedLogger } from './helpers/log-capture.js';
 
 describe('failures in the logs', () => {
   let gw: TestGateway;
   let key: string;
-  const lines: string[] = [];
+  const { logger, lines } = capturedLogger();
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    gw = await startTestGateway({ target: sqliteTarget, logger: createLogger('info', sink) });
+    gw = await startTestGateway({ target: sqliteTarget, logger });
     key = (await gw.createKey(await gw.createAccount(5))).key;
   });
   afterAll(() => gw?.close());
@@ -42,19 +35,10 @@ describe('failures in the logs', () => {
   });
 
   it('the production logger writes an error without its stack', () => {
-    const written: string[] = [];
-    const logger = createLogger(
-      'info',
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          written.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { logger: alone, lines: written } = capturedLogger();
     const error = Object.assign(new TypeError('boom'), { code: 'E_BOOM' });
-    logger.error({ err: error }, 'something failed');
-    logger.flush();
+    alone.error({ err: error }, 'something failed');
+    alone.flush();
     const line = JSON.parse(written.join('')) as { err: Record<string, unknown> };
     expect(line.err).toMatchObject({ type: 'TypeError', message: 'boom', code: 'E_BOOM' });
     expect(line.err).not.toHaveProperty('stack');

@@ -252,8 +252,6 @@ async function pump(
   /** Choices that began and have not finished (by index); the answer is complete once none is left. */
   const open = new Set<number>();
   let complete = false;
-  /** Per choice, the index the next tool call without one gets (see `numberToolCalls`). */
-  const nextToolCall = new Map<number, number>();
   /** Every chunk's fixed fields, serialised once (again only when the fingerprint first appears). */
   let head: string | null = null;
   let headFingerprint: string | null = null;
@@ -271,7 +269,6 @@ async function pump(
         progress.content += choice.delta.content;
       }
       result.generated += generatedText(choice.delta);
-      if (Array.isArray(choice.delta.tool_calls)) numberToolCalls(choice, nextToolCall);
       if (choice.finish_reason !== null) {
         finished = true;
         open.delete(choice.index);
@@ -374,20 +371,4 @@ async function pump(
   }
   if (result.cancelled || result.failure) segment.stream.abort(result.cancelled ? 'client_closed' : 'shutdown');
   return result;
-}
-
-/**
- * Gives each tool call that came without an `index` the next one of its choice, as the non-streamed
- * fold does: some OpenAI-compatible servers (Google's, for Gemini) send whole calls without it, and
- * clients then drop them (openai's stream helper, the AI SDK) or refuse the chunk (@openrouter/sdk).
- */
-function numberToolCalls(choice: ChunkChoice, next: Map<number, number>): void {
-  let index = next.get(choice.index) ?? 0;
-  for (const call of choice.delta.tool_calls as unknown[]) {
-    if (typeof call !== 'object' || call === null) continue;
-    const fragment = call as { index?: unknown };
-    if (typeof fragment.index === 'number') index = Math.max(index, fragment.index + 1);
-    else fragment.index = index++;
-  }
-  next.set(choice.index, index);
 }

@@ -69,9 +69,17 @@ export class OpenAiStreamDecoder implements StreamDecoder {
   private tries = 0;
   /** Events read through a template (the rest went through the full parser). */
   templated = 0;
+  private readonly toolCalls = new ToolCallNumbers();
+
+  /** A fully parsed event, its tool calls numbered. */
+  private numbered(parsed: StreamEvent): StreamEvent {
+    if (parsed.kind === 'chunk') for (const choice of parsed.choices) this.toolCalls.number(choice);
+    return parsed;
+  }
 
   parseStreamEvent(data: string, event: string | null): StreamEvent {
-    if (event === 'error' || data.length > MAX_TEMPLATED_LENGTH) return parseOpenAiStreamEvent(data, event);
+    if (event === 'error' || data.length > MAX_TEMPLATED_LENGTH)
+      return this.numbered(parseOpenAiStreamEvent(data, event));
     if (this.template !== null) {
       const fast = fromTemplate(this.template, data);
       if (fast !== null) {
@@ -79,12 +87,33 @@ export class OpenAiStreamDecoder implements StreamDecoder {
         return fast;
       }
     }
-    const parsed = parseOpenAiStreamEvent(data, event);
+    const parsed = this.numbered(parseOpenAiStreamEvent(data, event));
     if (parsed.kind === 'chunk' && this.tries < MAX_LEARNING && hasContentDelta(parsed)) {
       this.tries++;
       this.template = learn(data, parsed.choices[0]!.delta.content as string) ?? this.template;
     }
     return parsed;
+  }
+}
+
+/**
+ * Gives each tool call that came without an `index` the next one of its choice (a templated event
+ * carries none): some OpenAI-compatible servers (Google's, for Gemini) send whole calls without it,
+ * and clients then drop them (openai's stream helper, the AI SDK) or refuse the chunk (@openrouter/sdk).
+ */
+class ToolCallNumbers {
+  /** Per choice, the index the next tool call without one gets. */
+  private readonly next = new Map<number, number>();
+
+  number(choice: { index: number; delta: Record<string, unknown> }): void {
+    if (!Array.isArray(choice.delta.tool_calls)) return;
+    let index = this.next.get(choice.index) ?? 0;
+    for (const call of choice.delta.tool_calls as unknown[]) {
+      if (!isRecord(call)) continue;
+      if (typeof call.index === 'number') index = Math.max(index, call.index + 1);
+      else call.index = index++;
+    }
+    this.next.set(choice.index, index);
   }
 }
 

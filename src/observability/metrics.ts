@@ -43,6 +43,13 @@ export class Metrics {
     labelNames: ['model', 'provider', 'kind'],
     registers: [this.registry],
   });
+  /** Completion tokens a provider counted past the limit its request carried: not charged (README "The overspend bound"). */
+  readonly completionOverLimit = new Counter({
+    name: 'tollgate_completion_tokens_over_limit_total',
+    help: 'Completion tokens an upstream counted beyond the completion limit it was sent (not charged to the caller), by provider',
+    labelNames: ['provider'],
+    registers: [this.registry],
+  });
   readonly creditsCharged = new Counter({
     name: 'tollgate_credits_charged_usd_total',
     help: 'Credits charged (USD) by model and provider',

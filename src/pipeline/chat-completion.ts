@@ -166,6 +166,7 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
         served: answer.served,
         usage: answer.completion.usage,
         promptEstimate: admitted.promptEstimate,
+        completionLimit: admitted.budgetFor(answer.served),
         completionText: generatedTextOf(answer.completion),
         streamed: false,
         ...end,

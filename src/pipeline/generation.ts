@@ -25,6 +25,8 @@ export interface ChargeInput {
   served: PlannedAttempt;
   usage: NormalizedUsage | null;
   promptEstimate: number;
+  /** The completion limit this segment's upstream request carried (its share of the held budget). */
+  completionLimit: number;
   completionText: string;
   streamed: boolean;
   cancelled: boolean;
@@ -47,6 +49,8 @@ export interface Charge {
   completionTokens: number;
   /** Prompt tokens written to the provider's prompt cache, when it reported them (the answer's usage shows them). */
   cacheWriteTokens?: number;
+  /** Completion tokens the provider counted past the limit its request carried: not charged. */
+  completionOverLimit: number;
 }
 
 /** The part of a stream served by an endpoint that died mid-answer, before another continued it. */
@@ -54,6 +58,8 @@ export interface EarlierSegment {
   served: PlannedAttempt;
   usage: NormalizedUsage | null;
   promptEstimate: number;
+  /** The completion limit its upstream request carried: the most of its completion that is charged. */
+  completionLimit: number;
   completionText: string;
 }
 
@@ -65,24 +71,45 @@ interface SegmentCharge {
   estimated: boolean;
   /** Served with the caller's own provider key. */
   byok: boolean;
+  /** Completion tokens counted beyond the limit the upstream request carried (not charged). */
+  overLimit: number;
+}
+
+/**
+ * The completion tokens one segment is charged: the provider's count (our estimate where it gave none,
+ * never zero), at most the completion limit its request carried. Every attempt is sent the budget its
+ * hold was computed from (billing/completion-budget.ts), so a provider that writes past it (ignores
+ * `max_tokens`, or reports a count beyond it) cannot take the caller past the hold: what lies beyond
+ * the limit is the provider's overrun, reported to the operator (`overLimit`), not the caller's charge.
+ * The same cap bounds a count past any the endpoint can produce (a provider's bug: 1e30).
+ */
+export function chargedCompletionTokens(segment: EarlierSegment): { tokens: number; overLimit: number } {
+  const usage = segment.usage;
+  const counted =
+    usage === null || usage.completionUnknown
+      ? estimateCompletionTokens(segment.completionText)
+      : usage.completionTokens;
+  const limit = Math.min(segment.completionLimit, tokenBound(segment.served));
+  return counted > limit ? { tokens: limit, overLimit: counted - limit } : { tokens: counted, overLimit: 0 };
+}
+
+/** The prompt tokens one segment is charged: the provider's count, else our estimate, within the endpoint's bound. */
+export function chargedPromptTokens(segment: EarlierSegment): number {
+  const usage = segment.usage;
+  return Math.min(
+    usage === null || usage.promptUnknown ? segment.promptEstimate : usage.promptTokens,
+    tokenBound(segment.served),
+  );
 }
 
 function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCharge {
   const usage = segment.usage;
-  // A side the provider did not count is charged at our estimate (never as zero), and a count past
+  // A prompt the provider did not count is charged at our estimate (never as zero), and a count past
   // any the endpoint can produce (a provider's bug: 1e30) at that bound — it would otherwise price
   // past what the store holds, and the served answer would go uncharged at all.
-  const bound = tokenBound(segment.served);
-  const promptTokens = Math.min(
-    usage === null || usage.promptUnknown ? segment.promptEstimate : usage.promptTokens,
-    bound,
-  );
-  const completionTokens = Math.min(
-    usage === null || usage.completionUnknown
-      ? estimateCompletionTokens(segment.completionText)
-      : usage.completionTokens,
-    bound,
-  );
+  const promptTokens = chargedPromptTokens(segment);
+  const completion = chargedCompletionTokens(segment);
+  const completionTokens = completion.tokens;
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
   // The cache's share of the prompt is priced as the cache is, when the provider counted the prompt.
   const counted = usage !== null && !usage.promptUnknown;
@@ -94,7 +121,15 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
   });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
   const estimated = usage === null || usage.promptUnknown === true || usage.completionUnknown === true;
-  return { promptTokens, completionTokens, cost, charged, estimated, byok: segment.served.byok !== null };
+  return {
+    promptTokens,
+    completionTokens,
+    cost,
+    charged,
+    estimated,
+    byok: segment.served.byok !== null,
+    overLimit: completion.overLimit,
+  };
 }
 
 /**
@@ -114,6 +149,7 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
       served: input.served,
       usage: input.usage,
       promptEstimate: input.promptEstimate,
+      completionLimit: input.completionLimit,
       completionText: input.completionText,
     },
   ].map((segment) => chargeSegment(segment, byokFeeBasisPoints));
@@ -167,7 +203,8 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   };
   if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
   if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
-  const charge: Charge = { record, cost, promptTokens, completionTokens };
+  const completionOverLimit = count((s) => s.overLimit);
+  const charge: Charge = { record, cost, promptTokens, completionTokens, completionOverLimit };
   if (input.usage?.cacheWriteTokens !== undefined) charge.cacheWriteTokens = input.usage.cacheWriteTokens;
   return charge;
 }

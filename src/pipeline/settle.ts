@@ -57,5 +57,13 @@ export async function settle(
   deps.metrics.tokens.inc({ model, provider, kind: 'prompt' }, charge.promptTokens);
   deps.metrics.tokens.inc({ model, provider, kind: 'completion' }, charge.completionTokens);
   deps.metrics.creditsCharged.inc({ model, provider }, unitsToUsd(charge.record.totalCost));
+  if (charge.completionOverLimit > 0) {
+    // The caller is charged up to the limit it was held for; the provider's overrun is the operator's to take up.
+    deps.metrics.completionOverLimit.inc({ provider }, charge.completionOverLimit);
+    deps.log.warn(
+      { generation_id: charge.record.id, provider, over_limit_tokens: charge.completionOverLimit },
+      'the provider counted more completion tokens than the limit it was sent; charged up to the limit',
+    );
+  }
   return charge;
 }

@@ -16,7 +16,7 @@ import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import type { ChunkEvent, UpstreamStream } from '../routing/stream-reader.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
-import type { EarlierSegment } from './generation.js';
+import { chargedCompletionTokens, chargedPromptTokens, type EarlierSegment } from './generation.js';
 import { withCompletionLimit } from './upstream-parameters.js';
 import { holdWithByokFee } from './upstream-request.js';
 
@@ -29,6 +29,8 @@ export interface Segment {
   attemptStartedAt: number;
   firstContentAt: number;
   promptEstimate: number;
+  /** The completion limit its upstream request carried (a continuation: what was left of the budget). */
+  completionLimit: number;
   /** A continuation must not repeat the role delta the caller already has. */
   continuing: boolean;
   /**
@@ -43,12 +45,7 @@ export interface Segment {
 export function costSoFar(segments: readonly EarlierSegment[]): Units {
   let total = 0n;
   for (const s of segments) {
-    const prompt = s.usage === null || s.usage.promptUnknown ? s.promptEstimate : s.usage.promptTokens;
-    const completion =
-      s.usage === null || s.usage.completionUnknown
-        ? estimateCompletionTokens(s.completionText)
-        : s.usage.completionTokens;
-    total += budgetCost(s.served.endpoint, prompt, completion);
+    total += budgetCost(s.served.endpoint, chargedPromptTokens(s), chargedCompletionTokens(s).tokens);
   }
   return total;
 }
@@ -91,13 +88,15 @@ export async function continueElsewhere(
   const prefill = answerSoFar.trimEnd();
   const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
   const written = estimateCompletionTokens(answerSoFar);
+  // The continuation may write only what is left of the budget the hold was computed from.
+  const limitFor = (p: PlannedAttempt) => Math.max(1, admitted.budgetFor(p) - written);
   // The continuation reads the prompt again, and the answer so far: what was held covered one prompt.
   // Before it is sent, the hold grows by what the worst continuation could cost beyond it — a second
   // admission, refused (no continuation: the in-band error) when the account or key cannot cover it.
   const promptTokens = admitted.promptEstimate + written;
   let worst = 0n;
   for (const p of plan) {
-    const cost = budgetCost(p.endpoint, promptTokens, Math.max(1, admitted.budgetFor(p) - written));
+    const cost = budgetCost(p.endpoint, promptTokens, limitFor(p));
     if (cost > worst) worst = cost;
   }
   const excess =
@@ -111,9 +110,8 @@ export async function continueElsewhere(
       return null;
     }
   }
-  // The continuation may write only what is left of the budget the hold was computed from.
   const bodyFor = (p: PlannedAttempt) =>
-    withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, Math.max(1, admitted.budgetFor(p) - written));
+    withCompletionLimit({ ...admitted.bodyFor(p), messages }, p.endpoint, limitFor(p));
   let outcome: Awaited<ReturnType<typeof executeStream>>;
   try {
     outcome = await executeStream(deps.execute, {
@@ -141,6 +139,7 @@ export async function continueElsewhere(
       attemptStartedAt: outcome.attemptStartedAt,
       firstContentAt: outcome.firstContentAt,
       promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
+      completionLimit: limitFor(outcome.served),
       continuing: true,
       dropLeadingSpace: prefill.length < answerSoFar.length,
     },

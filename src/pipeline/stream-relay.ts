@@ -88,6 +88,7 @@ export async function relayStream(
     attemptStartedAt: outcome.attemptStartedAt,
     firstContentAt: outcome.firstContentAt,
     promptEstimate: admitted.promptEstimate,
+    completionLimit: admitted.budgetFor(outcome.served),
     continuing: false,
     dropLeadingSpace: false,
   };
@@ -104,6 +105,7 @@ export async function relayStream(
     served: segment.served,
     usage: result.usage,
     promptEstimate: segment.promptEstimate,
+    completionLimit: segment.completionLimit,
     completionText: result.generated,
     earlier: [...earlier],
     streamed: true,
@@ -134,6 +136,7 @@ export async function relayStream(
           served: segment.served,
           usage: result.usage,
           promptEstimate: segment.promptEstimate,
+          completionLimit: segment.completionLimit,
           completionText: result.generated,
         },
       ]);
@@ -169,6 +172,7 @@ export async function relayStream(
         served: segment.served,
         usage: result.usage,
         promptEstimate: segment.promptEstimate,
+        completionLimit: segment.completionLimit,
         completionText: result.generated,
       });
       attempts.push(...next.attempts);

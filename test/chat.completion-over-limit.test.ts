@@ -1,0 +1,141 @@
+/**
+ * A provider that writes past the completion limit it was sent (ignores `max_tokens`), or reports a
+ * completion count beyond it, cannot take the caller past what was held: the completion is charged up
+ * to the limit the request carried, and the overrun is counted for the operator
+ * (`tollgate_completion_tokens_over_limit_total`). Before, the caller was charged whatever the provider
+ * counted (up to four times the context), so a key limit gave no protection against such a provider.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, chatStream, getJson, toUnits, waitForGeneration, type TestGateway } from './helpers/gateway.js';
+import {
+  chunk,
+  DONE,
+  startGatewayWith,
+  startScriptedUpstream,
+  usageChunk,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
+
+// startGatewayWith's prices: 1 µUSD per prompt token, 2 per completion token; endpoint maximum 1024.
+const PROMPT_UNITS = 1_000;
+const COMPLETION_UNITS = 2_000;
+const ENDPOINT_MAX = 1024;
+
+/** Three words, a finish, then usage claiming `completion` tokens. */
+const answer = (completion: number | null) => () => [
+  { write: chunk({ role: 'assistant', content: 'one' }) },
+  { write: chunk({ content: ' two' }) },
+  { write: chunk({ content: ' three' }) },
+  { write: chunk({}, 'stop') },
+  ...(completion === null ? [] : [{ write: usageChunk(10, completion) }]),
+  { write: DONE },
+];
+
+/** A long answer (far more than 20 tokens by any tokenizer), finished, without usage. */
+const LONG = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+
+async function overLimitMetric(gw: TestGateway): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('tollgate_completion_tokens_over_limit_total{'));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+describe('completion tokens past the limit sent upstream are not charged', () => {
+  let upstream: ScriptedUpstream;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream();
+    upstream.scripts.set('liar', answer(100_000));
+    upstream.scripts.set('honest', answer(3));
+    upstream.scripts.set('long', () => [
+      { write: chunk({ role: 'assistant', content: LONG }) },
+      { write: chunk({}, 'stop') },
+      { write: DONE },
+    ]);
+    gw = await startGatewayWith(upstream, ['liar', 'honest', 'long']);
+  });
+  afterAll(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+
+  for (const stream of [false, true]) {
+    const how = stream ? 'streamed' : 'non-streamed';
+
+    it(`a provider's count past the caller's max_tokens is charged at max_tokens (${how})`, async () => {
+      const accountId = await gw.createAccount(1);
+      const { key } = await gw.createKey(accountId);
+      const before = await overLimitMetric(gw);
+      const ask = { model: 'scripted/liar', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
+      let usage: { prompt_tokens: number; completion_tokens: number; cost: number };
+      let id: string;
+      if (stream) {
+        const r = await chatStream(gw, key, ask);
+        expect(r.status, r.raw).toBe(200);
+        usage = r.events.at(-1).usage;
+        id = r.events[0].id;
+      } else {
+        const r = await chat(gw, key, ask);
+        expect(r.status, r.text).toBe(200);
+        usage = r.json.usage;
+        id = r.json.id;
+      }
+      expect(usage.prompt_tokens).toBe(10);
+      expect(usage.completion_tokens).toBe(20);
+      const cost = 10 * PROMPT_UNITS + 20 * COMPLETION_UNITS;
+      expect(toUnits(usage.cost)).toBe(cost);
+      const generation = (await waitForGeneration(gw, id, key)).json.data;
+      expect(generation.native_tokens_completion).toBe(20);
+      expect(toUnits(generation.total_cost)).toBe(cost);
+      expect(toUnits((await getJson(gw, '/key', key)).json.data.usage)).toBe(cost);
+      expect(toUnits((await getJson(gw, '/credits', key)).json.data.total_usage)).toBe(cost);
+      expect((await overLimitMetric(gw)) - before).toBe(100_000 - 20);
+    });
+
+    it(`without a caller limit, the endpoint's budget caps the charge (${how})`, async () => {
+      const { key } = await gw.createKey(await gw.createAccount(1));
+      const ask = { model: 'scripted/liar', messages: [{ role: 'user', content: 'hi' }], stream };
+      const usage = stream
+        ? (await chatStream(gw, key, ask)).events.at(-1).usage
+        : (await chat(gw, key, ask)).json.usage;
+      expect(usage.completion_tokens).toBe(ENDPOINT_MAX);
+      expect(toUnits(usage.cost)).toBe(10 * PROMPT_UNITS + ENDPOINT_MAX * COMPLETION_UNITS);
+    });
+
+    it(`an estimate (no usage from the provider) is capped at the limit too (${how})`, async () => {
+      const { key } = await gw.createKey(await gw.createAccount(1));
+      const ask = { model: 'scripted/long', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream };
+      const usage = stream
+        ? (await chatStream(gw, key, ask)).events.at(-1).usage
+        : (await chat(gw, key, ask)).json.usage;
+      expect(usage.completion_tokens).toBe(20);
+    });
+
+    it(`an honest provider's count under the limit is charged as counted (${how})`, async () => {
+      const { key } = await gw.createKey(await gw.createAccount(1));
+      const before = await overLimitMetric(gw);
+      const ask = { model: 'scripted/honest', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20, stream };
+      const usage = stream
+        ? (await chatStream(gw, key, ask)).events.at(-1).usage
+        : (await chat(gw, key, ask)).json.usage;
+      expect(usage.completion_tokens).toBe(3);
+      expect(toUnits(usage.cost)).toBe(10 * PROMPT_UNITS + 3 * COMPLETION_UNITS);
+      expect(await overLimitMetric(gw)).toBe(before);
+    });
+  }
+
+  it('a key limit holds against a provider that reports far more than it was allowed to write', async () => {
+    // Each request holds (prompt estimate + 20) tokens' worth; the provider claims 100,000 completion
+    // tokens each time. The key's usage stays within its limit plus one hold (README "The overspend bound").
+    const accountId = await gw.createAccount(1);
+    const limit = 0.0002; // 200,000 units: a handful of requests at ~50,000 each
+    const { key } = await gw.createKey(accountId, { limit });
+    const ask = { model: 'scripted/liar', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await chat(gw, key, ask)).status);
+    expect(statuses).toContain(402);
+    const usage = toUnits((await getJson(gw, '/key', key)).json.data.usage);
+    const oneHold = 200 * PROMPT_UNITS + 20 * COMPLETION_UNITS; // generous prompt estimate bound
+    expect(usage).toBeLessThanOrEqual(toUnits(limit) + oneHold);
+  });
+});

@@ -3,6 +3,7 @@
  * not listening yet (tests drive it with inject() or listen on port 0). Opening pools and stores is
  * main.ts's job; buildApp only wires what it is given.
  */
+import { estimateCompletionTokens } from './billing/token-estimate.js';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -263,6 +264,8 @@ export function buildApp(deps: AppDeps): Gateway {
       adapterFor,
       now,
       health,
+      // A stream far past the completion limit it was sent is stopped (routing/output-budget.ts).
+      countTokens: estimateCompletionTokens,
       policy: {
         maxAttempts: config.routing.max_attempts,
         budgetMs: config.routing.budget_ms,

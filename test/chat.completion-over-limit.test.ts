@@ -52,7 +52,22 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
       { write: chunk({}, 'stop') },
       { write: DONE },
     ]);
-    gw = await startGatewayWith(upstream, ['liar', 'honest', 'long']);
+    // Writes one word every 2 ms for 20 s, whatever max_tokens says.
+    upstream.scripts.set('runaway', () => [
+      { write: chunk({ role: 'assistant', content: 'Once' }) },
+      ...Array.from({ length: 10_000 }, () => [{ write: chunk({ content: ' upon' }) }, { wait: 2 }]).flat(),
+      { write: chunk({}, 'stop') },
+      { write: DONE },
+    ]);
+    // 100 words of answer by our count, finished: past a limit of 60, but not twice it.
+    upstream.scripts.set('wordy', () => [
+      { write: chunk({ role: 'assistant', content: 'Once' }) },
+      ...Array.from({ length: 99 }, () => ({ write: chunk({ content: ' upon' }) })),
+      { write: chunk({}, 'stop') },
+      { write: usageChunk(10, 60) },
+      { write: DONE },
+    ]);
+    gw = await startGatewayWith(upstream, ['liar', 'honest', 'long', 'runaway', 'wordy']);
   });
   afterAll(async () => {
     await gw.close();
@@ -109,6 +124,65 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
         ? (await chatStream(gw, key, ask)).events.at(-1).usage
         : (await chat(gw, key, ask)).json.usage;
       expect(usage.completion_tokens).toBe(20);
+    });
+
+    it(`a provider writing on past its limit is stopped, the answer ending as one that kept to it (${how})`, async () => {
+      const { key } = await gw.createKey(await gw.createAccount(1));
+      const runs = upstream.logs.get('runaway')?.length ?? 0;
+      const ask = { model: 'scripted/runaway', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
+      let content: string;
+      let finish: string;
+      let usage: { completion_tokens: number; cost: number };
+      if (stream) {
+        const r = await chatStream(gw, key, ask);
+        expect(r.status, r.raw).toBe(200);
+        expect(r.done).toBe(true);
+        content = r.events.map((e: any) => e.choices?.[0]?.delta?.content ?? '').join('');
+        finish = r.events.find((e: any) => e.choices?.[0]?.finish_reason)?.choices[0].finish_reason;
+        expect(r.events.some((e: any) => e.error)).toBe(false);
+        usage = r.events.at(-1).usage;
+      } else {
+        const r = await chat(gw, key, ask);
+        expect(r.status, r.text).toBe(200);
+        content = r.json.choices[0].message.content;
+        finish = r.json.choices[0].finish_reason;
+        usage = r.json.usage;
+      }
+      expect(finish).toBe('length');
+      // Cut once past 2 × 20 + 64 = 104 tokens by our count (' upon' is one token; the first ~35
+      // characters are taken at four a token), in the event that passed it.
+      const words = content.split(' ').length;
+      expect(words).toBeGreaterThan(100);
+      expect(words).toBeLessThan(110);
+      expect(usage.completion_tokens).toBe(20);
+      expect(toUnits(usage.cost)).toBeLessThanOrEqual(
+        Math.ceil(20 * PROMPT_UNITS) + 20 * COMPLETION_UNITS, // prompt estimate of one short message, at most 20
+      );
+      // The upstream request was ended, not read to its end (it would have written for 20 s).
+      const log = upstream.logs.get('runaway')![runs]!;
+      await expect.poll(() => log.closedAt, { timeout: 2000 }).not.toBeNull();
+      expect(log.finishedWriting).toBe(false);
+    });
+
+    it(`an answer past its limit by our count, but not twice it, is not stopped (${how})`, async () => {
+      const { key } = await gw.createKey(await gw.createAccount(1));
+      const ask = { model: 'scripted/wordy', messages: [{ role: 'user', content: 'hi' }], max_tokens: 60, stream };
+      if (stream) {
+        const r = await chatStream(gw, key, ask);
+        expect(r.events.find((e: any) => e.choices?.[0]?.finish_reason)?.choices[0].finish_reason).toBe('stop');
+        expect(
+          r.events
+            .map((e: any) => e.choices?.[0]?.delta?.content ?? '')
+            .join('')
+            .split(' '),
+        ).toHaveLength(100);
+        expect(r.events.at(-1).usage.completion_tokens).toBe(60);
+      } else {
+        const r = await chat(gw, key, ask);
+        expect(r.json.choices[0].finish_reason).toBe('stop');
+        expect(r.json.choices[0].message.content.split(' ')).toHaveLength(100);
+        expect(r.json.usage.completion_tokens).toBe(60);
+      }
     });
 
     it(`an honest provider's count under the limit is charged as counted (${how})`, async () => {

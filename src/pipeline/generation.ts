@@ -8,6 +8,7 @@ import type { PlannedAttempt } from '../routing/plan.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import type { GenerationRecord } from '../store/types.js';
 import { estimateCompletionTokens } from '../billing/token-estimate.js';
+import { generatedText } from '../routing/output-budget.js';
 
 export interface AppAttribution {
   title: string | null;
@@ -212,20 +213,6 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
 /** Half-up rounding of list cost × basis points / 10 000, in integer units. */
 export function byokFee(listCost: Units, basisPoints: number): Units {
   return (listCost * BigInt(basisPoints) + 5_000n) / 10_000n;
-}
-
-/** Everything the upstream generated in a message or delta — text, reasoning, refusal, tool calls — for a token estimate. */
-export function generatedText(part: Record<string, unknown>): string {
-  let text = '';
-  for (const field of ['content', 'reasoning', 'refusal'] as const)
-    if (typeof part[field] === 'string') text += part[field];
-  if (Array.isArray(part.tool_calls)) {
-    for (const call of part.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
-      if (typeof call.function?.name === 'string') text += call.function.name;
-      if (typeof call.function?.arguments === 'string') text += call.function.arguments;
-    }
-  }
-  return text;
 }
 
 export function generatedTextOf(completion: NormalizedCompletion): string {

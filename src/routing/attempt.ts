@@ -3,6 +3,7 @@
  * own AbortController and timers, and read the answer (non-streamed), or read a stream until its
  * first content event — the commit point after which no failover is possible.
  */
+import { completionLimitOf, OutputBudget } from './output-budget.js';
 import { TollgateError } from '../core/errors.js';
 import type {
   EndpointTarget,
@@ -276,6 +277,7 @@ export async function attemptStream(
     onClose: () => scope.close(),
     outliveCaller: () => scope.outliveCaller(),
     health: { registry: deps.health, key: planned.healthKey, attemptStartedAt: deps.now() },
+    output: outputBudget(deps, body),
   };
   let committed = false;
   try {
@@ -302,7 +304,8 @@ export async function attemptStream(
       const [first, ...rest] = completionToEvents(completion);
       committed = true;
       scope.close();
-      const stream = UpstreamStream.fromEvents(rest, { ...control, abort: () => undefined });
+      // The whole answer is in hand: nothing is left to stop.
+      const stream = UpstreamStream.fromEvents(rest, { ...control, abort: () => undefined, output: null });
       stream.firstContentAt = deps.now();
       return {
         ok: true,
@@ -337,6 +340,12 @@ export async function attemptStream(
       scope.close();
     }
   }
+}
+
+/** A stop for an upstream that writes far past the completion limit this attempt sends (output-budget.ts). */
+function outputBudget(deps: ExecuteDeps, body: Readonly<Record<string, unknown>>): OutputBudget | null {
+  const limit = completionLimitOf(body);
+  return limit === null || deps.countTokens === undefined ? null : new OutputBudget(limit, deps.countTokens);
 }
 
 /** Every upstream text of this attempt is scrubbed of the configured keys, the request's BYOK keys and this attempt's own key. */

@@ -32,4 +32,6 @@ export interface ExecuteDeps {
   random?(): number;
   /** Scrubs upstream texts of the configured provider keys (and, per request, its BYOK keys). */
   secrets?: SecretScrubber;
+  /** Our token count of upstream output, to stop a stream far past its completion limit; absent: never stopped. */
+  countTokens?(text: string): number;
 }

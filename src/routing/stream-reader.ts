@@ -23,6 +23,7 @@ import { nestsTooDeeply } from '../providers/json-shape.js';
 import type { HealthRegistry } from './health.js';
 import type { CancelState } from '../core/cancellation.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
+import type { OutputBudget } from './output-budget.js';
 
 /** Malformed events one upstream stream may send (each is skipped and reported) before it counts as broken. */
 export const MAX_MALFORMED_EVENTS = 3;
@@ -69,6 +70,8 @@ export interface UpstreamStreamControl {
   outliveCaller?(): void;
   /** Where a committed stream's outcome is reported (`reportEnd`). */
   health?: { registry: HealthRegistry; key: string; attemptStartedAt: number };
+  /** Cuts an upstream that writes far past its completion limit (output-budget.ts); absent: never cut. */
+  output?: OutputBudget | null;
 }
 
 export class UpstreamStream {
@@ -83,6 +86,8 @@ export class UpstreamStream {
   private readonly finished = new Map<number, boolean>();
   /** The answer is complete and its last word on usage came: the next `read` ends at once. */
   private answered = false;
+  /** The output passed its budget's cut point: the next turn of `loop` ends the answer. */
+  private overrun = false;
 
   private constructor(
     /** One batch per upstream read: the events of a body chunk cost one await, not one each. */
@@ -134,6 +139,7 @@ export class UpstreamStream {
   private async loop(onChunk: ChunkHandler, onMalformed?: (reason: string) => void): Promise<StreamEnd> {
     for (;;) {
       if (this.answered) return { kind: 'done' };
+      if (this.overrun) return this.cut(onChunk);
       if (this.taken === this.pending.length) {
         let next: IteratorResult<readonly StreamEvent[]>;
         try {
@@ -150,6 +156,7 @@ export class UpstreamStream {
       switch (event.kind) {
         case 'chunk': {
           this.note(event);
+          if (this.control.output?.add(event) === true) this.overrun = true;
           // Awaited only when the handler has to wait (a caller reading slowly): an await per event
           // is a microtask hop per token otherwise.
           const answer = onChunk(event);
@@ -170,6 +177,33 @@ export class UpstreamStream {
           break;
       }
     }
+  }
+
+  /**
+   * Ends an answer whose upstream wrote far past its completion limit as one that kept to it ends: each
+   * open choice gets `finish_reason: "length"`, and the upstream request is ended (not drained: it
+   * would write on). Its usage never comes; the charge is our estimate, at most the limit.
+   */
+  private async cut(onChunk: ChunkHandler): Promise<StreamEnd> {
+    this.overrun = false;
+    this.answered = true;
+    this.control.abort('shutdown');
+    const open: ChunkEvent['choices'] = [];
+    for (const [index, done] of this.finished)
+      if (!done) open.push({ index, delta: {}, finish_reason: 'length', native_finish_reason: null });
+    if (open.length > 0) {
+      const finish: ChunkEvent = {
+        kind: 'chunk',
+        upstreamId: null,
+        choices: open,
+        usage: null,
+        systemFingerprint: null,
+      };
+      this.note(finish);
+      const answer = onChunk(finish);
+      if (answer === STOP || (answer !== undefined && (await answer) === STOP)) return { kind: 'stopped' };
+    }
+    return { kind: 'done' };
   }
 
   /** Tracks which choices finished, and whether this chunk is the finished answer's last word on usage. */

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { completionLimitOf, generatedText, OutputBudget } from './output-budget.js';
+
+const event = (content: string) => ({
+  choices: [{ index: 0, delta: { content }, finish_reason: null, native_finish_reason: null }],
+});
+
+describe('OutputBudget', () => {
+  it('counts nothing while the output cannot be past the cut point (a third of it in code units)', () => {
+    const calls: string[] = [];
+    const budget = new OutputBudget(100, (text) => (calls.push(text), text.length));
+    expect(budget.cutAt).toBe(264);
+    for (let i = 0; i < 88; i++) expect(budget.add(event('a'))).toBe(false); // 88 × 3 = 264: not past it
+    expect(calls).toEqual([]);
+    budget.add(event('b'));
+    expect(calls).toEqual(['b']);
+  });
+
+  it('is past the cut point once the counted tokens pass it, the text before counting at four characters a token', () => {
+    const budget = new OutputBudget(10, () => 1); // cut at 84; counting from the 29th character
+    let adds = 0;
+    while (!budget.add(event('abcd'))) adds++;
+    // 7 events (28 characters) uncounted → 7 tokens; then one token per event until 85.
+    expect(adds).toBe(7 + 77);
+  });
+
+  it('counts reasoning, refusals and tool calls as output', () => {
+    expect(
+      generatedText({
+        content: 'a',
+        reasoning: 'b',
+        refusal: 'c',
+        tool_calls: [{ function: { name: 'd', arguments: 'e' } }, { function: { arguments: 'f' } }],
+      }),
+    ).toBe('abcdef');
+  });
+});
+
+describe('completionLimitOf', () => {
+  it('reads the larger completion limit a body carries, or none', () => {
+    expect(completionLimitOf({ max_tokens: 20 })).toBe(20);
+    expect(completionLimitOf({ max_tokens: 20, max_completion_tokens: 30 })).toBe(30);
+    expect(completionLimitOf({ max_completion_tokens: 5 })).toBe(5);
+    expect(completionLimitOf({ max_tokens: '20' })).toBeNull();
+    expect(completionLimitOf({})).toBeNull();
+  });
+});

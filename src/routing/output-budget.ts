@@ -1,0 +1,77 @@
+/**
+ * What an upstream generated, and a stop for one that writes far past the completion limit it was
+ * sent (it ignores `max_tokens`). The caller is never charged past that limit (pipeline/generation.ts),
+ * but without a stop such a provider streams on at the operator's expense until a timeout. The reader
+ * (stream-reader.ts) cuts the stream once our count of its output passes twice the limit plus 64
+ * tokens — far enough past it that a provider whose tokenizer counts fewer tokens than ours is never
+ * cut while it keeps to the limit — and ends the answer as a provider that honours the limit would:
+ * `finish_reason: "length"`.
+ */
+import type { ChunkChoice } from '../providers/types.js';
+
+/** Everything the upstream generated in a message or delta — text, reasoning, refusal, tool calls — for a token count. */
+export function generatedText(part: Record<string, unknown>): string {
+  let text = '';
+  for (const field of ['content', 'reasoning', 'refusal'] as const)
+    if (typeof part[field] === 'string') text += part[field];
+  if (Array.isArray(part.tool_calls)) {
+    for (const call of part.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
+      if (typeof call.function?.name === 'string') text += call.function.name;
+      if (typeof call.function?.arguments === 'string') text += call.function.arguments;
+    }
+  }
+  return text;
+}
+
+/** A typical English density, for the text read before counting began (see `add`). */
+const CHARS_PER_TOKEN = 4;
+
+export class OutputBudget {
+  /** Output read so far, in UTF-16 code units. */
+  private chars = 0;
+  /** Our token count of the output, once counting began. */
+  private tokens = 0;
+  /** Past this many tokens the stream is cut. */
+  readonly cutAt: number;
+
+  constructor(
+    limit: number,
+    private readonly countTokens: (text: string) => number,
+  ) {
+    this.cutAt = 2 * limit + 64;
+  }
+
+  /**
+   * Adds one chunk's output; true once the output is past the cut point. Counting costs a tokenizer
+   * call per event, so it begins only when the output could be past it: our tokenizer gives a token
+   * at least one UTF-8 byte, at most three per UTF-16 unit, so below a third of the cut point in code
+   * units nothing is counted (an ordinary answer never is). The text before counting began is taken
+   * at four characters a token, which only delays the cut for denser text.
+   */
+  add(event: { readonly choices: readonly ChunkChoice[] }): boolean {
+    for (const choice of event.choices) {
+      const text = generatedText(choice.delta);
+      if (text.length === 0) continue;
+      const before = this.chars;
+      this.chars += text.length;
+      if (3 * this.chars <= this.cutAt) continue;
+      if (3 * before <= this.cutAt) this.tokens += Math.ceil(before / CHARS_PER_TOKEN);
+      this.tokens += this.countTokens(text);
+    }
+    return this.tokens > this.cutAt;
+  }
+}
+
+/**
+ * The completion limit an attempt's body carries (`max_completion_tokens` / `max_tokens`, both capped
+ * at the budget by pipeline/upstream-parameters.ts; the larger when both are there), or null.
+ */
+export function completionLimitOf(body: Readonly<Record<string, unknown>>): number | null {
+  let limit: number | null = null;
+  for (const field of ['max_completion_tokens', 'max_tokens'] as const) {
+    const value = body[field];
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0 && (limit === null || value > limit))
+      limit = value;
+  }
+  return limit;
+}

@@ -13,7 +13,7 @@
  * inactivity) stays 0: a non-streamed answer may take minutes with no byte on the socket.
  */
 import type { Socket } from 'node:net';
-import type { ServerOptions } from 'node:http';
+import type { IncomingMessage, ServerOptions, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { EdgeGuard } from '../limits/edge-guard.js';
 import { renderError } from './error-table.js';
@@ -67,6 +67,29 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
     );
   }
   socket.destroy();
+}
+
+/**
+ * `Expect` (RFC 9110 §10.1.1). Node answers `100 Continue` as soon as the headers arrive, before any
+ * route runs — inviting the body of a request that authentication is about to refuse. With these
+ * listeners the request goes to Fastify without it: `100 Continue` is sent once the route's guard
+ * has passed and the body is about to be read (`json-body.ts`); a request refused before that gets
+ * its final status alone, on a connection Node then closes (the body never comes). An expectation
+ * other than `100-continue` gets a 417 in the error record (Node's own 417 has no body).
+ */
+export function handleExpect(app: FastifyInstance): void {
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) =>
+    app.server.emit('request', request, response),
+  );
+  app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify({ error: { code: 417, message: 'Only "Expect: 100-continue" is supported' } });
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
+  });
 }
 
 /** Operations endpoints a prober or scraper polls: never throttled. */

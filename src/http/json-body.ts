@@ -6,7 +6,9 @@
  *   the connection closed, the rest never read;
  * - the complete body must be valid UTF-8 (→ 400; JSON is UTF-8 and a replacement character would
  *   silently change what the caller sent), then Fastify's own parser (prototype-poisoning checks);
- * - no other body type is parsed (`text/plain` included): `Content-Type must be application/json`.
+ * - no other body type is parsed (`text/plain` included): `Content-Type must be application/json`;
+ * - a caller that sent `Expect: 100-continue` gets its `100 Continue` here, after authentication and
+ *   these checks (http/edge.ts, `handleExpect`).
  */
 import { isUtf8 } from 'node:buffer';
 import { Transform } from 'node:stream';
@@ -22,6 +24,12 @@ function carriesBody(request: FastifyRequest): boolean {
 function isJson(request: FastifyRequest): boolean {
   const type = request.headers['content-type'];
   return typeof type === 'string' && /^\s*application\/json\s*(;|$)/i.test(type);
+}
+
+function expectsContinue(request: FastifyRequest): boolean {
+  // Node's own test (`checkContinue` is emitted for the same requests).
+  const expect = request.headers.expect;
+  return typeof expect === 'string' && /(?:^|\W)100-continue(?:$|\W)/i.test(expect);
 }
 
 function refuse(reply: FastifyReply, error: TollgateError): TollgateError {
@@ -59,6 +67,8 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
       );
     }
     if (!isJson(request)) return payload;
+    // The route's guard has passed (onRequest): now the body is wanted (edge.ts, `handleExpect`).
+    if (expectsContinue(request)) reply.raw.writeContinue();
     const scanner = new JsonShapeScanner(limits);
     const scanned = new Transform({
       transform(chunk: Buffer, _encoding, callback) {

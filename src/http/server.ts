@@ -19,7 +19,7 @@ import { lazyChildLoggerFactory } from './lazy-logger.js';
 import { loggableUrl } from './loggable-url.js';
 import type { Metrics } from '../observability/metrics.js';
 import { trustProxyOption } from './client-address.js';
-import { clientErrorHandler, timeoutOptions } from './edge.js';
+import { clientErrorHandler, handleExpect, timeoutOptions } from './edge.js';
 import { renderError } from './error-table.js';
 import type { RouteTable } from './route-table.js';
 
@@ -90,6 +90,8 @@ export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger
   });
   // Slow clients hold sockets: beyond this many, new connections are closed at once.
   app.server.maxConnections = server.max_connections;
+  // `100 Continue` only after authentication (edge.ts).
+  handleExpect(app);
   app.setErrorHandler(replyWithError);
   return app;
 }

@@ -75,11 +75,26 @@ const CONNECTION_CODES = new Set([
 const CONNECTION_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
 
-function isConnectionFailure(error: unknown): boolean {
+/**
+ * SQLSTATE classes in which the server refused the statement's own data: 22 (data exception), 23
+ * (integrity constraint), 54 (program limit: an index row too large). Another row would pass, so a
+ * charge refused so is tried alone and, refused alone, given up (billing/settler.ts). Every other
+ * SQLSTATE is the database's state, not the row's — read-only (25006, a managed database whose disk
+ * filled, a demoted primary), not accepting connections (55000), a lock timeout (55P03), a cancelled
+ * statement (57014), insufficient resources (53: disk full, out of memory), serialization failures
+ * (40), a missing privilege or table (42), an internal error (XX) — and reads as unavailable: the
+ * charge waits in the journal for the database to take it, and paid requests are refused meanwhile,
+ * instead of charges being dropped while answers go out.
+ */
+const ROW_REFUSAL_CLASSES = new Set(['22', '23', '54']);
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
-  if (error instanceof AggregateError && error.errors.some(isConnectionFailure)) return true;
+  if (typeof code === 'string' && SQLSTATE.test(code) && !ROW_REFUSAL_CLASSES.has(code.slice(0, 2))) return true;
+  if (error instanceof AggregateError && error.errors.some(isUnavailable)) return true;
   return CONNECTION_MESSAGES.test(error.message);
 }
 
@@ -92,8 +107,7 @@ const NUL_IN_TEXT = new Set(['22021', '22P05']);
 
 function translateError(error: unknown): unknown {
   if (error instanceof TollgateError) return error;
-  if (isConnectionFailure(error))
-    return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
+  if (isUnavailable(error)) return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && NUL_IN_TEXT.has(code))
     return new TollgateError('request.invalid_body', 'Text may not contain NUL characters (\\u0000)', {

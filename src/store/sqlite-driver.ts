@@ -42,7 +42,12 @@ function releaseMutex(key: string | null): void {
   if (entry.users <= 0) fileMutexes.delete(key);
 }
 
-const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB)/;
+/**
+ * The database's state, not the statement's data (see pg-driver.ts, ROW_REFUSAL_CLASSES): a charge
+ * failing so waits in the journal instead of being given up as refused.
+ */
+const UNAVAILABLE_CODES =
+  /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOTADB|NOMEM|INTERRUPT|PERM|PROTOCOL|NOLFS|AUTH)/;
 
 function errorOf(reply: { message: string; code: string | null }): Error {
   const error = Object.assign(new Error(reply.message), reply.code === null ? {} : { code: reply.code });

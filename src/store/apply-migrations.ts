@@ -26,21 +26,24 @@ export async function applyMigrations(
   now: () => number = Date.now,
   migrations: readonly Migration[] = MIGRATIONS,
 ): Promise<number[]> {
-  return driver.transaction(async (tx) => {
-    if (driver.dialect === 'postgres') await tx.all('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
-    await tx.exec(CREATE_MIGRATIONS_TABLE);
-    const applied = await appliedVersions(tx);
-    const ran: number[] = [];
-    for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
-      if (applied.has(migration.version)) continue;
-      await tx.exec(migration.sql);
-      await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
-        migration.version,
-        migration.name,
-        now(),
-      ]);
-      ran.push(migration.version);
-    }
-    return ran;
-  });
+  return driver.transaction(
+    async (tx) => {
+      if (driver.dialect === 'postgres') await tx.all('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK_ID]);
+      await tx.exec(CREATE_MIGRATIONS_TABLE);
+      const applied = await appliedVersions(tx);
+      const ran: number[] = [];
+      for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
+        if (applied.has(migration.version)) continue;
+        await tx.exec(migration.sql);
+        await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+          migration.version,
+          migration.name,
+          now(),
+        ]);
+        ran.push(migration.version);
+      }
+      return ran;
+    },
+    { unbounded: true },
+  );
 }

@@ -8,6 +8,7 @@ import {
   type SqlParam,
   type SqlRow,
   type SqlStatement,
+  type TransactionOptions,
 } from './sql-driver.js';
 
 export interface PgDriverOptions {
@@ -15,7 +16,19 @@ export interface PgDriverOptions {
   schema?: string;
   max?: number;
   connectionTimeoutMillis?: number;
+  /**
+   * How long one statement may wait for its answer (default 15 s; migrations have none). A connection
+   * that went silent — a network partition, a failover that drops packets instead of closing — would
+   * otherwise hold its statement until the kernel gives up on the socket (~15 min): a charge would
+   * sit unapplied and unreported, and shutdown would wait for it. Past the deadline the statement
+   * fails as `store.unavailable` and its connection is destroyed, not pooled.
+   */
+  statementTimeoutMs?: number;
 }
+
+const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+/** node-postgres's error for a statement past its `query_timeout`. */
+const READ_TIMEOUT = /^Query read timeout$/;
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -73,7 +86,7 @@ const CONNECTION_CODES = new Set([
   '53300', // too_many_connections
 ]);
 const CONNECTION_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
+  /Query read timeout|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i;
 
 /**
  * SQLSTATE classes in which the server refused the statement's own data: 22 (data exception), 23
@@ -118,15 +131,25 @@ function translateError(error: unknown): unknown {
 
 type Queryable = pg.Pool | pg.PoolClient;
 
+/** A statement with node-postgres's per-query deadline (`query_timeout`, missing from its types); 0: none. */
+function timed(text: string, values: unknown[] | undefined, timeoutMs: number): pg.QueryConfig {
+  const config: pg.QueryConfig & { query_timeout?: number } = { text };
+  if (values !== undefined) config.values = values;
+  if (timeoutMs > 0) config.query_timeout = timeoutMs;
+  return config;
+}
+
 export class PgDriver implements SqlDriver {
   readonly dialect = 'postgres' as const;
   readonly #pool: pg.Pool;
   readonly #texts = new Map<string, string>();
+  readonly #timeoutMs: number;
 
   constructor(connectionString: string, options: PgDriverOptions = {}) {
     if (options.schema !== undefined && !IDENTIFIER.test(options.schema)) {
       throw new RangeError(`schema "${options.schema}" is not a plain SQL identifier`);
     }
+    this.#timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     this.#pool = new pg.Pool({
       connectionString,
       max: options.max ?? 10,
@@ -150,7 +173,8 @@ export class PgDriver implements SqlDriver {
     return this.#exec(this.#pool, script);
   }
 
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const timeoutMs = options.unbounded === true ? 0 : this.#timeoutMs;
     let client: pg.PoolClient;
     try {
       client = await this.#pool.connect();
@@ -180,23 +204,36 @@ export class PgDriver implements SqlDriver {
       return result;
     };
     const tx: SqlExecutor = {
-      all: (sql, params) => inTurn(() => this.#all(live(), sql, params)),
-      run: (sql, params) => inTurn(() => this.#run(live(), sql, params)),
-      exec: (script) => inTurn(() => this.#exec(live(), script)),
+      all: (sql, params) => inTurn(() => this.#all(live(), sql, params, timeoutMs)),
+      run: (sql, params) => inTurn(() => this.#run(live(), sql, params, timeoutMs)),
+      exec: (script) => inTurn(() => this.#exec(live(), script, timeoutMs)),
     };
     let broken: unknown;
+    /** The first statement of this transaction that ran past its deadline. */
+    let timedOut: Error | null = null;
+    const noteTimeout = (error: unknown) => {
+      const cause = error instanceof TollgateError ? error.cause : error;
+      if (timedOut === null && cause instanceof Error && READ_TIMEOUT.test(cause.message)) timedOut = cause;
+    };
     try {
-      await this.#exec(client, 'BEGIN');
+      await this.#exec(client, 'BEGIN', timeoutMs);
       const result = await fn(tx);
       await previous; // a statement issued and not awaited still belongs before COMMIT
       open = false;
-      await this.#exec(client, 'COMMIT');
+      await this.#exec(client, 'COMMIT', timeoutMs);
       return result;
     } catch (error) {
       open = false; // statements still queued fail instead of running
       await previous; // the one in flight ends before ROLLBACK is sent
+      noteTimeout(error);
+      if (timedOut !== null) {
+        // A statement past its deadline is still the connection's: ROLLBACK would queue behind it.
+        // Destroying the connection ends the transaction on the server (never committed).
+        broken = timedOut;
+        throw error;
+      }
       try {
-        await client.query('ROLLBACK');
+        await client.query(timed('ROLLBACK', undefined, this.#timeoutMs));
       } catch (rollbackError) {
         broken = rollbackError; // the connection is unusable: destroy it rather than pool it
       }
@@ -227,27 +264,38 @@ export class PgDriver implements SqlDriver {
     return text;
   }
 
-  async #all(target: Queryable, sql: string, params: readonly SqlParam[] = []): Promise<SqlRow[]> {
+  async #all(
+    target: Queryable,
+    sql: string,
+    params: readonly SqlParam[] = [],
+    timeoutMs = this.#timeoutMs,
+  ): Promise<SqlRow[]> {
     try {
-      const result = await target.query<SqlRow>(this.#text(sql), params.map(toPg));
+      const result = await target.query<SqlRow>(timed(this.#text(sql), params.map(toPg), timeoutMs));
       return result.rows;
     } catch (error) {
       throw translateError(error);
     }
   }
 
-  async #run(target: Queryable, sql: string, params: readonly SqlParam[] = []): Promise<RunResult> {
+  async #run(
+    target: Queryable,
+    sql: string,
+    params: readonly SqlParam[] = [],
+    timeoutMs = this.#timeoutMs,
+  ): Promise<RunResult> {
     try {
-      const result = await target.query(this.#text(sql), params.map(toPg));
+      const result = await target.query(timed(this.#text(sql), params.map(toPg), timeoutMs));
       return { changes: result.rowCount ?? 0 };
     } catch (error) {
       throw translateError(error);
     }
   }
 
-  async #exec(target: Queryable, script: string): Promise<void> {
+  async #exec(target: Queryable, script: string, timeoutMs = this.#timeoutMs): Promise<void> {
     try {
-      await target.query(script); // no values: the simple protocol, which accepts several statements
+      // No values: the simple protocol, which accepts several statements.
+      await target.query(timed(script, undefined, timeoutMs));
     } catch (error) {
       throw translateError(error);
     }

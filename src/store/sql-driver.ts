@@ -33,13 +33,21 @@ export interface SqlStatement {
   expectRows?: number;
 }
 
+export interface TransactionOptions {
+  /**
+   * No statement deadline (a migration building an index on a large table, or waiting for another
+   * process's migration): without it each statement of a network database has one (pg-driver.ts).
+   */
+  unbounded?: boolean;
+}
+
 export interface SqlDriver extends SqlExecutor {
   readonly dialect: SqlDialect;
   /**
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it rejects. Only `tx`
    * may be used inside `fn`; calling the driver itself there would wait for the transaction to end.
    */
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Runs `statements` in one transaction, in one go (on the embedded store, one round trip to its
    * thread). Resolves with each statement's rows once committed — or with `null`, rolled back and

@@ -3,7 +3,10 @@
  * carry no event, so an upstream that sends nothing but comments after its first token is given up
  * on like a silent one — the caller gets the in-band timeout and is charged for what it received,
  * instead of waiting as long as the upstream keeps commenting. Comments between events, and one
- * event arriving in pieces slower than the budget allows for the whole, stay fine.
+ * event arriving in pieces slower than the budget allows for the whole, stay fine. So are an upstream
+ * writing a line it never ends one byte at a time (a piece re-arms the budget only a few times per
+ * event), and one sending empty deltas (chunks that carry nothing are not progress): both kept a
+ * stream open for as long as they went on, before a review.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { balanceUnits, chat, chatStream, getJson, toUnits, type TestGateway } from './helpers/gateway.js';
@@ -55,7 +58,26 @@ beforeAll(async () => {
     ...pieces.flatMap((piece, i): Step[] => (i === 0 ? [{ write: piece }] : [{ wait: 300 }, { write: piece }])),
     { write: chunk({}, 'stop') + usageChunk() + DONE },
   ]);
-  gw = await startGatewayWith(up, ['comments-only', 'comments-between', 'event-in-pieces'], { idleMs: IDLE_MS });
+  // One token, then a line it never ends, one byte every 100 ms for 4 s (each read a piece of one event).
+  up.scripts.set('trickle', () => [
+    { write: chunk({ role: 'assistant', content: '' }) },
+    { write: chunk({ content: 'one ' }) },
+    { write: 'data: {"x":"' },
+    ...Array.from({ length: 40 }, (): Step[] => [{ wait: 100 }, { write: 'A' }]).flat(),
+    { write: '"}\n\n' },
+    { write: chunk({}, 'stop') + usageChunk() + DONE },
+  ]);
+  // One token, then empty deltas every 100 ms for 4 s: chunks that carry nothing.
+  up.scripts.set('empty-deltas', () => [
+    { write: chunk({ role: 'assistant', content: '' }) },
+    { write: chunk({ content: 'one ' }) },
+    ...Array.from({ length: 40 }, (): Step[] => [{ wait: 100 }, { write: chunk({ content: '' }) }]).flat(),
+    { write: chunk({ content: 'never' }) },
+    { write: chunk({}, 'stop') + usageChunk() + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['comments-only', 'comments-between', 'event-in-pieces', 'trickle', 'empty-deltas'], {
+    idleMs: IDLE_MS,
+  });
   accountId = await gw.createAccount(10);
   key = (await gw.createKey(accountId)).key;
 });
@@ -98,6 +120,17 @@ describe('upstream keep-alive comments and the idle budget', () => {
     // Nothing was answered, so nothing is charged (as for any non-streamed answer that broke).
     expect(await balanceUnits(gw, accountId)).toBe(before);
   }, 15_000);
+
+  for (const model of ['trickle', 'empty-deltas']) {
+    it(`gives up on an upstream that keeps the line busy without an answer (${model}): in-band timeout`, async () => {
+      const s = await chatStream(gw, key, { model: `scripted/${model}`, messages: MESSAGES });
+      expect(s.status).toBe(200);
+      expect(s.events.find((e) => e.error !== undefined)?.error?.code).toBe(408);
+      expect(contentOf(s.events)).toBe('one ');
+      expect(s.done).toBe(true);
+      expect(up.logs.get(model)!.at(-1)!.finishedWriting).toBe(false);
+    }, 15_000);
+  }
 
   it('completes a stream whose events come within the budget with comments between them', async () => {
     const s = await chatStream(gw, key, { model: 'scripted/comments-between', messages: MESSAGES });

@@ -25,6 +25,9 @@ import type { CancelState } from '../core/cancellation.js';
 import { abortReasonOf, type AbortReason } from './upstream-client.js';
 import type { OutputBudget } from './output-budget.js';
 
+/** Reads that bring only a piece of one event and still re-arm the idle budget (README "Timeouts"). */
+export const MAX_PIECES_PER_EVENT = 8;
+
 /** Malformed events one upstream stream may send (each is skipped and reported) before it counts as broken. */
 export const MAX_MALFORMED_EVENTS = 3;
 
@@ -308,6 +311,8 @@ class BodyEvents implements EventBatches {
   private reading: Promise<unknown> | null = null;
   /** The idle budget armed for the reads since the last one that brought (part of) an event. */
   private disarm: (() => void) | null = null;
+  /** Reads that brought only a piece of the event in progress since the last whole one. */
+  private pieces = 0;
 
   constructor(private readonly options: StreamReaderOptions) {
     this.decoder = options.adapter.openStream?.(options.request) ?? options.adapter;
@@ -326,7 +331,10 @@ class BodyEvents implements EventBatches {
         let progressed = true;
         try {
           const parsed = this.parse(next);
-          progressed = parsed.done === true || parsed.value.some(isProgress) || this.parser.midEvent;
+          if (parsed.done === true || parsed.value.some(isProgress)) this.pieces = 0;
+          // A piece of an event re-arms the budget too (a large event may span reads), a few times:
+          // an upstream writing one byte a second of a line it never ends is given up on.
+          else progressed = this.parser.midEvent && ++this.pieces <= MAX_PIECES_PER_EVENT;
           return parsed;
         } finally {
           if (progressed) this.disarmIdle();
@@ -395,8 +403,27 @@ function decodeEvent(
   return decoder.parseStreamEvent(data, event);
 }
 
+/**
+ * Whether an event moves the answer on: not a keep-alive, and not a chunk that carries nothing — no
+ * text or other delta field, finish, logprobs or usage. An upstream sending empty deltas forever
+ * after its first token is as silent as one sending comments, and is given up on after `idle_ms`.
+ */
 function isProgress(event: StreamEvent): boolean {
-  return event.kind !== 'keepalive';
+  if (event.kind === 'keepalive') return false;
+  if (event.kind !== 'chunk' || event.usage !== null) return true;
+  for (const choice of event.choices)
+    if (choice.finish_reason !== null || choice.logprobs !== undefined || carriesSomething(choice.delta)) return true;
+  return false;
+}
+
+function carriesSomething(delta: Readonly<Record<string, unknown>>): boolean {
+  for (const name in delta) {
+    if (name === 'role') continue;
+    const value = delta[name];
+    if (value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0)) continue;
+    return true;
+  }
+  return false;
 }
 
 function oversized(error: SseLimitError): UpstreamFailure {

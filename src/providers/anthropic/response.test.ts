@@ -194,6 +194,14 @@ describe('Anthropic usage', () => {
       input_tokens: 500,
       output_tokens: 90,
     });
-    expect(mergeAnthropicUsage(start, undefined)).toEqual(start);
+    expect(mergeAnthropicUsage(start, undefined)).toEqual({ input_tokens: 472, cache_read_input_tokens: 1200 });
+  });
+
+  it("never takes message_start's placeholder output count for the answer's (a message_delta without usage)", () => {
+    const start = { input_tokens: 10, output_tokens: 1 };
+    expect(mergeAnthropicUsage(start, { output_tokens: 600 }).output_tokens).toBe(600);
+    const usage = parseAnthropicUsage(mergeAnthropicUsage(start, {}));
+    expect(usage?.promptTokens).toBe(10);
+    expect(usage?.completionUnknown).toBe(true);
   });
 });

@@ -24,10 +24,13 @@ export function parseAnthropicUsage(value: unknown): NormalizedUsage | null {
 
 /**
  * A stream reports usage twice: `message_start` has the input side, `message_delta` the final
- * output count (and, from newer API versions, input counts again, or null). Later counts win.
+ * output count (and, from newer API versions, input counts again, or null). Later counts win; the
+ * output count is `message_delta`'s only.
  */
 export function mergeAnthropicUsage(start: Record<string, unknown>, delta: unknown): Record<string, unknown> {
-  const merged = { ...start };
+  // `message_start`'s output count is a placeholder (1, or the tokens of a prefill): the output's real
+  // count is `message_delta`'s alone, and without one it is unknown (estimated), never that placeholder.
+  const { output_tokens: _placeholder, ...merged } = start;
   if (!isRecord(delta)) return merged;
   for (const [key, value] of Object.entries(delta)) if (countOrNull(value) !== null) merged[key] = value;
   return merged;

@@ -21,7 +21,14 @@ import { nestsTooDeeply } from '../providers/json-shape.js';
 import { UnsendablePartError } from '../providers/openai-input.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
-import { carriesContent, STOP, UpstreamStream, type ChunkEvent, type StreamEnd } from './stream-reader.js';
+import {
+  carriesContent,
+  endedWithError,
+  STOP,
+  UpstreamStream,
+  type ChunkEvent,
+  type StreamEnd,
+} from './stream-reader.js';
 import { Cancellation, type CancelSignal } from '../core/cancellation.js';
 import { AttemptAbort, readBounded, sendUpstream, type AbortReason } from './upstream-client.js';
 
@@ -229,6 +236,10 @@ async function attemptPlainCompletion(
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
     const completion = parseCompletion(adapter, text, body);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
+    // An answer the provider itself ended with an error is a failure, as in a stream (stream-reader.ts).
+    const ended = completion.choices.find((choice) => choice.finish_reason === 'error');
+    if (ended !== undefined)
+      return { ok: false, failure: endedWithError(ended.native_finish_reason), cancelled: false };
     return { ok: true, value: completion, status: response.status };
   } catch (error) {
     return failed(scope, error);

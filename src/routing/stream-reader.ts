@@ -158,6 +158,11 @@ export class UpstreamStream {
       const event = this.pending[this.taken++]!;
       switch (event.kind) {
         case 'chunk': {
+          // A provider that ends its answer with an error (finish_reason "error", Gemini's OTHER…)
+          // did not answer: a failure like an error event (failover before the first byte, in-band
+          // error after it), never a finished answer.
+          const failure = finishedWithError(event);
+          if (failure !== null) return { kind: 'broken', failure, cause: 'event' };
           this.note(event);
           if (this.control.output?.add(event) === true) this.overrun = true;
           // Awaited only when the handler has to wait (a caller reading slowly): an await per event
@@ -401,6 +406,24 @@ function decodeEvent(
 ): StreamEvent {
   if (nestsTooDeeply(data)) return { kind: 'malformed', reason: 'stream event JSON is nested too deeply' };
   return decoder.parseStreamEvent(data, event);
+}
+
+function finishedWithError(event: ChunkEvent): UpstreamFailure | null {
+  for (const choice of event.choices)
+    if (choice.finish_reason === 'error') return endedWithError(choice.native_finish_reason);
+  return null;
+}
+
+/** An answer the provider ended with `finish_reason: "error"` (its own reason, when it gave another): a server failure. */
+export function endedWithError(native: string | null): UpstreamFailure {
+  return {
+    type: 'server',
+    status: null,
+    message: `The provider ended the answer with an error${native !== null && native !== 'error' ? ` (${native})` : ''}`,
+    providerCode: null,
+    retryAfterMs: null,
+    raw: null,
+  };
 }
 
 /**

@@ -64,13 +64,28 @@ export function classifyHttpError(
     status,
     message: reading.message ?? `HTTP ${status}`,
     providerCode: reading.providerCode,
-    retryAfterMs: parseRetryAfterMs(headers, nowMs) ?? reading.retryAfterMs ?? null,
+    retryAfterMs: saneRetryAfterMs(parseRetryAfterMs(headers, nowMs) ?? reading.retryAfterMs ?? null),
     raw,
   };
 }
 
 /** `retry-after-ms` (OpenAI, more precise) wins over `retry-after` (seconds or an HTTP date). */
+/**
+ * The longest wait a provider's hint is taken as: one day. Callers get it as their `Retry-After`;
+ * 400 digits (Infinity) or 3,000 years would be an invalid header or a client that never retries.
+ */
+const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
+
+function saneRetryAfterMs(ms: number | null): number | null {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return null;
+  return Math.min(ms, MAX_RETRY_AFTER_MS);
+}
+
 export function parseRetryAfterMs(headers: ResponseHeaders, nowMs: number): number | null {
+  return saneRetryAfterMs(rawRetryAfterMs(headers, nowMs));
+}
+
+function rawRetryAfterMs(headers: ResponseHeaders, nowMs: number): number | null {
   const ms = headerValue(headers, 'retry-after-ms');
   if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
   const value = headerValue(headers, 'retry-after');

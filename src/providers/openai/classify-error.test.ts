@@ -245,4 +245,16 @@ describe('parseRetryAfterMs', () => {
     expect(parseRetryAfterMs({ 'retry-after': '-5' }, NOW)).toBeNull();
     expect(parseRetryAfterMs({}, NOW)).toBeNull();
   });
+
+  it('takes a wait past one day as one day, and an unreadable size (Infinity) as none', () => {
+    const DAY = 24 * 60 * 60 * 1000;
+    expect(parseRetryAfterMs({ 'retry-after': '99999999999' }, NOW)).toBe(DAY);
+    expect(parseRetryAfterMs({ 'retry-after': '9'.repeat(400) }, NOW)).toBeNull();
+    expect(parseRetryAfterMs({ 'retry-after-ms': '9'.repeat(400) }, NOW)).toBeNull();
+    expect(parseRetryAfterMs({ 'retry-after': 'Fri, 01 Mar 2126 12:00:00 GMT' }, NOW)).toBe(DAY);
+    expect(
+      classifyOpenAiHttpError(429, { 'retry-after': '9'.repeat(400) }, '{"error":{"message":"slow down"}}', NOW)
+        .retryAfterMs,
+    ).toBeNull();
+  });
 });

@@ -26,4 +26,15 @@ describe('SecretScrubber', () => {
       error: { message: `got ${REDACTED}`, list: [`Bearer ${REDACTED}`], [REDACTED]: 1, n: 5 },
     });
   });
+
+  it('removes the beginning of a key at the end of a text cut short (…), as the adapters and readBounded cut', () => {
+    expect(scrubber.text('upstream said key=operator-ke…')).toBe(`upstream said key=${REDACTED}…`);
+    expect(scrubber.text('stream event is not JSON: {"k":"AIzaSyA1b2C3d…')).toBe(
+      `stream event is not JSON: {"k":"${REDACTED}…`,
+    );
+    expect(scrubber.text('bad sk-pro…')).toBe(`bad ${REDACTED}…`);
+    // Three characters are too few to tell; a text not cut short is left as it is.
+    expect(scrubber.text('ends in ope…')).toBe('ends in ope…');
+    expect(scrubber.text('key=operator-ke')).toBe('key=operator-ke');
+  });
 });

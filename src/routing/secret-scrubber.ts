@@ -17,6 +17,13 @@ const SHAPED: readonly [RegExp, string][] = [
   [/\bAIza[0-9A-Za-z_-]{20,}/g, REDACTED],
 ];
 
+/** How a text cut short ends (adapters' previews, `readBounded`). */
+export const CUT = '…';
+/** The shortest beginning of a configured key removed from a cut text's end. */
+const MIN_TAIL = 4;
+/** The start of a shaped key at a cut text's end (the whole shapes need more characters than were left). */
+const SHAPED_TAIL = /\b(?:sk-|AIza)[0-9A-Za-z_*.-]*$/;
+
 export class SecretScrubber {
   private readonly literals: readonly string[];
 
@@ -37,7 +44,21 @@ export class SecretScrubber {
     let out = text;
     for (const secret of this.literals) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
     for (const [pattern, replacement] of SHAPED) out = out.replace(pattern, replacement);
-    return out;
+    return out.endsWith(CUT) ? this.cutTail(out) : out;
+  }
+
+  /**
+   * A text cut short (an adapter's 80-character preview, an error body past its read limit: they end
+   * in `…`) may end in the first characters of a key, which no longer match it whole: a tail that
+   * begins a configured key (4 characters or more), or a key's shape, is removed too.
+   */
+  private cutTail(text: string): string {
+    const body = text.slice(0, -CUT.length);
+    for (const secret of this.literals) {
+      for (let n = Math.min(secret.length - 1, body.length); n >= MIN_TAIL; n--)
+        if (body.endsWith(secret.slice(0, n))) return `${body.slice(0, -n)}${REDACTED}${CUT}`;
+    }
+    return body.replace(SHAPED_TAIL, REDACTED) + CUT;
   }
 
   /** A parsed upstream body: every string (keys included) scrubbed; nesting beyond a sane depth dropped. */

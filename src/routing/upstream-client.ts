@@ -4,6 +4,7 @@
  * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
+import { CUT } from './secret-scrubber.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { SecureClientSessionOptions } from 'node:http2';
 import { Agent, errors, type Dispatcher } from 'undici';
@@ -316,14 +317,18 @@ export function abortReasonOf(signal: CancelState): AbortReason | null {
   return reason instanceof AttemptAbort ? reason.reason : null;
 }
 
-/** Reads an error body for classification, bounded so a hostile upstream cannot make us buffer megabytes. */
+/**
+ * Reads an error body for classification, bounded so a hostile upstream cannot make us buffer
+ * megabytes. A body cut at the bound ends in `…`, so the secret scrubber also removes a key cut in two
+ * at its end (secret-scrubber.ts).
+ */
 export async function readBounded(body: AsyncIterable<Uint8Array>, maxBytes = 64 * 1024): Promise<string> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of body) {
     if (size + chunk.byteLength > maxBytes) {
       parts.push(chunk.subarray(0, maxBytes - size));
-      break;
+      return `${Buffer.concat(parts).toString('utf8')}${CUT}`;
     }
     parts.push(chunk);
     size += chunk.byteLength;

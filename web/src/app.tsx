@@ -1,4 +1,5 @@
 /** The page frame (header, navigation) and which page a path shows; account pages need a session. */
+import { Unreachable } from './components/unreachable';
 import { useEffect, useState } from 'react';
 import { ErrorNotice } from './components/error-notice';
 import { ActivityPage } from './pages/activity';
@@ -95,7 +96,7 @@ function Page(props: { path: string }) {
   const needsSession = !PUBLIC.has(path);
 
   useEffect(() => {
-    if (state.status === 'loading') return;
+    if (state.status === 'loading' || state.status === 'unreachable') return;
     if (path === '/') navigate(state.status === 'signed-in' ? '/keys' : '/signin', { replace: true });
     else if (needsSession && state.status === 'signed-out')
       navigate(`/signin?next=${encodeURIComponent(path + window.location.search)}`, { replace: true });
@@ -107,6 +108,7 @@ function Page(props: { path: string }) {
   if (path === '/forgot-password') return <ForgotPasswordPage />;
   if (path === '/reset-password') return <ResetPasswordPage />;
   if (path === '/auth') return <AuthorizePage />;
+  if (state.status === 'unreachable') return <Unreachable />;
   if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
   switch (path) {
     case '/keys':

@@ -1,6 +1,6 @@
 /**
- * Who is signed in: probed once at start (GET /session), set by sign-in, cleared by sign-out or any
- * 401. A mutation refused for a stale CSRF token (the holder signed in again in another tab) reads
+ * Who is signed in: probed at start (GET /session; again, backing off, while the gateway cannot
+ * answer it), set by sign-in, cleared by sign-out or any 401. A mutation refused for a stale CSRF token (the holder signed in again in another tab) reads
  * the session again: the same account's new token is used; another account's session ends this one.
  */
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
@@ -8,7 +8,17 @@ import { api, ApiError, setCsrfRefresher, setCsrfToken, setSignedOutHandler } fr
 import type { Session } from './api/types';
 
 type SessionState =
-  { status: 'loading' } | { status: 'signed-out'; problem: string | null } | { status: 'signed-in'; session: Session };
+  | { status: 'loading' }
+  | { status: 'signed-out'; problem: string | null }
+  | { status: 'signed-in'; session: Session }
+  /**
+   * The session could not be read (the gateway or its store is down: a 503, no connection): not the
+   * same as signed out. Probed again by itself at `retryAt` (backing off to 30 s), or on `retry()`.
+   */
+  | { status: 'unreachable'; problem: string; retryAt: number };
+
+/** Waits before probing the session again: 2, 4, 8, 16, then every 30 seconds. */
+const retryDelayMs = (failures: number) => Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5));
 
 interface SessionContextValue {
   state: SessionState;
@@ -16,6 +26,8 @@ interface SessionContextValue {
   signOut(): Promise<void>;
   /** After "sign out everywhere" or a password change that ended this session. */
   forget(): void;
+  /** Probes the session again now (the state is `unreachable`). */
+  retry(): void;
 }
 
 const SessionContext = createContext<SessionContextValue | null>(null);
@@ -53,25 +65,44 @@ export function SessionProvider(props: { children: ReactNode }) {
       setCsrfToken(current.csrf_token);
       return current.csrf_token;
     });
-    let cancelled = false;
-    api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
-      (answer) => {
-        if (cancelled) return;
-        setCsrfToken(answer.data.csrf_token);
-        setState({ status: 'signed-in', session: answer.data });
-      },
-      (error: unknown) => {
-        if (cancelled) return;
-        const problem = error instanceof ApiError && error.status !== 401 ? error.message : null;
-        setState({ status: 'signed-out', problem });
-      },
-    );
     return () => {
-      cancelled = true;
       setSignedOutHandler(null);
       setCsrfRefresher(null);
     };
   }, []);
+
+  /** Probes bumped by `retry()`; a probe's answer is dropped once a newer one started. */
+  const [probe, setProbe] = useState(0);
+  const failures = useRef(0);
+  const retry = useCallback(() => setProbe((n) => n + 1), []);
+  useEffect(() => {
+    let current = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
+      (answer) => {
+        if (!current) return;
+        failures.current = 0;
+        setCsrfToken(answer.data.csrf_token);
+        setState({ status: 'signed-in', session: answer.data });
+      },
+      (error: unknown) => {
+        if (!current) return;
+        if (error instanceof ApiError && error.status === 401) {
+          failures.current = 0;
+          setState({ status: 'signed-out', problem: null });
+          return;
+        }
+        const delay = retryDelayMs(failures.current++);
+        const problem = error instanceof Error ? error.message : 'The gateway could not be reached.';
+        setState({ status: 'unreachable', problem, retryAt: Date.now() + delay });
+        timer = setTimeout(retry, delay);
+      },
+    );
+    return () => {
+      current = false;
+      clearTimeout(timer);
+    };
+  }, [probe, retry]);
 
   const signIn = useCallback(async (email: string, password: string) => {
     const answer = await api<{ data: Session }>('POST', '/session', { email, password }, { quiet401: true });
@@ -87,7 +118,7 @@ export function SessionProvider(props: { children: ReactNode }) {
     forget();
   }, [forget]);
 
-  const value = useMemo(() => ({ state, signIn, signOut, forget }), [state, signIn, signOut, forget]);
+  const value = useMemo(() => ({ state, signIn, signOut, forget, retry }), [state, signIn, signOut, forget, retry]);
   return <SessionContext.Provider value={value}>{props.children}</SessionContext.Provider>;
 }
 

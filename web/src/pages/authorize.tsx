@@ -3,6 +3,7 @@
  * with the reason in a meta tag); otherwise the holder signs in if needed, sees which app asks, and
  * approves or denies. The API answers where to go next; the page only follows it.
  */
+import { Unreachable } from '../components/unreachable';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, query } from '../api/client';
 import type { AuthorizeRequest } from '../api/types';
@@ -153,6 +154,7 @@ export function AuthorizePage() {
       </section>
     );
   }
+  if (state.status === 'unreachable') return <Unreachable />;
   if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
   return (
     <section className="narrow">

@@ -33,6 +33,11 @@ export function SignInPage() {
       <h1>Sign in</h1>
       <p className="muted">Sign in to manage your API keys, credits and the apps you authorized.</p>
       {state.status === 'signed-out' && state.problem ? <p className="notice">{state.problem}</p> : null}
+      {state.status === 'unreachable' ? (
+        <p className="notice notice-error" role="alert">
+          {state.problem} Signing in may fail until it answers again.
+        </p>
+      ) : null}
       <form onSubmit={(event) => void submit(event)} className="stack">
         <label>
           E-mail

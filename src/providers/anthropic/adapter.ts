@@ -19,6 +19,8 @@ export function buildAnthropicRequest(
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
+    // Tollgate does not decompress answers: without this header any encoding is acceptable (RFC 9110).
+    'accept-encoding': 'identity',
     'anthropic-version': ANTHROPIC_VERSION,
   };
   if (target.apiKey !== null) headers['x-api-key'] = target.apiKey;

@@ -30,6 +30,7 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(req.headers).toEqual({
       'content-type': 'application/json',
       accept: 'text/event-stream',
+      'accept-encoding': 'identity',
       'anthropic-version': '2023-06-01',
       'x-api-key': 'sk-ant-test-123',
       'anthropic-beta': 'prompt-caching-2024-07-31',

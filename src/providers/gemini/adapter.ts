@@ -17,6 +17,8 @@ export function buildGeminiRequest(
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
+    // Tollgate does not decompress answers: without this header any encoding is acceptable (RFC 9110).
+    'accept-encoding': 'identity',
   };
   if (target.apiKey !== null) headers['x-goog-api-key'] = target.apiKey;
   Object.assign(headers, target.extraHeaders);

@@ -35,6 +35,7 @@ describe('geminiAdapter.buildRequest', () => {
     expect(plain.headers).toEqual({
       'content-type': 'application/json',
       accept: 'application/json',
+      'accept-encoding': 'identity',
       'x-goog-api-key': 'AIza-test-123',
     });
     const streamed = geminiAdapter.buildRequest(

@@ -90,6 +90,8 @@ describe('openAiAdapter.buildRequest', () => {
     expect(req.url).toBe('https://api.openai.com/v1/chat/completions');
     expect(req.headers).toMatchObject({
       'content-type': 'application/json',
+      // Answers are never decompressed: no encoding but identity is acceptable.
+      'accept-encoding': 'identity',
       authorization: 'Bearer sk-test-123',
       'openai-organization': 'org-42',
     });

@@ -41,6 +41,8 @@ export function buildOpenAiRequest(
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
+    // Tollgate does not decompress answers: without this header any encoding is acceptable (RFC 9110).
+    'accept-encoding': 'identity',
   };
   if (target.apiKey !== null) headers.authorization = `Bearer ${target.apiKey}`;
   // Last, so an operator can replace auth for servers that use another scheme (Azure's `api-key`).

@@ -116,7 +116,7 @@ describe('an attempt on a BYOK key', () => {
     expect(headers['x-api-key']).toBeUndefined();
     expect(headers['x-goog-api-key']).toBeUndefined();
     expect(headers['x-team']).toBeUndefined();
-    expect(Object.keys(headers).sort()).toEqual(['accept', 'authorization', 'content-type']);
+    expect(Object.keys(headers).sort()).toEqual(['accept', 'accept-encoding', 'authorization', 'content-type']);
     expect(JSON.stringify(built[0]!.headers)).not.toContain('operator');
   });
 

@@ -7,13 +7,13 @@
  */
 import type { ProviderKind } from '../providers/types.js';
 
-const OPENAI = new Set(['content-type', 'accept', 'authorization']);
+const OPENAI = new Set(['content-type', 'accept', 'accept-encoding', 'authorization']);
 
 export const BYOK_HEADERS: Readonly<Record<ProviderKind, ReadonlySet<string>>> = {
   openai: OPENAI,
   demo: OPENAI,
-  anthropic: new Set(['content-type', 'accept', 'x-api-key', 'anthropic-version']),
-  gemini: new Set(['content-type', 'accept', 'x-goog-api-key']),
+  anthropic: new Set(['content-type', 'accept', 'accept-encoding', 'x-api-key', 'anthropic-version']),
+  gemini: new Set(['content-type', 'accept', 'accept-encoding', 'x-goog-api-key']),
 };
 
 export function byokHeaders(headers: Readonly<Record<string, string>>, kind: ProviderKind): Record<string, string> {

@@ -60,6 +60,27 @@ describe('UpstreamStream: one reader for every path', () => {
     expect(end).toMatchObject({ kind: 'broken', cause: 'malformed', failure: { type: 'invalid_response' } });
   });
 
+  it('passes nothing more of a choice that finished: no second finish, no text after it; usage still comes', async () => {
+    const usage = `data: ${JSON.stringify({ id: 'u1', choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } })}\n\n`;
+    const { stream } = open([
+      chunk('a'),
+      chunk('', 'stop'),
+      chunk('late'),
+      chunk('', 'length'),
+      usage,
+      'data: [DONE]\n\n',
+    ]);
+    const seen: ChunkEvent[] = [];
+    expect(await stream.read((e) => void seen.push(e))).toEqual({ kind: 'done' });
+    expect(
+      seen.map((e) => [e.choices.map((c) => [c.delta.content ?? null, c.finish_reason]), e.usage !== null]),
+    ).toEqual([
+      [[['a', null]], false],
+      [[['', 'stop']], false],
+      [[], true],
+    ]);
+  });
+
   it("tells the upstream's in-band error, a stall and our own cancel apart", async () => {
     const inBand = open([chunk('a'), `data: ${JSON.stringify({ error: { message: 'overloaded', code: 502 } })}\n\n`]);
     expect(await inBand.stream.read(() => undefined)).toMatchObject({ kind: 'broken', cause: 'event' });

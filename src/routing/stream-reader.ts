@@ -91,6 +91,8 @@ export class UpstreamStream {
   private answered = false;
   /** The output passed its budget's cut point: the next turn of `loop` ends the answer. */
   private overrun = false;
+  /** Some choice has finished (from then on each chunk is checked against `finished`). */
+  private anyFinished = false;
 
   private constructor(
     /** One batch per upstream read: the events of a body chunk cost one await, not one each. */
@@ -155,9 +157,16 @@ export class UpstreamStream {
         this.taken = 0;
         continue;
       }
-      const event = this.pending[this.taken++]!;
+      let event = this.pending[this.taken++]!;
       switch (event.kind) {
         case 'chunk': {
+          if (this.anyFinished) {
+            // A choice that finished says nothing more: a second finish ("stop", then "length") or
+            // text after it would contradict what the caller was told (the fold keeps the last).
+            const rest = afterFinish(event, this.finished);
+            if (rest === null) break;
+            event = rest;
+          }
           // A provider that ends its answer with an error (finish_reason "error", Gemini's OTHER…)
           // did not answer: a failure like an error event (failover before the first byte, in-band
           // error after it), never a finished answer.
@@ -217,8 +226,10 @@ export class UpstreamStream {
   /** Tracks which choices finished, and whether this chunk is the finished answer's last word on usage. */
   private note(event: ChunkEvent): void {
     for (const choice of event.choices)
-      if (choice.finish_reason !== null) this.finished.set(choice.index, true);
-      else if (!this.finished.has(choice.index)) this.finished.set(choice.index, false);
+      if (choice.finish_reason !== null) {
+        this.finished.set(choice.index, true);
+        this.anyFinished = true;
+      } else if (!this.finished.has(choice.index)) this.finished.set(choice.index, false);
     if (this.kind === null || !closesAnswer(event, this.kind) || this.finished.size === 0) return;
     for (const done of this.finished.values()) if (!done) return;
     this.answered = true;
@@ -406,6 +417,21 @@ function decodeEvent(
 ): StreamEvent {
   if (nestsTooDeeply(data)) return { kind: 'malformed', reason: 'stream event JSON is nested too deeply' };
   return decoder.parseStreamEvent(data, event);
+}
+
+/** The chunk without the choices that already finished; null when nothing is left (no choice, no usage). */
+function afterFinish(event: ChunkEvent, finished: ReadonlyMap<number, boolean>): ChunkEvent | null {
+  let open = 0;
+  for (const choice of event.choices) if (finished.get(choice.index) !== true) open++;
+  if (open === event.choices.length) return event;
+  if (open === 0 && event.usage === null) return null;
+  return {
+    kind: 'chunk',
+    upstreamId: event.upstreamId,
+    choices: event.choices.filter((choice) => finished.get(choice.index) !== true),
+    usage: event.usage,
+    systemFingerprint: event.systemFingerprint,
+  };
 }
 
 function finishedWithError(event: ChunkEvent): UpstreamFailure | null {

@@ -172,6 +172,17 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect(replay.status).toBe(200);
     expectFields(replay.json.data, ACCOUNT_FIELDS);
     expect(replay.json.data).toMatchObject({ balance: 5, total_credits: 5, total_purchased: 5 });
+    // The reference again for another amount or kind is not a replay: 409, nothing changed.
+    for (const body of [
+      { amount: 7, kind: 'purchase', reference: 'order-1' },
+      { amount: 5, kind: 'grant', reference: 'order-1' },
+    ]) {
+      const conflict = await admin('POST', `/accounts/${id}/credits`, body);
+      expectError(conflict, 409);
+      expect(conflict.json.error.message).toContain('order-1');
+      expect(conflict.json.error.message).toContain('purchase, 5 USD');
+    }
+    expect((await admin('GET', `/accounts/${id}`)).json.data).toMatchObject({ balance: 5, total_credits: 5 });
     const other = await admin('POST', `/accounts/${id}/credits`, { amount: 5, kind: 'purchase', reference: 'order-2' });
     expect(other.status).toBe(201);
     expect(other.json.data.balance).toBe(10);

@@ -1,5 +1,6 @@
 import { ALL_TIME, type UsagePeriods } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
+import { unitsToUsd } from '../core/money.js';
 import { ACCOUNT_COLUMNS, accountFromRow } from './account-rows.js';
 import { applyMigrations } from './apply-migrations.js';
 import { GENERATION_COLUMNS, generationFromRow } from './generation-rows.js';
@@ -122,7 +123,21 @@ export class SqlStore implements Store {
           'ON CONFLICT (account_id, reference) DO NOTHING',
         [entry.id, entry.accountId, entry.kind, entry.amount, entry.reference, entry.createdAt],
       );
-      if (inserted.changes === 0) return { account: current, applied: false };
+      if (inserted.changes === 0) {
+        // A replay, only if it is the same credit: a reference reused for another amount or kind is the
+        // operator's mistake (or two credits given one reference), said rather than silently dropped.
+        const [earlier] = await tx.all(
+          'SELECT kind, amount FROM credit_entries WHERE account_id = ? AND reference = ?',
+          [entry.accountId, entry.reference],
+        );
+        if (earlier && (earlier.kind !== entry.kind || asBigInt(earlier.amount) !== entry.amount))
+          throw new TollgateError(
+            'resource.conflict',
+            `Reference "${entry.reference}" was already used for another credit of this account (${String(earlier.kind)}, ${unitsToUsd(asBigInt(earlier.amount))} USD); a replay must repeat its amount and kind`,
+            { metadata: { reference: entry.reference } },
+          );
+        return { account: current, applied: false };
+      }
       const purchased = entry.kind === 'purchase' ? entry.amount : 0n;
       const [row] = await tx.all(
         'UPDATE accounts SET total_credits = total_credits + ?, total_purchased = total_purchased + ? ' +

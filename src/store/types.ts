@@ -56,7 +56,8 @@ export interface Store {
   /**
    * Records a credit entry and updates the account's totals in one transaction. Idempotent on
    * (accountId, reference): a replay changes nothing and returns applied=false. Throws
-   * TollgateError('resource.not_found') for an unknown account.
+   * TollgateError('resource.not_found') for an unknown account, and 'resource.conflict' when the
+   * reference was used for a credit of another amount or kind.
    */
   addCredits(entry: CreditEntry): Promise<{ account: AccountRecord; applied: boolean }>;
 

@@ -113,6 +113,8 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
           201: json(accountData, 'Credits added'),
           200: json(accountData, 'The reference was seen before: nothing changed'),
         },
+        // The reference was used for a credit of another amount or kind.
+        errors: [409],
       },
     },
   );

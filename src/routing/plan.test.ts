@@ -200,6 +200,26 @@ describe('planAttempts', () => {
     ]);
   });
 
+  it('reads the :nitro and :floor variants as a sort by throughput and by price, unless the caller chose one', () => {
+    const health = new HealthRegistry();
+    health.recordSuccess(HealthRegistry.keyOf('x/m', 'a'), 0, 100, 90);
+    health.recordSuccess(HealthRegistry.keyOf('x/m', 'c'), 0, 900, 10);
+    const plan = (model: string, provider?: Record<string, unknown>) =>
+      ids(planAttempts(catalog, { model, ...(provider ? { provider } : {}) }, anyKey, health, 1));
+    expect(plan('x/m:nitro')).toEqual(plan('x/m', { sort: 'throughput' }));
+    expect(plan('x/m:nitro')).toEqual(['x/m@a', 'x/m@c', 'x/m@b']);
+    expect(plan('x/m:floor')).toEqual(['x/m@b', 'x/m@c', 'x/m@a']);
+    expect(plan('x/m:nitro', { sort: 'price' })).toEqual(['x/m@b', 'x/m@c', 'x/m@a']);
+    // Named twice, planned once; an unknown base or suffix is still an unknown model.
+    expect(ids(planAttempts(catalog, { model: 'x/m:floor', models: ['x/m'] }, anyKey, health, 1))).toEqual([
+      'x/m@b',
+      'x/m@c',
+      'x/m@a',
+    ]);
+    expect(() => plan('x/nope:nitro')).toThrow(/not a valid model ID/);
+    expect(() => plan('x/m:turbo')).toThrow(/not a valid model ID/);
+  });
+
   it('applies key guardrails', () => {
     expect(
       ids(

@@ -66,10 +66,29 @@ function price(endpoint: CatalogEndpoint): bigint {
   return endpoint.prices.prompt + endpoint.prices.completion;
 }
 
-function lookup(catalog: Catalog, id: string): CatalogModel {
+/**
+ * OpenRouter's routing variants: `<model>:nitro` is the model with its endpoints by throughput
+ * (`provider.sort: "throughput"`), `<model>:floor` by price — unless the catalog lists that id itself.
+ */
+const VARIANT_SORTS: readonly (readonly [string, SortBy])[] = [
+  [':nitro', 'throughput'],
+  [':floor', 'price'],
+];
+
+interface RequestedModel {
+  model: CatalogModel;
+  /** The order a routing variant asks for (null: none). */
+  sort: SortBy | null;
+}
+
+function lookup(catalog: Catalog, id: string): RequestedModel {
   const model = catalog.models.get(id);
-  if (!model) throw new TollgateError('catalog.unknown_model', `${id} is not a valid model ID`);
-  return model;
+  if (model) return { model, sort: null };
+  for (const [suffix, sort] of VARIANT_SORTS) {
+    const base = id.endsWith(suffix) ? catalog.models.get(id.slice(0, -suffix.length)) : undefined;
+    if (base) return { model: base, sort };
+  }
+  throw new TollgateError('catalog.unknown_model', `${id} is not a valid model ID`);
 }
 
 function sortKey(sort: ProviderPreferences['sort']): SortBy | null {
@@ -289,9 +308,11 @@ export function planAttempts(
   now = 0,
 ): PlannedAttempt[] {
   const ids = [input.model, ...(input.models ?? []).filter((id) => id !== input.model)];
-  const models = ids.map((id) => lookup(catalog, id));
+  // A model named twice (`x` and `x:nitro`) is planned once, as first named.
+  const seen = new Set<string>();
+  const models = ids.map((id) => lookup(catalog, id)).filter((r) => !seen.has(r.model.id) && seen.add(r.model.id));
   const allowedModels = key.allowedModels ? new Set(key.allowedModels) : null;
-  const permitted = allowedModels ? models.filter((m) => allowedModels.has(m.id)) : models;
+  const permitted = allowedModels ? models.filter((r) => allowedModels.has(r.model.id)) : models;
   if (permitted.length === 0) {
     throw new TollgateError('guardrail.forbidden', `This key is not allowed to use ${input.model}`, {
       metadata: { model: input.model },
@@ -302,8 +323,10 @@ export function planAttempts(
   const filters = resolveFilters(input);
   const allowedProviders = key.allowedProviders ? new Set(key.allowedProviders) : null;
   const plan: PlannedAttempt[] = [];
-  for (const model of permitted) {
-    for (const endpoint of order(model, eligible(model, filters, allowedProviders, why), filters, health, now)) {
+  for (const { model, sort } of permitted) {
+    // A variant's order applies to its model, unless the caller chose one (`provider.sort`).
+    const ordering = sort === null || filters.prefs.sort ? filters : { ...filters, prefs: { ...filters.prefs, sort } };
+    for (const endpoint of order(model, eligible(model, filters, allowedProviders, why), ordering, health, now)) {
       plan.push(...withByok(model, endpoint, input.byok ?? [], filters, why));
     }
   }

@@ -252,3 +252,63 @@ describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
     }
   });
 });
+
+describe('the model calls @openrouter/sdk makes beyond the listing (each a 404 before)', () => {
+  it('count, one model, the key’s models, parameter and modality filters, and the ZDR endpoints', async () => {
+    const { getJson } = await import('./helpers/gateway.js');
+    const gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) =>
+        (file.models as unknown[]).push({
+          id: 'test/private',
+          name: 'private',
+          context_length: 8192,
+          endpoints: [
+            {
+              provider: 'mock',
+              model: 'mock-chat',
+              pricing: { prompt: '0', completion: '0.000001' },
+              supported_parameters: ['max_tokens', 'reasoning_effort'],
+              zdr: true,
+            },
+            { provider: 'mock-b', model: 'mock-chat', pricing: { prompt: '0', completion: '0.000002' } },
+          ],
+        }),
+    });
+    try {
+      const all = (await getJson(gw, '/models')).json.data as { id: string }[];
+      expect((await getJson(gw, '/models/count')).json).toEqual({ data: { count: all.length } });
+      expect((await getJson(gw, '/models/count?output_modalities=all')).json.data.count).toBe(all.length);
+      expect((await getJson(gw, '/models/count?output_modalities=image')).json.data.count).toBe(0);
+
+      const one = await getJson(gw, '/model/test/private');
+      expect(one.status).toBe(200);
+      expectFields(one.json.data, MODEL_FIELDS);
+      expect(one.json.data).toEqual(all.find((m) => m.id === 'test/private'));
+      const missing = await call(gw, 'GET', '/model/test/nope');
+      expectError(missing, 404);
+      expect(missing.json.error.message).toBe('Model test/nope not found');
+
+      const filtered = await getJson(gw, '/models?supported_parameters=reasoning_effort');
+      expect(filtered.json.data.map((m: { id: string }) => m.id)).toEqual(['test/private']);
+      expect(filtered.json.total_count).toBe(1);
+      expect((await getJson(gw, '/models?supported_parameters=reasoning_effort,no_such')).json.data).toEqual([]);
+
+      const zdr = await getJson(gw, '/endpoints/zdr');
+      expect(zdr.json.data.map((e: { model_id: string; tag: string }) => `${e.model_id}@${e.tag}`)).toEqual([
+        'test/private@mock',
+      ]);
+      for (const e of zdr.json.data) expectFields(e, ENDPOINT_FIELDS);
+
+      const accountId = await gw.createAccount(1);
+      const { key } = await gw.createKey(accountId, { allowed_models: ['test/private'] });
+      expectError(await call(gw, 'GET', '/models/user'), 401);
+      const mine = await getJson(gw, '/models/user', key);
+      expect(mine.json.data.map((m: { id: string }) => m.id)).toEqual(['test/private']);
+      const everyone = await getJson(gw, '/models/user', (await gw.createKey(accountId)).key);
+      expect(everyone.json.total_count).toBe(all.length);
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -221,6 +221,32 @@ describe('@openrouter/sdk', () => {
     expect(providers.data.map((p) => p.slug)).toEqual(expect.arrayContaining(['mock', 'mock-b']));
   });
 
+  it('counts models, gets one, lists those a key may use, filters by parameter, lists ZDR endpoints (404s before)', async () => {
+    const all = (await valid(sdk.models.list())).result.data;
+    expect((await valid(sdk.models.count())).data.count).toBe(all.length);
+    const one = await valid(sdk.models.get({ author: 'test', slug: 'chat' }));
+    expect(one.data.id).toBe('test/chat');
+    expect(one.data.pricing.prompt).toBe(all.find((m) => m.id === 'test/chat')?.pricing.prompt);
+    // The SDK sends this call's key itself (`security`), not the client's.
+    const mine = await valid(sdk.models.listForUser({ bearer: key }));
+    expect(mine.result.data.map((m) => m.id)).toEqual(all.map((m) => m.id));
+    // Every model lists `temperature`; none lists a parameter nobody has.
+    const filtered = await valid(sdk.models.list({ supportedParameters: 'temperature' }));
+    expect(filtered.result.data).toHaveLength(all.length);
+    expect((await valid(sdk.models.list({ supportedParameters: 'no_such_parameter' }))).result.data).toEqual([]);
+    const zdr = await valid(sdk.endpoints.listZdrEndpoints());
+    expect(Array.isArray(zdr.data)).toBe(true);
+    // An unknown model is the SDK's not-found error, not a crash.
+    await expect(sdk.models.get({ author: 'test', slug: 'nope' })).rejects.toThrow();
+  });
+
+  it('lists for a key with allowed models only those models', async () => {
+    const limited = await gw.createKey(accountId, { name: 'two models', allowed_models: ['test/chat', 'test/paced'] });
+    const client = new OpenRouter({ apiKey: limited.key, serverURL: gw.api });
+    const mine = await valid(client.models.listForUser({ bearer: limited.key }));
+    expect(mine.result.data.map((m) => m.id).sort()).toEqual(['test/chat', 'test/paced']);
+  });
+
   it('manages keys: create, list, get, update, delete', async () => {
     const created = await valid(
       manager.apiKeys.create({

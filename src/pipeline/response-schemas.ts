@@ -383,6 +383,10 @@ export const modelsResponse = z
   .object({ data: z.array(modelSchema), links: z.object({ next: z.null() }), total_count: z.int() })
   .meta({ id: 'ModelList' });
 
+export const modelResponse = z.object({ data: modelSchema }).meta({ id: 'ModelResponse' });
+
+export const modelCountResponse = z.object({ data: z.object({ count: z.int() }) }).meta({ id: 'ModelCount' });
+
 export const endpointSchema = z
   .object({
     name: z.string(),
@@ -425,6 +429,8 @@ export const modelEndpointsResponse = z
     }),
   })
   .meta({ id: 'ModelEndpoints' });
+
+export const endpointsResponse = z.object({ data: z.array(endpointSchema) }).meta({ id: 'EndpointList' });
 
 export const providersResponse = z
   .object({

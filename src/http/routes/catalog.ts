@@ -1,4 +1,7 @@
-/** GET /models, GET /models/{author}/{slug}/endpoints, GET /providers (docs/api.md). No auth needed. */
+/**
+ * GET /models (and /models/count, /models/user, /model/{author}/{slug}), GET /models/{author}/{slug}/endpoints,
+ * GET /endpoints/zdr, GET /providers (docs/api.md). No auth needed, but for /models/user (a key).
+ */
 import { TollgateError } from '../../core/errors.js';
 import { primaryEndpoint, type CatalogEndpoint, type CatalogModel } from '../../routing/catalog.js';
 import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
@@ -9,7 +12,15 @@ import { MAX_OFFSET, pageOffset } from '../page-offset.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import type { endpointSchema, modelSchema } from '../../pipeline/response-schemas.js';
-import { modelEndpointsResponse, modelsResponse, providersResponse } from '../../pipeline/response-schemas.js';
+import {
+  endpointsResponse,
+  modelCountResponse,
+  modelEndpointsResponse,
+  modelResponse,
+  modelsResponse,
+  providersResponse,
+} from '../../pipeline/response-schemas.js';
+import { requestKey } from '../route-auth.js';
 import type { Services } from '../services.js';
 
 function architecture(model: CatalogModel) {
@@ -102,6 +113,35 @@ function renderEndpoint(
   };
 }
 
+/** A comma-separated list of names, as @openrouter/sdk sends its filters. */
+const nameList = z
+  .string()
+  .max(1000)
+  .transform((value) =>
+    value
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+  );
+
+/**
+ * The model filters @openrouter/sdk sends: `supported_parameters` (every one listed), `output_modalities`
+ * (any one listed; `all` for every model). Its other filters (category, sort, distillable, region…) name
+ * OpenRouter's data a self-hosted catalog does not have, and are ignored, as unknown parameters are.
+ */
+const filters = z.object({
+  supported_parameters: nameList.optional(),
+  output_modalities: nameList.optional(),
+});
+
+function matches(model: CatalogModel, wanted: z.output<typeof filters>): boolean {
+  if (wanted.supported_parameters?.some((name) => !model.supportedParameters.includes(name))) return false;
+  const modalities = wanted.output_modalities;
+  if (modalities !== undefined && modalities.length > 0 && !modalities.includes('all'))
+    return modalities.some((modality) => model.outputModalities.includes(modality));
+  return true;
+}
+
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
@@ -114,18 +154,70 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
       .refine((n) => n >= 1 && n <= MAX_OFFSET, `limit must be a whole number from 1 to ${MAX_OFFSET}`)
       .optional(),
   });
+  const listing = page.extend(filters.shape);
+  const list = (models: CatalogModel[], query: unknown) => {
+    const { offset, limit, ...wanted } = parseBody(listing, query);
+    const all = models.filter((model) => matches(model, wanted));
+    const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
+    return { data, links: { next: null }, total_count: all.length };
+  };
+  routes.add('GET', '/api/v1/models', async (request) => list([...services.catalog.models.values()], request.query), {
+    auth: 'none',
+    doc: { summary: 'The models', tag: 'Catalog', query: listing, responses: { 200: json(modelsResponse) } },
+  });
+
+  // What @openrouter/sdk's `models.listForUser()` calls: the models this key may use.
   routes.add(
     'GET',
-    '/api/v1/models',
+    '/api/v1/models/user',
     async (request) => {
-      const { offset, limit } = parseBody(page, request.query);
-      const all = [...services.catalog.models.values()];
-      const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
-      return { data, links: { next: null }, total_count: all.length };
+      const allowed = requestKey(request).allowedModels;
+      const models = [...services.catalog.models.values()].filter(
+        (model) => allowed === null || allowed.includes(model.id),
+      );
+      return list(models, request.query);
+    },
+    {
+      auth: 'any-key',
+      doc: {
+        summary: 'The models this key may use',
+        tag: 'Catalog',
+        query: listing,
+        responses: { 200: json(modelsResponse) },
+      },
+    },
+  );
+
+  // @openrouter/sdk's `models.count()`.
+  routes.add(
+    'GET',
+    '/api/v1/models/count',
+    async (request) => {
+      const wanted = parseBody(filters, request.query);
+      let count = 0;
+      for (const model of services.catalog.models.values()) if (matches(model, wanted)) count++;
+      return { data: { count } };
     },
     {
       auth: 'none',
-      doc: { summary: 'The models', tag: 'Catalog', query: page, responses: { 200: json(modelsResponse) } },
+      doc: { summary: 'How many models', tag: 'Catalog', query: filters, responses: { 200: json(modelCountResponse) } },
+    },
+  );
+
+  // @openrouter/sdk's `models.get({ author, slug })`.
+  routes.add(
+    'GET',
+    '/api/v1/model/:author/:slug',
+    async (request) => {
+      const { author, slug } = request.params;
+      const id = `${author}/${slug}`;
+      const model = services.catalog.models.get(id);
+      if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
+      return { data: renderModel(model) };
+    },
+    {
+      auth: 'none',
+      doc: { summary: 'One model', tag: 'Catalog', responses: { 200: json(modelResponse) }, errors: [404] },
     },
   );
 
@@ -161,6 +253,34 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
         summary: 'A model’s endpoints (providers) with their prices, limits and measured health',
         tag: 'Catalog',
         responses: { 200: json(modelEndpointsResponse) },
+      },
+    },
+  );
+
+  // @openrouter/sdk's `endpoints.listZdrEndpoints()`: the endpoints whose provider retains no data.
+  routes.add(
+    'GET',
+    '/api/v1/endpoints/zdr',
+    async () => {
+      const data: z.output<typeof endpointSchema>[] = [];
+      for (const model of services.catalog.models.values())
+        for (const e of model.endpoints)
+          if (e.dataPolicy.zdr)
+            data.push(
+              renderEndpoint(
+                model,
+                e,
+                services.health.snapshot(HealthRegistry.keyOf(model.id, e.provider.id), services.now()),
+              ),
+            );
+      return { data };
+    },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'The endpoints with zero data retention',
+        tag: 'Catalog',
+        responses: { 200: json(endpointsResponse) },
       },
     },
   );

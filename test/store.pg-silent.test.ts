@@ -20,6 +20,8 @@ import type { Store } from '../src/store/types.js';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedBody, fixedCostModel, X_UNITS } from './helpers/holds.js';
 import { journalDir, moneyTotals, until } from './helpers/journal.js';
+import pg from 'pg';
+import { TollgateError } from '../src/core/errors.js';
 import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
 
 const FIXED = fixedCostModel('test/fixed', 'mock-chat');
@@ -166,5 +168,38 @@ describe('a PostgreSQL connection that goes silent', { timeout: 60_000 }, () => 
       accountUsage: expected,
     });
     await until(async () => (await chat(gw, key, fixedBody(FIXED.id, 2))).status === 200, 20_000, 'serving again');
+  });
+});
+
+describe('a statement given up on', { timeout: 60_000 }, () => {
+  it('does not run on in the server (one more session per deadline, holding its locks): the server stops it too', async () => {
+    const schema = await createPgTestSchema();
+    const driver = openPgDriver(schema.url, { schema: schema.schema, max: 2, statementTimeoutMs: 1100 });
+    const holder = new pg.Client({ connectionString: schema.url });
+    await holder.connect();
+    try {
+      await driver.exec('CREATE TABLE lock_probe (id int)');
+      // Another session holds the table, as a long migration in another process would.
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${schema.schema}.lock_probe IN ACCESS EXCLUSIVE MODE`);
+      for (let i = 0; i < 6; i++) {
+        const failure = await driver.all('SELECT count(*) AS n FROM lock_probe').then(
+          () => null,
+          (error: unknown) => error,
+        );
+        expect(failure).toBeInstanceOf(TollgateError);
+        expect((failure as TollgateError).code).toBe('store.unavailable');
+      }
+      // Nothing of ours is still waiting on the table in the server.
+      const { rows } = await holder.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%FROM lock_probe%' AND state = 'active' AND pid <> pg_backend_pid()",
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await driver.close();
+      await schema.drop();
+    }
   });
 });

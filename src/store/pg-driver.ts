@@ -21,7 +21,10 @@ export interface PgDriverOptions {
    * that went silent — a network partition, a failover that drops packets instead of closing — would
    * otherwise hold its statement until the kernel gives up on the socket (~15 min): a charge would
    * sit unapplied and unreported, and shutdown would wait for it. Past the deadline the statement
-   * fails as `store.unavailable` and its connection is destroyed, not pooled.
+   * fails as `store.unavailable` and its connection is destroyed, not pooled. The server is told the
+   * same (`statement_timeout` a second shorter, `idle_in_transaction_session_timeout`), so what we
+   * gave up on does not run on there (sent as startup parameters: a PgBouncer in front needs
+   * `ignore_startup_parameters` to list them).
    */
   statementTimeoutMs?: number;
 }
@@ -150,10 +153,17 @@ export class PgDriver implements SqlDriver {
       throw new RangeError(`schema "${options.schema}" is not a plain SQL identifier`);
     }
     this.#timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+    // The server stops a statement a little before we give up on it, and a transaction left idle
+    // (its client gone silent) after the deadline: a statement we gave up on must not run on, holding
+    // its session (one more per timeout, past `max`) and its row locks.
+    const serverMs = Math.max(100, this.#timeoutMs - 1000);
     this.#pool = new pg.Pool({
       connectionString,
       max: options.max ?? 10,
       connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000,
+      statement_timeout: serverMs,
+      idle_in_transaction_session_timeout: this.#timeoutMs,
+      keepAlive: true,
       types: bigintTypes(),
       ...(options.schema === undefined ? {} : { options: `-c search_path=${options.schema}` }),
     });
@@ -217,6 +227,13 @@ export class PgDriver implements SqlDriver {
     };
     try {
       await this.#exec(client, 'BEGIN', timeoutMs);
+      // A migration may build an index on a large table, or wait for another process's migration.
+      if (options.unbounded === true)
+        await this.#exec(
+          client,
+          'SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0',
+          0,
+        );
       const result = await fn(tx);
       await previous; // a statement issued and not awaited still belongs before COMMIT
       open = false;

@@ -256,9 +256,21 @@ for (const target of STORE_TARGETS) {
         );
         expect(first.applied).toBe(true);
         const replay = await store.addCredits(
-          creditEntryFixture(accountId, { kind: 'purchase', amount: 9n * USD, reference: 'stripe:pi_1' }),
+          creditEntryFixture(accountId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }),
         );
         expect(replay).toEqual({ applied: false, account: first.account });
+        // The reference for another amount or kind is not a replay: refused, nothing changed.
+        await expectCode(
+          store.addCredits(
+            creditEntryFixture(accountId, { kind: 'purchase', amount: 9n * USD, reference: 'stripe:pi_1' }),
+          ),
+          'resource.conflict',
+        );
+        await expectCode(
+          store.addCredits(creditEntryFixture(accountId, { kind: 'grant', amount: USD, reference: 'stripe:pi_1' })),
+          'resource.conflict',
+        );
+        expect((await store.getAccount(accountId))?.totalCredits).toBe(USD);
         const elsewhere = await store.addCredits(
           creditEntryFixture(otherId, { kind: 'purchase', amount: USD, reference: 'stripe:pi_1' }),
         );

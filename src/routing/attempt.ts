@@ -24,6 +24,7 @@ import type { PlannedAttempt } from './plan.js';
 import {
   carriesContent,
   endedWithError,
+  isProviderError,
   STOP,
   UpstreamStream,
   type ChunkEvent,
@@ -237,9 +238,7 @@ async function attemptPlainCompletion(
     const completion = parseCompletion(adapter, text, body);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
     // An answer the provider itself ended with an error is a failure, as in a stream (stream-reader.ts).
-    const ended = completion.choices.find((choice) => choice.finish_reason === 'error');
-    if (ended !== undefined)
-      return { ok: false, failure: endedWithError(ended.native_finish_reason), cancelled: false };
+    if (completion.choices.some(isProviderError)) return { ok: false, failure: endedWithError(), cancelled: false };
     return { ok: true, value: completion, status: response.status };
   } catch (error) {
     return failed(scope, error);

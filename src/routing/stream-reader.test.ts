@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { isProviderError, describe, expect, it } from 'vitest';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import { HealthRegistry } from './health.js';
-import { MAX_MALFORMED_EVENTS, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';
+import { isProviderError, MAX_MALFORMED_EVENTS, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';
 import { AttemptAbort, type AbortReason } from './upstream-client.js';
 
 const chunk = (content: string, finish: string | null = null) =>
@@ -79,6 +79,19 @@ describe('UpstreamStream: one reader for every path', () => {
       [[['', 'stop']], false],
       [[], true],
     ]);
+  });
+
+  it("ends a stream the provider finishes with its own 'error' as broken; a reason mapped to 'error' (Gemini's) is an answer", async () => {
+    const { stream } = open([chunk('a'), chunk('', 'error')]);
+    expect(await stream.read(() => undefined)).toMatchObject({
+      kind: 'broken',
+      cause: 'event',
+      failure: { type: 'server' },
+    });
+    expect(isProviderError({ finish_reason: 'error', native_finish_reason: null })).toBe(true);
+    expect(isProviderError({ finish_reason: 'error', native_finish_reason: 'error' })).toBe(true);
+    expect(isProviderError({ finish_reason: 'error', native_finish_reason: 'MALFORMED_FUNCTION_CALL' })).toBe(false);
+    expect(isProviderError({ finish_reason: 'stop', native_finish_reason: 'error' })).toBe(false);
   });
 
   it("tells the upstream's in-band error, a stall and our own cancel apart", async () => {

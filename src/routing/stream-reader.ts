@@ -167,9 +167,9 @@ export class UpstreamStream {
             if (rest === null) break;
             event = rest;
           }
-          // A provider that ends its answer with an error (finish_reason "error", Gemini's OTHER…)
-          // did not answer: a failure like an error event (failover before the first byte, in-band
-          // error after it), never a finished answer.
+          // A provider that ends its answer with an error (finish_reason "error") did not answer: a
+          // failure like an error event (failover before the first byte, in-band error after it),
+          // never a finished answer.
           const failure = finishedWithError(event);
           if (failure !== null) return { kind: 'broken', failure, cause: 'event' };
           this.note(event);
@@ -435,17 +435,33 @@ function afterFinish(event: ChunkEvent, finished: ReadonlyMap<number, boolean>):
 }
 
 function finishedWithError(event: ChunkEvent): UpstreamFailure | null {
-  for (const choice of event.choices)
-    if (choice.finish_reason === 'error') return endedWithError(choice.native_finish_reason);
+  for (const choice of event.choices) if (isProviderError(choice)) return endedWithError();
   return null;
 }
 
-/** An answer the provider ended with `finish_reason: "error"` (its own reason, when it gave another): a server failure. */
-export function endedWithError(native: string | null): UpstreamFailure {
+/**
+ * The provider's own `finish_reason: "error"` (an OpenAI-compatible server, or OpenRouter in front of
+ * one). Reasons we map to "error" from another native value (Gemini's MALFORMED_FUNCTION_CALL or
+ * LANGUAGE, an unreadable reason) come from the request or the model, not a failing provider: the
+ * answer is served as it ended, as before — failing over would bill every endpoint for one caller's
+ * request and count against their health.
+ */
+export function isProviderError(choice: {
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+}): boolean {
+  return (
+    choice.finish_reason === 'error' &&
+    (choice.native_finish_reason === null || choice.native_finish_reason === 'error')
+  );
+}
+
+/** An answer the provider ended with `finish_reason: "error"`: a server failure. */
+export function endedWithError(): UpstreamFailure {
   return {
     type: 'server',
     status: null,
-    message: `The provider ended the answer with an error${native !== null && native !== 'error' ? ` (${native})` : ''}`,
+    message: 'The provider ended the answer with an error',
     providerCode: null,
     retryAfterMs: null,
     raw: null,

@@ -1,4 +1,4 @@
-import { isProviderError, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import { HealthRegistry } from './health.js';
 import { isProviderError, MAX_MALFORMED_EVENTS, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';

@@ -24,6 +24,15 @@ describe('OutputBudget', () => {
     expect(adds).toBe(7 + 77);
   });
 
+  it('leaves reasoning out of the count (a limit may cover only the answer)', () => {
+    const budget = new OutputBudget(1, (text) => text.length); // cut at 66
+    const thinking = {
+      choices: [{ index: 0, delta: { reasoning: 'x'.repeat(1000) }, finish_reason: null, native_finish_reason: null }],
+    };
+    for (let i = 0; i < 10; i++) expect(budget.add(thinking)).toBe(false);
+    expect(budget.add(event('y'.repeat(100)))).toBe(true);
+  });
+
   it('counts reasoning, refusals and tool calls as output', () => {
     expect(
       generatedText({

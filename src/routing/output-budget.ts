@@ -2,7 +2,7 @@
  * What an upstream generated, and a stop for one that writes far past the completion limit it was
  * sent (it ignores `max_tokens`). The caller is never charged past that limit (pipeline/generation.ts),
  * but without a stop such a provider streams on at the operator's expense until a timeout. The reader
- * (stream-reader.ts) cuts the stream once our count of its output passes twice the limit plus 64
+ * (stream-reader.ts) cuts the stream once our count of its answer (reasoning aside) passes twice the limit plus 64
  * tokens — far enough past it that a provider whose tokenizer counts fewer tokens than ours is never
  * cut while it keeps to the limit — and ends the answer as a provider that honours the limit would:
  * `finish_reason: "length"`.
@@ -11,9 +11,15 @@ import type { ChunkChoice } from '../providers/types.js';
 
 /** Everything the upstream generated in a message or delta — text, reasoning, refusal, tool calls — for a token count. */
 export function generatedText(part: Record<string, unknown>): string {
+  return textOf(part, ALL_TEXT);
+}
+
+const ALL_TEXT = ['content', 'reasoning', 'refusal'] as const;
+const ANSWER_TEXT = ['content', 'refusal'] as const;
+
+function textOf(part: Record<string, unknown>, fields: readonly string[]): string {
   let text = '';
-  for (const field of ['content', 'reasoning', 'refusal'] as const)
-    if (typeof part[field] === 'string') text += part[field];
+  for (const field of fields) if (typeof part[field] === 'string') text += part[field];
   if (Array.isArray(part.tool_calls)) {
     for (const call of part.tool_calls as { function?: { name?: unknown; arguments?: unknown } }[]) {
       if (typeof call.function?.name === 'string') text += call.function.name;
@@ -50,7 +56,9 @@ export class OutputBudget {
    */
   add(event: { readonly choices: readonly ChunkChoice[] }): boolean {
     for (const choice of event.choices) {
-      const text = generatedText(choice.delta);
+      // Not the reasoning: some providers' limits cover only the answer (DeepSeek's first reasoner API
+      // streamed up to 32K tokens of it past `max_tokens`), and an honest one must not be stopped mid-thought.
+      const text = textOf(choice.delta, ANSWER_TEXT);
       if (text.length === 0) continue;
       const before = this.chars;
       this.chars += text.length;

@@ -72,6 +72,18 @@ describe('Expect: 100-continue', () => {
     expect(conn.received()).not.toContain('100 Continue');
   });
 
+  it('a body of another type is asked for too (no wait for the client to give up on 100 Continue)', async () => {
+    const { conn, first } = await exchange({
+      authorization: `Bearer ${key}`,
+      expect: '100-continue',
+      'content-type': 'text/plain',
+    });
+    expect(first).toBe(100);
+    await conn.write(BODY);
+    await expect.poll(() => /HTTP\/1\.1 4\d\d /.test(conn.received().replace('HTTP/1.1 100 Continue', ''))).toBe(true);
+    conn.socket.destroy();
+  });
+
   it('another expectation gets a 417 in the error record', async () => {
     const { conn, first } = await exchange({ authorization: `Bearer ${key}`, expect: 'something-else' });
     expect(first).toBe(417);

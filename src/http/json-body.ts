@@ -66,9 +66,10 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
         ),
       );
     }
-    if (!isJson(request)) return payload;
-    // The route's guard has passed (onRequest): now the body is wanted (edge.ts, `handleExpect`).
+    // The route's guard has passed (onRequest): now the body is wanted (edge.ts, `handleExpect`) — by
+    // the JSON parser below, or a route's own (the secret-scanning endpoint takes any type).
     if (expectsContinue(request)) reply.raw.writeContinue();
+    if (!isJson(request)) return payload;
     const scanner = new JsonShapeScanner(limits);
     const scanned = new Transform({
       transform(chunk: Buffer, _encoding, callback) {

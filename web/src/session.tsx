@@ -36,11 +36,16 @@ export function SessionProvider(props: { children: ReactNode }) {
   const [state, setState] = useState<SessionState>({ status: 'loading' });
   /** The account this page shows, for the CSRF refresher (which runs outside React's render). */
   const accountId = useRef<string | null>(null);
+  /** Session probes that failed in a row (the wait before the next grows with them). */
+  const failures = useRef(0);
+  /** Bumped by sign-in and sign-out: a probe that started before one of them has nothing to say. */
+  const era = useRef(0);
   useEffect(() => {
     accountId.current = state.status === 'signed-in' ? state.session.account.id : null;
   }, [state]);
 
   const forget = useCallback(() => {
+    era.current++;
     setCsrfToken(null);
     setState({ status: 'signed-out', problem: null });
   }, []);
@@ -73,29 +78,35 @@ export function SessionProvider(props: { children: ReactNode }) {
 
   /** Probes bumped by `retry()`; a probe's answer is dropped once a newer one started. */
   const [probe, setProbe] = useState(0);
-  const failures = useRef(0);
   const retry = useCallback(() => setProbe((n) => n + 1), []);
   useEffect(() => {
     let current = true;
+    const started = era.current;
+    const stale = () => !current || era.current !== started;
     let timer: ReturnType<typeof setTimeout> | undefined;
     api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
       (answer) => {
-        if (!current) return;
+        if (stale()) return;
         failures.current = 0;
         setCsrfToken(answer.data.csrf_token);
         setState({ status: 'signed-in', session: answer.data });
       },
       (error: unknown) => {
-        if (!current) return;
-        if (error instanceof ApiError && error.status === 401) {
+        if (stale()) return;
+        // Only a gateway that could not answer is "unreachable": no connection, a 5xx, a 429. Any
+        // other answer is the gateway's word on this session (401: none).
+        const status = error instanceof ApiError ? error.status : 0;
+        if (status !== 0 && status !== 429 && status < 500) {
           failures.current = 0;
-          setState({ status: 'signed-out', problem: null });
+          setState({ status: 'signed-out', problem: status === 401 ? null : (error as Error).message });
           return;
         }
         const delay = retryDelayMs(failures.current++);
         const problem = error instanceof Error ? error.message : 'The gateway could not be reached.';
         setState({ status: 'unreachable', problem, retryAt: Date.now() + delay });
-        timer = setTimeout(retry, delay);
+        timer = setTimeout(() => {
+          if (!stale()) retry();
+        }, delay);
       },
     );
     return () => {
@@ -106,6 +117,8 @@ export function SessionProvider(props: { children: ReactNode }) {
 
   const signIn = useCallback(async (email: string, password: string) => {
     const answer = await api<{ data: Session }>('POST', '/session', { email, password }, { quiet401: true });
+    era.current++;
+    failures.current = 0;
     setCsrfToken(answer.data.csrf_token);
     setState({ status: 'signed-in', session: answer.data });
   }, []);

@@ -61,7 +61,13 @@ export async function settle(
     // The caller is charged up to the limit it was held for; the provider's overrun is the operator's to take up.
     deps.metrics.completionOverLimit.inc({ provider }, charge.completionOverLimit);
     deps.log.warn(
-      { generation_id: charge.record.id, provider, over_limit_tokens: charge.completionOverLimit },
+      // With BYOK the provider bills the caller's own key for it; Tollgate only charges less fee.
+      {
+        generation_id: charge.record.id,
+        provider,
+        byok: charge.record.isByok,
+        over_limit_tokens: charge.completionOverLimit,
+      },
       'the provider counted more completion tokens than the limit it was sent; charged up to the limit',
     );
   }

@@ -13,12 +13,11 @@
 import { rm } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgresStore } from '../src/store/open-store.js';
 import { openPgDriver } from '../src/store/pg-driver.js';
 import type { SqlDriver } from '../src/store/sql-driver.js';
-import type { Store } from '../src/store/types.js';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedBody, fixedCostModel, X_UNITS } from './helpers/holds.js';
+import { postgresDatabaseAt, postgresTarget } from './helpers/store-targets.js';
 import { journalDir, moneyTotals, until } from './helpers/journal.js';
 import pg from 'pg';
 import { TollgateError } from '../src/core/errors.js';
@@ -98,30 +97,15 @@ describe('a PostgreSQL connection that goes silent', { timeout: 60_000 }, () => 
     schema = await createPgTestSchema();
     relay = await freezingRelay(new URL(schema.url));
     dir = await journalDir();
-    const closers: Array<() => Promise<void>> = [];
     gw = await startTestGateway({
-      target: { name: 'postgres', createDatabase: () => Promise.reject(new Error('unused')) },
-      database: {
-        openStore(): Store {
-          // Through the relay, with a short statement deadline (the default is 15 s).
-          const store = openPostgresStore(relay.url, {
-            schema: schema.schema,
-            statementTimeoutMs: 1000,
-            connectionTimeoutMillis: 1000,
-          });
-          closers.push(() => store.close());
-          return store;
-        },
-        openDriver(): SqlDriver {
-          // Straight to the database: the test's own view of the ledger.
-          const opened = openPgDriver(schema.url, { schema: schema.schema });
-          closers.push(() => opened.close());
-          return opened;
-        },
-        async cleanup() {
-          await Promise.allSettled(closers.map((close) => close()));
-        },
-      },
+      target: postgresTarget,
+      // The gateway through the relay, with a short statement deadline (the default is 15 s); the
+      // test's own view of the ledger straight to the database.
+      database: postgresDatabaseAt(
+        relay.url,
+        { schema: schema.schema, statementTimeoutMs: 1000, connectionTimeoutMillis: 1000 },
+        schema.url,
+      ),
       extraModels: [FIXED],
       journalDir: dir,
       configure: (file) => Object.assign(file, { billing: { journal: { min_free_bytes: 0 } } }),

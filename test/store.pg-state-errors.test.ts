@@ -12,12 +12,11 @@ import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateError } from '../src/core/errors.js';
-import { openPostgresStore } from '../src/store/open-store.js';
 import { openPgDriver } from '../src/store/pg-driver.js';
 import type { SqlDriver } from '../src/store/sql-driver.js';
-import type { Store } from '../src/store/types.js';
 import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedBody, fixedCostModel, X_UNITS } from './helpers/holds.js';
+import { postgresDatabaseAt, postgresTarget } from './helpers/store-targets.js';
 import { journalDir, metric, moneyTotals, until } from './helpers/journal.js';
 import { pgTestUrl } from './helpers/pg.js';
 
@@ -72,24 +71,9 @@ describe('a PostgreSQL that answers but cannot take writes', { timeout: 60_000 }
   beforeAll(async () => {
     db = await ownRole();
     dir = await journalDir();
-    const closers: Array<() => Promise<void>> = [];
     gw = await startTestGateway({
-      target: { name: 'postgres', createDatabase: () => Promise.reject(new Error('unused')) },
-      database: {
-        openStore(): Store {
-          const store = openPostgresStore(db.url, { schema: db.schema });
-          closers.push(() => store.close());
-          return store;
-        },
-        openDriver(): SqlDriver {
-          const opened = openPgDriver(db.url, { schema: db.schema });
-          closers.push(() => opened.close());
-          return opened;
-        },
-        async cleanup() {
-          await Promise.allSettled(closers.map((close) => close()));
-        },
-      },
+      target: postgresTarget,
+      database: postgresDatabaseAt(db.url, { schema: db.schema }),
       extraModels: [FIXED],
       journalDir: dir,
       configure: (file) => Object.assign(file, { billing: { journal: { min_free_bytes: 0 } } }),

@@ -1,5 +1,5 @@
 import { openPostgresStore, openSqliteStore } from '../../src/store/open-store.js';
-import { openPgDriver } from '../../src/store/pg-driver.js';
+import { openPgDriver, type PgDriverOptions } from '../../src/store/pg-driver.js';
 import type { SqlDriver } from '../../src/store/sql-driver.js';
 import { openSqliteDriver } from '../../src/store/sqlite-driver.js';
 import type { Store } from '../../src/store/types.js';
@@ -57,6 +57,25 @@ export const postgresTarget: StoreTarget = {
     );
   },
 };
+
+/**
+ * A PostgreSQL database the caller set up (and drops): the gateway's store opened at `storeUrl` with
+ * `options` (a relay in between, a short statement deadline…), the test's own view at `driverUrl`.
+ * `cleanup()` closes what was opened and drops nothing.
+ */
+export function postgresDatabaseAt(
+  storeUrl: string,
+  options: PgDriverOptions & { schema: string },
+  driverUrl = storeUrl,
+): StoreDatabase {
+  return tracked(
+    {
+      store: () => openPostgresStore(storeUrl, options),
+      driver: () => openPgDriver(driverUrl, { schema: options.schema }),
+    },
+    async () => undefined,
+  );
+}
 
 /** Both stores; without PostgreSQL outside CI (test/service-availability.ts), the embedded one only. */
 export const STORE_TARGETS: readonly StoreTarget[] = process.env.TOLLGATE_TEST_NO_POSTGRES

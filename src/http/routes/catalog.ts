@@ -143,6 +143,14 @@ function matches(model: CatalogModel, wanted: z.output<typeof filters>): boolean
 }
 
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
+  /** The model a path names (the router already percent-decoded the segments: gpt-4o%3Afree → gpt-4o:free). */
+  const namedModel = (params: { author: string; slug: string }): CatalogModel => {
+    const id = `${params.author}/${params.slug}`;
+    const model = services.catalog.models.get(id);
+    if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
+    return model;
+  };
+
   // `offset`/`limit` are honoured because @openrouter/sdk pages with them (and asks for another page
   // whenever one comes back full); without them the whole catalog is one page.
   const page = z.object({
@@ -208,13 +216,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
   routes.add(
     'GET',
     '/api/v1/model/:author/:slug',
-    async (request) => {
-      const { author, slug } = request.params;
-      const id = `${author}/${slug}`;
-      const model = services.catalog.models.get(id);
-      if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
-      return { data: renderModel(model) };
-    },
+    async (request) => ({ data: renderModel(namedModel(request.params)) }),
     {
       auth: 'none',
       doc: { summary: 'One model', tag: 'Catalog', responses: { 200: json(modelResponse) }, errors: [404] },
@@ -225,11 +227,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
     'GET',
     '/api/v1/models/:author/:slug/endpoints',
     async (request) => {
-      const { author, slug } = request.params;
-      // The router already percent-decoded the segments (gpt-4o%3Afree → gpt-4o:free).
-      const id = `${author}/${slug}`;
-      const model = services.catalog.models.get(id);
-      if (!model) throw new TollgateError('resource.not_found', `Model ${id} not found`);
+      const model = namedModel(request.params);
       return {
         data: {
           id: model.id,

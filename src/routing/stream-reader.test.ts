@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import { HealthRegistry } from './health.js';
-import { isProviderError, MAX_MALFORMED_EVENTS, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';
+import {
+  isProgress,
+  isProviderError,
+  MAX_MALFORMED_EVENTS,
+  STOP,
+  UpstreamStream,
+  type ChunkEvent,
+} from './stream-reader.js';
 import { AttemptAbort, type AbortReason } from './upstream-client.js';
 
 const chunk = (content: string, finish: string | null = null) =>
@@ -92,6 +99,26 @@ describe('UpstreamStream: one reader for every path', () => {
     expect(isProviderError({ finish_reason: 'error', native_finish_reason: 'error' })).toBe(true);
     expect(isProviderError({ finish_reason: 'error', native_finish_reason: 'MALFORMED_FUNCTION_CALL' })).toBe(false);
     expect(isProviderError({ finish_reason: 'stop', native_finish_reason: 'error' })).toBe(false);
+  });
+
+  it('counts as progress what carries part of the answer, not keep-alives, empty deltas or a usage count alone', () => {
+    const usage = { promptTokens: 1, completionTokens: 1 } as ChunkEvent['usage'];
+    const chunkOf = (delta: Record<string, unknown>, finish: string | null = null, withUsage = false): ChunkEvent => ({
+      kind: 'chunk',
+      upstreamId: null,
+      choices: [{ index: 0, delta, finish_reason: finish, native_finish_reason: finish }],
+      usage: withUsage ? usage : null,
+      systemFingerprint: null,
+    });
+    expect(isProgress(chunkOf({ content: 'a' }))).toBe(true);
+    expect(isProgress(chunkOf({ reasoning_details: [{ type: 'reasoning.text' }] }))).toBe(true);
+    expect(isProgress(chunkOf({}, 'stop'))).toBe(true);
+    expect(isProgress({ kind: 'ignore' })).toBe(true);
+    expect(isProgress({ kind: 'keepalive' })).toBe(false);
+    expect(isProgress(chunkOf({ content: '' }))).toBe(false);
+    expect(isProgress(chunkOf({ role: 'assistant', tool_calls: [] }))).toBe(false);
+    // Gemini repeats its usage on every event: an empty part with usage is still nothing of the answer.
+    expect(isProgress(chunkOf({ content: '' }, null, true))).toBe(false);
   });
 
   it("tells the upstream's in-band error, a stall and our own cancel apart", async () => {

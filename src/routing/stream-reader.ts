@@ -469,13 +469,14 @@ export function endedWithError(): UpstreamFailure {
 }
 
 /**
- * Whether an event moves the answer on: not a keep-alive, and not a chunk that carries nothing — no
- * text or other delta field, finish, logprobs or usage. An upstream sending empty deltas forever
- * after its first token is as silent as one sending comments, and is given up on after `idle_ms`.
+ * Whether an event moves the answer on: not a keep-alive, and not a chunk that carries nothing of the
+ * answer — no text or other delta field, finish or logprobs (a usage count alone is not: Gemini repeats
+ * it on every event). An upstream sending empty deltas forever after its first token is as silent as
+ * one sending comments, and is given up on after `idle_ms`.
  */
-function isProgress(event: StreamEvent): boolean {
+export function isProgress(event: StreamEvent): boolean {
   if (event.kind === 'keepalive') return false;
-  if (event.kind !== 'chunk' || event.usage !== null) return true;
+  if (event.kind !== 'chunk') return true;
   for (const choice of event.choices)
     if (choice.finish_reason !== null || choice.logprobs !== undefined || carriesSomething(choice.delta)) return true;
   return false;

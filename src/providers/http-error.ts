@@ -117,10 +117,21 @@ export function plainStreamError(data: string): UpstreamFailure {
   return {
     type: 'server',
     status: null,
-    message:
-      text === '' ? 'upstream reported an error in the stream' : text.length > 80 ? `${text.slice(0, 80)}…` : text,
+    message: text === '' ? 'upstream reported an error in the stream' : preview(text),
     providerCode: null,
     retryAfterMs: null,
     raw: null,
   };
+}
+
+/**
+ * How a text cut short ends: the adapters' previews below, and an error body past its read limit
+ * (routing/upstream-client.ts `readBounded`). The secret scrubber also removes a key cut in two at
+ * such an end (routing/secret-scrubber.ts).
+ */
+export const CUT = '…';
+
+/** An upstream text as quoted in a failure or a malformed-event reason: its first 80 characters. */
+export function preview(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}${CUT}` : text;
 }

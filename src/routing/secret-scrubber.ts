@@ -5,6 +5,7 @@
  * scrubbed here before anything else sees it: configured provider keys and the request's BYOK keys
  * by value, and anything shaped like a bearer token or an `sk-…` / Google API key by pattern.
  */
+import { CUT } from '../providers/http-error.js';
 import type { ProviderAdapter, StreamDecoder, StreamEvent, UpstreamFailure } from '../providers/types.js';
 
 export const REDACTED = '[redacted]';
@@ -17,8 +18,6 @@ const SHAPED: readonly [RegExp, string][] = [
   [/\bAIza[0-9A-Za-z_-]{20,}/g, REDACTED],
 ];
 
-/** How a text cut short ends (adapters' previews, `readBounded`). */
-export const CUT = '…';
 /** The shortest beginning of a configured key removed from a cut text's end. */
 const MIN_TAIL = 4;
 /** The start of a shaped key at a cut text's end (the whole shapes need more characters than were left). */

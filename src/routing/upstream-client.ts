@@ -4,7 +4,7 @@
  * its own Cancellation; timeouts, the caller's disconnect and shutdown all abort through it, and
  * the reason is kept so the failure is classified as a timeout or a cancellation, not a crash.
  */
-import { CUT } from './secret-scrubber.js';
+import { CUT } from '../providers/http-error.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { SecureClientSessionOptions } from 'node:http2';
 import { Agent, errors, type Dispatcher } from 'undici';

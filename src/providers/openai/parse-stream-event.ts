@@ -1,5 +1,5 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { plainStreamError } from '../http-error.js';
+import { plainStreamError, preview } from '../http-error.js';
 import { KEEPALIVE, type ChunkChoice, type StreamEvent } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
@@ -67,10 +67,6 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     choices.push(parsed);
   }
   return choices;
-}
-
-function preview(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 /**

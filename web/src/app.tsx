@@ -63,7 +63,7 @@ function Header(props: { path: string }) {
               Sign out
             </button>
           </div>
-        ) : props.path !== '/signin' ? (
+        ) : props.path !== '/signin' && state.status !== 'unreachable' ? (
           <Link to={`/signin`} className="account">
             Sign in
           </Link>

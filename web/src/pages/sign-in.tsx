@@ -35,7 +35,8 @@ export function SignInPage() {
       {state.status === 'signed-out' && state.problem ? <p className="notice">{state.problem}</p> : null}
       {state.status === 'unreachable' ? (
         <p className="notice notice-error" role="alert">
-          {state.problem} Signing in may fail until it answers again.
+          {/[.!?]$/.test(state.problem) ? state.problem : `${state.problem}.`} Signing in may fail until the gateway
+          answers again.
         </p>
       ) : null}
       <form onSubmit={(event) => void submit(event)} className="stack">

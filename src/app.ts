@@ -61,7 +61,7 @@ import { registerWebRoutes } from './http/routes/web.js';
 import { registerOpenApiRoute } from './http/routes/openapi.js';
 import { defaultWebDir, loadWebBundle, type WebBundle } from './http/web-bundle.js';
 import type { Services } from './http/services.js';
-import { registerEdgeGuard } from './http/edge.js';
+import { registerEdgeGuard, requireHost } from './http/edge.js';
 import { EdgeGuard } from './limits/edge-guard.js';
 import { FreeModelPolicy } from './limits/free-model-policy.js';
 import { MemoryRateLimiter } from './limits/memory-rate-limiter.js';
@@ -334,9 +334,10 @@ export function buildApp(deps: AppDeps): Gateway {
     mail,
   };
 
-  // Request metrics, then the edge guard (so its refusals are counted), then bodies and headers.
+  // Request metrics, then the edge guard (so its refusals are counted), `Host`, then bodies and headers.
   installRequestMetrics(app, metrics);
   registerEdgeGuard(app, new EdgeGuard(config.limits.edge, now), () => metrics.rateLimited.inc({ limit: 'edge' }));
+  requireHost(app);
   registerCors(app);
   registerJsonBody(app, { maxDepth: config.server.json_max_depth, maxElements: config.server.json_max_elements });
   registerResponseHeaders(app);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMetricsListener } from '../src/http/metrics-listener.js';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { ADMIN_TOKEN, chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { rawExchange } from './helpers/raw-http.js';
+import { jsonBodyOf, rawExchange } from './helpers/raw-http.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 describe('HTTP surface', () => {
@@ -37,6 +37,21 @@ describe('HTTP surface', () => {
     expect(byUrl.get('POST /api/v1/keys')).toBe('account'); // a management key or the dashboard's session
     expect(byUrl.get('POST /api/v1/admin/accounts')).toBe('admin');
     expect(byUrl.get('GET /api/v1/models')).toBe('none');
+  });
+
+  it('an HTTP/1.1 request without Host → 400 in the error record, connection closed; HTTP/1.0 may leave it out', async () => {
+    const exchange = await rawExchange(gw.url);
+    await exchange.write(`POST /api/v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}`);
+    expect(await exchange.status).toBe(400);
+    await exchange.closed;
+    const raw = exchange.received();
+    expect(raw.toLowerCase()).toContain('content-type: application/json');
+    expect(jsonBodyOf(raw)).toEqual({ error: { code: 400, message: 'HTTP/1.1 requests need a Host header' } });
+
+    const old = await rawExchange(gw.url);
+    await old.write('GET /api/v1/models HTTP/1.0\r\n\r\n');
+    await old.closed;
+    expect(old.received()).toMatch(/^HTTP\/1\.1 200 /);
   });
 
   it('offset=1e20 (and other non-integers) on key listings → 400, never a 500', async () => {

@@ -26,7 +26,7 @@ export interface ServerTimeouts {
 }
 
 export interface TimeoutOptions {
-  http: Pick<ServerOptions, 'headersTimeout' | 'requestTimeout' | 'connectionsCheckingInterval'>;
+  http: Pick<ServerOptions, 'headersTimeout' | 'requestTimeout' | 'connectionsCheckingInterval' | 'requireHostHeader'>;
   requestTimeout: number;
   connectionTimeout: number;
   keepAliveTimeout: number;
@@ -38,7 +38,13 @@ export function timeoutOptions(timeouts: ServerTimeouts): TimeoutOptions {
   const requestTimeout = Math.max(timeouts.body_timeout_ms, timeouts.headers_timeout_ms);
   const connectionsCheckingInterval = Math.max(50, Math.min(1_000, Math.floor(timeouts.headers_timeout_ms / 4)));
   return {
-    http: { headersTimeout: timeouts.headers_timeout_ms, requestTimeout, connectionsCheckingInterval },
+    // Node's own refusal of an HTTP/1.1 request without `Host` is a 400 with no body: `requireHost` answers it.
+    http: {
+      headersTimeout: timeouts.headers_timeout_ms,
+      requestTimeout,
+      connectionsCheckingInterval,
+      requireHostHeader: false,
+    },
     requestTimeout,
     connectionTimeout: 0,
     keepAliveTimeout: timeouts.keep_alive_timeout_ms,
@@ -67,6 +73,21 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
     );
   }
   socket.destroy();
+}
+
+/**
+ * An HTTP/1.1 request without `Host` (RFC 9112 §3.2: "MUST respond with a 400") gets the 400 in the
+ * error record, before any route, guard or authentication runs; HTTP/1.0 may leave it out.
+ */
+export function requireHost(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.headers.host !== undefined || request.raw.httpVersion === '1.0') return;
+    return reply
+      .code(400)
+      .header('connection', 'close')
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ error: { code: 400, message: 'HTTP/1.1 requests need a Host header' } }));
+  });
 }
 
 /**

@@ -68,6 +68,21 @@ describe('CompletionAggregator', () => {
     ]);
   });
 
+  it('a refusal alone has content null, as OpenAI answers it; an empty answer keeps ""', () => {
+    const refused = new CompletionAggregator();
+    refused.add(chunk([delta({ role: 'assistant', content: '' })]));
+    refused.add(chunk([delta({ refusal: "I can't help" })]));
+    refused.add(chunk([delta({ refusal: ' with that.' }, 'stop')]));
+    expect(refused.result().choices[0]!.message).toEqual({
+      role: 'assistant',
+      content: null,
+      refusal: "I can't help with that.",
+    });
+    const empty = new CompletionAggregator();
+    empty.add(chunk([delta({ role: 'assistant', content: '' }, 'stop')]));
+    expect(empty.result().choices[0]!.message).toEqual({ role: 'assistant', content: '' });
+  });
+
   it('keeps a tool name that the upstream repeats on every fragment once', () => {
     // Found from outside (MiniMax through NIM, Fireworks): the name came back glued, get_weatherget_weather…,
     // and the AI SDK's tool loop failed on it.

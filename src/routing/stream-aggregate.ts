@@ -90,7 +90,7 @@ export class CompletionAggregator {
     }
     const delta = choice.delta;
     if (typeof delta.role === 'string') parts.role = delta.role;
-    // The role chunk's `content: ""` is not content: a tool-calls-only answer has `content: null`, as OpenAI's.
+    // The role chunk's `content: ""` is not content: a tool-calls-only or refusal-only answer has `content: null`.
     if (typeof delta.content === 'string' && delta.content !== '') {
       parts.content.push(delta.content);
       parts.sawContent = true;
@@ -140,7 +140,11 @@ export class CompletionAggregator {
       .map(([index, parts]) => {
         const message: CompletionChoice['message'] = {
           role: parts.role,
-          content: parts.sawContent || parts.toolCalls.size === 0 ? parts.content.join('') : null,
+          // An answer of tool calls or a refusal alone has `content: null`, as OpenAI's; "" only when there was nothing else.
+          content:
+            parts.sawContent || (parts.toolCalls.size === 0 && parts.refusal.length === 0)
+              ? parts.content.join('')
+              : null,
         };
         if (parts.reasoning.length > 0) message.reasoning = parts.reasoning.join('');
         if (parts.lists?.reasoning_details) message.reasoning_details = parts.lists.reasoning_details;

@@ -4,9 +4,10 @@
  * again empty, as a restart without persistence leaves it.
  *
  * Stated bounds, checked below:
- *   - Redis down: paid requests keep flowing; each process admits from 1/N of the balance, so with the
- *     estimate equal to the cost X, a balance of n·X admits at most n + N − 1 (each process may pass its
- *     share by less than one request) and the final balance is ≥ −(N − 1)·X.
+ *   - Redis down: paid requests keep flowing; each process admits from 1/N of the balance less every
+ *     process's holds (each reports its own through the database), so with the estimate equal to the
+ *     cost X, a balance of n·X admits at most n + N − 1 (each process may pass its share by less than
+ *     one request) and the final balance is ≥ −(N − 1)·X — also when the holds are all on one process.
  *   - Redis back empty while requests hold credit: a burst does not spend the held credit a second time,
  *     and the processes put their holds and their free-model counts back.
  *   - After recovery, the shared rules are exact again (at most n admitted).
@@ -176,6 +177,52 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
     expect(again.admitted).toBeLessThanOrEqual(n);
     expect(again.admitted).toBeGreaterThanOrEqual(n - 1);
     expect(await balanceUnits(urls[0]!, after.accountId)).toBe(n * X_UNITS - again.admitted * X_UNITS);
+  });
+
+  it('Redis down while one process holds most of the balance: the others learn its holds and share only the rest', async () => {
+    const n = 10;
+    const { accountId, key } = await accountWithKey(urls[0]!, n * X_USD);
+    // 9 streams of 10 s each on the first process: 9 of the 10 X held there, in Redis.
+    const streams = Array.from({ length: n - 1 }, (_, i) =>
+      post(urls[0]!, key, fixedBody('test/slow', i, { stream: true })),
+    );
+    const probe = new RedisHoldStore({ url: redis.url, keyPrefix: `${prefix}hold:` });
+    try {
+      await until(
+        async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt((n - 1) * X_UNITS),
+        5_000,
+        'held on the first process',
+      );
+    } finally {
+      await probe.close();
+    }
+    await redis.stop();
+    let result;
+    try {
+      await until(
+        async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'degraded'),
+        5_000,
+        'every process degraded',
+      );
+      result = await burst(urls.slice(1), key, 'test/fixed', 60);
+      console.log(
+        `[redis-outage] Redis down, ${n - 1} of ${n} X held on one process: the other two admitted ${result.admitted}/60, statuses ${JSON.stringify([...result.statuses])}`,
+        result.others,
+      );
+    } finally {
+      await redis.start();
+    }
+    expect(result.others).toEqual([]);
+    // X was left: a third of it each, and each may pass its share by less than one request (≤ n + N − 1
+    // in all). Without the first process's report the two would have shared 10 X: about 8.
+    expect(result.admitted).toBeLessThanOrEqual(2);
+    expect((await Promise.all(streams)).map((a) => a.status)).toEqual(Array(n - 1).fill(200));
+    expect(await balanceUnits(urls[1]!, accountId)).toBe(n * X_UNITS - (n - 1 + result.admitted) * X_UNITS);
+    await until(
+      async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'),
+      20_000,
+      'trusting Redis again',
+    );
   });
 
   it('Redis back empty while requests hold credit: no second spend of it; holds and free-model counts are put back', async () => {

@@ -635,6 +635,36 @@ for (const target of STORE_TARGETS) {
         expect(usage?.week).toEqual({ usage: cost, byokUsage: 2n ** 55n + 2n ** 56n + 2n });
       });
     });
+
+    it("outage reports: the other processes' holds per subject since a time, a report replacing the last, withdrawn", async () => {
+      const t = WEDNESDAY;
+      const holds = store.outageHolds;
+      // Several hundred subjects: more rows than one INSERT and one lookup take.
+      const many = new Map(Array.from({ length: 450 }, (_, i) => [`k:key-${i}`, BigInt(i + 1)] as const));
+      await holds.report('p1', t, new Map([...many, ['a:acct', 9n * USD]]));
+      await holds.report('p2', t + 5, new Map([['a:acct', 2n ** 60n]]));
+      await holds.report('p3', t + 10, new Map()); // holds nothing, but reported
+      await holds.report('p0', t - 2 * 60 * 60 * 1000, new Map([['a:acct', USD]])); // an hour gone: forgotten by the next report
+      await holds.report('p4', t, new Map([['a:acct', 0n]]));
+      const seen = await holds.others('p3', t, [
+        'a:acct',
+        'a:none',
+        'k:key-0',
+        'k:key-449',
+        ...[...many.keys()].slice(1, 300),
+      ]);
+      expect(seen.reporters).toBe(3); // p1, p2, p4
+      expect(seen.held.get('a:acct')).toBe(9n * USD + 2n ** 60n);
+      expect(seen.held.has('a:none')).toBe(false);
+      expect(seen.held.get('k:key-0')).toBe(1n);
+      expect(seen.held.get('k:key-449')).toBe(450n);
+      expect(seen.held.get('k:key-299')).toBe(300n);
+      expect((await holds.others('p3', t + 1, ['a:acct'])).held.get('a:acct')).toBe(2n ** 60n); // reported since
+      await holds.report('p1', t + 20, new Map([['a:acct', USD]])); // replaces its first report
+      expect((await holds.others('p9', t, ['a:acct', 'k:key-0'])).held).toEqual(new Map([['a:acct', USD + 2n ** 60n]]));
+      await holds.withdraw('p2');
+      expect(await holds.others('p9', 0, ['a:acct'])).toEqual({ reporters: 3, held: new Map([['a:acct', USD]]) });
+    });
   });
 }
 

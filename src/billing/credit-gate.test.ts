@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LocalChangeBus } from '../core/change-bus.js';
 import { TollgateError } from '../core/errors.js';
 import type { FleetView, ResyncReason } from '../core/fleet.js';
+import type { OutageHoldStore } from '../store/types.js';
 import type { AccountRecord, GenerationRecord, KeyRecord, KeyUsage, Store } from '../store/types.js';
 import { CreditGate } from './credit-gate.js';
 import type { HoldStore } from './hold-store.js';
@@ -11,9 +12,36 @@ import { MemoryHoldStore } from './memory-hold-store.js';
 const X = 1_000_000n;
 
 /** A store that serves one account whose totals the test sets, and counts reads. */
-function fakeStore(account: AccountRecord) {
+/** The processes' outage reports, as the database keeps them (store/sql-outage-hold-store.ts). */
+function memoryOutageHolds(): OutageHoldStore {
+  const reports = new Map<string, { at: number; holds: ReadonlyMap<string, bigint> }>();
+  return {
+    async report(processId, at, holds) {
+      reports.set(processId, { at, holds: new Map(holds) });
+    },
+    async others(processId, since, subjects) {
+      let reporters = 0;
+      const held = new Map<string, bigint>();
+      for (const [id, report] of reports) {
+        if (id === processId || report.at < since) continue;
+        reporters++;
+        for (const subject of subjects) {
+          const amount = report.holds.get(subject);
+          if (amount) held.set(subject, (held.get(subject) ?? 0n) + amount);
+        }
+      }
+      return { reporters, held };
+    },
+    async withdraw(processId) {
+      reports.delete(processId);
+    },
+  };
+}
+
+function fakeStore(account: AccountRecord, outageHolds: OutageHoldStore = memoryOutageHolds()) {
   const reads = { account: 0 };
   const store = {
+    outageHolds,
     async getAccount(id: string) {
       reads.account++;
       return id === account.id ? { ...account } : null;
@@ -64,6 +92,7 @@ const charge = (cost: bigint) =>
 /** A fleet the test steers: how many processes, whether Redis is trusted, and resync events. */
 function fakeFleet(size: number) {
   const listeners = new Set<(reason: ResyncReason) => void>();
+  const trustListeners = new Set<(trusted: boolean) => void>();
   const fleet = {
     size,
     trusted: true as boolean,
@@ -72,13 +101,23 @@ function fakeFleet(size: number) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    onTrustChange(listener: (trusted: boolean) => void) {
+      trustListeners.add(listener);
+      return () => trustListeners.delete(listener);
+    },
     suspect() {
-      fleet.trusted = false;
+      fleet.setTrusted(false);
+    },
+    /** As a heartbeat finds it. */
+    setTrusted(trusted: boolean) {
+      if (fleet.trusted === trusted) return;
+      fleet.trusted = trusted;
+      for (const listener of trustListeners) listener(trusted);
     },
     resync(reason: ResyncReason) {
       for (const listener of listeners) listener(reason);
     },
-  } satisfies FleetView & { resync(reason: ResyncReason): void };
+  } satisfies FleetView & { resync(reason: ResyncReason): void; setTrusted(trusted: boolean): void };
   return fleet;
 }
 
@@ -174,7 +213,13 @@ describe('CreditGate', () => {
   });
 
   describe('with a fleet sharing the hold store (Redis)', () => {
-    function fleetGate(store: Store, holds: HoldStore, fleet: FleetView, onHoldStoreError?: 'share' | 'closed') {
+    function fleetGate(
+      store: Store,
+      holds: HoldStore,
+      fleet: FleetView,
+      onHoldStoreError?: 'share' | 'closed',
+      reportWaitMs = 200,
+    ) {
       const gate = new CreditGate({
         store,
         bus: new LocalChangeBus(),
@@ -182,6 +227,7 @@ describe('CreditGate', () => {
         ttlMs: 60_000,
         holds,
         fleet,
+        reportWaitMs,
         ...(onHoldStoreError ? { onHoldStoreError } : {}),
       });
       gates.push(gate);
@@ -190,9 +236,10 @@ describe('CreditGate', () => {
 
     it('Redis down: each of three processes admits paid requests from its third of the balance, so together they hold at most the balance', async () => {
       const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
       const processes = [0, 1, 2].map(() => {
         const fleet = fakeFleet(3);
-        return { fleet, gate: fleetGate(fakeStore(account(9n * X)).store, holds, fleet) };
+        return { fleet, gate: fleetGate(fakeStore(account(9n * X), reports).store, holds, fleet) };
       });
       state.down = true;
       let admitted = 0;
@@ -202,6 +249,48 @@ describe('CreditGate', () => {
       // 3X each; a paid request needs share − held > 0: three of X each per process.
       expect(admitted).toBe(9);
       expect(processes.every((p) => !p.fleet.trusted)).toBe(true); // the failed call made each one stop trusting Redis
+    });
+
+    it('Redis down with the holds on one process: the others count them out of the balance before they share the rest', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const [a, b, c] = [0, 1, 2].map(() => {
+        const fleet = fakeFleet(3);
+        return { fleet, gate: fleetGate(fakeStore(account(10n * X), reports).store, holds, fleet) };
+      });
+      for (let i = 0; i < 9; i++) await a!.gate.admit(key('acct'), true, X); // in Redis: 9X of 10X held
+      state.down = true;
+      for (const p of [a, b, c]) p!.fleet.setTrusted(false); // each one's heartbeat fails
+      let admitted = 0;
+      for (const p of [b, c, a])
+        for (let i = 0; i < 5; i++) if ((await codeOf(p!.gate.admit(key('acct'), true, X))) === 'admitted') admitted++;
+      // X left, a third each: every process may pass its share by less than one request (as with Redis).
+      expect(admitted).toBeLessThanOrEqual(3);
+      expect(admitted).toBeGreaterThanOrEqual(1);
+      // Without the reports, b and c would have taken 10X/3 each: six more.
+    });
+
+    it('Redis down: a process waits for the reports of the others, and not longer than reportWaitMs', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const [a, b] = [0, 1].map(() => {
+        const fleet = fakeFleet(2);
+        return { fleet, gate: fleetGate(fakeStore(account(10n * X), reports).store, holds, fleet, 'share', 2_000) };
+      });
+      for (let i = 0; i < 10; i++) await a!.gate.admit(key('acct'), true, X); // the whole balance, held in Redis
+      state.down = true;
+      b!.fleet.setTrusted(false);
+      const pending = codeOf(b!.gate.admit(key('acct'), true, X));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      a!.fleet.setTrusted(false); // a notices the outage later: its report still comes before b's share is taken
+      expect(await pending).toBe('billing.insufficient_credits'); // nothing is left to share
+      // A fleet of four where one never reports (it died with Redis): not waited for longer than reportWaitMs.
+      const lone = fakeFleet(4);
+      const c = fleetGate(fakeStore(account(10n * X), reports).store, holds, lone, 'share', 1_000);
+      lone.setTrusted(false);
+      const started = Date.now();
+      expect(await codeOf(c.admit(key('acct', { hash: 'k-c' }), true, X))).toBe('billing.insufficient_credits');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     });
 
     it("a process's own charges during the outage count against its share", async () => {

@@ -8,8 +8,10 @@
  * Failure policy (docs/architecture.md, "Redis outages"): when the hold store is shared (Redis) and
  * cannot be trusted — unreachable, or inside the resync window after it came back without its data —
  * each process admits paid requests from its *share*: per account (and per limited key), 1/N of what
- * the first fresh snapshot of the outage showed, N being the live processes last counted by the
- * fleet, minus everything this process held or charged since. The gate keeps its own record of its
+ * the first fresh snapshot of the outage showed less every process's holds (which only Redis knew:
+ * each process reports its own to the others through the database as the outage starts — `Outage`
+ * below), N being the live processes last counted by the fleet, plus what it holds itself; its holds
+ * and charges since count against it. The gate keeps its own record of its
  * holds and charges (a `MemoryHoldStore`) in every mode for that purpose, and re-registers its holds in
  * Redis when Redis returns (`restore`). So the fleet together never holds more than the balance had at
  * the outage's start. `onHoldStoreError: 'closed'` refuses paid requests instead (503), as does a process
@@ -61,6 +63,24 @@ interface KeySnapshot {
   ownMark: ChargeMark;
 }
 
+/**
+ * One Redis outage as this process sees it: its report of the holds it had when it stopped trusting
+ * Redis (the others need it: only Redis knew them), and the wait for the other processes' reports.
+ */
+interface Outage {
+  startedAt: number;
+  reported: Promise<void>;
+  /** Resolves once every other live process reported, or `reportWaitMs` after the start. */
+  reportsIn: Promise<void> | null;
+  /** The other processes' holds per subject (`a:<account>`, `k:<key hash>`), one lookup per account and key. */
+  lookups: Map<string, Promise<Map<string, Units>>>;
+}
+
+const REPORT_WAIT_MS = 3_000;
+const REPORT_POLL_MS = 100;
+/** Reports this much older than our own outage's start count as this outage's (processes notice it at different times). */
+const REPORT_SKEW_MS = 30_000;
+
 /** This process's share of an account's balance or a key's remaining limit, frozen for one outage. */
 interface Share {
   amount: Units;
@@ -88,12 +108,17 @@ export interface CreditGateOptions {
   holds?: HoldStore;
   /** A hold lapses this long after its last renewal (renewed every third of it while the request runs). Default 10 s. */
   holdTtlMs?: number;
-  /** Hold-store failures after admission (settle, release, renew, restore): the request goes on, the hold expires. */
-  onHoldError?: (error: unknown, operation: 'settle' | 'release' | 'renew' | 'restore') => void;
+  /**
+   * Hold-store failures after admission (settle, release, renew, restore): the request goes on, the
+   * hold expires; and a report of this process's holds at an outage's start that did not reach the database.
+   */
+  onHoldError?: (error: unknown, operation: 'settle' | 'release' | 'renew' | 'restore' | 'report') => void;
   /** The processes sharing `holds` (Redis). Absent: the holds are this process's own and always trusted. */
   fleet?: FleetView;
   /** Paid requests while the shared hold store cannot be trusted: from this process's share (default) or refused. */
   onHoldStoreError?: 'share' | 'closed';
+  /** How long the first shares of an outage wait for the other processes' reports of their holds (default 3 s). */
+  reportWaitMs?: number;
 }
 
 const DEFAULT_HOLD_TTL_MS = 10_000;
@@ -122,7 +147,9 @@ export class CreditGate {
   private trusting = true;
   private readonly accountShares = new Map<string, Share>();
   private readonly keyShares = new Map<string, Share | null>();
+  private outage: Outage | null = null;
   private readonly stopResync: () => void;
+  private readonly stopTrustWatch: () => void;
 
   constructor(private readonly options: CreditGateOptions) {
     this.accounts = new TtlCache(options.ttlMs, 100_000, options.now);
@@ -139,6 +166,8 @@ export class CreditGate {
     this.renewTimer = setInterval(() => this.renew(), Math.max(50, Math.floor(this.holdTtlMs / 3)));
     this.renewTimer.unref();
     this.stopResync = this.fleet?.onResync(() => this.restore()) ?? (() => undefined);
+    this.stopTrustWatch =
+      this.fleet?.onTrustChange((trusted) => (trusted ? this.endOutage() : this.beginOutage())) ?? (() => undefined);
   }
 
   /** The account from its snapshot (no mark needed: for readers such as the free-model policy). */
@@ -233,19 +262,28 @@ export class CreditGate {
     const fleet = this.fleet!;
     if (this.options.onHoldStoreError === 'closed' || !fleet.seen)
       throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
-    let accountShare = this.accountShares.get(check.accountId);
-    if (!accountShare) {
-      accountShare = { amount: fleetShare(check.balance, fleet.size), mark: account.ownMark };
-      this.accountShares.set(check.accountId, accountShare);
+    if (!this.accountShares.has(check.accountId) || !this.keyShares.has(check.keyHash)) {
+      // What is left once every process's holds at the outage's start are counted out, split N ways;
+      // plus what this process holds now, which its own record counts against the share.
+      const others = await this.othersHeld(check.accountId, check.keyHash);
+      const own = this.own!.heldNow(check.accountId, check.keyHash, now);
+      const share = (left: Units, ownHeld: Units, othersHeld: Units | undefined) =>
+        ownHeld + fleetShare(left - ownHeld - (othersHeld ?? 0n), fleet.size);
+      if (!this.accountShares.has(check.accountId))
+        this.accountShares.set(check.accountId, {
+          amount: share(check.balance, own.account, others.get(`a:${check.accountId}`)),
+          mark: account.ownMark,
+        });
+      if (!this.keyShares.has(check.keyHash))
+        this.keyShares.set(
+          check.keyHash,
+          check.keyRemaining === null || !usage
+            ? null
+            : { amount: share(check.keyRemaining, own.key, others.get(`k:${check.keyHash}`)), mark: usage.ownMark },
+        );
     }
-    let keyShare = this.keyShares.get(check.keyHash);
-    if (keyShare === undefined) {
-      keyShare =
-        check.keyRemaining === null || !usage
-          ? null
-          : { amount: fleetShare(check.keyRemaining, fleet.size), mark: usage.ownMark };
-      this.keyShares.set(check.keyHash, keyShare);
-    }
+    const accountShare = this.accountShares.get(check.accountId)!;
+    const keyShare = this.keyShares.get(check.keyHash) ?? null;
     // MemoryHoldStore.admit runs synchronously up to its answer: the check and the new hold are one step.
     return this.own!.admit(
       {
@@ -262,6 +300,79 @@ export class CreditGate {
       },
       now,
     );
+  }
+
+  /**
+   * The other processes' holds on this account and key when the outage started, from their reports —
+   * waited for, the first time in an outage, until every other live process reported or `reportWaitMs`
+   * passed (a process that cannot report, e.g. one that died with Redis, is not waited for longer).
+   * Throws `store.unavailable` when the database cannot tell.
+   */
+  private othersHeld(accountId: string, keyHash: string): Promise<Map<string, Units>> {
+    const outage = this.outage ?? this.beginOutage();
+    const lookupKey = `${accountId} ${keyHash}`;
+    let lookup = outage.lookups.get(lookupKey);
+    if (!lookup) {
+      const since = outage.startedAt - REPORT_SKEW_MS;
+      if (!outage.reportsIn) {
+        const reportsIn = this.awaitReports(outage, since);
+        outage.reportsIn = reportsIn;
+        // The database did not answer: the next admission waits afresh.
+        reportsIn.catch(() => {
+          if (outage.reportsIn === reportsIn) outage.reportsIn = null;
+        });
+      }
+      lookup = outage.reportsIn!.then(async () => {
+        const others = await this.options.store.outageHolds.others(this.idPrefix, since, [
+          `a:${accountId}`,
+          `k:${keyHash}`,
+        ]);
+        return others.held;
+      });
+      outage.lookups.set(lookupKey, lookup);
+      // A failed lookup is asked again by the next admission.
+      lookup.catch(() => outage.lookups.delete(lookupKey));
+    }
+    return lookup;
+  }
+
+  private async awaitReports(outage: Outage, since: number): Promise<void> {
+    await outage.reported;
+    const size = this.fleet!.size;
+    for (;;) {
+      const { reporters } = await this.options.store.outageHolds.others(this.idPrefix, since, []);
+      if (
+        reporters >= size - 1 ||
+        this.options.now() >= outage.startedAt + (this.options.reportWaitMs ?? REPORT_WAIT_MS)
+      )
+        return;
+      await new Promise((resolve) => setTimeout(resolve, REPORT_POLL_MS));
+    }
+  }
+
+  /** Redis stopped being trusted: this process's holds go to the database for the others' shares. */
+  private beginOutage(): Outage {
+    if (this.outage) return this.outage;
+    const startedAt = this.options.now();
+    const holds = new Map<string, Units>();
+    const add = (subject: string, amount: Units) => holds.set(subject, (holds.get(subject) ?? 0n) + amount);
+    for (const hold of this.live) {
+      add(`a:${hold.accountId}`, hold.amount);
+      add(`k:${hold.keyHash}`, hold.amount);
+    }
+    const reported = this.options.store.outageHolds
+      .report(this.idPrefix, startedAt, holds)
+      .catch((error: unknown) => this.options.onHoldError?.(error, 'report'));
+    this.outage = { startedAt, reported, reportsIn: null, lookups: new Map() };
+    return this.outage;
+  }
+
+  /** Redis is trusted again: this process's report is withdrawn (the next outage reports afresh). */
+  private endOutage(): void {
+    if (!this.outage) return;
+    const outage = this.outage;
+    this.outage = null;
+    void outage.reported.then(() => this.options.store.outageHolds.withdraw(this.idPrefix)).catch(() => undefined);
   }
 
   /**
@@ -331,6 +442,8 @@ export class CreditGate {
   close(): void {
     clearInterval(this.renewTimer);
     this.stopResync();
+    this.stopTrustWatch();
+    this.endOutage();
   }
 
   private renew(): void {

@@ -152,6 +152,14 @@ export class MemoryHoldStore implements HoldStore {
     }
   }
 
+  /** What this record holds now for the account and for one of its keys (synchronous). */
+  heldNow(accountId: string, keyHash: string, now: number): { account: Units; key: Units } {
+    const entry = this.accounts.get(accountId);
+    if (!entry) return { account: 0n, key: 0n };
+    entry.prune(now);
+    return { account: entry.held, key: entry.keyHeld.get(keyHash) ?? 0n };
+  }
+
   async held(accountId: string, now: number): Promise<Units> {
     const entry = this.accounts.get(accountId);
     if (!entry) return 0n;

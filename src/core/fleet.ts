@@ -29,6 +29,11 @@ export interface FleetView {
    * unsubscribe function.
    */
   onResync(listener: (reason: ResyncReason) => void): () => void;
+  /**
+   * Called when `trusted` changes (within a heartbeat of a resync window's end). Returns an
+   * unsubscribe function.
+   */
+  onTrustChange(listener: (trusted: boolean) => void): () => void;
   /** A call to Redis failed: if the connection is lost, stop trusting Redis until the next successful heartbeat. */
   suspect(): void;
 }
@@ -39,6 +44,7 @@ export const SOLO_FLEET: FleetView = {
   trusted: true,
   seen: true,
   onResync: () => () => undefined,
+  onTrustChange: () => () => undefined,
   suspect: () => undefined,
 };
 

@@ -340,4 +340,21 @@ WHERE used_at IS NULL AND message_id IN (SELECT id FROM mail_outbox WHERE failed
 UPDATE mail_outbox SET text_body = '', html_body = '' WHERE kind = 'password_reset' AND failed_at IS NOT NULL;
 `,
   },
+  {
+    // What each gateway process held per account and per key when Redis stopped being trusted
+    // (billing/credit-gate.ts): the others' holds, which only Redis knew, for the shares of the outage.
+    // `subject` is 'a:<account id>' or 'k:<key hash>'; '' is the row saying the process reported.
+    version: 9,
+    name: 'outage_holds',
+    sql: `
+CREATE TABLE outage_holds (
+  process_id TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  amount BIGINT NOT NULL,
+  reported_at BIGINT NOT NULL,
+  PRIMARY KEY (process_id, subject)
+);
+CREATE INDEX outage_holds_subject ON outage_holds (subject, reported_at);
+`,
+  },
 ];

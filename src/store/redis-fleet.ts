@@ -54,6 +54,9 @@ export class RedisFleet implements FleetView {
   private readonly resyncMs: number;
   private readonly now: () => number;
   private readonly listeners = new Set<(reason: ResyncReason) => void>();
+  private readonly trustListeners = new Set<(trusted: boolean) => void>();
+  /** `trusted` as last told to the trust listeners. */
+  private toldTrusted = false;
   private timer: NodeJS.Timeout | null = null;
   private epoch: string | null = null;
   private healthy = false;
@@ -99,6 +102,18 @@ export class RedisFleet implements FleetView {
     return () => this.listeners.delete(listener);
   }
 
+  onTrustChange(listener: (trusted: boolean) => void): () => void {
+    this.trustListeners.add(listener);
+    return () => this.trustListeners.delete(listener);
+  }
+
+  private tellTrust(): void {
+    const trusted = this.trusted;
+    if (trusted === this.toldTrusted) return;
+    this.toldTrusted = trusted;
+    for (const listener of this.trustListeners) listener(trusted);
+  }
+
   /**
    * A call failed. Only a lost connection stops the trust: a call that merely timed out on a live
    * connection (an overloaded process) fails that request closed, and the fleet keeps its shared view —
@@ -112,6 +127,7 @@ export class RedisFleet implements FleetView {
   private untrust(): void {
     if (this.healthy) this.cutOff = true;
     this.healthy = false;
+    this.tellTrust();
   }
 
   /** One heartbeat now (concurrent callers share it). */
@@ -152,6 +168,7 @@ export class RedisFleet implements FleetView {
     this.seen = true;
     this.cutOff = false;
     this.healthy = true;
+    this.tellTrust();
     if (reason) for (const listener of this.listeners) listener(reason);
   }
 }

@@ -11,6 +11,7 @@ import { SqlByokStore } from './sql-byok-store.js';
 import type { NotificationStore, OutboxMessage, OutboxStore, PasswordResetStore } from './mail-types.js';
 import { insertOutboxRows } from './outbox-rows.js';
 import { SqlNotificationStore } from './sql-notification-store.js';
+import { SqlOutageHoldStore } from './sql-outage-hold-store.js';
 import { SqlOutboxStore } from './sql-outbox-store.js';
 import { SqlPasswordResetStore } from './sql-password-reset-store.js';
 import { SqlAccountAuthStore } from './sql-account-auth-store.js';
@@ -30,6 +31,7 @@ import type {
   KeyUsage,
   ListKeysOptions,
   NewAccount,
+  OutageHoldStore,
   Settlement,
   SettleOutcome,
   Store,
@@ -56,6 +58,7 @@ export class SqlStore implements Store {
   readonly notifications: NotificationStore;
   readonly passwordResets: PasswordResetStore;
   readonly accountAuth: AccountAuthStore;
+  readonly outageHolds: OutageHoldStore;
 
   readonly usage: UsageStore;
 
@@ -66,6 +69,7 @@ export class SqlStore implements Store {
     this.notifications = new SqlNotificationStore(driver);
     this.passwordResets = new SqlPasswordResetStore(driver);
     this.accountAuth = new SqlAccountAuthStore(driver);
+    this.outageHolds = new SqlOutageHoldStore(driver);
 
     this.usage = new SqlUsageStore(driver);
   }

@@ -27,6 +27,26 @@ import type { UsageStore } from './usage-types.js';
 
 export * from './records.js';
 
+/**
+ * What each gateway process held (in 1e-9 USD units, per subject: `a:<account id>`, `k:<key hash>`)
+ * when the shared hold store (Redis) stopped being trusted — the holds only Redis knew, which every
+ * process's share of the outage leaves out (billing/credit-gate.ts; docs/architecture.md "Redis outages").
+ */
+export interface OutageHoldStore {
+  /** Replaces this process's report with `holds` (an empty map still says it reported), taken at `at`. */
+  report(processId: string, at: number, holds: ReadonlyMap<string, bigint>): Promise<void>;
+  /** The other processes that reported at or after `since`, and the sum of their holds on each of `subjects`. */
+  others(processId: string, since: number, subjects: readonly string[]): Promise<OtherProcessesHolds>;
+  /** Drops this process's report (the shared store is trusted again). */
+  withdraw(processId: string): Promise<void>;
+}
+
+export interface OtherProcessesHolds {
+  reporters: number;
+  /** Subjects without holds are absent. */
+  held: Map<string, bigint>;
+}
+
 export interface Store {
   /** BYOK provider keys. */
   readonly byok: ByokStore;
@@ -38,6 +58,8 @@ export interface Store {
   readonly passwordResets: PasswordResetStore;
   /** Passwords, sessions, OAuth codes and grants (account holders). */
   readonly accountAuth: AccountAuthStore;
+  /** The processes' holds at the start of a Redis outage (migration 9). */
+  readonly outageHolds: OutageHoldStore;
 
   /** Usage rollups (written by `settle`) and the account's recent history, for the dashboard, /activity and rankings. */
   readonly usage: UsageStore;

@@ -13,7 +13,8 @@ import { TollgateError } from '../src/core/errors.js';
 import type { Settlement, SettleOutcome, Store } from '../src/store/types.js';
 import { journalSettlement } from './helpers/journal.js';
 
-type Behaviour = 'ok' | 'down' | 'slow';
+/** `lost-reply`: the batch commits, and the caller hears only that the store is unavailable (a COMMIT past its deadline). */
+type Behaviour = 'ok' | 'down' | 'slow' | 'lost-reply';
 
 function scriptedStore() {
   const committed = new Map<string, bigint>();
@@ -37,6 +38,10 @@ function scriptedStore() {
       state.calls += 1;
       if (state.behaviour === 'down') throw new TollgateError('store.unavailable', 'Storage is unavailable');
       if (state.behaviour === 'slow') await new Promise<void>((resolve) => (state.release = resolve));
+      if (state.behaviour === 'lost-reply') {
+        apply(batch);
+        throw new TollgateError('store.unavailable', 'Storage is unavailable');
+      }
       return apply(batch);
     },
     async ping() {
@@ -107,10 +112,22 @@ describe('settler with a charge journal', () => {
     expect(journal.syncs).toBe(syncsBefore + 1);
     expect(health.writesFailing).toBe(true);
     state.behaviour = 'ok';
-    expect(await outcome.deferred).toEqual({ id: 'd', applied: true });
+    expect(await outcome.deferred).toEqual({ id: 'd', applied: true, recorded: true });
     expect(committed.get('d')).toBe(5n);
     expect(journal.depth).toBe(0);
     expect(health.inOutage).toBe(false);
+  });
+
+  it('a commit whose answer was lost: the backlog finds the charge recorded, and says so (its hold becomes the charge)', async () => {
+    const { store, committed, state } = scriptedStore();
+    const settler = new Settler({ store, journal, log: quietLog, backlogDelayMs: 10 });
+    state.behaviour = 'lost-reply';
+    const outcome = await settler.settle(journalSettlement('l', 3n));
+    expect(outcome.deferred).toBeInstanceOf(Promise);
+    state.behaviour = 'ok';
+    expect(await outcome.deferred).toEqual({ id: 'l', applied: false, recorded: true });
+    expect(committed.get('l')).toBe(3n);
+    expect(journal.depth).toBe(0);
   });
 
   it('journal written but its sync fails, store down: the caller gets the error and the journal keeps no copy to replay', async () => {
@@ -135,7 +152,7 @@ describe('settler with a charge journal', () => {
     expect(state.calls).toBe(callsWhileSlow); // the backlog leaves an entry alone while its attempt runs
     state.behaviour = 'ok';
     state.release!();
-    expect(await outcome.deferred).toEqual({ id: 's', applied: true });
+    expect(await outcome.deferred).toEqual({ id: 's', applied: true, recorded: true });
     expect(committed.get('s')).toBe(7n);
   });
 
@@ -172,8 +189,8 @@ describe('settler with a charge journal', () => {
     expect(outcomes.every((o) => o.deferred instanceof Promise)).toBe(true);
     state.refuse.add('q');
     state.behaviour = 'ok';
-    expect(await outcomes[0]!.deferred).toEqual({ id: 'p', applied: true });
-    expect(await outcomes[1]!.deferred).toEqual({ id: 'q', applied: false });
+    expect(await outcomes[0]!.deferred).toEqual({ id: 'p', applied: true, recorded: true });
+    expect(await outcomes[1]!.deferred).toEqual({ id: 'q', applied: false, recorded: false });
     expect([...committed.keys()]).toEqual(['p']);
     expect(refused).toEqual(['q']);
     expect(settler.backlogSize).toBe(0);

@@ -27,9 +27,16 @@ import { isStoreUnavailable, type StoreHealth } from './store-health.js';
 export interface SettlerOutcome extends SettleOutcome {
   /**
    * Set when the charge is durable in the journal but not yet in the store: resolves once the store
-   * committed it (`applied` as usual) — or gave it up (`applied: false`, logged). Never rejects.
+   * has it — `applied` as usual; `applied: false` when an earlier attempt had committed it after all
+   * (a COMMIT whose answer was lost or came past its deadline) — or once it was given up (`recorded:
+   * false`, logged). Never rejects.
    */
-  deferred?: Promise<SettleOutcome>;
+  deferred?: Promise<DeferredOutcome>;
+}
+
+export interface DeferredOutcome extends SettleOutcome {
+  /** The store has the charge (false only when it was given up): what holds and counters must count. */
+  recorded: boolean;
 }
 
 interface Pending {
@@ -41,7 +48,7 @@ interface Pending {
 interface BacklogEntry {
   settlement: Settlement;
   /** Resolves the caller's `deferred` (absent for charges recovered at boot). */
-  done?: (outcome: SettleOutcome) => void;
+  done?: (outcome: DeferredOutcome) => void;
   /** A store attempt that timed out may still commit: the backlog leaves the entry alone until it ends. */
   inFlight: boolean;
 }
@@ -273,8 +280,8 @@ export class Settler {
 
   private defer(pending: Pending, inFlight: boolean): BacklogEntry {
     const id = pending.settlement.generation.id;
-    let done!: (outcome: SettleOutcome) => void;
-    const deferred = new Promise<SettleOutcome>((resolve) => (done = resolve));
+    let done!: (outcome: DeferredOutcome) => void;
+    const deferred = new Promise<DeferredOutcome>((resolve) => (done = resolve));
     const entry: BacklogEntry = { settlement: pending.settlement, done, inFlight };
     this.backlog.set(id, entry);
     pending.resolve({ id, applied: false, deferred });
@@ -318,7 +325,7 @@ export class Settler {
       const entry = this.backlog.get(id);
       this.backlog.delete(id);
       this.bootIds.delete(id);
-      entry?.done?.(outcomes[i]!);
+      entry?.done?.({ ...outcomes[i]!, recorded: true });
       ids.push(id);
     });
     this.journal?.markDone(ids);
@@ -339,7 +346,7 @@ export class Settler {
     const entry = this.backlog.get(id);
     this.backlog.delete(id);
     this.bootIds.delete(id);
-    entry?.done?.({ id, applied: false });
+    entry?.done?.({ id, applied: false, recorded: false });
     this.journal?.markDone([id]);
     this.refused(settlement);
   }

@@ -37,19 +37,21 @@ export async function settle(
   const committed = await deps.settler.settle({ generation: charge.record, periods: usagePeriods(input.createdAt) });
   deps.metrics.settleWait.observe((performance.now() - waitStarted) / 1000);
   // Committed first, then the hold becomes the charge: an admission sees the hold, the charge, or both — never neither.
-  // A charge durable only in the journal keeps its hold until the store has it.
+  // A charge durable only in the journal keeps its hold until the store has it. The id is this
+  // request's own, so a store that already had it (`applied: false`) has it from an earlier attempt
+  // of ours whose answer was lost: the hold becomes the charge all the same.
   const releaseExtras = () => {
     for (const extra of extraHolds) deps.gate.release(extra);
   };
   if (hold && committed.deferred) {
     deps.gate.settleLater(
       hold,
-      committed.deferred.then((outcome) => (outcome.applied ? charge.record : null)),
+      committed.deferred.then((outcome) => (outcome.recorded ? charge.record : null)),
     );
     // The charge may exceed `hold` by what the extras hold: they cover it until the store has it too.
     committed.deferred.then(releaseExtras, releaseExtras);
   } else {
-    if (hold) await deps.gate.settle(hold, committed.applied ? charge.record : null);
+    if (hold) await deps.gate.settle(hold, charge.record);
     releaseExtras();
   }
   const model = charge.record.model;

@@ -6,7 +6,12 @@ describe('timeoutOptions', () => {
     expect(
       timeoutOptions({ headers_timeout_ms: 15_000, body_timeout_ms: 30_000, keep_alive_timeout_ms: 72_000 }),
     ).toEqual({
-      http: { headersTimeout: 15_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 },
+      http: {
+        headersTimeout: 15_000,
+        requestTimeout: 30_000,
+        connectionsCheckingInterval: 1_000,
+        requireHostHeader: false, // answered with the error record (requireHost)
+      },
       requestTimeout: 30_000,
       connectionTimeout: 0,
       keepAliveTimeout: 72_000,

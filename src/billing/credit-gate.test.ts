@@ -293,6 +293,105 @@ describe('CreditGate', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     });
 
+    it('a process that notices the outage late and settled its holds meanwhile: its charges are in the balance the others share', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const record = account(10n * X);
+      const [fa, fb] = [fakeFleet(2), fakeFleet(2)];
+      const a = fleetGate(fakeStore(record, reports).store, holds, fa, 'share', 2_000);
+      const b = fleetGate(fakeStore(record, reports).store, holds, fb, 'share', 2_000);
+      const held = [];
+      for (let i = 0; i < 9; i++) held.push(await b.admit(key('acct'), true, X)); // 9X held on b, in Redis
+      state.down = true; // Redis hangs on a live connection: b does not notice at once
+      fb.suspect = () => undefined;
+      fa.setTrusted(false);
+      const first = codeOf(a.admit(key('acct'), true, X)); // waits for b's report
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const hold of held) {
+        record.totalUsage += X; // b's streams end: charged in the database
+        await b.settle(hold, charge(X));
+      }
+      fb.setTrusted(false); // b notices now, holding nothing
+      let admitted = (await first) === 'admitted' ? 1 : 0;
+      for (const gate of [a, b])
+        for (let i = 0; i < 10; i++) if ((await codeOf(gate.admit(key('acct'), true, X))) === 'admitted') admitted++;
+      // X left, half each, each may pass its share by less than one request: at most 2 (it was 6).
+      expect(admitted).toBeLessThanOrEqual(2);
+    });
+
+    it('trust lost, back and lost again: the process reports again, and its report is not lost', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const [fa, fb] = [fakeFleet(2), fakeFleet(2)];
+      const a = fleetGate(fakeStore(account(10n * X), reports).store, holds, fa, 'share', 500);
+      const b = fleetGate(fakeStore(account(10n * X), reports).store, holds, fb, 'share', 500);
+      for (let i = 0; i < 9; i++) await b.admit(key('acct'), true, X);
+      state.down = true;
+      fb.setTrusted(false);
+      fb.setTrusted(true);
+      fb.setTrusted(false); // 'ready', then 'close' again
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await reports.others('someone', 0, ['a:acct'])).toEqual({
+        reporters: 1,
+        held: new Map([['a:acct', 9n * X]]),
+      });
+      fa.setTrusted(false);
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) if ((await codeOf(a.admit(key('acct'), true, X))) === 'admitted') admitted++;
+      expect(admitted).toBeLessThanOrEqual(1);
+    });
+
+    it('a process back on Redis keeps its report for those still cut off; closing withdraws it', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const [fa, fb] = [fakeFleet(3), fakeFleet(3)]; // the third process died with Redis: it never reports
+      const a = fleetGate(fakeStore(account(30n * X), reports).store, holds, fa, 'share', 1_000);
+      const b = fleetGate(fakeStore(account(30n * X), reports).store, holds, fb, 'share', 1_000);
+      for (let i = 0; i < 29; i++) await b.admit(key('acct'), true, X);
+      state.down = true;
+      fa.setTrusted(false);
+      fb.setTrusted(false);
+      const pending = Array.from({ length: 12 }, () => codeOf(a.admit(key('acct'), true, X))); // during the wait
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      fb.setTrusted(true); // b reaches Redis again; a does not
+      const admitted = (await Promise.all(pending)).filter((code) => code === 'admitted').length;
+      expect(admitted).toBeLessThanOrEqual(1); // X left, a third of it: one request at most (it was 10)
+      b.close();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await reports.others('someone', 0, [])).reporters).toBe(1); // a's alone
+    });
+
+    it('an admission Redis answers as the outage begins is decided again by the share (the report missed it)', async () => {
+      const inner = new MemoryHoldStore();
+      const { store: holds, state } = switchable(inner);
+      let answer: (() => void) | null = null;
+      const slow: HoldStore = Object.assign(Object.create(holds) as HoldStore, {
+        admit: async (check: Parameters<HoldStore['admit']>[0], now: number) => {
+          await new Promise<void>((resolve) => (answer = resolve));
+          return inner.admit(check, now);
+        },
+      });
+      const reports = memoryOutageHolds();
+      const [fa, fb] = [fakeFleet(2), fakeFleet(2)];
+      const a = fleetGate(fakeStore(account(10n * X), reports).store, slow, fa);
+      const b = fleetGate(fakeStore(account(10n * X), reports).store, holds, fb);
+      const pending = a.admit(key('acct'), true, 4n * X);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      state.down = true;
+      fa.setTrusted(false); // a's report goes out without the 4X Redis is about to admit
+      fb.setTrusted(false);
+      answer!();
+      const held = [(await pending).amount];
+      for (const gate of [a, b])
+        for (let i = 0; i < 8; i++) {
+          const hold = await gate.admit(key('acct'), true, X).catch(() => null);
+          if (hold) held.push(hold.amount);
+        }
+      // Half of 10X each: the 4X inside a's half (it was counted as a's hold from before the outage,
+      // which b never heard of: 12X).
+      expect(held.reduce((sum, amount) => sum + amount, 0n)).toBe(10n * X);
+    });
+
     it("a process's own charges during the outage count against its share", async () => {
       const { store: holds, state } = switchable(new MemoryHoldStore());
       const fleet = fakeFleet(2);

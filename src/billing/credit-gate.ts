@@ -7,14 +7,14 @@
  *
  * Failure policy (docs/architecture.md, "Redis outages"): when the hold store is shared (Redis) and
  * cannot be trusted — unreachable, or inside the resync window after it came back without its data —
- * each process admits paid requests from its *share*: per account (and per limited key), 1/N of what
- * the first fresh snapshot of the outage showed less every process's holds (which only Redis knew:
- * each process reports its own to the others through the database as the outage starts — `Outage`
- * below), N being the live processes last counted by the fleet, plus what it holds itself; its holds
- * and charges since count against it. The gate keeps its own record of its
- * holds and charges (a `MemoryHoldStore`) in every mode for that purpose, and re-registers its holds in
- * Redis when Redis returns (`restore`). So the fleet together never holds more than the balance had at
- * the outage's start. `onHoldStoreError: 'closed'` refuses paid requests instead (503), as does a process
+ * each process admits paid requests from its *share*: per account (and per limited key), 1/N of the
+ * balance read once the other processes' reports are in, less every process's holds (which only Redis
+ * knew: each process reports its own through the database as the outage starts — `Outage` below), N
+ * being the live processes last counted by the fleet, plus what it holds itself; its holds and charges
+ * since count against it. The gate keeps its own record of its holds and charges (a `MemoryHoldStore`)
+ * in every mode for that purpose, and re-registers its holds in Redis when Redis returns (`restore`).
+ * So the fleet together never holds more than the balance had at the outage's start (plus less than
+ * one hold per process), when every process reported in time. `onHoldStoreError: 'closed'` refuses paid requests instead (503), as does a process
  * that has never reached Redis (it cannot know its share). A free request holds nothing: it is checked
  * against the snapshot alone, and the free-model limit (`limits.free_models.on_store_error`) decides.
  * Without a snapshot (database down and nothing cached) everything fails closed.
@@ -47,20 +47,18 @@ import { MemoryHoldStore } from './memory-hold-store.js';
 import { usagePeriods, type UsagePeriods } from '../core/usage-window.js';
 
 /**
- * A snapshot plus the charge marks read just before it: the shared store's (null: it did not answer,
- * or was not trusted) and this process's own record's.
+ * A snapshot plus the shared store's charge mark read just before it (null: it did not answer, or was
+ * not trusted). Shares are taken from reads of their own (`decideByShare`).
  */
 interface AccountSnapshot {
   account: AccountRecord | null;
   mark: ChargeMark | null;
-  ownMark: ChargeMark;
 }
 
 interface KeySnapshot {
   periods: UsagePeriods;
   usage: KeyUsage;
   mark: ChargeMark | null;
-  ownMark: ChargeMark;
 }
 
 /**
@@ -79,7 +77,17 @@ interface Outage {
 const REPORT_WAIT_MS = 3_000;
 const REPORT_POLL_MS = 100;
 /** Reports this much older than our own outage's start count as this outage's (processes notice it at different times). */
-const REPORT_SKEW_MS = 30_000;
+const REPORT_SKEW_MS = 10_000;
+/** A report the database refused is tried again this often while the outage lasts. */
+const REPORT_ATTEMPTS = 5;
+const REPORT_RETRY_MS = 500;
+
+/** The admission ran into the start (or end) of an outage: it is decided again. */
+class OutageMoved extends Error {}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
 
 /** This process's share of an account's balance or a key's remaining limit, frozen for one outage. */
 interface Share {
@@ -148,6 +156,9 @@ export class CreditGate {
   private readonly accountShares = new Map<string, Share>();
   private readonly keyShares = new Map<string, Share | null>();
   private outage: Outage | null = null;
+  /** The last report or withdrawal of this process's outage holds (they run one at a time). */
+  private reporting: Promise<void> = Promise.resolve();
+  private reported = false;
   private readonly stopResync: () => void;
   private readonly stopTrustWatch: () => void;
 
@@ -179,13 +190,19 @@ export class CreditGate {
 
   /** Checks the §5 credit rules against snapshot + live holds + recent charges and, when they pass, holds `estimate`. */
   async admit(key: KeyRecord, isPaid: boolean, estimate: Units): Promise<Hold> {
-    const trusted = this.trustShared();
-    try {
-      return await this.admitOnce(key, isPaid, estimate, trusted);
-    } catch (error) {
-      // The shared store failed just now (and was marked suspect): this admission goes by the share.
-      if (!trusted || !isUnavailable(error) || !this.fleet || this.fleet.trusted) throw error;
-      return this.admitOnce(key, isPaid, estimate, this.trustShared());
+    let trusted = this.trustShared();
+    for (let retried = false; ; retried = true) {
+      try {
+        return await this.admitOnce(key, isPaid, estimate, trusted);
+      } catch (error) {
+        // The shared store failed just now (and was marked suspect), or an outage began or ended
+        // while this admission ran: it is decided again, once, by what holds now.
+        const moved = error instanceof OutageMoved;
+        const failedNow = trusted && isUnavailable(error) && this.fleet !== null && !this.fleet.trusted;
+        if (retried || !(moved || failedNow))
+          throw moved ? new TollgateError('store.unavailable', 'The credit hold store is unavailable') : error;
+        trusted = this.trustShared();
+      }
     }
   }
 
@@ -218,9 +235,16 @@ export class CreditGate {
       keyMark: usage?.mark ?? 0n,
       expiresAt: now + this.holdTtlMs,
     };
+    const outage = this.outage;
     const decision = trusted
       ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now)
-      : await this.decideByShare(check, account, usage, now);
+      : await this.decideByShare(check, key, now);
+    if (trusted && decision.admitted && this.outage !== outage) {
+      // Admitted by Redis while this process reported its holds for an outage: the report misses this
+      // one, so it is taken back and decided by the share.
+      if (hold.amount > 0n) this.holds.release(check).catch(() => undefined);
+      throw new OutageMoved();
+    }
     if (!decision.admitted) throw refusal(decision, key, isPaid);
     if (hold.amount > 0n) {
       hold.live = this.live.add(hold);
@@ -252,34 +276,45 @@ export class CreditGate {
    * The shared store is not trusted: a paid request is admitted from this process's share of what the
    * outage's first snapshot showed, counting this process's own holds and charges since (see the header).
    */
-  private async decideByShare(
-    check: HoldCheck,
-    account: AccountSnapshot,
-    usage: KeySnapshot | null,
-    now: number,
-  ): Promise<HoldDecision> {
+  private async decideByShare(check: HoldCheck, key: KeyRecord, now: number): Promise<HoldDecision> {
     if (!check.paid) return snapshotOnly(check);
     const fleet = this.fleet!;
     if (this.options.onHoldStoreError === 'closed' || !fleet.seen)
       throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
     if (!this.accountShares.has(check.accountId) || !this.keyShares.has(check.keyHash)) {
+      const outage = this.outage ?? this.beginOutage();
+      const others = await this.othersHeld(outage, check.accountId, check.keyHash);
+      // The balance and key usage are read again once every report is in (the admission's snapshot may
+      // be older): a hold that left its process before the report was charged before it, so they have
+      // it. This process's marks first: its charges from then on count against the share.
+      const marks = this.own!.marksNow(check.accountId, key.limit === null ? null : key.hash);
+      const [account, usage] = await Promise.all([
+        this.options.store.getAccount(check.accountId),
+        key.limit === null ? null : this.options.store.getKeyUsage([key.hash], usagePeriods(this.options.now())),
+      ]);
+      if (this.outage !== outage) throw new OutageMoved();
+      if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
+      now = this.options.now();
       // What is left once every process's holds at the outage's start are counted out, split N ways;
       // plus what this process holds now, which its own record counts against the share.
-      const others = await this.othersHeld(check.accountId, check.keyHash);
       const own = this.own!.heldNow(check.accountId, check.keyHash, now);
       const share = (left: Units, ownHeld: Units, othersHeld: Units | undefined) =>
         ownHeld + fleetShare(left - ownHeld - (othersHeld ?? 0n), fleet.size);
       if (!this.accountShares.has(check.accountId))
         this.accountShares.set(check.accountId, {
-          amount: share(check.balance, own.account, others.get(`a:${check.accountId}`)),
-          mark: account.ownMark,
+          amount: share(account.totalCredits - account.totalUsage, own.account, others.get(`a:${check.accountId}`)),
+          mark: marks.account,
         });
+      const keyUsage = usage?.get(key.hash);
       if (!this.keyShares.has(check.keyHash))
         this.keyShares.set(
           check.keyHash,
-          check.keyRemaining === null || !usage
+          key.limit === null || !keyUsage
             ? null
-            : { amount: share(check.keyRemaining, own.key, others.get(`k:${check.keyHash}`)), mark: usage.ownMark },
+            : {
+                amount: share(key.limit - limitedUsage(key, keyUsage), own.key, others.get(`k:${check.keyHash}`)),
+                mark: marks.key,
+              },
         );
     }
     const accountShare = this.accountShares.get(check.accountId)!;
@@ -308,8 +343,7 @@ export class CreditGate {
    * passed (a process that cannot report, e.g. one that died with Redis, is not waited for longer).
    * Throws `store.unavailable` when the database cannot tell.
    */
-  private othersHeld(accountId: string, keyHash: string): Promise<Map<string, Units>> {
-    const outage = this.outage ?? this.beginOutage();
+  private othersHeld(outage: Outage, accountId: string, keyHash: string): Promise<Map<string, Units>> {
     const lookupKey = `${accountId} ${keyHash}`;
     let lookup = outage.lookups.get(lookupKey);
     if (!lookup) {
@@ -346,33 +380,57 @@ export class CreditGate {
         this.options.now() >= outage.startedAt + (this.options.reportWaitMs ?? REPORT_WAIT_MS)
       )
         return;
-      await new Promise((resolve) => setTimeout(resolve, REPORT_POLL_MS));
+      await pause(REPORT_POLL_MS);
     }
   }
 
-  /** Redis stopped being trusted: this process's holds go to the database for the others' shares. */
+  /**
+   * Redis stopped being trusted: this process's holds go to the database for the others' shares. The
+   * report stays after the outage (the next one replaces it): a process still cut off from Redis may
+   * be counting on it.
+   */
   private beginOutage(): Outage {
     if (this.outage) return this.outage;
-    const startedAt = this.options.now();
+    this.trustShared(); // shares and snapshots of before are of no use now
     const holds = new Map<string, Units>();
     const add = (subject: string, amount: Units) => holds.set(subject, (holds.get(subject) ?? 0n) + amount);
     for (const hold of this.live) {
       add(`a:${hold.accountId}`, hold.amount);
       add(`k:${hold.keyHash}`, hold.amount);
     }
-    const reported = this.options.store.outageHolds
-      .report(this.idPrefix, startedAt, holds)
-      .catch((error: unknown) => this.options.onHoldError?.(error, 'report'));
-    this.outage = { startedAt, reported, reportsIn: null, lookups: new Map() };
-    return this.outage;
+    const outage: Outage = {
+      startedAt: this.options.now(),
+      reported: Promise.resolve(),
+      reportsIn: null,
+      lookups: new Map(),
+    };
+    this.outage = outage;
+    this.reported = true;
+    outage.reported = this.inTurn(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.options.store.outageHolds.report(this.idPrefix, outage.startedAt, holds);
+        } catch (error) {
+          this.options.onHoldError?.(error, 'report');
+          if (this.outage !== outage || attempt >= REPORT_ATTEMPTS) return;
+          await pause(REPORT_RETRY_MS);
+        }
+      }
+    });
+    return outage;
   }
 
-  /** Redis is trusted again: this process's report is withdrawn (the next outage reports afresh). */
+  /** Redis is trusted again. */
   private endOutage(): void {
     if (!this.outage) return;
-    const outage = this.outage;
     this.outage = null;
-    void outage.reported.then(() => this.options.store.outageHolds.withdraw(this.idPrefix)).catch(() => undefined);
+    this.trustShared();
+  }
+
+  /** Reports and the final withdrawal one after the other: an earlier one never lands after a later one. */
+  private inTurn(operation: () => Promise<void>): Promise<void> {
+    this.reporting = this.reporting.then(operation).catch(() => undefined);
+    return this.reporting;
   }
 
   /**
@@ -443,7 +501,9 @@ export class CreditGate {
     clearInterval(this.renewTimer);
     this.stopResync();
     this.stopTrustWatch();
-    this.endOutage();
+    this.outage = null;
+    // Its holds end with it: the others stop counting them.
+    if (this.reported) void this.inTurn(() => this.options.store.outageHolds.withdraw(this.idPrefix));
   }
 
   private renew(): void {
@@ -522,9 +582,8 @@ export class CreditGate {
 
   private accountSnapshot(accountId: string, needMark: boolean): Promise<AccountSnapshot> {
     const load = async (): Promise<AccountSnapshot> => {
-      const ownMark = this.own?.marksNow(accountId, null).account ?? 0n;
       const mark = await this.markOrNull(async () => (await this.holds.marks(accountId, null)).account);
-      return { account: await this.options.store.getAccount(accountId), mark, ownMark };
+      return { account: await this.options.store.getAccount(accountId), mark };
     };
     return this.withMark(this.accounts, accountId, load, () => this.holds.marks(accountId, null), needMark);
   }
@@ -532,10 +591,9 @@ export class CreditGate {
   private async keySnapshot(key: KeyRecord, needMark: boolean): Promise<KeySnapshot> {
     const periods = usagePeriods(this.options.now());
     const load = async (): Promise<KeySnapshot> => {
-      const ownMark = this.own?.marksNow(key.accountId, key.hash).key ?? 0n;
       const mark = await this.markOrNull(async () => (await this.holds.marks(key.accountId, key.hash)).key);
       const usage = await this.options.store.getKeyUsage([key.hash], periods);
-      return { periods, usage: usage.get(key.hash)!, mark, ownMark };
+      return { periods, usage: usage.get(key.hash)!, mark };
     };
     const probe = () => this.holds.marks(key.accountId, key.hash);
     let snapshot = await this.withMark(this.keys, key.hash, load, probe, needMark);

@@ -125,6 +125,9 @@ export class RedisFleet implements FleetView {
   }
 
   private untrust(): void {
+    // A resync window that ended since the last heartbeat was a trusted spell the listeners have not
+    // heard of: they hear of it now, so this loss of trust is a new outage to them.
+    if (this.trusted) this.tellTrust();
     if (this.healthy) this.cutOff = true;
     this.healthy = false;
     this.tellTrust();

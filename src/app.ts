@@ -441,7 +441,7 @@ export function buildApp(deps: AppDeps): Gateway {
       await settler.drain();
       settler.stop();
       admission.close();
-      gate.close();
+      await gate.close();
       await fleetHealth?.close();
       // The last charges' notices are queued before the sender stops (what it cannot send waits in the outbox).
       await usageAlerts.close();

@@ -662,8 +662,13 @@ for (const target of STORE_TARGETS) {
       expect((await holds.others('p3', t + 1, ['a:acct'])).held.get('a:acct')).toBe(2n ** 60n); // reported since
       await holds.report('p1', t + 20, new Map([['a:acct', USD]])); // replaces its first report
       expect((await holds.others('p9', t, ['a:acct', 'k:key-0'])).held).toEqual(new Map([['a:acct', USD + 2n ** 60n]]));
+      await holds.end('p1'); // its outage is over: no longer a reporter, its holds still count
+      expect(await holds.others('p9', t, ['a:acct'])).toEqual({
+        reporters: 3, // p2, p3, p4
+        held: new Map([['a:acct', USD + 2n ** 60n]]),
+      });
       await holds.withdraw('p2');
-      expect(await holds.others('p9', 0, ['a:acct'])).toEqual({ reporters: 3, held: new Map([['a:acct', USD]]) });
+      expect(await holds.others('p9', 0, ['a:acct'])).toEqual({ reporters: 2, held: new Map([['a:acct', USD]]) });
     });
   });
 }

@@ -14,23 +14,27 @@ const X = 1_000_000n;
 /** A store that serves one account whose totals the test sets, and counts reads. */
 /** The processes' outage reports, as the database keeps them (store/sql-outage-hold-store.ts). */
 function memoryOutageHolds(): OutageHoldStore {
-  const reports = new Map<string, { at: number; holds: ReadonlyMap<string, bigint> }>();
+  const reports = new Map<string, { at: number; holds: ReadonlyMap<string, bigint>; ended: boolean }>();
   return {
     async report(processId, at, holds) {
-      reports.set(processId, { at, holds: new Map(holds) });
+      reports.set(processId, { at, holds: new Map(holds), ended: false });
     },
     async others(processId, since, subjects) {
       let reporters = 0;
       const held = new Map<string, bigint>();
       for (const [id, report] of reports) {
         if (id === processId || report.at < since) continue;
-        reporters++;
+        if (!report.ended) reporters++;
         for (const subject of subjects) {
           const amount = report.holds.get(subject);
           if (amount) held.set(subject, (held.get(subject) ?? 0n) + amount);
         }
       }
       return { reporters, held };
+    },
+    async end(processId) {
+      const report = reports.get(processId);
+      if (report) report.ended = true;
     },
     async withdraw(processId) {
       reports.delete(processId);
@@ -390,6 +394,103 @@ describe('CreditGate', () => {
       // Half of 10X each: the 4X inside a's half (it was counted as a's hold from before the outage,
       // which b never heard of: 12X).
       expect(held.reduce((sum, amount) => sum + amount, 0n)).toBe(10n * X);
+    });
+
+    it('a second outage soon after a first: the reports of the first do not end the wait for the second', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const reports = memoryOutageHolds();
+      const [fa, fb] = [fakeFleet(2), fakeFleet(2)];
+      const a = fleetGate(fakeStore(account(10n * X), reports).store, holds, fa, 'share', 2_000);
+      const b = fleetGate(fakeStore(account(10n * X), reports).store, holds, fb, 'share', 2_000);
+      fa.setTrusted(false); // a blip: both report, holding nothing
+      fb.setTrusted(false);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      fa.setTrusted(true);
+      fb.setTrusted(true);
+      for (let i = 0; i < 9; i++) await b.admit(key('acct'), true, X); // through Redis
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      state.down = true;
+      fa.setTrusted(false);
+      const pending = Array.from({ length: 10 }, () => codeOf(a.admit(key('acct'), true, X)));
+      setTimeout(() => fb.setTrusted(false), 300); // b notices later: its new report holds 9X
+      const admitted = (await Promise.all(pending)).filter((code) => code === 'admitted').length;
+      expect(admitted).toBeLessThanOrEqual(1); // it was 5: b's blip report counted as this outage's
+    });
+
+    it('trust lost while a trusted admission reads its snapshot: Redis admits it after the report, so it is decided again', async () => {
+      const { store: holds } = switchable(new MemoryHoldStore()); // Redis still answers (a resync window)
+      const reports = memoryOutageHolds();
+      const [fa, fb] = [fakeFleet(2), fakeFleet(2)];
+      const slowRead = fakeStore(account(10n * X), reports).store;
+      const read = slowRead.getAccount.bind(slowRead);
+      let release: (() => void) | null = null;
+      slowRead.getAccount = async (id: string) => {
+        if (release === null) await new Promise<void>((resolve) => (release = resolve));
+        return read(id);
+      };
+      const a = fleetGate(slowRead, holds, fa);
+      const b = fleetGate(fakeStore(account(10n * X), reports).store, holds, fb);
+      const pending = a.admit(key('acct'), true, 4n * X);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      fa.setTrusted(false); // a's report: nothing held
+      fb.setTrusted(false);
+      release!();
+      const held = [(await pending).amount];
+      for (const gate of [a, b])
+        for (let i = 0; i < 8; i++) {
+          const hold = await gate.admit(key('acct'), true, X).catch(() => null);
+          if (hold) held.push(hold.amount);
+        }
+      expect(held.reduce((sum, amount) => sum + amount, 0n)).toBe(10n * X); // it was 12X
+    });
+
+    it('an outage that begins and ends while Redis admits: the admission is decided again, its first hold taken back', async () => {
+      const inner = new MemoryHoldStore();
+      let answer: (() => void) | null = null;
+      const slow: HoldStore = Object.assign(Object.create(inner) as HoldStore, {
+        admit: async (check: Parameters<HoldStore['admit']>[0], now: number) => {
+          if (answer === null) await new Promise<void>((resolve) => (answer = resolve));
+          return inner.admit(check, now);
+        },
+      });
+      const fleet = fakeFleet(2);
+      const gate = fleetGate(fakeStore(account(10n * X)).store, slow, fleet);
+      const pending = gate.admit(key('acct'), true, 4n * X);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      fleet.setTrusted(false);
+      fleet.setTrusted(true);
+      answer!();
+      await pending;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await inner.held('acct', Date.now())).toBe(4n * X); // once, by the second decision
+    });
+
+    it("trust back during a first share's wait: decided by Redis, and no share of the outage is kept", async () => {
+      const inner = new MemoryHoldStore();
+      const { store: holds } = switchable(inner);
+      const fleet = fakeFleet(2); // the other process never reports
+      const gate = fleetGate(fakeStore(account(10n * X)).store, holds, fleet, 'share', 1_000);
+      fleet.setTrusted(false);
+      const pending = gate.admit(key('acct'), true, X);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      fleet.setTrusted(true);
+      await pending;
+      expect(await inner.held('acct', Date.now())).toBe(X);
+    });
+
+    it('a report the database refuses does not hold up the wait past reportWaitMs', async () => {
+      const { store: holds, state } = switchable(new MemoryHoldStore());
+      const refusing: OutageHoldStore = {
+        ...memoryOutageHolds(),
+        report: () => Promise.reject(new TollgateError('store.unavailable', 'Storage is unavailable')),
+      };
+      const fleet = fakeFleet(2);
+      const gate = fleetGate(fakeStore(account(10n * X), refusing).store, holds, fleet, 'share', 200);
+      state.down = true;
+      fleet.setTrusted(false);
+      const started = Date.now();
+      expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('admitted');
+      expect(Date.now() - started).toBeLessThan(1_000); // it was 2 s: the wait began after the 5 attempts
     });
 
     it("a process's own charges during the outage count against its share", async () => {

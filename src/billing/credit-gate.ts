@@ -156,6 +156,8 @@ export class CreditGate {
   private readonly accountShares = new Map<string, Share>();
   private readonly keyShares = new Map<string, Share | null>();
   private outage: Outage | null = null;
+  /** Counts outages begun and ended: an admission that saw it change while it ran is decided again. */
+  private outageEpoch = 0;
   /** The last report or withdrawal of this process's outage holds (they run one at a time). */
   private reporting: Promise<void> = Promise.resolve();
   private reported = false;
@@ -207,6 +209,7 @@ export class CreditGate {
   }
 
   private async admitOnce(key: KeyRecord, isPaid: boolean, estimate: Units, trusted: boolean): Promise<Hold> {
+    const epoch = this.outageEpoch;
     const needMark = isPaid && trusted;
     const [account, usage] = await Promise.all([
       this.accountSnapshot(key.accountId, needMark),
@@ -235,13 +238,12 @@ export class CreditGate {
       keyMark: usage?.mark ?? 0n,
       expiresAt: now + this.holdTtlMs,
     };
-    const outage = this.outage;
     const decision = trusted
       ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now)
       : await this.decideByShare(check, key, now);
-    if (trusted && decision.admitted && this.outage !== outage) {
-      // Admitted by Redis while this process reported its holds for an outage: the report misses this
-      // one, so it is taken back and decided by the share.
+    if (trusted && decision.admitted && this.outageEpoch !== epoch) {
+      // An outage began (or began and ended) while Redis admitted this: the report this process made
+      // for it misses the hold, so it is taken back and decided again by what holds now.
       if (hold.amount > 0n) this.holds.release(check).catch(() => undefined);
       throw new OutageMoved();
     }
@@ -273,8 +275,9 @@ export class CreditGate {
   }
 
   /**
-   * The shared store is not trusted: a paid request is admitted from this process's share of what the
-   * outage's first snapshot showed, counting this process's own holds and charges since (see the header).
+   * The shared store is not trusted: a paid request is admitted from this process's share of the
+   * balance (and key limit), taken once per outage after the other processes' reports are in, counting
+   * this process's own holds and charges since (see the header).
    */
   private async decideByShare(check: HoldCheck, key: KeyRecord, now: number): Promise<HoldDecision> {
     if (!check.paid) return snapshotOnly(check);
@@ -283,6 +286,7 @@ export class CreditGate {
       throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
     if (!this.accountShares.has(check.accountId) || !this.keyShares.has(check.keyHash)) {
       const outage = this.outage ?? this.beginOutage();
+      const epoch = this.outageEpoch;
       const others = await this.othersHeld(outage, check.accountId, check.keyHash);
       // The balance and key usage are read again once every report is in (the admission's snapshot may
       // be older): a hold that left its process before the report was charged before it, so they have
@@ -292,7 +296,7 @@ export class CreditGate {
         this.options.store.getAccount(check.accountId),
         key.limit === null ? null : this.options.store.getKeyUsage([key.hash], usagePeriods(this.options.now())),
       ]);
-      if (this.outage !== outage) throw new OutageMoved();
+      if (this.outageEpoch !== epoch) throw new OutageMoved();
       if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
       now = this.options.now();
       // What is left once every process's holds at the outage's start are counted out, split N ways;
@@ -371,7 +375,6 @@ export class CreditGate {
   }
 
   private async awaitReports(outage: Outage, since: number): Promise<void> {
-    await outage.reported;
     const size = this.fleet!.size;
     for (;;) {
       const { reporters } = await this.options.store.outageHolds.others(this.idPrefix, since, []);
@@ -405,6 +408,7 @@ export class CreditGate {
       lookups: new Map(),
     };
     this.outage = outage;
+    this.outageEpoch++;
     this.reported = true;
     outage.reported = this.inTurn(async () => {
       for (let attempt = 1; ; attempt++) {
@@ -420,11 +424,13 @@ export class CreditGate {
     return outage;
   }
 
-  /** Redis is trusted again. */
+  /** Redis is trusted again: this process stops counting as reported (its holds still count for the others). */
   private endOutage(): void {
     if (!this.outage) return;
     this.outage = null;
+    this.outageEpoch++;
     this.trustShared();
+    void this.inTurn(() => this.options.store.outageHolds.end(this.idPrefix));
   }
 
   /** Reports and the final withdrawal one after the other: an earlier one never lands after a later one. */
@@ -497,13 +503,16 @@ export class CreditGate {
     hold.live = null;
   }
 
-  close(): void {
+  /** Stops the timers; resolves once this process's outage report, if it made one, is withdrawn. */
+  close(): Promise<void> {
     clearInterval(this.renewTimer);
     this.stopResync();
     this.stopTrustWatch();
     this.outage = null;
     // Its holds end with it: the others stop counting them.
-    if (this.reported) void this.inTurn(() => this.options.store.outageHolds.withdraw(this.idPrefix));
+    return this.reported
+      ? this.inTurn(() => this.options.store.outageHolds.withdraw(this.idPrefix))
+      : Promise.resolve();
   }
 
   private renew(): void {

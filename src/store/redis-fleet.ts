@@ -160,6 +160,8 @@ export class RedisFleet implements FleetView {
       this.untrust();
       return;
     }
+    // A resync window that ended since the last heartbeat was a trusted spell: told before this one's news.
+    this.tellTrust();
     const [count, epoch, redisNow] = [Number(reply[0]), String(reply[1]), Number(reply[2])];
     const resyncLeft = Number(epoch) + this.resyncMs - redisNow;
     if (resyncLeft > 0) this.untrustedUntil = Math.max(this.untrustedUntil, this.now() + resyncLeft);

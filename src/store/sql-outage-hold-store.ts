@@ -55,6 +55,10 @@ export class SqlOutageHoldStore implements OutageHoldStore {
     return { reporters: count ? asNumber(count.n) : 0, held };
   }
 
+  async end(processId: string): Promise<void> {
+    await this.driver.run('DELETE FROM outage_holds WHERE process_id = ? AND subject = ?', [processId, REPORTED]);
+  }
+
   async withdraw(processId: string): Promise<void> {
     await this.driver.run('DELETE FROM outage_holds WHERE process_id = ?', [processId]);
   }

@@ -37,7 +37,12 @@ export interface OutageHoldStore {
   report(processId: string, at: number, holds: ReadonlyMap<string, bigint>): Promise<void>;
   /** The other processes that reported at or after `since`, and the sum of their holds on each of `subjects`. */
   others(processId: string, since: number, subjects: readonly string[]): Promise<OtherProcessesHolds>;
-  /** Drops this process's report (the shared store is trusted again). */
+  /**
+   * This process's outage ended: it no longer counts as having reported (a later outage waits for its
+   * new report), while its holds still count for processes that are still in that outage.
+   */
+  end(processId: string): Promise<void>;
+  /** Drops this process's report (it is closing). */
   withdraw(processId: string): Promise<void>;
 }
 

@@ -14,8 +14,8 @@
  * since count against it. The gate keeps its own record of its holds and charges (a `MemoryHoldStore`)
  * in every mode for that purpose, and re-registers its holds in Redis when Redis returns (`restore`).
  * So the fleet together never holds more than the balance had at the outage's start (plus less than
- * one hold per process), when every process reported in time. `onHoldStoreError: 'closed'` refuses paid requests instead (503), as does a process
- * that has never reached Redis (it cannot know its share). A free request holds nothing: it is checked
+ * one hold per process), when every process reported in time. `onHoldStoreError: 'closed'` refuses
+ * paid requests instead (503), as does a process that has never reached Redis (it cannot know its share). A free request holds nothing: it is checked
  * against the snapshot alone, and the free-model limit (`limits.free_models.on_store_error`) decides.
  * Without a snapshot (database down and nothing cached) everything fails closed.
  */
@@ -67,7 +67,6 @@ interface KeySnapshot {
  */
 interface Outage {
   startedAt: number;
-  reported: Promise<void>;
   /** Resolves once every other live process reported, or `reportWaitMs` after the start. */
   reportsIn: Promise<void> | null;
   /** The other processes' holds per subject (`a:<account>`, `k:<key hash>`), one lookup per account and key. */
@@ -78,7 +77,7 @@ const REPORT_WAIT_MS = 3_000;
 const REPORT_POLL_MS = 100;
 /** Reports this much older than our own outage's start count as this outage's (processes notice it at different times). */
 const REPORT_SKEW_MS = 10_000;
-/** A report the database refused is tried again this often while the outage lasts. */
+/** Attempts at a report the database refuses, REPORT_RETRY_MS apart, while the outage lasts. */
 const REPORT_ATTEMPTS = 5;
 const REPORT_RETRY_MS = 500;
 
@@ -158,7 +157,7 @@ export class CreditGate {
   private outage: Outage | null = null;
   /** Counts outages begun and ended: an admission that saw it change while it ran is decided again. */
   private outageEpoch = 0;
-  /** The last report or withdrawal of this process's outage holds (they run one at a time). */
+  /** The last write of this process's outage report (`inTurn`). */
   private reporting: Promise<void> = Promise.resolve();
   private reported = false;
   private readonly stopResync: () => void;
@@ -388,9 +387,8 @@ export class CreditGate {
   }
 
   /**
-   * Redis stopped being trusted: this process's holds go to the database for the others' shares. The
-   * report stays after the outage (the next one replaces it): a process still cut off from Redis may
-   * be counting on it.
+   * Redis stopped being trusted: this process's holds go to the database for the others' shares (its
+   * holds stay there after the outage, for a process still cut off; the next report replaces them).
    */
   private beginOutage(): Outage {
     if (this.outage) return this.outage;
@@ -401,16 +399,11 @@ export class CreditGate {
       add(`a:${hold.accountId}`, hold.amount);
       add(`k:${hold.keyHash}`, hold.amount);
     }
-    const outage: Outage = {
-      startedAt: this.options.now(),
-      reported: Promise.resolve(),
-      reportsIn: null,
-      lookups: new Map(),
-    };
+    const outage: Outage = { startedAt: this.options.now(), reportsIn: null, lookups: new Map() };
     this.outage = outage;
     this.outageEpoch++;
     this.reported = true;
-    outage.reported = this.inTurn(async () => {
+    void this.inTurn(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
           return await this.options.store.outageHolds.report(this.idPrefix, outage.startedAt, holds);
@@ -433,7 +426,7 @@ export class CreditGate {
     void this.inTurn(() => this.options.store.outageHolds.end(this.idPrefix));
   }
 
-  /** Reports and the final withdrawal one after the other: an earlier one never lands after a later one. */
+  /** This process's report writes (report, end, withdrawal) one at a time: an earlier one never lands after a later one. */
   private inTurn(operation: () => Promise<void>): Promise<void> {
     this.reporting = this.reporting.then(operation).catch(() => undefined);
     return this.reporting;

@@ -188,7 +188,12 @@ export function buildApp(deps: AppDeps): Gateway {
     onHoldStoreError: config.billing.on_hold_store_error,
     holdTtlMs: config.billing.hold_ttl_ms,
     onHoldError: (error, operation) =>
-      app.log.warn({ err: error, operation }, 'credit hold store call failed; the hold expires on its own'),
+      app.log.warn(
+        { err: error, operation },
+        operation === 'report'
+          ? "could not write this process's holds for the Redis outage to the database (it tries 5 times, 500 ms apart)"
+          : 'credit hold store call failed; the hold expires on its own',
+      ),
   });
   const mailMetrics = registerMailMetrics(metrics.registry, store.outbox, now);
   const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from);

@@ -47,6 +47,23 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
     upstream = await startScriptedUpstream();
     upstream.scripts.set('liar', answer(100_000));
     upstream.scripts.set('honest', answer(3));
+    // Claims 100,000 completion tokens, 90,000 of them reasoning.
+    upstream.scripts.set('liar-reasoning', () => [
+      { write: chunk({ role: 'assistant', content: 'one' }) },
+      { write: chunk({}, 'stop') },
+      {
+        write: chunk({}, null, {
+          choices: [],
+          usage: {
+            prompt_tokens: 10,
+            completion_tokens: 100_000,
+            total_tokens: 100_010,
+            completion_tokens_details: { reasoning_tokens: 90_000 },
+          },
+        }),
+      },
+      { write: DONE },
+    ]);
     upstream.scripts.set('long', () => [
       { write: chunk({ role: 'assistant', content: LONG }) },
       { write: chunk({}, 'stop') },
@@ -67,7 +84,7 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
       { write: usageChunk(10, 60) },
       { write: DONE },
     ]);
-    gw = await startGatewayWith(upstream, ['liar', 'honest', 'long', 'runaway', 'wordy']);
+    gw = await startGatewayWith(upstream, ['liar', 'liar-reasoning', 'honest', 'long', 'runaway', 'wordy']);
   });
   afterAll(async () => {
     await gw.close();
@@ -105,6 +122,29 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
       expect(toUnits((await getJson(gw, '/key', key)).json.data.usage)).toBe(cost);
       expect(toUnits((await getJson(gw, '/credits', key)).json.data.total_usage)).toBe(cost);
       expect((await overLimitMetric(gw)) - before).toBe(100_000 - 20);
+    });
+
+    it(`reasoning tokens are reported within the completion tokens charged (${how})`, async () => {
+      const accountId = await gw.createAccount(1);
+      const { key } = await gw.createKey(accountId);
+      const ask = { model: 'scripted/liar-reasoning', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
+      let usage: { completion_tokens: number; completion_tokens_details: { reasoning_tokens: number } };
+      let id: string;
+      if (stream) {
+        const r = await chatStream(gw, key, ask);
+        expect(r.status, r.raw).toBe(200);
+        usage = r.events.at(-1).usage;
+        id = r.events[0].id;
+      } else {
+        const r = await chat(gw, key, ask);
+        expect(r.status, r.text).toBe(200);
+        usage = r.json.usage;
+        id = r.json.id;
+      }
+      expect(usage.completion_tokens).toBe(20);
+      expect(usage.completion_tokens_details.reasoning_tokens).toBe(20);
+      const generation = (await waitForGeneration(gw, id, key)).json.data;
+      expect(generation.native_tokens_reasoning).toBe(20);
     });
 
     it(`without a caller limit, the endpoint's budget caps the charge (${how})`, async () => {

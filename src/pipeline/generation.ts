@@ -186,8 +186,9 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
     nativeFinishReason: input.nativeFinishReason,
     tokensPrompt: promptTokens,
     tokensCompletion: completionTokens,
-    tokensReasoning: input.usage?.reasoningTokens ?? null,
-    tokensCached: input.usage?.cachedTokens ?? null,
+    // Parts of the counts charged: a provider's count past them (capped above) is not reported as ours.
+    tokensReasoning: boundedBy(input.usage?.reasoningTokens ?? null, completionTokens),
+    tokensCached: boundedBy(input.usage?.cachedTokens ?? null, promptTokens),
     usageEstimated: estimated,
     latencyMs: input.latencyMs,
     generationTimeMs: input.generationTimeMs,
@@ -217,4 +218,8 @@ export function byokFee(listCost: Units, basisPoints: number): Units {
 
 export function generatedTextOf(completion: NormalizedCompletion): string {
   return completion.choices.map((choice) => generatedText(choice.message)).join('');
+}
+
+function boundedBy(count: number | null, total: number): number | null {
+  return count === null ? null : Math.min(count, total);
 }

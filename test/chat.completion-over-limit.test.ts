@@ -34,6 +34,23 @@ const answer = (completion: number | null) => () => [
 /** A long answer (far more than 20 tokens by any tokenizer), finished, without usage. */
 const LONG = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
 
+/** A 200 answer's usage and generation id, streamed (the last event's usage) or not. */
+async function answered(
+  gw: TestGateway,
+  key: string,
+  ask: Record<string, unknown>,
+  stream: boolean,
+): Promise<{ usage: any; id: string }> {
+  if (stream) {
+    const r = await chatStream(gw, key, ask);
+    expect(r.status, r.raw).toBe(200);
+    return { usage: r.events.at(-1).usage, id: r.events[0].id };
+  }
+  const r = await chat(gw, key, ask);
+  expect(r.status, r.text).toBe(200);
+  return { usage: r.json.usage, id: r.json.id };
+}
+
 async function overLimitMetric(gw: TestGateway): Promise<number> {
   const text = await (await fetch(`${gw.url}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('tollgate_completion_tokens_over_limit_total{'));
@@ -99,19 +116,7 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
       const { key } = await gw.createKey(accountId);
       const before = await overLimitMetric(gw);
       const ask = { model: 'scripted/liar', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
-      let usage: { prompt_tokens: number; completion_tokens: number; cost: number };
-      let id: string;
-      if (stream) {
-        const r = await chatStream(gw, key, ask);
-        expect(r.status, r.raw).toBe(200);
-        usage = r.events.at(-1).usage;
-        id = r.events[0].id;
-      } else {
-        const r = await chat(gw, key, ask);
-        expect(r.status, r.text).toBe(200);
-        usage = r.json.usage;
-        id = r.json.id;
-      }
+      const { usage, id } = await answered(gw, key, ask, stream);
       expect(usage.prompt_tokens).toBe(10);
       expect(usage.completion_tokens).toBe(20);
       const cost = 10 * PROMPT_UNITS + 20 * COMPLETION_UNITS;
@@ -128,19 +133,7 @@ describe('completion tokens past the limit sent upstream are not charged', () =>
       const accountId = await gw.createAccount(1);
       const { key } = await gw.createKey(accountId);
       const ask = { model: 'scripted/liar-reasoning', messages: [{ role: 'user', content: 'hi' }], max_tokens: 20 };
-      let usage: { completion_tokens: number; completion_tokens_details: { reasoning_tokens: number } };
-      let id: string;
-      if (stream) {
-        const r = await chatStream(gw, key, ask);
-        expect(r.status, r.raw).toBe(200);
-        usage = r.events.at(-1).usage;
-        id = r.events[0].id;
-      } else {
-        const r = await chat(gw, key, ask);
-        expect(r.status, r.text).toBe(200);
-        usage = r.json.usage;
-        id = r.json.id;
-      }
+      const { usage, id } = await answered(gw, key, ask, stream);
       expect(usage.completion_tokens).toBe(20);
       expect(usage.completion_tokens_details.reasoning_tokens).toBe(20);
       const generation = (await waitForGeneration(gw, id, key)).json.data;

@@ -9,7 +9,7 @@
  * cannot be trusted — unreachable, or inside the resync window after it came back without its data —
  * each process admits paid requests from its *share*: per account (and per limited key), 1/N of the
  * balance read once the other processes' reports are in, less every process's holds (which only Redis
- * knew: each process reports its own through the database as the outage starts — `Outage` below), N
+ * knew: each process reports its own through the database as the outage starts — outage-reports.ts), N
  * being the live processes last counted by the fleet, plus what it holds itself; its holds and charges
  * since count against it. The gate keeps its own record of its holds and charges (a `MemoryHoldStore`)
  * in every mode for that purpose, and re-registers its holds in Redis when Redis returns (`restore`).
@@ -44,6 +44,7 @@ import {
 } from './hold-store.js';
 import { limitedUsage, windowName } from './key-view.js';
 import { MemoryHoldStore } from './memory-hold-store.js';
+import { OutageReports } from './outage-reports.js';
 import { usagePeriods, type UsagePeriods } from '../core/usage-window.js';
 
 /**
@@ -61,32 +62,8 @@ interface KeySnapshot {
   mark: ChargeMark | null;
 }
 
-/**
- * One Redis outage as this process sees it: its report of the holds it had when it stopped trusting
- * Redis (the others need it: only Redis knew them), and the wait for the other processes' reports.
- */
-interface Outage {
-  startedAt: number;
-  /** Resolves once every other live process reported, or `reportWaitMs` after the start. */
-  reportsIn: Promise<void> | null;
-  /** The other processes' holds per subject (`a:<account>`, `k:<key hash>`), one lookup per account and key. */
-  lookups: Map<string, Promise<Map<string, Units>>>;
-}
-
-const REPORT_WAIT_MS = 3_000;
-const REPORT_POLL_MS = 100;
-/** Reports this much older than our own outage's start count as this outage's (processes notice it at different times). */
-const REPORT_SKEW_MS = 10_000;
-/** Attempts at a report the database refuses, REPORT_RETRY_MS apart, while the outage lasts. */
-const REPORT_ATTEMPTS = 5;
-const REPORT_RETRY_MS = 500;
-
 /** The admission ran into the start (or end) of an outage: it is decided again. */
 class OutageMoved extends Error {}
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
 
 /** This process's share of an account's balance or a key's remaining limit, frozen for one outage. */
 interface Share {
@@ -154,12 +131,8 @@ export class CreditGate {
   private trusting = true;
   private readonly accountShares = new Map<string, Share>();
   private readonly keyShares = new Map<string, Share | null>();
-  private outage: Outage | null = null;
-  /** Counts outages begun and ended: an admission that saw it change while it ran is decided again. */
-  private outageEpoch = 0;
-  /** The last write of this process's outage report (`inTurn`). */
-  private reporting: Promise<void> = Promise.resolve();
-  private reported = false;
+  /** This process's reports of its holds to the others while Redis cannot be trusted (outage-reports.ts). */
+  private readonly reports: OutageReports;
   private readonly stopResync: () => void;
   private readonly stopTrustWatch: () => void;
 
@@ -170,6 +143,14 @@ export class CreditGate {
     this.holdTtlMs = options.holdTtlMs ?? DEFAULT_HOLD_TTL_MS;
     this.fleet = options.holds && options.fleet ? options.fleet : null;
     this.own = this.fleet ? new MemoryHoldStore() : null;
+    this.reports = new OutageReports({
+      store: options.store.outageHolds,
+      processId: this.idPrefix,
+      now: options.now,
+      fleetSize: () => this.fleet?.size ?? 1,
+      ...(options.reportWaitMs === undefined ? {} : { reportWaitMs: options.reportWaitMs }),
+      onReportError: (error) => options.onHoldError?.(error, 'report'),
+    });
     options.bus.subscribe((topic, id) => {
       const cache = topic === 'account' ? this.accounts : topic === 'key' ? this.keys : null;
       if (cache && id === ALL_IDS) cache.clear();
@@ -208,7 +189,7 @@ export class CreditGate {
   }
 
   private async admitOnce(key: KeyRecord, isPaid: boolean, estimate: Units, trusted: boolean): Promise<Hold> {
-    const epoch = this.outageEpoch;
+    const epoch = this.reports.epoch;
     const needMark = isPaid && trusted;
     const [account, usage] = await Promise.all([
       this.accountSnapshot(key.accountId, needMark),
@@ -240,7 +221,7 @@ export class CreditGate {
     const decision = trusted
       ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now)
       : await this.decideByShare(check, key, now);
-    if (trusted && decision.admitted && this.outageEpoch !== epoch) {
+    if (trusted && decision.admitted && this.reports.epoch !== epoch) {
       // An outage began (or began and ended) while Redis admitted this: the report this process made
       // for it misses the hold, so it is taken back and decided again by what holds now.
       if (hold.amount > 0n) this.holds.release(check).catch(() => undefined);
@@ -284,9 +265,9 @@ export class CreditGate {
     if (this.options.onHoldStoreError === 'closed' || !fleet.seen)
       throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
     if (!this.accountShares.has(check.accountId) || !this.keyShares.has(check.keyHash)) {
-      const outage = this.outage ?? this.beginOutage();
-      const epoch = this.outageEpoch;
-      const others = await this.othersHeld(outage, check.accountId, check.keyHash);
+      this.beginOutage();
+      const epoch = this.reports.epoch;
+      const others = await this.reports.othersHeld(check.accountId, check.keyHash);
       // The balance and key usage are read again once every report is in (the admission's snapshot may
       // be older): a hold that left its process before the report was charged before it, so they have
       // it. This process's marks first: its charges from then on count against the share.
@@ -295,7 +276,7 @@ export class CreditGate {
         this.options.store.getAccount(check.accountId),
         key.limit === null ? null : this.options.store.getKeyUsage([key.hash], usagePeriods(this.options.now())),
       ]);
-      if (this.outageEpoch !== epoch) throw new OutageMoved();
+      if (this.reports.epoch !== epoch) throw new OutageMoved();
       if (!account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
       now = this.options.now();
       // What is left once every process's holds at the outage's start are counted out, split N ways;
@@ -341,95 +322,20 @@ export class CreditGate {
   }
 
   /**
-   * The other processes' holds on this account and key when the outage started, from their reports —
-   * waited for, the first time in an outage, until every other live process reported or `reportWaitMs`
-   * passed (a process that cannot report, e.g. one that died with Redis, is not waited for longer).
-   * Throws `store.unavailable` when the database cannot tell.
+   * Redis stopped being trusted: shares and snapshots of before are of no use now, and this process's
+   * holds go to the database for the others' shares.
    */
-  private othersHeld(outage: Outage, accountId: string, keyHash: string): Promise<Map<string, Units>> {
-    const lookupKey = `${accountId} ${keyHash}`;
-    let lookup = outage.lookups.get(lookupKey);
-    if (!lookup) {
-      const since = outage.startedAt - REPORT_SKEW_MS;
-      if (!outage.reportsIn) {
-        const reportsIn = this.awaitReports(outage, since);
-        outage.reportsIn = reportsIn;
-        // The database did not answer: the next admission waits afresh.
-        reportsIn.catch(() => {
-          if (outage.reportsIn === reportsIn) outage.reportsIn = null;
-        });
-      }
-      lookup = outage.reportsIn!.then(async () => {
-        const others = await this.options.store.outageHolds.others(this.idPrefix, since, [
-          `a:${accountId}`,
-          `k:${keyHash}`,
-        ]);
-        return others.held;
-      });
-      outage.lookups.set(lookupKey, lookup);
-      // A failed lookup is asked again by the next admission.
-      lookup.catch(() => outage.lookups.delete(lookupKey));
-    }
-    return lookup;
-  }
-
-  private async awaitReports(outage: Outage, since: number): Promise<void> {
-    const size = this.fleet!.size;
-    for (;;) {
-      const { reporters } = await this.options.store.outageHolds.others(this.idPrefix, since, []);
-      if (
-        reporters >= size - 1 ||
-        this.options.now() >= outage.startedAt + (this.options.reportWaitMs ?? REPORT_WAIT_MS)
-      )
-        return;
-      await pause(REPORT_POLL_MS);
-    }
-  }
-
-  /**
-   * Redis stopped being trusted: this process's holds go to the database for the others' shares (its
-   * holds stay there after the outage, for a process still cut off; the next report replaces them).
-   */
-  private beginOutage(): Outage {
-    if (this.outage) return this.outage;
-    this.trustShared(); // shares and snapshots of before are of no use now
-    const holds = new Map<string, Units>();
-    const add = (subject: string, amount: Units) => holds.set(subject, (holds.get(subject) ?? 0n) + amount);
-    for (const hold of this.live) {
-      add(`a:${hold.accountId}`, hold.amount);
-      add(`k:${hold.keyHash}`, hold.amount);
-    }
-    const outage: Outage = { startedAt: this.options.now(), reportsIn: null, lookups: new Map() };
-    this.outage = outage;
-    this.outageEpoch++;
-    this.reported = true;
-    void this.inTurn(async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await this.options.store.outageHolds.report(this.idPrefix, outage.startedAt, holds);
-        } catch (error) {
-          this.options.onHoldError?.(error, 'report');
-          if (this.outage !== outage || attempt >= REPORT_ATTEMPTS) return;
-          await pause(REPORT_RETRY_MS);
-        }
-      }
-    });
-    return outage;
-  }
-
-  /** Redis is trusted again: this process stops counting as reported (its holds still count for the others). */
-  private endOutage(): void {
-    if (!this.outage) return;
-    this.outage = null;
-    this.outageEpoch++;
+  private beginOutage(): void {
+    if (this.reports.active) return;
     this.trustShared();
-    void this.inTurn(() => this.options.store.outageHolds.end(this.idPrefix));
+    this.reports.begin(this.live);
   }
 
-  /** This process's report writes (report, end, withdrawal) one at a time: an earlier one never lands after a later one. */
-  private inTurn(operation: () => Promise<void>): Promise<void> {
-    this.reporting = this.reporting.then(operation).catch(() => undefined);
-    return this.reporting;
+  /** Redis is trusted again (the shares go; this process's report stops counting as this outage's). */
+  private endOutage(): void {
+    if (!this.reports.active) return;
+    this.reports.end();
+    this.trustShared();
   }
 
   /**
@@ -501,11 +407,8 @@ export class CreditGate {
     clearInterval(this.renewTimer);
     this.stopResync();
     this.stopTrustWatch();
-    this.outage = null;
     // Its holds end with it: the others stop counting them.
-    return this.reported
-      ? this.inTurn(() => this.options.store.outageHolds.withdraw(this.idPrefix))
-      : Promise.resolve();
+    return this.reports.close();
   }
 
   private renew(): void {

@@ -162,4 +162,23 @@ describe('UpstreamStream: one reader for every path', () => {
     stream.reportEnd({ fault: 'connection', incomplete: true, finishedAt: 2_300, completionTokens: null });
     expect(health.snapshot('p/m', 2_300)?.uptime5m).toBe(50);
   });
+
+  it("waits for a handler's promise (a caller reading slowly) and goes on; a promise of STOP stops", async () => {
+    const { stream } = open([chunk('a'), chunk('b'), chunk('c', 'stop'), 'data: [DONE]\n\n']);
+    const seen: string[] = [];
+    let release!: () => void;
+    const reading = stream.read((event) => {
+      seen.push(texts([event]));
+      if (seen.length === 1) return new Promise<void>((resolve) => (release = resolve));
+      if (seen.length === 2) return Promise.resolve(STOP);
+      return undefined;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen).toEqual(['a']); // nothing more until the handler is ready
+    release();
+    expect(await reading).toEqual({ kind: 'stopped' });
+    expect(seen).toEqual(['a', 'b']);
+    expect(await stream.read((event) => void seen.push(texts([event])))).toEqual({ kind: 'done' });
+    expect(seen).toEqual(['a', 'b', 'c']);
+  });
 });

@@ -89,6 +89,9 @@ export class OutageReports {
           this.options.onReportError(error);
           if (this.outage !== outage || attempt >= REPORT_ATTEMPTS) return;
           await pause(REPORT_RETRY_MS);
+          // The first attempt is always made (processes still cut off need these holds), a retry only
+          // while the outage lasts.
+          if (this.outage !== outage) return;
         }
       }
     });

@@ -11,6 +11,22 @@ import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
 
 const X = 1_000_000n;
 
+/**
+ * The store's outage reports with some calls replaced. Explicit delegation: the store is a class
+ * instance, whose methods a spread (`{ ...store }`) would not copy.
+ */
+function withCalls(inner: OutageHoldStore, overrides: Partial<OutageHoldStore>): OutageHoldStore {
+  return {
+    report: (processId, at, holds) => inner.report(processId, at, holds),
+    others: (processId, since, subjects) => inner.others(processId, since, subjects),
+    end: (processId) => inner.end(processId),
+    withdraw: (processId) => inner.withdraw(processId),
+    ...overrides,
+  };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe.each(STORE_TARGETS)('OutageReports ($name)', (target) => {
   let database: StoreDatabase;
   let store: Store;
@@ -62,30 +78,37 @@ describe.each(STORE_TARGETS)('OutageReports ($name)', (target) => {
 
     const b = processOf('b');
     b.begin([{ accountId: 'acct', keyHash: 'k1', amount: X }]);
-    // The lookup of this outage is kept: a report that came later is not read (it is the next outage's).
+    while ((await store.outageHolds.others('a', 0, [])).reporters < 1) await pause(10); // b's report landed
+    // The same outage's report, but a's lookup of this account and key was read already: it is kept.
     expect(await a.othersHeld('acct', 'k1')).toEqual(new Map());
 
-    const c = processOf('c');
-    const waiting = c.othersHeld('acct', 'k1');
-    await expect(waiting).rejects.toThrow('outside an outage');
-    c.begin([]);
-    const late = processOf('d', { fleetSize: () => 3 });
-    late.begin([]);
-    const seen = late.othersHeld('acct', 'k1'); // a, b and c reported: no wait
-    expect(await seen).toEqual(
+    await expect(processOf('c').othersHeld('acct', 'k1')).rejects.toThrow('outside an outage');
+
+    // Three live processes: a and b reported, so d's wait ends at its first look (one query for the
+    // reporters, one for the holds), long before its reportWaitMs.
+    let queries = 0;
+    const counting = withCalls(store.outageHolds, {
+      others: (processId, since, subjects) => {
+        queries++;
+        return store.outageHolds.others(processId, since, subjects);
+      },
+    });
+    const d = processOf('d', { store: counting, fleetSize: () => 3, reportWaitMs: 60_000 });
+    d.begin([]);
+    expect(await d.othersHeld('acct', 'k1')).toEqual(
       new Map([
         ['a:acct', X],
         ['k:k1', X],
       ]),
     );
-    await Promise.all([a.close(), b.close(), c.close(), late.close()]);
+    expect(queries).toBe(2);
+    await Promise.all([a.close(), b.close(), d.close()]);
   });
 
   it("one process's writes land in the order they were made: a slow report never lands after its end or withdrawal", async () => {
     const writes: string[] = [];
     let releaseReport!: () => void;
-    const slow: OutageHoldStore = {
-      ...store.outageHolds,
+    const slow = withCalls(store.outageHolds, {
       report: async (processId, at, holds) => {
         await new Promise<void>((resolve) => (releaseReport = resolve));
         await store.outageHolds.report(processId, at, holds);
@@ -99,7 +122,7 @@ describe.each(STORE_TARGETS)('OutageReports ($name)', (target) => {
         await store.outageHolds.withdraw(processId);
         writes.push('withdraw');
       },
-    };
+    });
     const a = processOf('a', { store: slow });
     a.begin([{ accountId: 'acct', keyHash: 'k1', amount: X }]);
     expect(a.active).toBe(true);
@@ -115,23 +138,31 @@ describe.each(STORE_TARGETS)('OutageReports ($name)', (target) => {
     expect((await store.outageHolds.others('b', 0, ['a:acct'])).held).toEqual(new Map());
   });
 
-  it('tries a refused report again while the outage lasts, a few times, telling each refusal', async () => {
+  it('tries a refused report again while the outage lasts, 5 attempts in all, telling each refusal', async () => {
     const refusals: unknown[] = [];
     let calls = 0;
-    const refusing: OutageHoldStore = {
-      ...store.outageHolds,
+    const refusing = withCalls(store.outageHolds, {
       report: async () => {
         calls++;
         throw new Error('refused');
       },
-    };
+    });
     const a = processOf('a', { store: refusing, onReportError: (error) => refusals.push(error) });
     a.begin([]);
-    while (calls < 3) await new Promise((resolve) => setTimeout(resolve, 10)); // attempts 500 ms apart
-    a.end(); // the outage is over: no more attempts
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(calls).toBe(3);
-    expect(refusals).toHaveLength(3);
+    while (calls < 5) await pause(10); // attempts 500 ms apart
+    await pause(700);
+    expect(calls).toBe(5); // no sixth, though the outage goes on
+    expect(refusals).toHaveLength(5);
+    a.end();
     await a.close();
+
+    calls = 0;
+    const b = processOf('b', { store: refusing });
+    b.begin([]);
+    while (calls < 2) await pause(10);
+    b.end(); // the outage is over: no more attempts
+    await pause(700);
+    expect(calls).toBe(2);
+    await b.close();
   });
 });

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   computeCost,
@@ -30,6 +31,40 @@ describe('money', () => {
     expect(unitsToUsd(100_000_000n)).toBe(0.1);
     expect(unitsToUsd(-1n)).toBe(-1e-9);
     expect(unitsToUsd(123_456_789_012n)).toBe(123.456789012);
+  });
+
+  it('turns units into the double nearest their exact decimal value, on both sides of 2^53', () => {
+    // The reference: the decimal text of the exact value, parsed (correctly rounded by JavaScript).
+    const viaText = (units: bigint) => {
+      const abs = units < 0n ? -units : units;
+      const text = `${abs / 1_000_000_000n}.${(abs % 1_000_000_000n).toString().padStart(9, '0')}`;
+      return units < 0n ? -Number(text) : Number(text);
+    };
+    const limit = BigInt(Number.MAX_SAFE_INTEGER);
+    for (const units of [
+      0n,
+      1n,
+      -1n,
+      999_999_999n,
+      1_000_000_000n,
+      limit,
+      -limit,
+      limit + 1n,
+      limit + 7n,
+      10n ** 30n + 3n,
+    ])
+      expect(unitsToUsd(units)).toBe(viaText(units));
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(limit * 4n), max: limit * 4n }), (units) => unitsToUsd(units) === viaText(units)),
+      { numRuns: 20_000 },
+    );
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: -10_000_000_000_000n, max: 10_000_000_000_000n }),
+        (units) => unitsToUsd(units) === viaText(units),
+      ),
+      { numRuns: 20_000 },
+    );
   });
 
   it('computes cost in integers and rounds once, half up', () => {

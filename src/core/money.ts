@@ -51,10 +51,20 @@ export function usdToUnits(amount: number | string): Units {
   return negative ? -units : units;
 }
 
-/** Units → USD as a JSON number. Exact for every value below 2^53 units (~9 million USD) and correctly rounded above. */
+const MAX_EXACT_UNITS = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Units → USD as a JSON number: the double nearest the exact decimal value. Below 2^53 units (~9
+ * million USD) both operands of the division are exact doubles and IEEE division rounds correctly,
+ * so it gives what parsing the decimal text gives (property-tested), ~20× faster; above, through text.
+ */
 export function unitsToUsd(units: Units): number {
   const negative = units < 0n;
   const abs = negative ? -units : units;
+  if (abs <= MAX_EXACT_UNITS) {
+    const value = Number(abs) / 1e9;
+    return negative ? -value : value;
+  }
   const whole = abs / UNITS_PER_USD;
   const fraction = (abs % UNITS_PER_USD).toString().padStart(UNIT_DECIMALS, '0');
   const value = Number(`${whole}.${fraction}`);

@@ -207,4 +207,116 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       expect(text).not.toMatch(/usage|byok/);
     }
   });
+  it('activity and daily read the rollups as summed by the database: every grouping and filter, amounts past 2^53 exact, no rows', async () => {
+    const from = '2026-11-01';
+    const to = '2026-11-30';
+    const key = (sums: {
+      usage: bigint;
+      byokUsage: bigint;
+      requests: number;
+      promptTokens: number;
+      completionTokens: number;
+      reasoningTokens: number;
+    }) =>
+      [
+        sums.usage.toString(),
+        sums.byokUsage.toString(),
+        sums.requests,
+        sums.promptTokens,
+        sums.completionTokens,
+        sums.reasoningTokens,
+      ].join('/');
+    const expected = async (select: string, where: string, group: string, params: unknown[]) =>
+      (
+        await driver.all(
+          `SELECT ${select}, SUM(usage) AS usage, SUM(byok_usage) AS byok, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt, ` +
+            `SUM(completion_tokens) AS completion, SUM(reasoning_tokens) AS reasoning FROM usage_rollups WHERE ${where} GROUP BY ${group}`,
+          params as never[],
+        )
+      )
+        .map((row) => {
+          const figures = [row.usage, row.byok, row.requests, row.prompt, row.completion, row.reasoning]
+            .map(String)
+            .join('/');
+          return `${select
+            .split(', ')
+            .map((column) => String(row[column]))
+            .join('|')}|${figures}`;
+        })
+        .sort();
+
+    for (const account of accounts) {
+      const all = await store.usage.activity(account.id, { from, to });
+      expect(all.length).toBeGreaterThan(1);
+      expect(all.map((r) => `${r.day}|${r.model}|${r.providerName}|${key(r)}`).sort()).toEqual(
+        await expected(
+          'day, model, provider_name',
+          'account_id = ? AND day >= ? AND day <= ?',
+          'day, model, provider_name',
+          [account.id, from, to],
+        ),
+      );
+      const hash = account.keys[1]!;
+      const one = await store.usage.activity(account.id, { from, to }, hash);
+      expect(one.length).toBeGreaterThan(0);
+      expect(one.map((r) => `${r.day}|${r.model}|${r.providerName}|${key(r)}`).sort()).toEqual(
+        await expected(
+          'day, model, provider_name',
+          'account_id = ? AND key_hash = ? AND day >= ? AND day <= ?',
+          'day, model, provider_name',
+          [account.id, hash, from, to],
+        ),
+      );
+      for (const [groupBy, column] of [
+        ['model', 'model'],
+        ['key', 'key_hash'],
+        ['app', 'app_id'],
+      ] as const) {
+        const rows = await store.usage.daily(account.id, { from, to, groupBy });
+        expect(rows.map((r) => `${r.day}|${r.group}|${key(r)}`).sort()).toEqual(
+          await expected(`day, ${column}`, 'account_id = ? AND day >= ? AND day <= ?', `day, ${column}`, [
+            account.id,
+            from,
+            to,
+          ]),
+        );
+        if (groupBy === 'app') for (const row of rows) expect(typeof row.group).toBe('number');
+      }
+      const byModel = await store.usage.daily(account.id, { from, to, groupBy: 'key', model: 'm/b', keyHash: hash });
+      expect(byModel.map((r) => `${r.day}|${r.group}|${key(r)}`).sort()).toEqual(
+        await expected(
+          'day, key_hash',
+          'account_id = ? AND day >= ? AND day <= ? AND model = ? AND key_hash = ?',
+          'day, key_hash',
+          [account.id, from, to, 'm/b', hash],
+        ),
+      );
+      // A range without usage: no rows (PostgreSQL's JSON aggregate of nothing is NULL).
+      expect(await store.usage.activity(account.id, { from: '2020-01-01', to: '2020-01-31' })).toEqual([]);
+      expect(await store.usage.activity(account.id, { from: '2020-01-01', to: '2020-01-31' }, hash)).toEqual([]);
+      expect(await store.usage.daily(account.id, { from: '2020-01-01', to: '2020-01-31', groupBy: 'app' })).toEqual([]);
+    }
+
+    // An amount no JSON number holds exactly (2^60 + 7 units, ~1.15 billion USD) comes back exact.
+    const rich = await store.createAccount(newAccountFixture());
+    const richKey = keyFixture(rich.id);
+    await store.insertKey(richKey);
+    const createdAt = T0 + 2 * DAY;
+    const huge = 2n ** 60n + 7n;
+    await store.settle([
+      {
+        generation: generationFixture(rich.id, richKey.hash, {
+          createdAt,
+          model: 'm/a',
+          providerName: 'Mock',
+          totalCost: huge,
+        }),
+        periods: usagePeriods(createdAt),
+      },
+    ]);
+    const [day] = await store.usage.activity(rich.id, { from, to });
+    expect(day!.usage).toBe(huge);
+    expect((await store.usage.activity(rich.id, { from, to }, richKey.hash))[0]!.usage).toBe(huge);
+    expect((await store.usage.daily(rich.id, { from, to, groupBy: 'key' }))[0]!.usage).toBe(huge);
+  });
 });

@@ -47,13 +47,30 @@ function sums(s: UsageSums) {
   };
 }
 
+/** Endpoint ids already derived, by model then provider: a 30-day view repeats each once a day. */
+const endpointIds = new Map<string, Map<string, string>>();
+let endpointIdsKept = 0;
+const ENDPOINT_IDS_KEPT = 10_000;
+
 /**
  * A stable, opaque id per (model, provider), shaped like OpenRouter's endpoint UUIDs. Derived rather
  * than stored, so a provider renamed in the config simply starts a new endpoint.
  */
 export function endpointId(model: string, providerName: string): string {
+  let byProvider = endpointIds.get(model);
+  let id = byProvider?.get(providerName);
+  if (id !== undefined) return id;
   const hex = createHash('sha256').update(`${model}\u0000${providerName}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+  id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+  if (endpointIdsKept >= ENDPOINT_IDS_KEPT) {
+    endpointIds.clear();
+    endpointIdsKept = 0;
+    byProvider = undefined;
+  }
+  if (byProvider === undefined) endpointIds.set(model, (byProvider = new Map()));
+  byProvider.set(providerName, id);
+  endpointIdsKept++;
+  return id;
 }
 
 /**

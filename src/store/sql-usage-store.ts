@@ -1,4 +1,7 @@
-/** Usage rollups and account history over either SQL driver (one SQL text for SQLite and PostgreSQL). */
+/**
+ * Usage rollups and account history over either SQL driver (one SQL text for SQLite and PostgreSQL,
+ * but for the name of the JSON aggregate that returns a large read as one value: `tableOf`).
+ */
 import { CREDIT_KINDS, type CreditEntry, type CreditKind, type GenerationRecord } from './types.js';
 import { GENERATION_COLUMNS, generationFromRow } from './generation-rows.js';
 import { asBigInt, asNullableString, asNumber, asString } from './row-values.js';
@@ -22,15 +25,22 @@ const LOOKUP_CHUNK = 100;
 const SUMS =
   'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, ' +
   'SUM(completion_tokens) AS completion_tokens, SUM(reasoning_tokens) AS reasoning_tokens';
+/** The same figures of one row, where a primary key makes each group a single row. */
+const COLUMNS = 'usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens';
 
-function sumsFromRow(row: SqlRow): UsageSums {
+/** The figures as the JSON rows of `tableOf` carry them: amounts as text (exact past 2^53), counts as numbers. */
+const JSON_FIGURES =
+  'CAST(usage AS TEXT), CAST(byok_usage AS TEXT), requests, prompt_tokens, completion_tokens, reasoning_tokens';
+
+/** The figures of a `tableOf` row, from its `at`th value on. */
+function sumsFromValues(values: readonly unknown[], at: number): UsageSums {
   return {
-    usage: asBigInt(row.usage),
-    byokUsage: asBigInt(row.byok_usage),
-    requests: asNumber(row.requests),
-    promptTokens: asNumber(row.prompt_tokens),
-    completionTokens: asNumber(row.completion_tokens),
-    reasoningTokens: asNumber(row.reasoning_tokens),
+    usage: asBigInt(values[at]),
+    byokUsage: asBigInt(values[at + 1]),
+    requests: asNumber(values[at + 2]),
+    promptTokens: asNumber(values[at + 3]),
+    completionTokens: asNumber(values[at + 4]),
+    reasoningTokens: asNumber(values[at + 5]),
   };
 }
 
@@ -50,23 +60,26 @@ export class SqlUsageStore implements UsageStore {
   constructor(private readonly driver: SqlDriver) {}
 
   async activity(accountId: string, range: DayRange, keyHash?: string): Promise<ActivityRow[]> {
-    // Either rollup is grouped in its primary key's order: an index range, no sort, and the
-    // unfiltered view reads one row per day × model × provider, not the per-key detail.
+    // Both are an index range, no sort. The unfiltered view reads one row per day × model × provider
+    // (the model rollup's primary key: its rows are the answer, with nothing to sum — a GROUP BY
+    // there cost ~3 of ~11 ms for 1,500 rows), not the per-key detail, which is summed over apps.
     const rows =
       keyHash === undefined
-        ? await this.driver.all(
-            `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups_model WHERE account_id = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
+        ? await this.tableOf(
+            `SELECT day, model, provider_name, ${COLUMNS} FROM usage_rollups_model WHERE account_id = ? AND day >= ? AND day <= ?`,
+            `day, model, provider_name, ${JSON_FIGURES}`,
             [accountId, range.from, range.to],
           )
-        : await this.driver.all(
+        : await this.tableOf(
             `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND key_hash = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
+            `day, model, provider_name, ${JSON_FIGURES}`,
             [accountId, keyHash, range.from, range.to],
           );
     return rows.map((row) => ({
-      day: asString(row.day),
-      model: asString(row.model),
-      providerName: asString(row.provider_name),
-      ...sumsFromRow(row),
+      day: asString(row[0]),
+      model: asString(row[1]),
+      providerName: asString(row[2]),
+      ...sumsFromValues(row, 3),
     }));
   }
 
@@ -89,15 +102,34 @@ export class SqlUsageStore implements UsageStore {
       filters += ' AND key_hash = ?';
       params.push(query.keyHash);
     }
-    const rows = await this.driver.all(
+    const rows = await this.tableOf(
       `SELECT day, ${column} AS grp, ${SUMS} FROM ${table} WHERE account_id = ? AND day >= ? AND day <= ?${filters} GROUP BY day, ${column}`,
+      `day, grp, ${JSON_FIGURES}`,
       params,
     );
     return rows.map((row) => ({
-      day: asString(row.day),
-      group: query.groupBy === 'app' ? asNumber(row.grp) : asString(row.grp),
-      ...sumsFromRow(row),
+      day: asString(row[0]),
+      group: query.groupBy === 'app' ? asNumber(row[1]) : asString(row[1]),
+      ...sumsFromValues(row, 2),
     }));
+  }
+
+  /**
+   * The rows of `query` as arrays of `values` (an expression list over its columns), built into one
+   * JSON text by the database. For reads of hundreds or thousands of rows: the embedded store's
+   * driver hands each row to JavaScript at ~5 µs (a 30-day view's 1,500 rows: ~9 ms of its thread,
+   * then copied to the main thread), while one text of them all is built and parsed in ~2.5 ms.
+   * The row order is the database's, as with `all` (callers sort what they show).
+   */
+  private async tableOf(query: string, values: string, params: readonly SqlParam[]): Promise<unknown[][]> {
+    const aggregate =
+      this.driver.dialect === 'postgres'
+        ? `json_agg(json_build_array(${values}))`
+        : `json_group_array(json_array(${values}))`;
+    const [row] = await this.driver.all(`SELECT CAST(${aggregate} AS TEXT) AS json FROM (${query}) AS r`, params);
+    // PostgreSQL's json_agg of no rows is NULL; SQLite's is '[]'.
+    const text = row?.json ?? null;
+    return text === null ? [] : (JSON.parse(asString(text)) as unknown[][]);
   }
 
   async keyOwner(hash: string): Promise<string | null> {

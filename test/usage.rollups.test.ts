@@ -297,26 +297,36 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       expect(await store.usage.daily(account.id, { from: '2020-01-01', to: '2020-01-31', groupBy: 'app' })).toEqual([]);
     }
 
-    // An amount no JSON number holds exactly (2^60 + 7 units, ~1.15 billion USD) comes back exact.
+    // An amount no JSON number holds exactly (2^60 + 7 units, ~1.15 billion USD) comes back exact, and
+    // names JSON has to escape come back as they were written.
     const rich = await store.createAccount(newAccountFixture());
     const richKey = keyFixture(rich.id);
     await store.insertKey(richKey);
     const createdAt = T0 + 2 * DAY;
     const huge = 2n ** 60n + 7n;
+    const model = 'vendor/"quoted" \\ back\tslash ünïcödé 漢字 😀 \u2028 end';
+    const providerName = 'Prov "x" \\ y';
     await store.settle([
       {
-        generation: generationFixture(rich.id, richKey.hash, {
-          createdAt,
-          model: 'm/a',
-          providerName: 'Mock',
-          totalCost: huge,
-        }),
+        generation: generationFixture(rich.id, richKey.hash, { createdAt, model, providerName, totalCost: huge }),
         periods: usagePeriods(createdAt),
       },
     ]);
-    const [day] = await store.usage.activity(rich.id, { from, to });
-    expect(day!.usage).toBe(huge);
-    expect((await store.usage.activity(rich.id, { from, to }, richKey.hash))[0]!.usage).toBe(huge);
-    expect((await store.usage.daily(rich.id, { from, to, groupBy: 'key' }))[0]!.usage).toBe(huge);
+    for (const row of [
+      ...(await store.usage.activity(rich.id, { from, to })),
+      ...(await store.usage.activity(rich.id, { from, to }, richKey.hash)),
+    ]) {
+      expect(row.usage).toBe(huge);
+      expect(row.model).toBe(model);
+      expect(row.providerName).toBe(providerName);
+    }
+    for (const groupBy of ['model', 'key', 'app'] as const) {
+      const [row] = await store.usage.daily(rich.id, { from, to, groupBy });
+      expect(row!.usage).toBe(huge);
+      if (groupBy === 'model') expect(row!.group).toBe(model);
+    }
+    // A count past 2^53 is refused, as from any row, not rounded.
+    await driver.run('UPDATE usage_rollups_model SET requests = ? WHERE account_id = ?', [2n ** 53n + 1n, rich.id]);
+    await expect(store.usage.activity(rich.id, { from, to })).rejects.toThrow(/safe integer/);
   });
 });

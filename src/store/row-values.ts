@@ -19,9 +19,13 @@ export function asNullableBigInt(value: unknown): bigint | null {
   return value === null || value === undefined ? null : asBigInt(value);
 }
 
+/** Up to 15 digits: always a safe integer, read without going through a bigint. */
+const SHORT_NATURAL = /^\d{1,15}$/;
+
 /** For counts and timestamps, which the domain types keep as number. */
 export function asNumber(value: unknown): number {
   if (typeof value === 'number') return value;
+  if (typeof value === 'string' && SHORT_NATURAL.test(value)) return Number(value);
   const big = asBigInt(value);
   if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER))
     return fail('a safe integer', value);

@@ -28,9 +28,13 @@ const SUMS =
 /** The same figures of one row, where a primary key makes each group a single row. */
 const COLUMNS = 'usage, byok_usage, requests, prompt_tokens, completion_tokens, reasoning_tokens';
 
-/** The figures as the JSON rows of `tableOf` carry them: amounts as text (exact past 2^53), counts as numbers. */
+/**
+ * The figures as the JSON rows of `tableOf` carry them: as text, so that nothing is rounded on the way
+ * (amounts past 2^53 stay exact; a count past it is refused by `asNumber`, as from a row).
+ */
 const JSON_FIGURES =
-  'CAST(usage AS TEXT), CAST(byok_usage AS TEXT), requests, prompt_tokens, completion_tokens, reasoning_tokens';
+  'CAST(usage AS TEXT), CAST(byok_usage AS TEXT), CAST(requests AS TEXT), CAST(prompt_tokens AS TEXT), ' +
+  'CAST(completion_tokens AS TEXT), CAST(reasoning_tokens AS TEXT)';
 
 /** The figures of a `tableOf` row, from its `at`th value on. */
 function sumsFromValues(values: readonly unknown[], at: number): UsageSums {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Catalog } from '../routing/catalog.js';
 import type { DayRange, ModelDay, RankedApp, UsageStore } from '../store/usage-types.js';
-import { rankingsDaily, resolveWindow, TOP_MODELS_PER_DAY } from './rankings.js';
+import { AsyncMutex } from '../store/async-mutex.js';
+import { appRankings, rankingsDaily, rankingsSummary, resolveWindow, TOP_MODELS_PER_DAY } from './rankings.js';
 
 const NOW = Date.parse('2026-11-23T15:00:00Z');
 
@@ -25,6 +26,7 @@ const deps = (days: ModelDay[]) => ({
   catalog: { models: new Map(), providers: new Map() } as Catalog,
   minAccounts: 1,
   now: () => NOW,
+  reads: new AsyncMutex(),
 });
 
 describe('resolveWindow', () => {
@@ -78,5 +80,37 @@ describe('rankingsDaily', () => {
       period: 'month',
     });
     expect(monthly.data).toEqual([{ date: '2026-11-01', model_permaslug: 'm/a', total_tokens: '7' }]);
+  });
+});
+
+describe("the public routes' store reads", () => {
+  it('go one at a time, however many requests arrive together (each ran; none overlapped)', async () => {
+    let running = 0;
+    let most = 0;
+    let reads = 0;
+    const slow = async <T>(value: T): Promise<T> => {
+      running++;
+      reads++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running--;
+      return value;
+    };
+    const usage: UsageStore = {
+      ...fakeUsage([]),
+      appTotals: () => slow([]),
+      modelDays: () => slow([]),
+    };
+    const shared = { ...deps([]), store: { usage } };
+    await Promise.all([
+      rankingsDaily(shared, {}),
+      rankingsDaily(shared, { period: 'week' }),
+      rankingsSummary(shared, {}),
+      appRankings(shared, {}),
+      appRankings(shared, { sort: 'trending' }),
+    ]);
+    // 1 + 1 + 2 (the summary's apps and models) + 1 + 2 (trending reads the windows before).
+    expect(reads).toBe(7);
+    expect(most).toBe(1);
   });
 });

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { UsageStore, DayRange, ModelDay, RankedApp } from '../store/usage-types.js';
+import type { AsyncMutex } from '../store/async-mutex.js';
 import { addDays, daysBetween, monthStart, parseUtcDay, utcDay, weekStart } from '../usage/utc-day.js';
 import { parseQuery } from './activity.js';
 
@@ -17,6 +18,17 @@ export interface RankingsDeps {
   catalog: Catalog;
   minAccounts: number;
   now(): number;
+  /**
+   * These routes are public and a window may span a year of every model: their store reads go one
+   * at a time, so that callers sending many at once queue behind each other rather than ahead of the
+   * charges (the embedded store has one thread, which settlement shares).
+   */
+  reads: AsyncMutex;
+}
+
+/** One of these routes' store reads, in its turn (`RankingsDeps.reads`). */
+function read<T>(deps: RankingsDeps, query: (usage: UsageStore) => Promise<T>): Promise<T> {
+  return deps.reads.runExclusive(() => query(deps.store.usage));
 }
 
 /** OpenRouter's dataset floor: earlier start dates are clamped to it, earlier end dates refused. */
@@ -87,16 +99,15 @@ export async function appRankings(
   const query = parseQuery(appRankingsQuery, rawQuery);
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
-  const current = await deps.store.usage.appTotals(range, deps.minAccounts);
+  const current = await read(deps, (usage) => usage.appTotals(range, deps.minAccounts));
   let ranked: RankedApp[];
   if (query.sort === 'popular') {
     ranked = current.sort(byTokens);
   } else {
     // Trending: window volume minus the average of the three equal windows before it; growth only.
     const length = daysBetween(range.from, range.to) + 1;
-    const before = await deps.store.usage.appTotals(
-      { from: addDays(range.from, -3 * length), to: addDays(range.from, -1) },
-      deps.minAccounts,
+    const before = await read(deps, (usage) =>
+      usage.appTotals({ from: addDays(range.from, -3 * length), to: addDays(range.from, -1) }, deps.minAccounts),
     );
     const previous = new Map(before.map((entry) => [entry.app.id, entry.tokens]));
     const growth = new Map(
@@ -142,7 +153,7 @@ export async function rankingsDaily(
   const now = deps.now();
   const range = resolveWindow(now, query.start_date, query.end_date);
   const buckets = new Map<string, Map<string, bigint>>();
-  for (const row of await deps.store.usage.modelDays(range)) {
+  for (const row of await read(deps, (usage) => usage.modelDays(range))) {
     const date = BUCKET[query.period](row.day);
     const models = buckets.get(date) ?? new Map<string, bigint>();
     models.set(row.model, (models.get(row.model) ?? 0n) + row.tokens);
@@ -195,9 +206,9 @@ export async function rankingsSummary(
     from: query.period === 'day' ? today : query.period === 'week' ? weekStart(today) : monthStart(today),
     to: today,
   };
-  const [apps, models] = await Promise.all([
-    deps.store.usage.appTotals(range, deps.minAccounts),
-    deps.store.usage.modelDays(range),
+  const [apps, models] = await read(deps, async (usage) => [
+    await usage.appTotals(range, deps.minAccounts),
+    await usage.modelDays(range),
   ]);
   return {
     data: {

@@ -224,15 +224,18 @@ export class SqlUsageStore implements UsageStore {
   }
 
   async modelDays(range: DayRange): Promise<ModelDay[]> {
-    const rows = await this.driver.all(
+    // Public and up to 366 days × every model: row by row, a year of 300 models held the embedded
+    // store's one thread (settlement's too) for ~0.9 s.
+    const rows = await this.tableOf(
       'SELECT day, model, requests, prompt_tokens + completion_tokens AS tokens FROM usage_model_daily WHERE day >= ? AND day <= ?',
+      'day, model, CAST(requests AS TEXT), CAST(tokens AS TEXT)',
       [range.from, range.to],
     );
     return rows.map((row) => ({
-      day: asString(row.day),
-      model: asString(row.model),
-      requests: asNumber(row.requests),
-      tokens: asBigInt(row.tokens),
+      day: asString(row[0]),
+      model: asString(row[1]),
+      requests: asNumber(row[2]),
+      tokens: asBigInt(row[3]),
     }));
   }
 }

@@ -16,6 +16,7 @@ import {
   rankingsDailyResponse,
   rankingsSummaryResponse,
 } from '../../pipeline/response-schemas.js';
+import { AsyncMutex } from '../../store/async-mutex.js';
 import { json } from '../route-doc.js';
 import type { RouteTable } from '../route-table.js';
 import type { Services } from '../services.js';
@@ -27,6 +28,7 @@ export function registerRankingsRoutes(routes: RouteTable, services: Services): 
     catalog: services.catalog,
     minAccounts: services.config.rankings.min_accounts,
     now: services.now,
+    reads: new AsyncMutex(),
   };
   routes.add('GET', '/api/v1/datasets/app-rankings', async (request) => appRankings(deps, request.query), {
     auth: 'none',

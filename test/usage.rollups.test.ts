@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usagePeriods } from '../src/core/usage-window.js';
 import type { SqlDriver } from '../src/store/sql-driver.js';
 import type { Settlement, Store } from '../src/store/types.js';
+import type { UsageSums } from '../src/store/usage-types.js';
 import { appIdentity } from '../src/usage/app-identity.js';
 import { generationFixture, keyFixture, newAccountFixture } from './helpers/store-fixtures.js';
 import { STORE_TARGETS, type StoreDatabase } from './helpers/store-targets.js';
@@ -207,17 +208,11 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       expect(text).not.toMatch(/usage|byok/);
     }
   });
+
   it('activity and daily read the rollups as summed by the database: every grouping and filter, amounts past 2^53 exact, no rows', async () => {
     const from = '2026-11-01';
     const to = '2026-11-30';
-    const key = (sums: {
-      usage: bigint;
-      byokUsage: bigint;
-      requests: number;
-      promptTokens: number;
-      completionTokens: number;
-      reasoningTokens: number;
-    }) =>
+    const figuresOf = (sums: UsageSums) =>
       [
         sums.usage.toString(),
         sums.byokUsage.toString(),
@@ -248,7 +243,7 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
     for (const account of accounts) {
       const all = await store.usage.activity(account.id, { from, to });
       expect(all.length).toBeGreaterThan(1);
-      expect(all.map((r) => `${r.day}|${r.model}|${r.providerName}|${key(r)}`).sort()).toEqual(
+      expect(all.map((r) => `${r.day}|${r.model}|${r.providerName}|${figuresOf(r)}`).sort()).toEqual(
         await expected(
           'day, model, provider_name',
           'account_id = ? AND day >= ? AND day <= ?',
@@ -259,7 +254,7 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
       const hash = account.keys[1]!;
       const one = await store.usage.activity(account.id, { from, to }, hash);
       expect(one.length).toBeGreaterThan(0);
-      expect(one.map((r) => `${r.day}|${r.model}|${r.providerName}|${key(r)}`).sort()).toEqual(
+      expect(one.map((r) => `${r.day}|${r.model}|${r.providerName}|${figuresOf(r)}`).sort()).toEqual(
         await expected(
           'day, model, provider_name',
           'account_id = ? AND key_hash = ? AND day >= ? AND day <= ?',
@@ -273,7 +268,7 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
         ['app', 'app_id'],
       ] as const) {
         const rows = await store.usage.daily(account.id, { from, to, groupBy });
-        expect(rows.map((r) => `${r.day}|${r.group}|${key(r)}`).sort()).toEqual(
+        expect(rows.map((r) => `${r.day}|${r.group}|${figuresOf(r)}`).sort()).toEqual(
           await expected(`day, ${column}`, 'account_id = ? AND day >= ? AND day <= ?', `day, ${column}`, [
             account.id,
             from,
@@ -283,7 +278,7 @@ describe.each(STORE_TARGETS)('usage rollups ($name)', (target) => {
         if (groupBy === 'app') for (const row of rows) expect(typeof row.group).toBe('number');
       }
       const byModel = await store.usage.daily(account.id, { from, to, groupBy: 'key', model: 'm/b', keyHash: hash });
-      expect(byModel.map((r) => `${r.day}|${r.group}|${key(r)}`).sort()).toEqual(
+      expect(byModel.map((r) => `${r.day}|${r.group}|${figuresOf(r)}`).sort()).toEqual(
         await expected(
           'day, key_hash',
           'account_id = ? AND day >= ? AND day <= ? AND model = ? AND key_hash = ?',

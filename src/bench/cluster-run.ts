@@ -166,7 +166,12 @@ async function startNginx(dir: string, ports: number[]): Promise<string> {
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   cleanups.push(async () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    if (child.exitCode !== null) return;
+    // SIGTERM: the master stops its worker, then exits. A SIGKILLed master left its worker running
+    // (holding the port) after every run.
+    const exited = new Promise<boolean>((resolve) => child.once('exit', () => resolve(true)));
+    child.kill('SIGTERM');
+    if (!(await Promise.race([exited, sleep(5_000).then(() => false)]))) child.kill('SIGKILL');
   });
   for (let i = 0; i < 100; i++) {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);

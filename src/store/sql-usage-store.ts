@@ -67,18 +67,13 @@ export class SqlUsageStore implements UsageStore {
     // Both are an index range, no sort. The unfiltered view reads one row per day × model × provider
     // (the model rollup's primary key: its rows are the answer, with nothing to sum — a GROUP BY
     // there cost ~3 of ~11 ms for 1,500 rows), not the per-key detail, which is summed over apps.
-    const rows =
+    const rows = await this.tableOf(
       keyHash === undefined
-        ? await this.tableOf(
-            `SELECT day, model, provider_name, ${COLUMNS} FROM usage_rollups_model WHERE account_id = ? AND day >= ? AND day <= ?`,
-            `day, model, provider_name, ${JSON_FIGURES}`,
-            [accountId, range.from, range.to],
-          )
-        : await this.tableOf(
-            `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND key_hash = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
-            `day, model, provider_name, ${JSON_FIGURES}`,
-            [accountId, keyHash, range.from, range.to],
-          );
+        ? `SELECT day, model, provider_name, ${COLUMNS} FROM usage_rollups_model WHERE account_id = ? AND day >= ? AND day <= ?`
+        : `SELECT day, model, provider_name, ${SUMS} FROM usage_rollups WHERE account_id = ? AND key_hash = ? AND day >= ? AND day <= ? GROUP BY day, model, provider_name`,
+      `day, model, provider_name, ${JSON_FIGURES}`,
+      keyHash === undefined ? [accountId, range.from, range.to] : [accountId, keyHash, range.from, range.to],
+    );
     return rows.map((row) => ({
       day: asString(row[0]),
       model: asString(row[1]),

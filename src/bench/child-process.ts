@@ -5,6 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { startCpuProfile, stopCpuProfile } from './profile.js';
 
 export interface CpuTime {
   /** user + system, microseconds */
@@ -75,6 +76,8 @@ export function serveHelper(handlers: Record<string, (args: never) => unknown>):
   const all: Record<string, (args: never) => unknown> = {
     ready: () => true,
     cpu: (): CpuTime => cpuNow(),
+    profileStart: () => startCpuProfile(),
+    profileStop: (path: string) => stopCpuProfile(path),
     ...handlers,
   };
   process.on('message', (message: IpcRequest) => {

@@ -14,7 +14,7 @@
  * each target gets before its first round in those three sections, default 2), BENCH_ROUNDS (interleaved rounds
  * of the throughput, latency and streaming sections, default 3), BENCH_CONNECTIONS (default 50), BENCH_RATE (open-loop rate, default 500),
  * BENCH_STREAMS (concurrent streams, default 64), BENCH_OPEN_STREAMS (default 10000),
- * BENCH_PROFILE=<dir> (CPU profiles of the gateway during its throughput and streaming runs).
+ * BENCH_PROFILE=<dir> (CPU profiles of the gateway and of the bare proxy during their throughput and streaming runs).
  * Benchmarks assert no speed: the run exits non-zero only when a request failed or the ledger does
  * not add up.
  */
@@ -42,7 +42,7 @@ import type {
   ProbeResult,
   StreamLoadResult,
 } from './measure.js';
-import { createProfiler, type Profiler } from './profile.js';
+import { createProfiler, helperProfiler, type Profiler } from './profile.js';
 import {
   BARE,
   DIRECT,
@@ -69,7 +69,8 @@ const STREAMS = Math.round(positiveNumber('BENCH_STREAMS', 64));
 const OPEN_STREAMS = Math.round(positiveNumber('BENCH_OPEN_STREAMS', 10_000));
 /** Seconds of load each target gets before its first measured round (JIT compilation, pools, caches). */
 const WARMUP = positiveNumber('BENCH_WARMUP', 2);
-const PROFILER: Profiler | null = process.env.BENCH_PROFILE ? createProfiler(process.env.BENCH_PROFILE) : null;
+const PROFILE_DIR = process.env.BENCH_PROFILE || null;
+const PROFILER: Profiler | null = PROFILE_DIR ? createProfiler(PROFILE_DIR) : null;
 const PROMPT = [{ role: 'user', content: 'Write a short greeting for the benchmark.' }];
 const SECTIONS = ['throughput', 'latency', 'streaming', 'memory', 'ttfb', 'activity'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -134,6 +135,12 @@ function requestFor(
 
 /** Non-streamed requests through the gateway go to `bench/instant` (upstream stream) or `bench/instant-plain`. */
 const instantModel = (target: Target): BenchModel => (target === PLAIN ? 'bench/instant-plain' : 'bench/instant');
+
+/** BENCH_PROFILE: the profiler of a proxy target (the gateway in this process, the bare proxy in its own). */
+function profilerOf(bench: Bench, target: Target): Profiler | null {
+  if (PROFILE_DIR === null || target === DIRECT) return null;
+  return target === BARE ? helperProfiler(PROFILE_DIR, bench.bare) : PROFILER;
+}
 
 /** The CPU a proxy target spent: the gateway is this process, the bare proxy its helper. */
 async function proxyCpu(bench: Bench, target: Target): Promise<number> {
@@ -200,14 +207,14 @@ async function throughputSection(bench: Bench): Promise<ThroughputRow[]> {
   };
   await interleaved(targets, warm, async (target, round) => {
     const row = rows.get(target)!;
-    const profiling = PROFILER !== null && target !== BARE;
-    if (profiling) await PROFILER.start();
+    const profiler = profilerOf(bench, target);
+    await profiler?.start();
     const commitsBefore = await bench.gateway.commits();
     const cpuBefore = await proxyCpu(bench, target);
     const result = await bench.load.call<LoadResult>('load', job(target, DURATION));
     const cpu = (await proxyCpu(bench, target)) - cpuBefore;
     const commitsAfter = await bench.gateway.commits();
-    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop(`throughput-${target}-${round}`)}`);
+    if (profiler) console.error(`bench: profile written to ${await profiler.stop(`throughput-${target}-${round}`)}`);
     checkLoad(bench, `throughput ${target} round ${round}`, result);
     countGateway(bench, target, result.ok2xx, CONNECTIONS);
     row.rounds.push(result);
@@ -321,12 +328,12 @@ async function streamingSection(bench: Bench): Promise<StreamRow[]> {
     for (const failure of result.failures) bench.failures.push(`streaming ${target} (warm-up): ${failure}`);
   };
   await interleaved(targets, warm, async (target, round) => {
-    const profiling = PROFILER !== null && target === GATEWAY && round === 1;
-    if (profiling) await PROFILER.start();
+    const profiler = round === 1 ? profilerOf(bench, target) : null;
+    await profiler?.start();
     const cpuBefore = target === DIRECT ? 0 : await proxyCpu(bench, target);
     const result = await bench.load.call<StreamLoadResult>('streams', job(target, DURATION));
     const cpu = target === DIRECT ? null : (await proxyCpu(bench, target)) - cpuBefore;
-    if (profiling) console.error(`bench: profile written to ${await PROFILER.stop('streaming-gateway')}`);
+    if (profiler) console.error(`bench: profile written to ${await profiler.stop(`streaming-${target}`)}`);
     countGateway(bench, target, result.streams, 0);
     for (const failure of result.failures) bench.failures.push(`streaming ${target} round ${round}: ${failure}`);
     rows.get(target)!.rounds.push({ result, cpuMicros: cpu });

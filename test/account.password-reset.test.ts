@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError } from './helpers/api.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { createHolder, signIn, asBrowser } from './helpers/session.js';
+import { capturedLogger } from './helpers/log-capture.js';
 import { startInbox, type Inbox, type ReceivedMail } from './helpers/smtp-inbox.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
@@ -16,6 +17,7 @@ describe('password reset', { timeout: 60_000 }, () => {
   let inbox: Inbox;
   let gw: TestGateway;
   let now = Date.now();
+  const log = capturedLogger();
 
   beforeAll(async () => {
     inbox = await startInbox();
@@ -23,6 +25,7 @@ describe('password reset', { timeout: 60_000 }, () => {
       target: sqliteTarget,
       env: { TOLLGATE_SMTP_URL: inbox.url },
       clock: { now: () => now },
+      logger: log.logger,
       configure: (file) => {
         (file as Record<string, unknown>).mail = {
           from: 'Tollgate <noreply@tollgate.test>',
@@ -123,6 +126,35 @@ describe('password reset', { timeout: 60_000 }, () => {
       400,
     );
     await signIn(gw, holder.email, holder.password);
+  });
+
+  it('the 5 minutes are counted from the last mail, not from a clock boundary', async () => {
+    const holder = await createHolder(gw);
+    const FIVE_MINUTES = 5 * 60_000;
+    const boundary = (Math.floor(now / FIVE_MINUTES) + 2) * FIVE_MINUTES;
+    // The work happens after the 202: the clock moves on only once its outcome is logged.
+    const handled = () => log.lines.filter((line) => /password reset (mail queued|asked again)/.test(line)).length;
+    const ask = async (at: number) => {
+      now = at;
+      const before = handled();
+      expect((await call(gw, 'POST', '/password-reset', { json: { email: holder.email } })).status).toBe(202);
+      for (let i = 0; i < 200 && handled() === before; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(handled()).toBe(before + 1);
+    };
+    await ask(boundary - 1_000);
+    await mailTo(holder.email, 1);
+    await ask(boundary + 2_000); // 3 s later, past a multiple of 5 minutes: no mail
+    await ask(boundary - 1_000 + FIVE_MINUTES); // 5 minutes after the first: a mail
+    const [, second] = await mailTo(holder.email, 2);
+    await new Promise((r) => setTimeout(r, 500)); // the sender polls every 100 ms: a third would be here
+    expect(inbox.messages.filter((m) => m.to.includes(holder.email))).toHaveLength(2);
+    // The second mail is the last request's: its link outlives one asked for 3 s after the first.
+    now = boundary + 2_000 + 30 * 60_000 + 500;
+    const confirmed = await call(gw, 'POST', '/password-reset/confirm', {
+      json: { token: tokenOf(second!), new_password: NEW_PASSWORD },
+    });
+    expect(confirmed.status).toBeLessThan(300);
+    await signIn(gw, holder.email, NEW_PASSWORD);
   });
 
   it('refuses a cross-origin page', async () => {

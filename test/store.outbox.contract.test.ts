@@ -186,4 +186,28 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
       (await store.notifications.expiringKeys(800_000_000, 1_000_000_000)).filter((k) => k.accountId === account.id),
     ).toEqual([]);
   });
+
+  it('one reset token per account in any interval, also when several are asked for at once', async () => {
+    const account = await store.createAccount(newAccountFixture());
+    const other = await store.createAccount(newAccountFixture());
+    const INTERVAL = 300_000;
+    const at = 50_000_000;
+    const reset = (owner: string, token: string, createdAt: number) =>
+      store.passwordResets.create(
+        { tokenHash: token, accountId: owner, createdAt, expiresAt: createdAt + 1_800_000 },
+        message({ kind: 'password_reset', accountId: owner, createdAt }),
+        INTERVAL,
+      );
+    // Several at once (a fleet's processes, one pool's connections): one of them, whichever came first.
+    const atOnce = await Promise.all(Array.from({ length: 8 }, (_, i) => reset(account.id, `at-once-${i}`, at)));
+    expect(atOnce.filter(Boolean)).toHaveLength(1);
+    // Sliding, not a clock window: 1 ms short of the interval is refused, whatever boundary lies between.
+    expect(await reset(account.id, 'too-soon', at + INTERVAL - 1)).toBe(false);
+    expect(await store.passwordResets.isRedeemable('too-soon', at + INTERVAL)).toBe(false);
+    expect(await reset(other.id, 'other-account', at + 1)).toBe(true);
+    expect(await reset(account.id, 'next', at + INTERVAL)).toBe(true);
+    expect(await store.passwordResets.isRedeemable('next', at + INTERVAL)).toBe(true);
+    // No account, no token.
+    expect(await reset('acct_missing', 'nobody', at)).toBe(false);
+  });
 });

@@ -3,7 +3,8 @@
  * address has an account, and the work happens after the answer, so neither text nor timing tells.
  * The token is 32 random bytes, stored only as its SHA-256, valid 30 minutes and once; using it sets
  * the new password, ends every session of the account and voids its other reset links. At most one
- * reset message per account per 5 minutes (the outbox's dedupe key), so the form cannot flood a mailbox;
+ * reset message per account in any 5 minutes (the store looks at the account's last token, in the
+ * transaction that would add one), so the form cannot flood a mailbox;
  * and a client address has a budget of requests (`SignInGuard.passwordReset`), so one source cannot
  * mail every holder whose address it knows.
  */
@@ -19,7 +20,8 @@ import type { Store } from '../store/types.js';
 import { passwordSchema } from './sign-in.js';
 
 export const RESET_TOKEN_TTL_MS = 30 * 60_000;
-const RESET_MAIL_WINDOW_MS = 5 * 60_000;
+/** At most one reset mail per account in this long (a sliding interval, not a clock window). */
+const RESET_MAIL_INTERVAL_MS = 5 * 60_000;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export interface PasswordResetDeps {
@@ -68,11 +70,12 @@ export async function requestPasswordReset(deps: PasswordResetDeps, email: strin
       kind: 'password_reset',
       recipient: account.email,
       accountId: account.id,
-      dedupeKey: `password_reset:${account.id}:${Math.floor(now / RESET_MAIL_WINDOW_MS)}`,
+      dedupeKey: null,
     });
     const created = await deps.store.passwordResets.create(
       { tokenHash: hashToken(token), accountId: account.id, createdAt: now, expiresAt: now + RESET_TOKEN_TTL_MS },
       message,
+      RESET_MAIL_INTERVAL_MS,
     );
     if (created) deps.mail.noteQueued([message], 1);
     deps.log.info(

@@ -115,10 +115,12 @@ export interface PasswordResetToken {
 export interface PasswordResetStore {
   /**
    * Stores the token, linked to `message` (giving the message up voids the token), and queues the
-   * message in one transaction — unless a message with the same dedupe key exists already (one reset
-   * mail per account per window): then nothing is stored and false is returned.
+   * message in one transaction — unless the account has a token created less than `minIntervalMs`
+   * before this one (one reset mail per account per interval: the last `minIntervalMs`, whatever the
+   * clock says), or a message with the same dedupe key exists already: then nothing is stored and
+   * false is returned.
    */
-  create(token: PasswordResetToken, message: OutboxMessage): Promise<boolean>;
+  create(token: PasswordResetToken, message: OutboxMessage, minIntervalMs?: number): Promise<boolean>;
   /**
    * Uses the token (once, before its expiry): sets the password hash, ends every session of the
    * account and voids its other reset tokens, in one transaction. The account id, or null when the

@@ -12,8 +12,19 @@ import type { SqlDriver } from './sql-driver.js';
 export class SqlPasswordResetStore implements PasswordResetStore {
   constructor(private readonly driver: SqlDriver) {}
 
-  create(token: PasswordResetToken, message: OutboxMessage): Promise<boolean> {
+  create(token: PasswordResetToken, message: OutboxMessage, minIntervalMs = 0): Promise<boolean> {
     return this.driver.transaction(async (tx) => {
+      if (minIntervalMs > 0) {
+        // The account's row lock puts concurrent requests for one account in line (PostgreSQL; SQLite
+        // runs one writer at a time), so the look-up below sees any token the other one created.
+        const locked = await tx.run('UPDATE accounts SET id = id WHERE id = ?', [token.accountId]);
+        if (locked.changes === 0) return false;
+        const recent = await tx.all(
+          'SELECT 1 AS recent FROM password_reset_tokens WHERE account_id = ? AND created_at > ? LIMIT 1',
+          [token.accountId, token.createdAt - minIntervalMs],
+        );
+        if (recent.length > 0) return false;
+      }
       if ((await insertOutboxRows(tx, [message])) === 0) return false;
       await tx.run(
         'INSERT INTO password_reset_tokens (token_hash, account_id, created_at, expires_at, message_id) VALUES (?, ?, ?, ?, ?)',

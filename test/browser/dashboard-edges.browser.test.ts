@@ -100,6 +100,11 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const current = await fetch(`${gw.api}/key`, { headers: { authorization: `Bearer ${key}` } });
     const data = ((await current.json()) as { data: Record<string, unknown> }).data;
     expect(data).toMatchObject({ limit: 2, limit_reset: 'daily', expires_at: expires.toISOString() });
+    // The Apps page states the same terms: a daily limit does not read as a total.
+    await p.goto('/apps');
+    const appRow = p.getByRole('row').filter({ has: p.getByRole('button', { name: /^Revoke / }) });
+    await appRow.waitFor();
+    expect(await appRow.textContent()).toContain('$2.00 per day');
   });
 
   it('a page whose session was replaced in another tab still acts (its CSRF token is read again)', async () => {

@@ -314,7 +314,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await p.goto('/apps');
     const appRow = p.getByRole('row').filter({ has: p.getByRole('button', { name: /^Revoke / }) });
     await appRow.waitFor();
-    expect(await appRow.textContent()).toContain('$3.00');
+    expect(await appRow.textContent()).toContain('$3.00 in total');
     await screenshot(p, 'apps');
     await appRow.getByRole('button', { name: /^Revoke / }).click();
     await p.getByRole('alertdialog').getByRole('button', { name: 'Revoke access' }).click();

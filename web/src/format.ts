@@ -17,6 +17,14 @@ export function formatUsd(value: number | null | undefined): string {
   return usd.format(value);
 }
 
+const RESET_WORDS = { daily: 'per day', weekly: 'per week', monthly: 'per month' } as const;
+
+/** A key's spending limit with its window: `$3.00 per month`, `$5.00 in total`, `No limit`. */
+export function formatLimit(limit: number | null, reset: keyof typeof RESET_WORDS | null): string {
+  if (limit === null) return 'No limit';
+  return `${formatUsd(limit)} ${reset ? RESET_WORDS[reset] : 'in total'}`;
+}
+
 export function formatInteger(value: number | null | undefined): string {
   return value === null || value === undefined ? '—' : integer.format(value);
 }

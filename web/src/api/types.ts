@@ -84,6 +84,7 @@ export interface AppAuthorization {
   key_hash: string;
   key_label: string;
   limit: number | null;
+  limit_reset: LimitReset | null;
   created_at: string;
   expires_at: string | null;
   disabled: boolean;

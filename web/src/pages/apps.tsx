@@ -5,7 +5,7 @@ import type { AppAuthorization } from '../api/types';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
-import { formatDate, formatUsd } from '../format';
+import { formatDate, formatLimit } from '../format';
 
 function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
   const a = props.authorization;
@@ -20,7 +20,7 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
       <td data-label="Key" className="mono">
         <span className="key-name-detail">{a.key_label}</span>
       </td>
-      <td data-label="Limit">{a.limit === null ? 'No limit' : formatUsd(a.limit)}</td>
+      <td data-label="Limit">{formatLimit(a.limit, a.limit_reset)}</td>
       <td data-label="Created" className="nowrap">
         {formatDate(a.created_at)}
       </td>

@@ -5,7 +5,7 @@ import type { ApiKey, LimitReset } from '../api/types';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
-import { formatDate, formatUsd } from '../format';
+import { formatDate, formatLimit, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
 import { loadKeys } from '../api/keys';
 import { LimitResetSelect, parseLimit } from './key-limit';
@@ -17,12 +17,9 @@ function statusOf(key: ApiKey, now: number): 'Active' | 'Disabled' | 'Expired' |
   return 'Active';
 }
 
-const RESET_WORDS = { daily: 'per day', weekly: 'per week', monthly: 'per month' } as const;
-
 function limitText(key: ApiKey): string {
-  if (key.limit === null) return 'No limit';
-  const window = key.limit_reset ? RESET_WORDS[key.limit_reset] : 'in total';
-  return `${formatUsd(key.limit)} ${window}, ${formatUsd(key.limit_remaining)} left`;
+  const limit = formatLimit(key.limit, key.limit_reset);
+  return key.limit === null ? limit : `${limit}, ${formatUsd(key.limit_remaining)} left`;
 }
 
 /**

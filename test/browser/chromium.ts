@@ -71,3 +71,16 @@ export async function signInThroughPage(page: Page, email: string, password: str
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
+
+/**
+ * The element with the keyboard focus, as `tag:name` — its aria-label, else its name attribute, else
+ * its text (`button:Create key`, `input:name`, `h1:API keys`, `body:…`); its value as `value`.
+ */
+export async function focusedElement(p: Page): Promise<{ name: string; value: string | null }> {
+  return (await p.evaluate(`(() => {
+    const e = document.activeElement;
+    if (!e) return { name: '', value: null };
+    const label = e.getAttribute('aria-label') ?? e.getAttribute('name') ?? (e.textContent ?? '').trim();
+    return { name: e.tagName.toLowerCase() + ':' + label, value: 'value' in e ? String(e.value) : null };
+  })()`)) as { name: string; value: string | null };
+}

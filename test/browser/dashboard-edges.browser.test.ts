@@ -13,7 +13,10 @@
  * - a balance is shown to its last digit, never rounded up to the next cent;
  * - a rate-limit message names its wait once;
  * - a key's limit and its reset can be changed on the page (they could only be set at creation), and
- *   a key reported compromised says so, without an Enable button that could only fail.
+ *   a key reported compromised says so, without an Enable button that could only fail;
+ * - the keys page keeps the keyboard's focus: into the new key's form, onto the key shown once, back
+ *   to the button that opened a form or a confirmation (Escape closes both), to the heading after a
+ *   delete (each of them left the focus on the page's body).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -23,7 +26,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { asBrowser, createHolder, signIn } from '../helpers/session.js';
 import { sqliteTarget } from '../helpers/store-targets.js';
-import { chromiumAvailable, launchChromium, newPage, signInThroughPage } from './chromium.js';
+import { chromiumAvailable, focusedElement, launchChromium, newPage, signInThroughPage } from './chromium.js';
 
 const BUILT = existsSync(fileURLToPath(new URL('../../dist/web/index.html', import.meta.url)));
 const HELLO = { model: 'test/chat', messages: [{ role: 'user', content: 'Hello' }] };
@@ -105,6 +108,47 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const appRow = p.getByRole('row').filter({ has: p.getByRole('button', { name: /^Revoke / }) });
     await appRow.waitFor();
     expect(await appRow.textContent()).toContain('$2.00 per day');
+  });
+
+  it('the keys page keeps the keyboard focus where the holder is working', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'focus key' });
+    const p = await signedIn(holder, '/keys');
+    await p.getByRole('heading', { name: 'API keys' }).waitFor(PATIENT);
+    const focused = async () => (await focusedElement(p)).name;
+
+    await p.getByRole('button', { name: 'Create key', exact: true }).focus();
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { name: 'Create a key' }).waitFor();
+    expect(await focused()).toBe('input:name');
+    await p.keyboard.press('Escape');
+    await p.getByRole('heading', { name: 'Create a key' }).waitFor({ state: 'detached' });
+    expect(await focused()).toBe('button:Create key');
+
+    await p.keyboard.press('Enter');
+    await p.keyboard.type('keyboard key');
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { name: 'Key “keyboard key” created' }).waitFor();
+    expect((await focusedElement(p)).value).toMatch(/^sk-tg-v1-/);
+    await p.getByRole('button', { name: 'Done' }).click();
+    await p.getByRole('button', { name: 'Create key', exact: true }).waitFor();
+    expect(await focused()).toBe('button:Create key');
+
+    await p.getByRole('button', { name: 'Rename focus key' }).click();
+    await p.keyboard.press('Escape');
+    await p.getByRole('button', { name: 'Save name' }).waitFor({ state: 'detached' });
+    expect(await focused()).toBe('button:Rename focus key');
+
+    await p.getByRole('button', { name: 'Delete focus key' }).click();
+    expect(await focused()).toBe('button:Cancel');
+    await p.keyboard.press('Escape');
+    await p.getByRole('alertdialog').waitFor({ state: 'detached' });
+    expect(await focused()).toBe('button:Delete focus key');
+
+    await p.keyboard.press('Enter');
+    await p.getByRole('alertdialog').getByRole('button', { name: 'Delete key' }).click();
+    await p.getByRole('row', { name: 'Key focus key' }).waitFor({ state: 'detached' });
+    expect(await focused()).toBe('h1:API keys');
   });
 
   it('a page whose session was replaced in another tab still acts (its CSRF token is read again)', async () => {

@@ -15,7 +15,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chat, getJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { createHolder } from '../helpers/session.js';
 import { sqliteTarget } from '../helpers/store-targets.js';
-import { chromiumAvailable, launchChromium, newPage, screenshot, signInThroughPage } from './chromium.js';
+import {
+  chromiumAvailable,
+  focusedElement,
+  launchChromium,
+  newPage,
+  screenshot,
+  signInThroughPage,
+} from './chromium.js';
 
 const BUILT = existsSync(fileURLToPath(new URL('../../dist/web/index.html', import.meta.url)));
 const HELLO = { model: 'test/chat', messages: [{ role: 'user', content: 'Hello from the dashboard test' }] };
@@ -319,6 +326,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await appRow.getByRole('button', { name: /^Revoke / }).click();
     await p.getByRole('alertdialog').getByRole('button', { name: 'Revoke access' }).click();
     await p.getByText('You have not authorized any app.').waitFor();
+    expect((await focusedElement(p)).name).toBe('h1:Apps');
     expect((await chat(gw, exchanged.key, HELLO)).status).toBe(401);
 
     // Deny: the callback receives error=access_denied and no code.

@@ -1,4 +1,7 @@
-/** An inline confirmation for destructive actions: a labelled dialog region with the consequence in words. */
+/**
+ * An inline confirmation for destructive actions: a labelled dialog region with the consequence in
+ * words. It takes the focus (on Cancel, the safe choice); Escape cancels.
+ */
 import { useEffect, useId, useRef, useState } from 'react';
 import { ErrorNotice } from './error-notice';
 
@@ -25,7 +28,17 @@ export function Confirm(props: {
     }
   };
   return (
-    <div className="confirm" role="alertdialog" aria-labelledby={titleId}>
+    <div
+      className="confirm"
+      role="alertdialog"
+      aria-labelledby={titleId}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape' && !busy) {
+          event.stopPropagation();
+          props.onCancel();
+        }
+      }}
+    >
       <p id={titleId} className="confirm-title">
         {props.title}
       </p>

@@ -1,5 +1,5 @@
 /** Apps: the OAuth authorizations of the account (each one a key issued to an app), with revoke. */
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import { api } from '../api/client';
 import type { AppAuthorization } from '../api/types';
 import { Confirm } from '../components/confirm';
@@ -50,9 +50,13 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
 
 export function AppsPage() {
   const apps = useLoader(() => api<{ data: AppAuthorization[] }>('GET', '/apps'), []);
+  // The revoked app's row (and the focus in it) goes: the focus moves to the heading, not the page's body.
+  const heading = useRef<HTMLHeadingElement>(null);
   return (
     <section>
-      <h1>Apps</h1>
+      <h1 ref={heading} tabIndex={-1}>
+        Apps
+      </h1>
       <p className="muted">Apps you approved through OAuth. Each holds its own key drawing on your credits.</p>
       <ErrorNotice error={apps.error} title="Could not load your apps" />
       {apps.data === null ? (
@@ -78,7 +82,14 @@ export function AppsPage() {
             </thead>
             <tbody>
               {apps.data.data.map((a) => (
-                <AppRow key={a.id} authorization={a} onRevoked={apps.reload} />
+                <AppRow
+                  key={a.id}
+                  authorization={a}
+                  onRevoked={() => {
+                    heading.current?.focus();
+                    apps.reload();
+                  }}
+                />
               ))}
             </tbody>
           </table>

@@ -1,5 +1,5 @@
 /** Creating a key: name, optional credit limit with its reset window, optional expiry, BYOK counting, management scope. */
-import { useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
@@ -52,7 +52,14 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
   };
 
   return (
-    <form className="panel stack" aria-labelledby={`${formId}-title`} onSubmit={(event) => void submit(event)}>
+    <form
+      className="panel stack"
+      aria-labelledby={`${formId}-title`}
+      onSubmit={(event) => void submit(event)}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape' && !busy) props.onCancel();
+      }}
+    >
       <h2 id={`${formId}-title`}>Create a key</h2>
       <label>
         Name
@@ -63,6 +70,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
           value={name}
           onChange={(e) => setName(e.target.value)}
           placeholder="e.g. production server"
+          autoFocus
         />
       </label>
       <div className="row">
@@ -108,9 +116,11 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
   );
 }
 
-/** The full key, once: read-only, labelled, with a copy button and the warning. */
+/** The full key, once: read-only, labelled, with a copy button and the warning; it takes the focus (the key selected). */
 export function NewKeyNotice(props: { created: CreatedKey; onDone(): void }) {
   const [copied, setCopied] = useState<'no' | 'yes' | 'failed'>('no');
+  const keyField = useRef<HTMLInputElement>(null);
+  useEffect(() => keyField.current?.focus(), []);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(props.created.key);
@@ -125,7 +135,7 @@ export function NewKeyNotice(props: { created: CreatedKey; onDone(): void }) {
       <p className="notice notice-warning">Copy this key now and store it safely. It will not be shown again.</p>
       <label>
         API key
-        <input readOnly value={props.created.key} className="mono" onFocus={(e) => e.target.select()} />
+        <input ref={keyField} readOnly value={props.created.key} className="mono" onFocus={(e) => e.target.select()} />
       </label>
       <div className="actions">
         <button type="button" className="primary" onClick={() => void copy()}>

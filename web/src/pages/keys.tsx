@@ -1,5 +1,5 @@
 /** Keys: every key of the account (inference and management) with usage, limits and the actions on it. */
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { Confirm } from '../components/confirm';
@@ -53,7 +53,13 @@ function KeyPatchForm(props: {
     }
   };
   return (
-    <form className="inline-form" onSubmit={(event) => void submit(event)}>
+    <form
+      className="inline-form"
+      onSubmit={(event) => void submit(event)}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape' && !busy) props.onDone(false);
+      }}
+    >
       {props.children}
       <div className="actions">
         <button type="submit" className="primary" disabled={busy}>
@@ -112,12 +118,30 @@ function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void })
   );
 }
 
-function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
+type RowMode = 'view' | 'rename' | 'limit' | 'delete';
+
+function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDeleted(): void }) {
   const key = props.keyRecord;
-  const [mode, setMode] = useState<'view' | 'rename' | 'limit' | 'delete'>('view');
+  const [mode, setMode] = useState<RowMode>('view');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const status = statusOf(key, props.now);
+  // Back from a form or a confirmation, the focus returns to the button that opened it.
+  const buttons = {
+    rename: useRef<HTMLButtonElement>(null),
+    limit: useRef<HTMLButtonElement>(null),
+    delete: useRef<HTMLButtonElement>(null),
+  };
+  const openedFrom = useRef<Exclude<RowMode, 'view'> | null>(null);
+  const open = (next: Exclude<RowMode, 'view'>) => {
+    openedFrom.current = next;
+    setMode(next);
+  };
+  useEffect(() => {
+    if (mode !== 'view' || openedFrom.current === null) return;
+    buttons[openedFrom.current].current?.focus();
+    openedFrom.current = null;
+  });
 
   const toggle = async () => {
     setBusy(true);
@@ -193,7 +217,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
             confirmLabel="Delete key"
             onConfirm={async () => {
               await api('DELETE', `/keys/${key.hash}`);
-              props.onChanged();
+              props.onDeleted();
             }}
             onCancel={() => setMode('view')}
           />
@@ -201,7 +225,8 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
           <div className="actions compact">
             <button
               type="button"
-              onClick={() => setMode('rename')}
+              ref={buttons.rename}
+              onClick={() => open('rename')}
               disabled={busy || mode === 'rename'}
               aria-label={`Rename ${key.name}`}
             >
@@ -209,7 +234,8 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
             </button>
             <button
               type="button"
-              onClick={() => setMode('limit')}
+              ref={buttons.limit}
+              onClick={() => open('limit')}
               disabled={busy || mode === 'limit'}
               aria-label={`Change the limit of ${key.name}`}
             >
@@ -228,7 +254,8 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void }) {
             <button
               type="button"
               className="danger"
-              onClick={() => setMode('delete')}
+              ref={buttons.delete}
+              onClick={() => open('delete')}
               disabled={busy}
               aria-label={`Delete ${key.name}`}
             >
@@ -247,13 +274,26 @@ export function KeysPage() {
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const now = Date.now();
+  // Where the focus goes once the element is there: back to "Create key" when its form or the new
+  // key's notice closes, to the heading when the focused row was deleted (never to the page's body).
+  const [focusTo, setFocusTo] = useState<'create' | 'heading' | null>(null);
+  const createButton = useRef<HTMLButtonElement>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    const target = focusTo === 'create' ? createButton.current : focusTo === 'heading' ? heading.current : null;
+    if (!target) return;
+    target.focus();
+    setFocusTo(null);
+  });
 
   return (
     <section>
       <div className="page-title">
-        <h1>API keys</h1>
+        <h1 ref={heading} tabIndex={-1}>
+          API keys
+        </h1>
         {!creating && !created ? (
-          <button type="button" className="primary" onClick={() => setCreating(true)}>
+          <button type="button" className="primary" ref={createButton} onClick={() => setCreating(true)}>
             Create key
           </button>
         ) : null}
@@ -267,6 +307,7 @@ export function KeysPage() {
           created={created}
           onDone={() => {
             setCreated(null);
+            setFocusTo('create');
           }}
         />
       ) : null}
@@ -277,7 +318,10 @@ export function KeysPage() {
             setCreated(result);
             keys.reload();
           }}
-          onCancel={() => setCreating(false)}
+          onCancel={() => {
+            setCreating(false);
+            setFocusTo('create');
+          }}
         />
       ) : null}
       <ErrorNotice error={keys.error} title="Could not load your keys" />
@@ -313,7 +357,16 @@ export function KeysPage() {
             </thead>
             <tbody>
               {keys.data.map((key) => (
-                <KeyRow key={key.hash} keyRecord={key} now={now} onChanged={keys.reload} />
+                <KeyRow
+                  key={key.hash}
+                  keyRecord={key}
+                  now={now}
+                  onChanged={keys.reload}
+                  onDeleted={() => {
+                    setFocusTo('heading');
+                    keys.reload();
+                  }}
+                />
               ))}
             </tbody>
           </table>

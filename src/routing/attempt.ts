@@ -376,7 +376,13 @@ function parseCompletion(
   }
   // Parsed, but past any real answer's depth: walking it further could overflow the stack.
   if (nestsTooDeeply(text)) return { kind: 'malformed', reason: 'response JSON is nested too deeply' };
-  return adapter.parseResponse(json, request);
+  const completion = adapter.parseResponse(json, request);
+  if ('kind' in completion) return completion;
+  // A whole answer says how each choice ended; one that does not may be cut short, as a stream that
+  // ends before every choice finished: never served (or charged) as a success.
+  const unfinished = completion.choices.findIndex((choice) => choice.finish_reason === null);
+  if (unfinished >= 0) return { kind: 'malformed', reason: `response choices[${unfinished}] has no finish_reason` };
+  return completion;
 }
 
 function isJson(headers: Record<string, string | string[] | undefined>): boolean {

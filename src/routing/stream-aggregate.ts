@@ -239,7 +239,7 @@ export function completionToEvents(
     const unfolded: ChunkChoice = {
       index: choice.index,
       delta,
-      finish_reason: choice.finish_reason ?? 'stop',
+      finish_reason: choice.finish_reason,
       native_finish_reason: choice.native_finish_reason,
     };
     if (choice.logprobs !== undefined) unfolded.logprobs = choice.logprobs;

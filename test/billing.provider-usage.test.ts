@@ -1,15 +1,24 @@
 /**
  * What a provider's `usage` does to the charge: a side it did not count readably (`prompt_tokens`
- * missing, negative, not a number) is charged at our estimate, as when the whole usage is missing —
- * never as zero; an absurd count (1e30) is charged at the endpoint's bound (four times its context),
+ * missing, negative, not a number, a fraction) is charged at our estimate, as when the whole usage is
+ * missing — never as zero; so is a prompt counted as zero tokens, and a completion counted as zero
+ * for text the caller got (a buggy or hostile upstream made such answers free); an absurd count (1e30) is charged at the endpoint's bound (four times its context),
  * so the served answer is charged (it used to overflow the store's integer and go uncharged, the
  * caller getting a 500), and `usage.cost` is what was charged.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimatePromptTokens } from '../src/billing/token-estimate.js';
-import { balanceUnits, chat, getJson, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
+import { estimateCompletionTokens, estimatePromptTokens } from '../src/billing/token-estimate.js';
+import {
+  balanceUnits,
+  chat,
+  chatStream,
+  getJson,
+  startTestGateway,
+  toUnits,
+  type TestGateway,
+} from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 /** An OpenAI-compatible JSON upstream answering with the `usage` set for the upstream model name. */
@@ -45,7 +54,13 @@ const USAGES: Record<string, unknown> = {
   'negative-prompt': { prompt_tokens: -1, completion_tokens: 5, total_tokens: 4 },
   'nan-prompt': { prompt_tokens: 'NaN', completion_tokens: 5, total_tokens: 5 },
   absurd: { prompt_tokens: 10, completion_tokens: 1e30, total_tokens: 1e30 },
+  'zero-prompt': { prompt_tokens: 0, completion_tokens: 5, total_tokens: 5 },
+  'fraction-prompt': { prompt_tokens: 0.4, completion_tokens: 5, total_tokens: 5 },
+  'zero-completion': { prompt_tokens: 1500, completion_tokens: 0, total_tokens: 1500 },
+  'fraction-completion': { prompt_tokens: 1500, completion_tokens: 0.4, total_tokens: 1500 },
+  'zero-both': { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
 };
+const COMPLETION_ESTIMATE = estimateCompletionTokens('hello there');
 
 describe('provider usage and the charge', () => {
   let upstream: { url: string; server: Server };
@@ -78,7 +93,7 @@ describe('provider usage and the charge', () => {
     await new Promise((resolve) => upstream.server.close(resolve));
   });
 
-  for (const name of ['no-prompt', 'negative-prompt', 'nan-prompt']) {
+  for (const name of ['no-prompt', 'negative-prompt', 'nan-prompt', 'zero-prompt', 'fraction-prompt']) {
     it(`an unreadable prompt_tokens (${name}) charges the prompt estimate, not zero`, async () => {
       const accountId = await gw.createAccount(1);
       const { key } = await gw.createKey(accountId);
@@ -90,6 +105,37 @@ describe('provider usage and the charge', () => {
       expect(toUnits(answer.json.usage.cost)).toBe((PROMPT_ESTIMATE + 5) * 1000);
     });
   }
+
+  for (const name of ['zero-completion', 'fraction-completion']) {
+    it(`a completion counted as ${name === 'zero-completion' ? 'zero' : 'a fraction'} for delivered text charges our estimate of it`, async () => {
+      const accountId = await gw.createAccount(1);
+      const { key } = await gw.createKey(accountId);
+      const answer = await chat(gw, key, { model: `usage/${name}`, messages: MESSAGES });
+      expect(answer.status, answer.text).toBe(200);
+      expect(COMPLETION_ESTIMATE).toBeGreaterThan(0);
+      expect(answer.json.usage.completion_tokens).toBe(COMPLETION_ESTIMATE);
+      expect(toUnits(answer.json.usage.cost)).toBe((1500 + COMPLETION_ESTIMATE) * 1000);
+    });
+  }
+
+  it('an answer counted as zero tokens on both sides is charged at the estimates, streamed or not, and says so', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const expected = (PROMPT_ESTIMATE + COMPLETION_ESTIMATE) * 1000;
+    const answer = await chat(gw, key, { model: 'usage/zero-both', messages: MESSAGES });
+    expect(answer.status, answer.text).toBe(200);
+    expect(toUnits(answer.json.usage.cost)).toBe(expected);
+    const generation = await getJson(gw, `/generation?id=${answer.json.id}`, key);
+    expect(generation.json.data).toMatchObject({
+      tokens_prompt: PROMPT_ESTIMATE,
+      tokens_completion: COMPLETION_ESTIMATE,
+      usage_estimated: true,
+    });
+    const streamed = await chatStream(gw, key, { model: 'usage/zero-both', messages: MESSAGES, stream: true });
+    expect(streamed.status).toBe(200);
+    expect(toUnits(streamed.events.find((e) => e.usage)?.usage.cost)).toBe(expected);
+    expect(1_000_000_000 - (await balanceUnits(gw, accountId))).toBe(2 * expected);
+  });
 
   it('an absurd completion count (1e30) still charges the served answer, and usage.cost is what was charged', async () => {
     const accountId = await gw.createAccount(1);

@@ -85,22 +85,36 @@ interface SegmentCharge {
  * The same cap bounds a count past any the endpoint can produce (a provider's bug: 1e30).
  */
 export function chargedCompletionTokens(segment: EarlierSegment): { tokens: number; overLimit: number } {
-  const usage = segment.usage;
-  const counted =
-    usage === null || usage.completionUnknown
-      ? estimateCompletionTokens(segment.completionText)
-      : usage.completionTokens;
+  const counted = completionCounted(segment)
+    ? segment.usage!.completionTokens
+    : estimateCompletionTokens(segment.completionText);
   const limit = Math.min(segment.completionLimit, tokenBound(segment.served));
   return counted > limit ? { tokens: limit, overLimit: counted - limit } : { tokens: counted, overLimit: 0 };
 }
 
 /** The prompt tokens one segment is charged: the provider's count, else our estimate, within the endpoint's bound. */
 export function chargedPromptTokens(segment: EarlierSegment): number {
-  const usage = segment.usage;
   return Math.min(
-    usage === null || usage.promptUnknown ? segment.promptEstimate : usage.promptTokens,
+    promptCounted(segment) ? segment.usage!.promptTokens : segment.promptEstimate,
     tokenBound(segment.served),
   );
+}
+
+/**
+ * Whether the provider's prompt count is one to charge: given, and not zero — no model reads a
+ * prompt of no tokens (the chat template alone has some), so a zero is a provider's bug, and would
+ * serve the answer's prompt for free.
+ */
+function promptCounted(segment: EarlierSegment): boolean {
+  const usage = segment.usage;
+  return usage !== null && usage.promptUnknown !== true && usage.promptTokens > 0;
+}
+
+/** Whether the provider's completion count is one to charge: given, and not zero for text it delivered. */
+function completionCounted(segment: EarlierSegment): boolean {
+  const usage = segment.usage;
+  if (usage === null || usage.completionUnknown === true) return false;
+  return usage.completionTokens > 0 || segment.completionText === '';
 }
 
 function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCharge {
@@ -113,7 +127,7 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
   const completionTokens = completion.tokens;
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
   // The cache's share of the prompt is priced as the cache is, when the provider counted the prompt.
-  const counted = usage !== null && !usage.promptUnknown;
+  const counted = usage !== null && promptCounted(segment);
   const cost = computeCost(segment.served.endpoint.prices, {
     promptTokens,
     completionTokens,
@@ -121,7 +135,7 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
     cacheWriteTokens: counted ? (usage.cacheWriteTokens ?? 0) : 0,
   });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
-  const estimated = usage === null || usage.promptUnknown === true || usage.completionUnknown === true;
+  const estimated = !promptCounted(segment) || !completionCounted(segment);
   return {
     promptTokens,
     completionTokens,

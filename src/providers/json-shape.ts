@@ -11,9 +11,12 @@ export function stringOrNull(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
-/** A token count: a finite non-negative number, rounded; anything else is null. */
+/**
+ * A token count: a non-negative whole number; anything else (a fraction too: 0.4 is no count, and
+ * rounding it would make delivered text free) is null, unknown — charged at our estimate.
+ */
 export function countOrNull(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : null;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : null;
 }
 
 /** Deeper than this, an upstream's JSON is refused: no real answer comes close, and re-serialising it could overflow the stack. */

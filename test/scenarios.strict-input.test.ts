@@ -110,6 +110,36 @@ describe('strict input (issue 12)', () => {
     });
   });
 
+  it('a function tool whose parameters, description or strict has the wrong type → 400 naming it', async () => {
+    await forwardsAndChargesNothing(async () => {
+      const fn = (extra: Record<string, unknown>) => [{ type: 'function', function: { name: 'lookup', ...extra } }];
+      const cases: [unknown, string][] = [
+        [fn({ parameters: 'nope' }), 'tools[0].function.parameters: must be a JSON Schema object'],
+        [fn({ parameters: [] }), 'tools[0].function.parameters: must be a JSON Schema object'],
+        [fn({ parameters: null }), 'tools[0].function.parameters: must be a JSON Schema object'],
+        [fn({ description: 3 }), 'tools[0].function.description: must be a string'],
+        [fn({ strict: 'yes' }), 'tools[0].function.strict: must be a boolean'],
+        [[{ type: 'function', function: 'lookup' }], 'tools[0].function: must be an object with a "name"'],
+      ];
+      for (const [tools, message] of cases)
+        expect(expectError(await chat(gw, keyA, { model: 'test/chat', messages: HELLO, tools }), 400).message).toBe(
+          `Invalid request: ${message}`,
+        );
+    });
+    // A well-formed one still goes through.
+    const ok = await chat(gw, keyA, {
+      model: 'test/chat',
+      messages: HELLO,
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'lookup', description: 'd', strict: true, parameters: { type: 'object', properties: {} } },
+        },
+      ],
+    });
+    expect(ok.status, ok.text).toBe(200);
+  });
+
   it('unknown top-level fields are not refused', async () => {
     const answer = await chat(gw, keyA, { model: 'test/chat', messages: HELLO, some_future_option: { on: true } });
     expect(answer.status).toBe(200);

@@ -62,13 +62,28 @@ const stopSequences = z.custom<string | string[]>().superRefine((value, ctx) => 
   else if (value.length > 4) ctx.addIssue({ code: 'custom', message: 'must have at most 4 items' });
 });
 
-/** A function tool names its function (the name is what the model calls); other tool types pass as sent. */
+/**
+ * A function tool names its function (the name is what the model calls) and, when it gives them, its
+ * parameters as a JSON Schema object, its description as a string and `strict` as a boolean — what
+ * every provider refuses otherwise, so the caller hears it before any upstream request; other tool
+ * types pass as sent.
+ */
 const tool = z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
   if (value.type !== 'function') return;
   const fn = (value as { function?: unknown }).function;
-  const name = typeof fn === 'object' && fn !== null ? (fn as { name?: unknown }).name : undefined;
+  if (typeof fn !== 'object' || fn === null || Array.isArray(fn)) {
+    ctx.addIssue({ code: 'custom', message: 'must be an object with a "name"', path: ['function'] });
+    return;
+  }
+  const { name, parameters, description, strict } = fn as Record<string, unknown>;
   if (typeof name !== 'string' || name.length === 0)
     ctx.addIssue({ code: 'custom', message: 'must be a non-empty string', path: ['function', 'name'] });
+  if (parameters !== undefined && (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)))
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON Schema object', path: ['function', 'parameters'] });
+  if (description !== undefined && typeof description !== 'string')
+    ctx.addIssue({ code: 'custom', message: 'must be a string', path: ['function', 'description'] });
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean')
+    ctx.addIssue({ code: 'custom', message: 'must be a boolean', path: ['function', 'strict'] });
 });
 
 /** `none`, `auto`, `required`, or `{ type: "function", function: { name } }`. */

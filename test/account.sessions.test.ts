@@ -76,6 +76,21 @@ describe.each(STORE_TARGETS)('sessions ($name)', { timeout: 120_000 }, (target) 
     expectError(await call(gw, 'GET', '/session', { headers: { cookie: 'tg_session=not-a-token' } }), 401);
   });
 
+  it('GET /session/status answers 200 either way: the session as GET /session gives it, or data: null (a dead cookie dropped)', async () => {
+    const session = await signIn(gw, holder.email, holder.password);
+    const signedIn = await asBrowser(gw, session, 'GET', '/session/status');
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.json).toEqual((await asBrowser(gw, session, 'GET', '/session')).json);
+    expect(signedIn.headers['cache-control']).toBe('no-store');
+    const signedOut = await call(gw, 'GET', '/session/status');
+    expect(signedOut.status).toBe(200);
+    expect(signedOut.json).toEqual({ data: null });
+    expect(signedOut.headers['set-cookie']).toBeUndefined();
+    const forged = await call(gw, 'GET', '/session/status', { headers: { cookie: 'tg_session=' + 'A'.repeat(43) } });
+    expect(forged.json).toEqual({ data: null });
+    expect(String(forged.headers['set-cookie'])).toMatch(/^tg_session=; Max-Age=0;/);
+  });
+
   it('a wrong password and an unknown e-mail get the same 401 text; so do an account without a password and a malformed body of the right shape', async () => {
     expectError(
       await call(gw, 'POST', '/session', { json: { email: holder.email, password: 'wrong password!' } }),

@@ -535,15 +535,15 @@ export const chatCompletionChunkSchema = z
 
 // --- Sign-in, OAuth, password reset ---------------------------------------------------------------
 
-export const sessionResponse = z
-  .object({
-    data: z.object({
-      account: z.object({ id: z.string(), email: z.string() }),
-      csrf_token: z.string(),
-      expires_at: isoTime,
-    }),
-  })
-  .meta({ id: 'Session' });
+const sessionData = z.object({
+  account: z.object({ id: z.string(), email: z.string() }),
+  csrf_token: z.string(),
+  expires_at: isoTime,
+});
+
+export const sessionResponse = z.object({ data: sessionData }).meta({ id: 'Session' });
+
+export const sessionStatusResponse = z.object({ data: sessionData.nullable() }).meta({ id: 'SessionStatus' });
 
 export const authorizationPreviewSchema = z
   .object({

@@ -16,7 +16,9 @@
  *   a key reported compromised says so, without an Enable button that could only fail;
  * - the keys page keeps the keyboard's focus: into the new key's form, onto the key shown once, back
  *   to the button that opened a form or a confirmation (Escape closes both), to the heading after a
- *   delete (each of them left the focus on the page's body).
+ *   delete (each of them left the focus on the page's body);
+ * - a signed-out page load logs no error in the console (the session probe was a 401, which the
+ *   browser logs as a failed request on every page).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -103,11 +105,30 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const current = await fetch(`${gw.api}/key`, { headers: { authorization: `Bearer ${key}` } });
     const data = ((await current.json()) as { data: Record<string, unknown> }).data;
     expect(data).toMatchObject({ limit: 2, limit_reset: 'daily', expires_at: expires.toISOString() });
-    // The Apps page states the same terms: a daily limit does not read as a total.
-    await p.goto('/apps');
-    const appRow = p.getByRole('row').filter({ has: p.getByRole('button', { name: /^Revoke / }) });
+    // The Apps page states the same terms: a daily limit does not read as a total. (In a tab of its
+    // own: the approval's tab is still navigating to the callback nothing listens on.)
+    const apps = await p.context().newPage();
+    await apps.goto('/apps');
+    const appRow = apps.getByRole('row').filter({ has: apps.getByRole('button', { name: /^Revoke / }) });
     await appRow.waitFor();
     expect(await appRow.textContent()).toContain('$2.00 per day');
+  });
+
+  it('signed out, a page load logs no error in the console', async () => {
+    const { page: p } = await page();
+    const errors: string[] = [];
+    p.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    for (const [path, heading] of [
+      ['/signin', 'Sign in'],
+      ['/forgot-password', 'Reset your password'],
+      ['/keys', 'Sign in'],
+    ] as const) {
+      await p.goto(path);
+      await p.getByRole('heading', { name: heading }).waitFor(PATIENT);
+    }
+    expect(errors).toEqual([]);
   });
 
   it('the keys page keeps the keyboard focus where the holder is working', async () => {

@@ -1,5 +1,5 @@
 /**
- * The dashboard while the gateway cannot read the session (its database is down: GET /session
+ * The dashboard while the gateway cannot read the session (its database is down: GET /session/status
  * answers 503), in Debian's Chromium. Before, a signed-in holder who opened a page then was sent to
  * the sign-in page with the error, as if signed out, and stayed there. Now the page says the gateway
  * cannot be reached, keeps its address, tries again by itself (backing off) or on request, and shows
@@ -57,7 +57,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard while the session cannot be r
   it('says the gateway cannot be reached, keeps the page, and shows it once asked to try again', async () => {
     const page = await signedInOnKeys();
     broken.mode = 'all';
-    const refused = page.waitForResponse((r) => r.url().endsWith('/api/v1/session') && r.status() === 503);
+    const refused = page.waitForResponse((r) => r.url().endsWith('/api/v1/session/status') && r.status() === 503);
     await page.reload();
     await refused;
     await page.getByRole('heading', { name: 'Tollgate cannot be reached right now' }).waitFor();

@@ -1,5 +1,5 @@
 /**
- * Who is signed in: probed at start (GET /session; again, backing off, while the gateway cannot
+ * Who is signed in: probed at start (GET /session/status; again, backing off, while the gateway cannot
  * answer it), set by sign-in, cleared by sign-out or any 401. A mutation refused for a stale CSRF token (the holder signed in again in another tab) reads
  * the session again: the same account's new token is used; another account's session ends this one.
  */
@@ -56,10 +56,10 @@ export function SessionProvider(props: { children: ReactNode }) {
       setState({ status: 'signed-out', problem: 'Your session ended. Sign in again.' });
     });
     setCsrfRefresher(async () => {
-      // The session now: null when there is none (401); undefined when it cannot be read (the refusal stands).
-      const current = await api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
+      // The session now: null when there is none; undefined when it cannot be read (the refusal stands).
+      const current = await api<{ data: Session | null }>('GET', '/session/status').then(
         (answer) => answer.data,
-        (error: unknown) => (error instanceof ApiError && error.status === 401 ? null : undefined),
+        () => undefined,
       );
       if (current === undefined) return null;
       if (current === null || current.account.id !== accountId.current) {
@@ -84,10 +84,15 @@ export function SessionProvider(props: { children: ReactNode }) {
     const started = era.current;
     const stale = () => !current || era.current !== started;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    api<{ data: Session }>('GET', '/session', undefined, { quiet401: true }).then(
+    // The status route answers 200 signed in or not: a signed-out page load logs no failed request.
+    api<{ data: Session | null }>('GET', '/session/status').then(
       (answer) => {
         if (stale()) return;
         failures.current = 0;
+        if (answer.data === null) {
+          setState({ status: 'signed-out', problem: null });
+          return;
+        }
         setCsrfToken(answer.data.csrf_token);
         setState({ status: 'signed-in', session: answer.data });
       },

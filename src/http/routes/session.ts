@@ -1,6 +1,7 @@
 /**
  * The dashboard's sign-in (docs/api.md, "The dashboard's session API"):
- * POST/GET/DELETE /session, sign out everywhere, sign-up when open, password change.
+ * POST/GET/DELETE /session, GET /session/status (the dashboard's probe: 200 either way, so a
+ * signed-out page load logs no failed request), sign out everywhere, sign-up when open, password change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ActiveSession } from '../../auth/sessions.js';
@@ -21,7 +22,7 @@ import { parseBody } from '../parse-body.js';
 import { z } from 'zod';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
-import { deletedResponse, sessionResponse } from '../../pipeline/response-schemas.js';
+import { deletedResponse, sessionResponse, sessionStatusResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../session-cookie.js';
 
@@ -73,25 +74,27 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
     },
   );
 
+  /** The request's live session, or null when it has none (a dead session's cookie is cleared). */
+  const currentSession = async (request: FastifyRequest, reply: FastifyReply) => {
+    let active: ActiveSession;
+    try {
+      ({ active } = await requireSession(services, request));
+    } catch (error) {
+      if (!(error instanceof TollgateError) || error.code !== 'auth.no_session') throw error;
+      // A dead session's cookie is useless: tell the browser to drop it.
+      if (readSessionCookie(request) !== undefined) clearSessionCookie(request, reply);
+      return null;
+    }
+    return renderSession(await sessionAccount(services.keys, active.session.accountId), active);
+  };
+
   routes.add(
     'GET',
     '/api/v1/session',
     async (request, reply) => {
-      let active: ActiveSession;
-      try {
-        ({ active } = await requireSession(services, request));
-      } catch (error) {
-        // A dead session's cookie is useless: tell the browser to drop it.
-        if (
-          readSessionCookie(request) !== undefined &&
-          error instanceof TollgateError &&
-          error.code === 'auth.no_session'
-        )
-          clearSessionCookie(request, reply);
-        throw error;
-      }
-      const account = await sessionAccount(services.keys, active.session.accountId);
-      return reply.header('cache-control', 'no-store').send(renderSession(account, active));
+      const current = await currentSession(request, reply);
+      if (current === null) throw new TollgateError('auth.no_session', 'Not signed in, or the session has expired');
+      return reply.header('cache-control', 'no-store').send(current);
     },
     {
       auth: 'none',
@@ -100,6 +103,24 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
         tag: 'Session',
         responses: { 200: json(sessionResponse) },
         errors: [401],
+      },
+    },
+  );
+
+  routes.add(
+    'GET',
+    '/api/v1/session/status',
+    async (request, reply) => {
+      const current = await currentSession(request, reply);
+      return reply.header('cache-control', 'no-store').send(current ?? { data: null });
+    },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'The current session, or `data: null` when there is none (200 either way)',
+        tag: 'Session',
+        responses: { 200: json(sessionStatusResponse) },
+        errors: [],
       },
     },
   );

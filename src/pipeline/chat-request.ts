@@ -63,11 +63,13 @@ const stopSequences = z.custom<string | string[]>().superRefine((value, ctx) => 
 });
 
 /**
- * A function tool names its function (the name is what the model calls) and, when it gives them, its
- * parameters as a JSON Schema object, its description as a string and `strict` as a boolean — what
+ * A function tool names its function (the name is what the model calls) and, when it gives them (not
+ * null), its parameters as a JSON Schema object, its description as a string and `strict` as a boolean — what
  * every provider refuses otherwise, so the caller hears it before any upstream request; other tool
  * types pass as sent.
  */
+const absent = (value: unknown) => value === undefined || value === null;
+
 const tool = z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
   if (value.type !== 'function') return;
   const fn = (value as { function?: unknown }).function;
@@ -78,11 +80,12 @@ const tool = z.looseObject({ type: z.string() }).superRefine((value, ctx) => {
   const { name, parameters, description, strict } = fn as Record<string, unknown>;
   if (typeof name !== 'string' || name.length === 0)
     ctx.addIssue({ code: 'custom', message: 'must be a non-empty string', path: ['function', 'name'] });
-  if (parameters !== undefined && (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)))
+  // null is absent, as clients that write every field send it (go-openai: `"parameters": null`).
+  if (!absent(parameters) && (typeof parameters !== 'object' || Array.isArray(parameters)))
     ctx.addIssue({ code: 'custom', message: 'must be a JSON Schema object', path: ['function', 'parameters'] });
-  if (description !== undefined && typeof description !== 'string')
+  if (!absent(description) && typeof description !== 'string')
     ctx.addIssue({ code: 'custom', message: 'must be a string', path: ['function', 'description'] });
-  if (strict !== undefined && strict !== null && typeof strict !== 'boolean')
+  if (!absent(strict) && typeof strict !== 'boolean')
     ctx.addIssue({ code: 'custom', message: 'must be a boolean', path: ['function', 'strict'] });
 });
 

@@ -59,6 +59,13 @@ const USAGES: Record<string, unknown> = {
   'zero-completion': { prompt_tokens: 1500, completion_tokens: 0, total_tokens: 1500 },
   'fraction-completion': { prompt_tokens: 1500, completion_tokens: 0.4, total_tokens: 1500 },
   'zero-both': { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  'no-prompt-cached': { completion_tokens: 5, total_tokens: 5, prompt_tokens_details: { cached_tokens: 300 } },
+  'cached-only': {
+    prompt_tokens: 0,
+    completion_tokens: 5,
+    total_tokens: 5,
+    prompt_tokens_details: { cached_tokens: 1200 },
+  },
 };
 const COMPLETION_ESTIMATE = estimateCompletionTokens('hello there');
 
@@ -135,6 +142,32 @@ describe('provider usage and the charge', () => {
     expect(streamed.status).toBe(200);
     expect(toUnits(streamed.events.find((e) => e.usage)?.usage.cost)).toBe(expected);
     expect(1_000_000_000 - (await balanceUnits(gw, accountId))).toBe(2 * expected);
+  });
+
+  it('a prompt counted as zero beside cached tokens (a server counting only the rest) is charged as the cache count, and reported so', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const answer = await chat(gw, key, { model: 'usage/cached-only', messages: MESSAGES });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.json.usage).toMatchObject({ prompt_tokens: 1200, prompt_tokens_details: { cached_tokens: 1200 } });
+    expect(toUnits(answer.json.usage.cost)).toBe((1200 + 5) * 1000);
+    const generation = await getJson(gw, `/generation?id=${answer.json.id}`, key);
+    expect(generation.json.data).toMatchObject({
+      tokens_prompt: 1200,
+      native_tokens_cached: 1200,
+      usage_estimated: false,
+    });
+  });
+
+  it('a prompt charged at our estimate reports no cached tokens (none were priced as such)', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const answer = await chat(gw, key, { model: 'usage/no-prompt-cached', messages: MESSAGES });
+    expect(answer.json.usage).toMatchObject({
+      prompt_tokens: PROMPT_ESTIMATE,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
+    expect(toUnits(answer.json.usage.cost)).toBe((PROMPT_ESTIMATE + 5) * 1000);
   });
 
   it('an absurd completion count (1e30) still charges the served answer, and usage.cost is what was charged', async () => {

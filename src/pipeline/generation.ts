@@ -94,20 +94,29 @@ export function chargedCompletionTokens(segment: EarlierSegment): { tokens: numb
 
 /** The prompt tokens one segment is charged: the provider's count, else our estimate, within the endpoint's bound. */
 export function chargedPromptTokens(segment: EarlierSegment): number {
+  const usage = segment.usage;
   return Math.min(
-    promptCounted(segment) ? segment.usage!.promptTokens : segment.promptEstimate,
+    usage !== null && promptCounted(segment)
+      ? // The cache counts are parts of the prompt: a server that counts only the rest in
+        // `prompt_tokens` (0 for a prompt read whole from the cache) still had them read.
+        Math.max(usage.promptTokens, cacheTokensOf(usage))
+      : segment.promptEstimate,
     tokenBound(segment.served),
   );
 }
 
+function cacheTokensOf(usage: NormalizedUsage): number {
+  return (usage.cachedTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
+}
+
 /**
- * Whether the provider's prompt count is one to charge: given, and not zero — no model reads a
- * prompt of no tokens (the chat template alone has some), so a zero is a provider's bug, and would
- * serve the answer's prompt for free.
+ * Whether the provider's prompt count is one to charge: given, and not zero with no cache tokens
+ * either — no model reads a prompt of no tokens (the chat template alone has some), so a zero is a
+ * provider's bug, and would serve the answer's prompt for free.
  */
 function promptCounted(segment: EarlierSegment): boolean {
   const usage = segment.usage;
-  return usage !== null && usage.promptUnknown !== true && usage.promptTokens > 0;
+  return usage !== null && usage.promptUnknown !== true && (usage.promptTokens > 0 || cacheTokensOf(usage) > 0);
 }
 
 /** Whether the provider's completion count is one to charge: given, and not zero for text it delivered. */
@@ -157,17 +166,16 @@ function tokenBound(served: PlannedAttempt): number {
 
 /** `byokFeeBasisPoints`: the BYOK fee in basis points of the list price (500 = 5 %), when the serving attempt used the caller's own key. */
 export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Charge {
+  const final: EarlierSegment = {
+    served: input.served,
+    usage: input.usage,
+    promptEstimate: input.promptEstimate,
+    completionLimit: input.completionLimit,
+    completionText: input.completionText,
+  };
+  const finalPromptCounted = promptCounted(final);
   // A continued stream is billed for every segment's real usage, each at its own endpoint's prices.
-  const segments = [
-    ...(input.earlier ?? []),
-    {
-      served: input.served,
-      usage: input.usage,
-      promptEstimate: input.promptEstimate,
-      completionLimit: input.completionLimit,
-      completionText: input.completionText,
-    },
-  ].map((segment) => chargeSegment(segment, byokFeeBasisPoints));
+  const segments = [...(input.earlier ?? []), final].map((segment) => chargeSegment(segment, byokFeeBasisPoints));
   const sum = (pick: (s: SegmentCharge) => bigint) => segments.reduce((total, s) => total + pick(s), 0n);
   const count = (pick: (s: SegmentCharge) => number) => segments.reduce((total, s) => total + pick(s), 0);
   const cost: CostBreakdown = {
@@ -202,7 +210,8 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
     tokensCompletion: completionTokens,
     // Parts of the counts charged: a provider's count past them (capped above) is not reported as ours.
     tokensReasoning: boundedBy(input.usage?.reasoningTokens ?? null, completionTokens),
-    tokensCached: boundedBy(input.usage?.cachedTokens ?? null, promptTokens),
+    // The cache's counts only where they were priced: a prompt charged at our estimate had none.
+    tokensCached: finalPromptCounted ? boundedBy(input.usage?.cachedTokens ?? null, promptTokens) : null,
     usageEstimated: estimated,
     latencyMs: input.latencyMs,
     generationTimeMs: input.generationTimeMs,
@@ -221,7 +230,8 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
   const completionOverLimit = count((s) => s.overLimit);
   const charge: Charge = { record, cost, promptTokens, completionTokens, completionOverLimit };
-  if (input.usage?.cacheWriteTokens !== undefined) charge.cacheWriteTokens = input.usage.cacheWriteTokens;
+  if (finalPromptCounted && input.usage?.cacheWriteTokens !== undefined)
+    charge.cacheWriteTokens = input.usage.cacheWriteTokens;
   return charge;
 }
 

@@ -4,6 +4,8 @@
  * stream request it answered whole — was served with `finish_reason: "stop"` (the stream) or `null`
  * (plain), charged as a whole answer. Now it is the provider's invalid response: failed over when
  * another endpoint is there, else 502, nothing charged — as a stream that ends before its finish.
+ * A provider the operator declared `whole_answer_without_finish_reason: stop` has it served as
+ * finished instead (a server known to leave the field out of whole answers).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -62,6 +64,15 @@ beforeAll(async () => {
           timeouts: {},
           stream_upstream: false,
         },
+        {
+          id: 'whole-lenient',
+          name: 'Whole lenient',
+          kind: 'openai',
+          base_url: url,
+          api_key: 'k',
+          timeouts: {},
+          whole_answer_without_finish_reason: 'stop',
+        },
       );
       const single = (id: string, provider: string, model: string) => ({
         id,
@@ -75,6 +86,7 @@ beforeAll(async () => {
         single('whole/plain-unfinished', 'whole-plain', 'unfinished'),
         single('whole/finished', 'whole', 'finished'),
         single('whole/plain-finished', 'whole-plain', 'finished'),
+        single('whole/lenient', 'whole-lenient', 'unfinished'),
         {
           id: 'whole/failover',
           name: 'failover',
@@ -117,6 +129,16 @@ describe('a whole answer without a finish reason', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.json.provider).toBe('Mock');
     expect(r.json.choices[0].message.content).not.toBe('Partial answ');
+  });
+
+  it('a provider declared `whole_answer_without_finish_reason: stop` has it served as finished, and charged', async () => {
+    const before = await balanceUnits(gw, accountId);
+    const plain = await chat(gw, key, ask('whole/lenient'));
+    expect(plain.status, plain.text).toBe(200);
+    expect(plain.json.choices[0]).toMatchObject({ message: { content: 'Partial answ' }, finish_reason: 'stop' });
+    const streamed = await chatStream(gw, key, ask('whole/lenient'));
+    expect(streamed.events.some((e) => e.choices?.[0]?.finish_reason === 'stop')).toBe(true);
+    expect(before - (await balanceUnits(gw, accountId))).toBe(2 * (10 * 1000 + 3 * 2000));
   });
 
   it('an answer that says it finished is served as before', async () => {

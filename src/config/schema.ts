@@ -87,6 +87,13 @@ export const providerSchema = z
     /** Serve non-streamed requests from an upstream stream (timeouts bound them; mid-answer failures fail over). Off for providers that cannot stream. */
     stream_upstream: z.boolean().default(true),
     /**
+     * A whole (JSON) answer with a choice whose `finish_reason` is missing or null: `invalid` (the
+     * default) takes it for a cut answer — the provider's invalid response, failed over or 502, not
+     * charged; `stop` serves it as finished (`finish_reason: "stop"`), for a server known to leave
+     * the field out of whole answers. Streams are not affected: one that ends before its finish is cut.
+     */
+    whole_answer_without_finish_reason: z.enum(['invalid', 'stop']).default('invalid'),
+    /**
      * Speak HTTP/2 to this provider (h2c with prior knowledge for http:, h2 by ALPN for https:, no
      * fallback to HTTP/1.1): up to 100 requests share one connection, so 10,000 open streams need
      * ~100 upstream sockets, not 10,000. Off: HTTP/1.1, one request per connection at a time.

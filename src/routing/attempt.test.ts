@@ -60,6 +60,7 @@ const provider: CatalogProvider = {
   headers: OPERATOR_HEADERS,
   privacyPolicyUrl: null,
   streamUpstream: true,
+  wholeAnswerWithoutFinishReason: 'invalid',
   http2: false,
   timeouts: { connect_ms: 1000, first_token_ms: 1000, idle_ms: 1000, response_ms: 1000 },
   byok: true,

@@ -21,6 +21,7 @@ import { nestsTooDeeply } from '../providers/json-shape.js';
 import { UnsendablePartError } from '../providers/openai-input.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
+import type { CatalogProvider } from './catalog.js';
 import {
   carriesContent,
   endedWithError,
@@ -235,7 +236,7 @@ async function attemptPlainCompletion(
     scope.disarm();
     if (response.status < 200 || response.status >= 300)
       return { ok: false, failure: adapter.classifyError(response.status, response.headers, text), cancelled: false };
-    const completion = parseCompletion(adapter, text, body);
+    const completion = parseCompletion(adapter, text, body, provider.wholeAnswerWithoutFinishReason);
     if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
     // An answer the provider itself ended with an error is a failure, as in a stream (stream-reader.ts).
     if (completion.choices.some(isProviderError)) return { ok: false, failure: endedWithError(), cancelled: false };
@@ -308,7 +309,12 @@ export async function attemptStream(
     if (isJson(response.headers)) {
       // The upstream ignored `stream: true` and answered whole: serve it as a (one-chunk) stream.
       scope.arm(timeouts.idle_ms, 'idle_timeout');
-      const completion = parseCompletion(adapter, await readBounded(response.body, 32 * 1024 * 1024), body);
+      const completion = parseCompletion(
+        adapter,
+        await readBounded(response.body, 32 * 1024 * 1024),
+        body,
+        provider.wholeAnswerWithoutFinishReason,
+      );
       scope.disarm();
       if ('kind' in completion) return { ok: false, failure: invalidResponse(completion.reason), cancelled: false };
       const [first, ...rest] = completionToEvents(completion);
@@ -367,6 +373,7 @@ function parseCompletion(
   adapter: ProviderAdapter,
   text: string,
   request: Record<string, unknown>,
+  withoutFinish: CatalogProvider['wholeAnswerWithoutFinishReason'],
 ): NormalizedCompletion | { kind: 'malformed'; reason: string } {
   let json: unknown;
   try {
@@ -379,10 +386,18 @@ function parseCompletion(
   const completion = adapter.parseResponse(json, request);
   if ('kind' in completion) return completion;
   // A whole answer says how each choice ended; one that does not may be cut short, as a stream that
-  // ends before every choice finished: never served (or charged) as a success.
+  // ends before every choice finished: never served (or charged) as a success — unless the operator
+  // declared the provider a server that leaves the field out of whole answers.
   const unfinished = completion.choices.findIndex((choice) => choice.finish_reason === null);
-  if (unfinished >= 0) return { kind: 'malformed', reason: `response choices[${unfinished}] has no finish_reason` };
-  return completion;
+  if (unfinished < 0) return completion;
+  if (withoutFinish === 'invalid')
+    return { kind: 'malformed', reason: `response choices[${unfinished}] has no finish_reason` };
+  return {
+    ...completion,
+    choices: completion.choices.map((choice) =>
+      choice.finish_reason === null ? { ...choice, finish_reason: 'stop' } : choice,
+    ),
+  };
 }
 
 function isJson(headers: Record<string, string | string[] | undefined>): boolean {

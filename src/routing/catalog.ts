@@ -15,6 +15,8 @@ export interface CatalogProvider {
   headers: Readonly<Record<string, string>>;
   privacyPolicyUrl: string | null;
   streamUpstream: boolean;
+  /** A whole answer's choice without a finish reason: a cut answer (`invalid`) or finished (`stop`); config of the same name. */
+  wholeAnswerWithoutFinishReason: 'invalid' | 'stop';
   /** Upstream connections speak HTTP/2 only (`providers[].http2`; the provider's agent in main.ts). */
   http2: boolean;
   timeouts: AttemptTimeouts;
@@ -118,6 +120,7 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
     headers: config.headers,
     privacyPolicyUrl: config.privacy_policy_url,
     streamUpstream: config.stream_upstream,
+    wholeAnswerWithoutFinishReason: config.whole_answer_without_finish_reason,
     http2: config.http2,
     timeouts: config.timeouts,
     byok: config.byok === true && config.kind !== 'demo' && !!config.api_key,

@@ -13,6 +13,7 @@ const provider = (id: string) => ({
   headers: {},
   privacy_policy_url: null,
   stream_upstream: true,
+  whole_answer_without_finish_reason: 'invalid' as const,
   http2: false,
   timeouts,
 });

@@ -18,7 +18,8 @@
  *   to the button that opened a form or a confirmation (Escape closes both), to the heading after a
  *   delete (each of them left the focus on the page's body);
  * - a signed-out page load logs no error in the console (the session probe was a 401, which the
- *   browser logs as a failed request on every page).
+ *   browser logs as a failed request on every page); against a gateway from before the probe's
+ *   route (a rolling deploy: 404), the dashboard reads `GET /session` as it used to.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -131,6 +132,27 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  it('against a gateway without GET /session/status (an older process: 404), the holder stays signed in', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const { page: p } = await page();
+    // The older process's answer, as it gives it for any route it does not have.
+    await p.route('**/api/v1/session/status', (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 404, message: 'Not found' } }),
+      }),
+    );
+    await p.goto('/signin');
+    await p.getByRole('heading', { name: 'Sign in' }).waitFor(PATIENT);
+    await signInThroughPage(p, holder.email, holder.password);
+    await p.getByRole('button', { name: 'Sign out' }).waitFor(PATIENT);
+    // A fresh load probes the session: through GET /session here.
+    await p.goto('/keys');
+    await p.getByRole('heading', { name: 'API keys' }).waitFor(PATIENT);
+    expect(new URL(p.url()).pathname).toBe('/keys');
+  });
+
   it('the keys page keeps the keyboard focus where the holder is working', async () => {
     const holder = await createHolder(gw, 'a long demo password 123');
     await gw.createKey(holder.id, { name: 'focus key' });
@@ -159,6 +181,12 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await p.keyboard.press('Escape');
     await p.getByRole('button', { name: 'Save name' }).waitFor({ state: 'detached' });
     expect(await focused()).toBe('button:Rename focus key');
+
+    // Disable/Enable keeps it through its change (the button is disabled while the change runs).
+    await p.getByRole('button', { name: 'Disable focus key' }).focus();
+    await p.keyboard.press('Enter');
+    await p.getByRole('button', { name: 'Enable focus key' }).waitFor();
+    await expect.poll(focused).toBe('button:Enable focus key');
 
     await p.getByRole('button', { name: 'Delete focus key' }).click();
     expect(await focused()).toBe('button:Cancel');

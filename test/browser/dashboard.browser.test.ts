@@ -323,6 +323,11 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await appRow.waitFor();
     expect(await appRow.textContent()).toContain('$3.00 in total');
     await screenshot(p, 'apps');
+    // A confirmation closed without revoking gives the focus back to Revoke.
+    await appRow.getByRole('button', { name: /^Revoke / }).click();
+    await p.keyboard.press('Escape');
+    await p.getByRole('alertdialog').waitFor({ state: 'detached' });
+    expect((await focusedElement(p)).name).toMatch(/^button:Revoke /);
     await appRow.getByRole('button', { name: /^Revoke / }).click();
     await p.getByRole('alertdialog').getByRole('button', { name: 'Revoke access' }).click();
     await p.getByText('You have not authorized any app.').waitFor();

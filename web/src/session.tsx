@@ -17,6 +17,25 @@ type SessionState =
    */
   | { status: 'unreachable'; problem: string; retryAt: number };
 
+/**
+ * The session now, null when there is none: `GET /session/status` (200 either way, so a signed-out
+ * page load logs no failed request). A gateway from before that route (404: an older process behind
+ * the same address during a rolling deploy) is asked `GET /session`, whose 401 means none.
+ */
+async function readSession(): Promise<Session | null> {
+  try {
+    return (await api<{ data: Session | null }>('GET', '/session/status')).data;
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 404) throw error;
+  }
+  try {
+    return (await api<{ data: Session }>('GET', '/session', undefined, { quiet401: true })).data;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return null;
+    throw error;
+  }
+}
+
 /** Waits before probing the session again: 2, 4, 8, 16, then every 30 seconds. */
 const retryDelayMs = (failures: number) => Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5));
 
@@ -57,10 +76,7 @@ export function SessionProvider(props: { children: ReactNode }) {
     });
     setCsrfRefresher(async () => {
       // The session now: null when there is none; undefined when it cannot be read (the refusal stands).
-      const current = await api<{ data: Session | null }>('GET', '/session/status').then(
-        (answer) => answer.data,
-        () => undefined,
-      );
+      const current = await readSession().catch(() => undefined);
       if (current === undefined) return null;
       if (current === null || current.account.id !== accountId.current) {
         setCsrfToken(null);
@@ -85,16 +101,16 @@ export function SessionProvider(props: { children: ReactNode }) {
     const stale = () => !current || era.current !== started;
     let timer: ReturnType<typeof setTimeout> | undefined;
     // The status route answers 200 signed in or not: a signed-out page load logs no failed request.
-    api<{ data: Session | null }>('GET', '/session/status').then(
-      (answer) => {
+    readSession().then(
+      (session) => {
         if (stale()) return;
         failures.current = 0;
-        if (answer.data === null) {
+        if (session === null) {
           setState({ status: 'signed-out', problem: null });
           return;
         }
-        setCsrfToken(answer.data.csrf_token);
-        setState({ status: 'signed-in', session: answer.data });
+        setCsrfToken(session.csrf_token);
+        setState({ status: 'signed-in', session });
       },
       (error: unknown) => {
         if (stale()) return;

@@ -17,12 +17,21 @@ export function Confirm(props: {
   const [error, setError] = useState<unknown>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
   useEffect(() => cancelRef.current?.focus(), []);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  // The buttons are disabled while the action runs (the focus leaves them): a failure gives it back.
+  const failed = useRef(false);
+  useEffect(() => {
+    if (busy || !failed.current) return;
+    failed.current = false;
+    confirmRef.current?.focus();
+  }, [busy]);
   const confirm = async () => {
     setBusy(true);
     setError(null);
     try {
       await props.onConfirm();
     } catch (failure) {
+      failed.current = true;
       setError(failure);
       setBusy(false);
     }
@@ -45,7 +54,7 @@ export function Confirm(props: {
       <p>{props.body}</p>
       <ErrorNotice error={error} />
       <div className="actions">
-        <button type="button" className="danger" onClick={() => void confirm()} disabled={busy}>
+        <button type="button" className="danger" ref={confirmRef} onClick={() => void confirm()} disabled={busy}>
           {props.confirmLabel}
         </button>
         <button type="button" ref={cancelRef} onClick={props.onCancel} disabled={busy}>

@@ -1,5 +1,5 @@
 /** Apps: the OAuth authorizations of the account (each one a key issued to an app), with revoke. */
-import { useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api } from '../api/client';
 import type { AppAuthorization } from '../api/types';
 import { Confirm } from '../components/confirm';
@@ -11,6 +11,14 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
   const a = props.authorization;
   const [confirming, setConfirming] = useState(false);
   const name = a.app.name || a.app.origin;
+  // A confirmation closed without revoking gives the focus back to the button that opened it.
+  const revokeButton = useRef<HTMLButtonElement>(null);
+  const cancelled = useRef(false);
+  useEffect(() => {
+    if (confirming || !cancelled.current) return;
+    cancelled.current = false;
+    revokeButton.current?.focus();
+  }, [confirming]);
   return (
     <tr aria-label={`App ${name}`}>
       <td data-label="App">
@@ -36,10 +44,19 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
               await api('DELETE', `/apps/${encodeURIComponent(a.id)}`);
               props.onRevoked();
             }}
-            onCancel={() => setConfirming(false)}
+            onCancel={() => {
+              cancelled.current = true;
+              setConfirming(false);
+            }}
           />
         ) : (
-          <button type="button" className="danger" onClick={() => setConfirming(true)} aria-label={`Revoke ${name}`}>
+          <button
+            type="button"
+            className="danger"
+            ref={revokeButton}
+            onClick={() => setConfirming(true)}
+            aria-label={`Revoke ${name}`}
+          >
             Revoke
           </button>
         )}

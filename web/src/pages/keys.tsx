@@ -143,9 +143,18 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
     openedFrom.current = null;
   });
 
+  // Disable/Enable is disabled while its change runs (the focus leaves it): it gets the focus back.
+  const toggleButton = useRef<HTMLButtonElement>(null);
+  const toggled = useRef(false);
+  useEffect(() => {
+    if (busy || !toggled.current) return;
+    toggled.current = false;
+    toggleButton.current?.focus();
+  }, [busy]);
   const toggle = async () => {
     setBusy(true);
     setError(null);
+    toggled.current = true;
     try {
       await api('PATCH', `/keys/${key.hash}`, { disabled: !key.disabled });
       props.onChanged();
@@ -244,6 +253,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
             {key.compromised ? null : (
               <button
                 type="button"
+                ref={toggleButton}
                 onClick={() => void toggle()}
                 disabled={busy}
                 aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}

@@ -4,6 +4,7 @@
  */
 import { useEffect, useId, useRef, useState } from 'react';
 import { ErrorNotice } from './error-notice';
+import { useFocusReturn } from './use-focus-return';
 
 export function Confirm(props: {
   title: string;
@@ -17,21 +18,15 @@ export function Confirm(props: {
   const [error, setError] = useState<unknown>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
   useEffect(() => cancelRef.current?.focus(), []);
-  const confirmRef = useRef<HTMLButtonElement>(null);
   // The buttons are disabled while the action runs (the focus leaves them): a failure gives it back.
-  const failed = useRef(false);
-  useEffect(() => {
-    if (busy || !failed.current) return;
-    failed.current = false;
-    confirmRef.current?.focus();
-  }, [busy]);
+  const confirmFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const confirm = async () => {
     setBusy(true);
     setError(null);
     try {
       await props.onConfirm();
     } catch (failure) {
-      failed.current = true;
+      confirmFocus.arm();
       setError(failure);
       setBusy(false);
     }
@@ -54,7 +49,7 @@ export function Confirm(props: {
       <p>{props.body}</p>
       <ErrorNotice error={error} />
       <div className="actions">
-        <button type="button" className="danger" ref={confirmRef} onClick={() => void confirm()} disabled={busy}>
+        <button type="button" className="danger" ref={confirmFocus.ref} onClick={() => void confirm()} disabled={busy}>
           {props.confirmLabel}
         </button>
         <button type="button" ref={cancelRef} onClick={props.onCancel} disabled={busy}>

@@ -1,9 +1,10 @@
 /** Apps: the OAuth authorizations of the account (each one a key issued to an app), with revoke. */
-import { useEffect, useRef, useState } from 'react';
+import { useRef, useState } from 'react';
 import { api } from '../api/client';
 import type { AppAuthorization } from '../api/types';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { useLoader } from '../components/use-loader';
 import { formatDate, formatLimit } from '../format';
 
@@ -12,13 +13,7 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
   const [confirming, setConfirming] = useState(false);
   const name = a.app.name || a.app.origin;
   // A confirmation closed without revoking gives the focus back to the button that opened it.
-  const revokeButton = useRef<HTMLButtonElement>(null);
-  const cancelled = useRef(false);
-  useEffect(() => {
-    if (confirming || !cancelled.current) return;
-    cancelled.current = false;
-    revokeButton.current?.focus();
-  }, [confirming]);
+  const revokeFocus = useFocusReturn<HTMLButtonElement>(!confirming);
   return (
     <tr aria-label={`App ${name}`}>
       <td data-label="App">
@@ -45,7 +40,7 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
               props.onRevoked();
             }}
             onCancel={() => {
-              cancelled.current = true;
+              revokeFocus.arm();
               setConfirming(false);
             }}
           />
@@ -53,7 +48,7 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
           <button
             type="button"
             className="danger"
-            ref={revokeButton}
+            ref={revokeFocus.ref}
             onClick={() => setConfirming(true)}
             aria-label={`Revoke ${name}`}
           >

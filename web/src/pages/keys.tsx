@@ -4,6 +4,7 @@ import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { useLoader } from '../components/use-loader';
 import { formatDate, formatLimit, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
@@ -144,17 +145,11 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
   });
 
   // Disable/Enable is disabled while its change runs (the focus leaves it): it gets the focus back.
-  const toggleButton = useRef<HTMLButtonElement>(null);
-  const toggled = useRef(false);
-  useEffect(() => {
-    if (busy || !toggled.current) return;
-    toggled.current = false;
-    toggleButton.current?.focus();
-  }, [busy]);
+  const toggleFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const toggle = async () => {
     setBusy(true);
     setError(null);
-    toggled.current = true;
+    toggleFocus.arm();
     try {
       await api('PATCH', `/keys/${key.hash}`, { disabled: !key.disabled });
       props.onChanged();
@@ -253,7 +248,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
             {key.compromised ? null : (
               <button
                 type="button"
-                ref={toggleButton}
+                ref={toggleFocus.ref}
                 onClick={() => void toggle()}
                 disabled={busy}
                 aria-label={`${key.disabled ? 'Enable' : 'Disable'} ${key.name}`}

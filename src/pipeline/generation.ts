@@ -85,9 +85,11 @@ interface SegmentCharge {
  * The same cap bounds a count past any the endpoint can produce (a provider's bug: 1e30).
  */
 export function chargedCompletionTokens(segment: EarlierSegment): { tokens: number; overLimit: number } {
-  const counted = completionCounted(segment)
-    ? segment.usage!.completionTokens
-    : estimateCompletionTokens(segment.completionText);
+  const usage = segment.usage;
+  const counted =
+    usage !== null && completionCounted(segment)
+      ? usage.completionTokens
+      : estimateCompletionTokens(segment.completionText);
   const limit = Math.min(segment.completionLimit, tokenBound(segment.served));
   return counted > limit ? { tokens: limit, overLimit: counted - limit } : { tokens: counted, overLimit: 0 };
 }

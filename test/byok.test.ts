@@ -48,6 +48,16 @@ function withRecorder(upstream: RecordingUpstream) {
       context_length: 8192,
       endpoints: [{ provider: 'rec', model: 'rec-model', pricing: { prompt: '0.000001', completion: '0.000002' } }],
     });
+    // Shared capacity elsewhere is cheaper (so ordered first), the own key's provider second.
+    file.models.push({
+      id: 'test/mixed',
+      name: 'Mixed',
+      context_length: 8192,
+      endpoints: [
+        { provider: 'mock-b', model: 'mock-chat', pricing: { prompt: '0.0000005', completion: '0.000001' } },
+        { provider: 'rec', model: 'rec-model', pricing: { prompt: '0.000001', completion: '0.000002' } },
+      ],
+    });
   };
 }
 
@@ -163,6 +173,31 @@ describe.each(STORE_TARGETS)('BYOK on $name', (target) => {
     const after = await gw.admin('GET', `/accounts/${accountId}`);
     expect(units(before.json.data.balance) - units(after.json.data.balance)).toBe(FEE_UNITS);
     await call(gw, 'DELETE', `/byok/${created.json.data.id}`, manager);
+  });
+
+  it('tries the own key before cheaper shared capacity of another provider (OpenRouter: own keys first)', async () => {
+    const created = await call(gw, 'POST', '/byok', manager, { provider: 'rec', key: OWN_KEY });
+    try {
+      upstream.seenKeys.length = 0;
+      const answer = await chat(gw, inference.key, {
+        model: 'test/mixed',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.json.provider).toBe('Recorder');
+      expect(upstream.seenKeys).toEqual([OWN_KEY]);
+      expect(answer.json.usage.is_byok).toBe(true);
+      expect(units(answer.json.usage.cost)).toBe(FEE_UNITS);
+    } finally {
+      await call(gw, 'DELETE', `/byok/${created.json.data.id}`, manager);
+    }
+
+    // Without an own key the cheaper shared endpoint serves, as before.
+    upstream.seenKeys.length = 0;
+    const shared = await chat(gw, inference.key, { model: 'test/mixed', messages: [{ role: 'user', content: 'hi' }] });
+    expect(shared.status).toBe(200);
+    expect(upstream.seenKeys).toEqual([]);
+    expect(shared.json.usage.is_byok).toBe(false);
   });
 
   it('fails over from a rejected own key to shared capacity, billed at list price', async () => {

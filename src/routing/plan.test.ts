@@ -3,6 +3,7 @@ import { TollgateError } from '../core/errors.js';
 import { buildCatalog } from './catalog.js';
 import { HealthRegistry } from './health.js';
 import { planAttempts, type ProviderPreferences } from './plan.js';
+import type { ByokCredential } from './byok-credentials.js';
 
 const timeouts = { connect_ms: 1, first_token_ms: 1, idle_ms: 1, response_ms: 1 };
 const provider = (id: string) => ({
@@ -264,5 +265,91 @@ describe('planAttempts', () => {
       'catalog.unknown_model',
       'x/nope',
     );
+  });
+});
+
+describe('planAttempts with the caller’s own provider keys (BYOK)', () => {
+  const byokCatalog = buildCatalog({
+    providers: [
+      { ...provider('a'), api_key: 'op-a', byok: true },
+      { ...provider('b'), api_key: 'op-b', byok: true },
+      provider('c'),
+    ],
+    models: [
+      // Shared capacity cheapest first: c, a, b.
+      model('x/m', [
+        endpoint('b', '0.000003', '0.000003'),
+        endpoint('c', '0.000001', '0.000001'),
+        endpoint('a', '0.000002', '0.000002'),
+      ]),
+      model('x/other', [endpoint('c', '0.000001', '0.000001'), endpoint('b', '0.000002', '0.000002')]),
+    ],
+  });
+  const own = (id: string, providerId: string, extra: Partial<ByokCredential> = {}): ByokCredential => ({
+    id,
+    provider: providerId,
+    apiKey: `sk-${id}`,
+    isFallback: false,
+    isRequired: false,
+    sortOrder: 0,
+    allowedModels: null,
+    allowedKeyHashes: null,
+    ...extra,
+  });
+  const attempts = (plan: ReturnType<typeof planAttempts>) =>
+    plan.map((p) => `${p.model.id}@${p.endpoint.provider.id}${p.byok ? `+${p.byok.id}` : ''}`);
+
+  it('tries every own key before any shared capacity, wherever its provider stands in the order', () => {
+    expect(attempts(planAttempts(byokCatalog, { model: 'x/m', byok: [own('kb', 'b')] }, anyKey))).toEqual([
+      'x/m@b+kb',
+      'x/m@c',
+      'x/m@a',
+      'x/m@b',
+    ]);
+    // An explicit provider order does not put shared capacity before an own key either.
+    expect(
+      attempts(
+        planAttempts(byokCatalog, { model: 'x/m', byok: [own('kb', 'b')], provider: { order: ['c', 'a'] } }, anyKey),
+      ),
+    ).toEqual(['x/m@b+kb', 'x/m@c', 'x/m@a', 'x/m@b']);
+  });
+
+  it('orders several own keys as the endpoints are ordered, then by their sort order', () => {
+    const keys = [own('kb', 'b'), own('ka2', 'a', { sortOrder: 2 }), own('ka1', 'a', { sortOrder: 1 })];
+    expect(attempts(planAttempts(byokCatalog, { model: 'x/m', byok: keys }, anyKey))).toEqual([
+      'x/m@a+ka1',
+      'x/m@a+ka2',
+      'x/m@b+kb',
+      'x/m@c',
+      'x/m@a',
+      'x/m@b',
+    ]);
+  });
+
+  it('puts fallback own keys after all shared capacity and drops a required key’s shared endpoint only', () => {
+    expect(
+      attempts(
+        planAttempts(
+          byokCatalog,
+          { model: 'x/m', byok: [own('ka', 'a', { isFallback: true }), own('kb', 'b', { isRequired: true })] },
+          anyKey,
+        ),
+      ),
+    ).toEqual(['x/m@b+kb', 'x/m@c', 'x/m@a', 'x/m@a+ka']);
+  });
+
+  it('keeps the caller’s order of models: a later model’s own key waits for the first model’s attempts', () => {
+    expect(
+      attempts(planAttempts(byokCatalog, { model: 'x/m', models: ['x/other'], byok: [own('kb', 'b')] }, anyKey)),
+    ).toEqual(['x/m@b+kb', 'x/m@c', 'x/m@a', 'x/m@b', 'x/other@b+kb', 'x/other@c', 'x/other@b']);
+  });
+
+  it('never uses a stored key of a provider without byok, nor one limited to other models', () => {
+    const keys = [own('kc', 'c'), own('kb', 'b', { allowedModels: new Set(['x/other']) })];
+    expect(attempts(planAttempts(byokCatalog, { model: 'x/m', byok: keys }, anyKey))).toEqual([
+      'x/m@c',
+      'x/m@a',
+      'x/m@b',
+    ]);
   });
 });

@@ -251,18 +251,27 @@ function order(
 }
 
 /**
- * One endpoint's attempts: the caller's own keys for its provider first, shared capacity, then
- * fallback own keys. Under a privacy preference (`data_collection: deny`, `zdr`) the own keys are not
- * used: the operator's declaration covers its own account with the provider, and the caller's account
- * runs under terms nobody declared — so an own key that is required leaves nothing of the endpoint.
+ * One endpoint's attempts in three groups: the caller's own keys for its provider that go first, its
+ * shared capacity, and the own keys marked `is_fallback`. The plan puts every endpoint's first group
+ * before any endpoint's shared capacity (OpenRouter: own keys are tried first, wherever their provider
+ * stands in the order), and the fallback keys after all of it. Under a privacy preference
+ * (`data_collection: deny`, `zdr`) the own keys are not used: the operator's declaration covers its
+ * own account with the provider, and the caller's account runs under terms nobody declared — so an own
+ * key that is required leaves nothing of the endpoint.
  */
+interface EndpointAttempts {
+  own: PlannedAttempt[];
+  shared: PlannedAttempt[];
+  fallback: PlannedAttempt[];
+}
+
 function withByok(
   model: CatalogModel,
   endpoint: CatalogEndpoint,
   byok: readonly ByokCredential[],
   filters: Filters,
   why: Exclusions,
-): PlannedAttempt[] {
+): EndpointAttempts {
   const shared: PlannedAttempt = {
     model,
     endpoint,
@@ -278,13 +287,13 @@ function withByok(
         (!c.allowedModels || c.allowedModels.has(model.id)),
     )
     .sort((a, b) => a.sortOrder - b.sortOrder);
-  if (own.length === 0) return [shared];
+  if (own.length === 0) return { own: [], shared: [shared], fallback: [] };
   if (filters.privacy !== null) {
-    if (!own.some((c) => c.isRequired)) return [shared];
+    if (!own.some((c) => c.isRequired)) return { own: [], shared: [shared], fallback: [] };
     why.add(
       `${filters.privacy} excludes your own key for ${endpoint.provider.id} (its data policy is not declared), which is required`,
     );
-    return [];
+    return { own: [], shared: [], fallback: [] };
   }
   const attempt = (c: ByokCredential): PlannedAttempt => ({
     model,
@@ -292,12 +301,11 @@ function withByok(
     healthKey: `${shared.healthKey}|byok:${c.id}`,
     byok: c,
   });
-  const required = own.some((c) => c.isRequired);
-  return [
-    ...own.filter((c) => !c.isFallback).map(attempt),
-    ...(required ? [] : [shared]),
-    ...own.filter((c) => c.isFallback).map(attempt),
-  ];
+  return {
+    own: own.filter((c) => !c.isFallback).map(attempt),
+    shared: own.some((c) => c.isRequired) ? [] : [shared],
+    fallback: own.filter((c) => c.isFallback).map(attempt),
+  };
 }
 
 export function planAttempts(
@@ -326,9 +334,11 @@ export function planAttempts(
   for (const { model, sort } of permitted) {
     // A variant's order applies to its model, unless the caller chose one (`provider.sort`).
     const ordering = sort === null || filters.prefs.sort ? filters : { ...filters, prefs: { ...filters.prefs, sort } };
-    for (const endpoint of order(model, eligible(model, filters, allowedProviders, why), ordering, health, now)) {
-      plan.push(...withByok(model, endpoint, input.byok ?? [], filters, why));
-    }
+    const attempts = order(model, eligible(model, filters, allowedProviders, why), ordering, health, now).map(
+      (endpoint) => withByok(model, endpoint, input.byok ?? [], filters, why),
+    );
+    // Per model (the caller's order of models comes first): own keys, shared capacity, fallback own keys.
+    for (const group of ['own', 'shared', 'fallback'] as const) for (const a of attempts) plan.push(...a[group]);
   }
   if (plan.length === 0) {
     const reasons = [...why.reasons];

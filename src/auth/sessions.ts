@@ -54,8 +54,12 @@ export class SessionService {
     private readonly now: () => number,
   ) {}
 
-  /** A new session for the account: the cookie token (shown once, to the browser) and its view. */
-  async create(accountId: string): Promise<{ token: string; active: ActiveSession }> {
+  /**
+   * A new session for the account: the cookie token (shown once, to the browser) and its view.
+   * `passwordHash` is the hash the caller checked the password against (or just stored): when the
+   * account's password changed since, no session is made (`auth.invalid_credentials`).
+   */
+  async create(accountId: string, passwordHash: string): Promise<{ token: string; active: ActiveSession }> {
     const now = this.now();
     if (now - this.lastSweep >= SWEEP_EVERY_MS) {
       this.lastSweep = now;
@@ -71,7 +75,9 @@ export class SessionService {
       expiresAt: now + this.policy.absoluteMs,
       revokedAt: null,
     };
-    await this.store.insertSession(session);
+    // The password this sign-in proved was replaced while it ran: the new one ended every session.
+    if (!(await this.store.insertSession(session, passwordHash)))
+      throw new TollgateError('auth.invalid_credentials', 'Invalid e-mail or password');
     return { token, active: this.view(session, token) };
   }
 

@@ -77,16 +77,20 @@ export async function signIn(
   const ok = account?.passwordHash
     ? await verifyPassword(input.password, account.passwordHash)
     : await burnPasswordCheck(input.password);
-  if (!account || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
+  if (!account?.passwordHash || !ok) throw new TollgateError('auth.invalid_credentials', INVALID);
   await attempt.succeeded();
   await accountAuth.rememberSignInAddress(
     account.id,
     familiarAddressTag(account.id, attempt.addressSubject),
     deps.now(),
   );
-  if (account.passwordHash && needsRehash(account.passwordHash))
-    await deps.store.accountAuth.setPassword(account.id, await hashPassword(input.password), deps.now());
-  const { token, active } = await deps.sessions.create(account.id);
+  let checked = account.passwordHash;
+  if (needsRehash(checked)) {
+    const rehashed = await hashPassword(input.password);
+    // Only over the hash just checked: a password set meanwhile stays (and this sign-in then fails).
+    if (await accountAuth.rehashPassword(account.id, checked, rehashed)) checked = rehashed;
+  }
+  const { token, active } = await deps.sessions.create(account.id, checked);
   return { account, token, active };
 }
 
@@ -111,13 +115,14 @@ export async function signUp(
 ): Promise<SignedIn> {
   assertSignUpOpen(deps);
   await deps.guard.signUp(clientAddress);
+  const passwordHash = await hashPassword(input.password);
   const account = await deps.store.createAccount({
     id: newAccountId(),
     email: input.email,
-    passwordHash: await hashPassword(input.password),
+    passwordHash,
     createdAt: deps.now(),
   });
-  const { token, active } = await deps.sessions.create(account.id);
+  const { token, active } = await deps.sessions.create(account.id, passwordHash);
   return { account, token, active };
 }
 

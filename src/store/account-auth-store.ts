@@ -68,7 +68,17 @@ export interface AccountAuthStore {
   /** Sum of the account's `grant` credit entries. */
   totalGranted(accountId: string): Promise<Units>;
 
-  insertSession(session: SessionRecord): Promise<void>;
+  /**
+   * Replaces the password hash only while it is still `oldHash` (a sign-in upgrading the hash of the
+   * password it just checked must not undo a password set meanwhile); reset links stay as they are.
+   */
+  rehashPassword(accountId: string, oldHash: string, newHash: string): Promise<boolean>;
+  /**
+   * Inserts the session only while the account's password hash is still `passwordHash` — the one the
+   * sign-in checked — taking the account row's lock first, so a password set (reset, change, operator)
+   * either comes after and ends it, or came before and it is not created. False: not created.
+   */
+  insertSession(session: SessionRecord, passwordHash: string): Promise<boolean>;
   getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null>;
   touchSession(id: string, lastSeenAt: number): Promise<void>;
   /** False when it was already revoked or does not exist. */

@@ -114,16 +114,35 @@ export class SqlAccountAuthStore implements AccountAuthStore {
     return row ? asBigInt(row.total) : 0n;
   }
 
-  async insertSession(session: SessionRecord): Promise<void> {
-    await this.driver.run(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ${placeholderTuple(7)}`, [
-      session.id,
-      session.tokenHash,
-      session.accountId,
-      session.createdAt,
-      session.lastSeenAt,
-      session.expiresAt,
-      session.revokedAt,
+  async rehashPassword(accountId: string, oldHash: string, newHash: string): Promise<boolean> {
+    const result = await this.driver.run('UPDATE accounts SET password_hash = ? WHERE id = ? AND password_hash = ?', [
+      newHash,
+      accountId,
+      oldHash,
     ]);
+    return result.changes > 0;
+  }
+
+  insertSession(session: SessionRecord, passwordHash: string): Promise<boolean> {
+    return this.driver.transaction(async (tx) => {
+      // The account row's lock (PostgreSQL; SQLite runs one writer at a time): a password set in
+      // flight — which updates this row before it revokes the account's sessions — is waited for and
+      // then seen below; one that comes later waits for this insert and revokes the session with the rest.
+      const locked = await tx.run('UPDATE accounts SET id = id WHERE id = ?', [session.accountId]);
+      if (locked.changes === 0) return false;
+      const [row] = await tx.all('SELECT password_hash FROM accounts WHERE id = ?', [session.accountId]);
+      if (!row || asNullableString(row.password_hash) !== passwordHash) return false;
+      await tx.run(`INSERT INTO sessions (${SESSION_COLUMNS}) VALUES ${placeholderTuple(7)}`, [
+        session.id,
+        session.tokenHash,
+        session.accountId,
+        session.createdAt,
+        session.lastSeenAt,
+        session.expiresAt,
+        session.revokedAt,
+      ]);
+      return true;
+    });
   }
 
   async getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null> {

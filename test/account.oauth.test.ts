@@ -150,7 +150,7 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
     );
   });
 
-  it('plain PKCE and no PKCE both work; a code made without PKCE refuses a claimed method (400)', async () => {
+  it('plain PKCE and no PKCE both work; a code made without PKCE refuses a claimed method (400) and a verifier (403)', async () => {
     const verifier = 'a-plain-verifier-that-is-long-enough-0123456789';
     const plain = await owner.oAuth.createAuthCode({
       requestBody: { callbackUrl: 'http://localhost:3000/cb', codeChallenge: verifier, codeChallengeMethod: 'plain' },
@@ -175,6 +175,12 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
         }),
       ),
     ).toMatchObject({ status: 400 });
+    // A verifier for a code issued without a challenge is a PKCE downgrade (RFC 9700 §2.1.1): 403.
+    expect(
+      await refusal(
+        app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id, codeVerifier: verifier } }),
+      ),
+    ).toMatchObject({ status: 403 });
     const key = (await app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id } })).key;
     expect((await call(gw, 'GET', '/key', { key })).status).toBe(200);
     // Without key_label, the app's title header names it (the SDK's `appTitle` option).

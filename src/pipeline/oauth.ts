@@ -251,6 +251,12 @@ export async function exchangeCode(
     ) {
       throw new TollgateError('oauth.invalid_code', INVALID_CODE);
     }
+  } else if (input.code_verifier !== undefined) {
+    // A verifier for a code issued without a challenge (RFC 9700 §2.1.1): the client started with
+    // PKCE, so this code is not the one its authorization request produced — one injected by an
+    // attacker, or its challenge stripped on the way. Exchanged, it would put the app's traffic on
+    // someone else's account.
+    throw new TollgateError('oauth.invalid_code', INVALID_CODE);
   }
   const account = await deps.store.getAccount(record.accountId);
   if (!account) throw new TollgateError('oauth.invalid_code', INVALID_CODE);

@@ -61,6 +61,12 @@ interface SegmentResult {
 /** What the caller has received so far, across segments. */
 interface Progress {
   content: string;
+  /**
+   * What the caller has is one choice's text (and reasoning) alone, which a continuation's prefill can
+   * carry on: tool calls (the continuation would number its own from 0 again, onto the caller's), a
+   * refusal or a second choice cannot be continued, so a break after them ends in the in-band error.
+   */
+  continuable: boolean;
   finishReason: string | null;
   nativeFinishReason: string | null;
   fingerprint: string | null;
@@ -79,7 +85,13 @@ export async function relayStream(
   /** Who the chunks name: the endpoint serving now (after a continuation, the one that continued). */
   let identity = identityOf(ctx, outcome.served, outcome.startedAt);
   const firstIdentity = identity;
-  const progress: Progress = { content: '', finishReason: null, nativeFinishReason: null, fingerprint: null };
+  const progress: Progress = {
+    content: '',
+    continuable: true,
+    finishReason: null,
+    nativeFinishReason: null,
+    fingerprint: null,
+  };
   const attempts = [...outcome.attempts];
   const earlier: EarlierSegment[] = [];
   let segment: Segment = {
@@ -130,7 +142,13 @@ export async function relayStream(
   const extraHolds: Hold[] = [];
   try {
     result = await pump(deps, ctx, segment, progress, sink, identity, checkpoints.observe);
-    while (deps.continuation && result.fault && !result.cancelled && result.content.length > 0) {
+    while (
+      deps.continuation &&
+      result.fault &&
+      !result.cancelled &&
+      result.content.length > 0 &&
+      progress.continuable
+    ) {
       const spent = costSoFar([
         ...earlier,
         {
@@ -234,6 +252,14 @@ export async function relayStream(
 }
 
 /** Forwards one segment's events until it ends, and says how it ended. */
+/** Whether a chunk's choice leaves the answer one a prefill can continue (`Progress.continuable`). */
+function continuableDelta(choice: ChunkChoice): boolean {
+  const delta = choice.delta;
+  if (choice.index !== 0) return false;
+  if (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) return false;
+  return typeof delta.refusal !== 'string' || delta.refusal === '';
+}
+
 async function pump(
   deps: ChatDeps,
   ctx: ChatContext,
@@ -274,6 +300,7 @@ async function pump(
         progress.content += choice.delta.content;
       }
       result.generated += generatedText(choice.delta);
+      if (progress.continuable && !continuableDelta(choice)) progress.continuable = false;
       if (choice.finish_reason !== null) {
         finished = true;
         open.delete(choice.index);

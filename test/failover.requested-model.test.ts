@@ -33,6 +33,18 @@ const MODELS = [
     endpoints: [{ provider: 'mock', model: 'fo-b@status=500,failFirst=1', pricing: PRICE }],
   },
   {
+    id: 'fo/503-hint-once',
+    name: '503 with a 1 s Retry-After once',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'fo-f@status=503,retryAfter=1,failFirst=1', pricing: PRICE }],
+  },
+  {
+    id: 'fo/503-hint-long',
+    name: '503 with a 30 s Retry-After once',
+    context_length: 8192,
+    endpoints: [{ provider: 'mock', model: 'fo-g@status=503,retryAfter=30,failFirst=1', pricing: PRICE }],
+  },
+  {
     id: 'fo/reset-once',
     name: 'reset once',
     context_length: 8192,
@@ -106,6 +118,37 @@ describe('failover prefers the requested model', () => {
     expect(r.json.model).toBe('fo/500-once');
     expect(await responses(r.json.id)).toEqual([
       ['Mock', 500],
+      ['Mock', 200],
+    ]);
+  }, 15_000);
+
+  it('a 503 saying when it will be back is retried after that time, not after the backoff', async () => {
+    const started = Date.now();
+    const r = await chat(gw, key, {
+      model: 'fo/503-hint-once',
+      models: ['fo/503-hint-once', 'test/chat'],
+      messages: MESSAGES,
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.model).toBe('fo/503-hint-once');
+    expect(await responses(r.json.id)).toEqual([
+      ['Mock', 503],
+      ['Mock', 200],
+    ]);
+    // The retry came after the hint (1 s), not after the ~250 ms backoff of a 5xx without one.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  }, 15_000);
+
+  it('a 503 whose Retry-After is past max_retry_wait_ms is not asked again: the fallback model answers', async () => {
+    const r = await chat(gw, key, {
+      model: 'fo/503-hint-long',
+      models: ['fo/503-hint-long', 'test/chat'],
+      messages: MESSAGES,
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.model).toBe('test/chat');
+    expect(await responses(r.json.id)).toEqual([
+      ['Mock', 503],
       ['Mock', 200],
     ]);
   }, 15_000);

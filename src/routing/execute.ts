@@ -3,8 +3,8 @@
  * tries per endpoint, and a time budget. Failover happens only while nothing of the answer has
  * reached the caller (for streams: until the first content event).
  *
- * The model the caller asked for comes first: a transient failure of it (a 5xx, a reset, a 429 whose
- * Retry-After fits `max_retry_wait_ms`) is retried on that model — its other providers first, then the
+ * The model the caller asked for comes first: a transient failure of it (a 5xx, a reset, a 429 — any
+ * of them with a Retry-After that fits `max_retry_wait_ms`) is retried on that model — its other providers first, then the
  * failed endpoint after a jittered backoff or the hint — before any fallback model in `models` is
  * used. A model is left for the next one only when it is really unavailable: every endpoint of it
  * tried as often as allowed, behind an open breaker, rate-limited for longer than we wait, or its
@@ -300,8 +300,9 @@ async function loop<T>(
     if (failure.type === 'not_found') {
       // The endpoint does not serve the model: asking it again cannot help.
       pick.exhausted = true;
-    } else if (failure.type === 'rate_limited' && failure.retryAfterMs !== null) {
-      // Honour the hint: come back only after it, and only if waiting that long is acceptable.
+    } else if (failure.retryAfterMs !== null) {
+      // Honour the hint — a 429's, or a 503/529 saying when it will be back: come back only after it,
+      // and only if waiting that long is acceptable.
       if (failure.retryAfterMs > policy.maxRetryWaitMs || ended + failure.retryAfterMs > deadline)
         pick.exhausted = true;
       else pick.notBefore = retryAt(pick, failure.retryAfterMs, ended);

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_SUPPORTED_PARAMETERS, type Config, type ModelConfig, type ProviderConfig } from '../config/schema.js';
 import { isZeroPrice, parsePricePerToken, type TokenPrices } from '../core/money.js';
+import { unsentParameters } from '../providers/registry.js';
 import type { ProviderKind } from '../providers/types.js';
 
 export interface CatalogProvider {
@@ -129,6 +130,16 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
   };
 }
 
+/**
+ * What an endpoint supports: what its config declares (or the default list), less what its provider
+ * kind's translation never sends — an Anthropic endpoint listing `response_format` would let
+ * `require_parameters` route a structured-output request to it and answer prose.
+ */
+function supportedBy(kind: ProviderKind, declared: readonly string[]): readonly string[] {
+  const unsent = unsentParameters(kind);
+  return unsent.length === 0 ? declared : declared.filter((name) => !unsent.includes(name));
+}
+
 function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProvider>, bootTime: number): CatalogModel {
   const endpoints = config.endpoints.map((endpoint): CatalogEndpoint => {
     const provider = providers.get(endpoint.provider);
@@ -151,7 +162,10 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
       contextLength: endpoint.context_length ?? config.context_length,
       maxCompletionTokens: endpoint.max_completion_tokens,
       quantization: endpoint.quantization,
-      supportedParameters: endpoint.supported_parameters ?? config.supported_parameters ?? DEFAULT_SUPPORTED_PARAMETERS,
+      supportedParameters: supportedBy(
+        provider.kind,
+        endpoint.supported_parameters ?? config.supported_parameters ?? DEFAULT_SUPPORTED_PARAMETERS,
+      ),
       supportsPrefill: endpoint.supports_prefill,
       timeouts: Object.freeze({ ...provider.timeouts, ...config.timeouts, ...endpoint.timeouts }),
       limits: capacityOf(endpoint.limits),

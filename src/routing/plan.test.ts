@@ -353,3 +353,61 @@ describe('planAttempts with the caller’s own provider keys (BYOK)', () => {
     ]);
   });
 });
+
+function withoutModelParameters<T extends { supported_parameters?: string[] }>(config: T): T {
+  const { supported_parameters: _ignored, ...rest } = config;
+  return rest as T;
+}
+
+describe('parameters a provider kind never sends', () => {
+  const mixed = buildCatalog({
+    providers: [
+      { ...provider('anth'), kind: 'anthropic' as const },
+      { ...provider('gem'), kind: 'gemini' as const },
+      provider('oai'),
+    ],
+    models: [
+      // No model-level list: each endpoint its own, or the default list.
+      withoutModelParameters(
+        model('x/m', [
+          // The operator lists response_format and seed for the Anthropic endpoint too.
+          endpoint('anth', '0.000001', '0.000001', ['max_tokens', 'temperature', 'response_format', 'seed', 'tools']),
+          endpoint('gem', '0.000002', '0.000002'),
+          endpoint('oai', '0.000003', '0.000003'),
+        ]),
+      ),
+    ],
+  });
+  const supported = (id: string) =>
+    mixed.models.get('x/m')!.endpoints.find((e) => e.provider.id === id)!.supportedParameters;
+
+  it('are not among an endpoint’s supported parameters, declared or by default', () => {
+    expect(supported('anth')).toEqual(['max_tokens', 'temperature', 'tools']);
+    expect(supported('gem')).toContain('response_format');
+    expect(supported('gem')).toContain('seed');
+    expect(supported('oai')).toContain('response_format');
+  });
+
+  it('so require_parameters routes a structured-output request past the Anthropic endpoint', () => {
+    const plan = planAttempts(
+      mixed,
+      { model: 'x/m', provider: { require_parameters: true }, requestedParameters: ['response_format', 'seed'] },
+      anyKey,
+    );
+    expect(ids(plan)).toEqual(['x/m@gem', 'x/m@oai']);
+    expectError(
+      () =>
+        planAttempts(
+          mixed,
+          {
+            model: 'x/m',
+            provider: { require_parameters: true, only: ['anth'] },
+            requestedParameters: ['response_format'],
+          },
+          anyKey,
+        ),
+      'routing.no_endpoint',
+      'anth does not support response_format',
+    );
+  });
+});

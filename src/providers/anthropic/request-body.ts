@@ -13,6 +13,21 @@ export const DEFAULT_ANTHROPIC_MAX_TOKENS = 4096;
 
 const SAMPLING = ['temperature', 'top_p', 'top_k'] as const;
 
+/**
+ * OpenAI-format parameters this translation never sends: an Anthropic endpoint does not support them,
+ * whatever the config lists (routing/catalog.ts), so `provider.require_parameters` routes elsewhere.
+ */
+export const ANTHROPIC_UNSENT_PARAMETERS = [
+  'seed',
+  'frequency_penalty',
+  'presence_penalty',
+  'repetition_penalty',
+  'logit_bias',
+  'logprobs',
+  'top_logprobs',
+  'response_format',
+] as const;
+
 export function toAnthropicBody(
   body: Record<string, unknown>,
   model: string,

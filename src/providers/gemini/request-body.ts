@@ -25,6 +25,9 @@ const GENERATION_NUMBERS = [
   ['frequency_penalty', 'frequencyPenalty'],
 ] as const;
 
+/** OpenAI-format parameters this translation never sends (see `ANTHROPIC_UNSENT_PARAMETERS`). */
+export const GEMINI_UNSENT_PARAMETERS = ['repetition_penalty', 'logit_bias', 'logprobs', 'top_logprobs'] as const;
+
 export function toGeminiBody(body: Record<string, unknown>): Record<string, unknown> {
   const { systemInstruction, contents } = toGeminiPrompt(body.messages);
   const out: Record<string, unknown> = { contents };

@@ -42,11 +42,11 @@ describe('answers to streamed requests, before and after the stream starts', () 
     expect(streamed.headers['cache-control']).toBe('no-store');
   });
 
-  it('a stream carries nosniff and no-cache', async () => {
+  it('a stream carries nosniff and no-store, as every authenticated answer', async () => {
     const streamed = await post({ model: 'test/chat', messages: [{ role: 'user', content: 'hi' }], stream: true });
     expect(streamed.status).toBe(200);
     expect(streamed.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(streamed.headers['x-content-type-options']).toBe('nosniff');
-    expect(streamed.headers['cache-control']).toBe('no-cache');
+    expect(streamed.headers['cache-control']).toBe('no-store');
   });
 });

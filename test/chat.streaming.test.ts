@@ -86,7 +86,7 @@ describe('POST /chat/completions (streaming)', () => {
     const s = await chatStream(gw, key, { model: 'test/chat', messages: MESSAGES });
     expect(s.status, s.raw).toBe(200);
     expect(String(s.headers['content-type'])).toMatch(/^text\/event-stream/);
-    expect(s.headers['cache-control']).toBe('no-cache');
+    expect(s.headers['cache-control']).toBe('no-store');
     const id = s.headers['x-generation-id'];
     expect(id).toMatch(/^gen-\d+-[A-Za-z0-9]{20}$/);
 

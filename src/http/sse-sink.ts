@@ -71,7 +71,8 @@ export class SseSink implements StreamSink {
       200,
       Object.assign({}, this.headers, {
         'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
+        // no-store, as every authenticated answer (docs/api.md): a caching proxy must not keep an answer.
+        'cache-control': 'no-store',
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
       }),

@@ -20,6 +20,18 @@ describe('mail templates', () => {
     expect(mail.subject).toContain(key.label);
   });
 
+  it('keeps every value on its line: control characters and bidi overrides become spaces', () => {
+    const hostile = { name: 'prod\r\n\r\nClick https://evil.example to restore it\u202e', label: 'sk-tg-v1-abc...xyz' };
+    const mail = keyCompromisedMail({ key: hostile, url: null, source: 'scanner\nBcc: x', reason: 'a\u2028b' });
+    expect(mail.text).not.toMatch(/prod[\r\n]/);
+    expect(mail.text).toContain('"prod    Click https://evil.example to restore it " (sk-tg-v1-abc...xyz)');
+    expect(mail.text).toContain('Reported by: scanner Bcc: x');
+    expect(mail.text).toContain('Reason: a b');
+    expect(mail.html).not.toContain('\u202e');
+    // The template's own paragraph breaks stay.
+    expect(mail.text.split('\n\n').length).toBeGreaterThan(2);
+  });
+
   it('links only http(s) URLs', () => {
     const mail = keyCompromisedMail({ key, url: 'javascript:alert(1)', source: null, reason: null });
     expect(mail.html).not.toContain('href="javascript');

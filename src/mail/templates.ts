@@ -21,7 +21,23 @@ export interface KeyNaming {
 type Part = string | { link: string };
 type Paragraph = Part[];
 
-function render(subject: string, paragraphs: Paragraph[]): RenderedMail {
+/**
+ * Control characters (line breaks included) and bidirectional overrides in a value — a key's name, a
+ * reporter's reason — become a space: a value cannot start a paragraph of its own in the text part
+ * ("Click here to restore your key") or reorder what the reader sees.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSAFE_IN_LINE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function inLine(value: string): string {
+  return value.replace(UNSAFE_IN_LINE, ' ');
+}
+
+function render(rawSubject: string, rawParagraphs: Paragraph[]): RenderedMail {
+  const subject = inLine(rawSubject);
+  const paragraphs = rawParagraphs.map((p) =>
+    p.map((part) => (typeof part === 'string' ? inLine(part) : { link: inLine(part.link) })),
+  );
   const text = paragraphs
     .map((p) => p.map((part) => (typeof part === 'string' ? part : part.link)).join(''))
     .join('\n\n');

@@ -220,6 +220,26 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
     for (const r of results.filter((r) => r.status !== 200)) expectError(r, 403, 'Invalid code or code_verifier');
   });
 
+  it('a code presented again with its verifier revokes the key it gave (RFC 6749 4.1.2); a wrong verifier revokes nothing', async () => {
+    const { codeChallenge, codeVerifier } = await app.oAuth.createSHA256CodeChallenge();
+    const { data } = await owner.oAuth.createAuthCode({
+      requestBody: { callbackUrl: CALLBACK, codeChallenge, codeChallengeMethod: 'S256' },
+    });
+    const exchange = (verifier: string) =>
+      call(gw, 'POST', '/auth/keys', { json: { code: data.id, code_verifier: verifier } });
+    const first = await exchange(codeVerifier);
+    expect(first.status, first.text).toBe(200);
+    const issued = first.json.key as string;
+    expect((await call(gw, 'GET', '/key', { key: issued })).status).toBe(200);
+    // Someone who saw only the used code cannot revoke the app's key.
+    expectError(await exchange('x'.repeat(43)), 403, 'Invalid code or code_verifier');
+    expect((await call(gw, 'GET', '/key', { key: issued })).status).toBe(200);
+    // The code and its verifier again: refused, and the key the first exchange gave is revoked.
+    expectError(await exchange(codeVerifier), 403, 'Invalid code or code_verifier');
+    expect((await call(gw, 'GET', '/key', { key: issued })).status).toBe(401);
+    expectError(await exchange(codeVerifier), 403, 'Invalid code or code_verifier');
+  });
+
   it('apps get integer ids: one per origin, stable, distinct under concurrent first sight', async () => {
     const origins = Array.from({ length: 6 }, (_, i) => `https://concurrent-${i}.example`);
     const created = await Promise.all(

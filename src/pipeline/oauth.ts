@@ -6,20 +6,23 @@
  * conditional update) and expire after 10 minutes.
  */
 import type { authorizationPreviewSchema } from './response-schemas.js';
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { appOriginOf, callbackWith, checkCallbackUrl } from '../auth/callback-url.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { CODE_TTL_MS, hashAuthorizationCode, newAuthorizationCode, PKCE_VALUE, verifierMatches } from '../auth/pkce.js';
 import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
-import { expiresAtSchema } from './key-management.js';
+import { deleteKey, expiresAtSchema } from './key-management.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { CodeChallengeMethod } from '../store/account-auth-store.js';
 import type { KeyRecord, Store } from '../store/types.js';
+import type { ChangeBus } from '../core/change-bus.js';
 
 export interface OAuthDeps {
   store: Store;
+  /** Where a key revoked because its code was replayed is announced (caches of every process). */
+  bus: ChangeBus;
   now(): number;
 }
 
@@ -229,6 +232,23 @@ export async function decide(
 
 const INVALID_CODE = 'Invalid code or code_verifier';
 
+/**
+ * The id of the grant a code's exchange makes, derived from the code's hash (one way: the id, shown
+ * under Apps, reveals nothing of the code), so a replay of the code finds the key it gave.
+ */
+export function grantIdOf(codeHash: string): string {
+  return `auth_${createHash('sha256').update('tollgate-grant\0').update(codeHash).digest('hex').slice(0, 24)}`;
+}
+
+async function revokeKeyOfCode(deps: OAuthDeps, codeHash: string, accountId: string): Promise<void> {
+  const grant = await deps.store.accountAuth.getGrant(grantIdOf(codeHash));
+  if (!grant || grant.accountId !== accountId) return; // voided unexchanged, or the key is gone already
+  await deleteKey(deps, accountId, grant.key.hash).catch((error: unknown) => {
+    // Deleted meanwhile (revoked by the holder, or by a concurrent replay): nothing left to revoke.
+    if (!(error instanceof TollgateError && error.code === 'resource.not_found')) throw error;
+  });
+}
+
 /** `POST /auth/keys`: the code and verifier → a new inference key of the holder's account (plaintext once). */
 export async function exchangeCode(
   deps: OAuthDeps,
@@ -236,8 +256,9 @@ export async function exchangeCode(
 ): Promise<{ key: string; accountId: string }> {
   const codeHash = hashAuthorizationCode(input.code);
   const record = await deps.store.accountAuth.getOAuthCode(codeHash);
-  if (!record || record.usedAt !== null) throw new TollgateError('oauth.invalid_code', INVALID_CODE);
-  if (record.expiresAt <= deps.now()) throw new TollgateError('oauth.code_expired', 'Authorization code expired');
+  if (!record) throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+  if (record.usedAt === null && record.expiresAt <= deps.now())
+    throw new TollgateError('oauth.code_expired', 'Authorization code expired');
   const method = input.code_challenge_method ?? null;
   if (method !== null && method !== record.codeChallengeMethod) {
     throw invalid(
@@ -256,6 +277,13 @@ export async function exchangeCode(
     // PKCE, so this code is not the one its authorization request produced — one injected by an
     // attacker, or its challenge stripped on the way. Exchanged, it would put the app's traffic on
     // someone else's account.
+    throw new TollgateError('oauth.invalid_code', INVALID_CODE);
+  }
+  if (record.usedAt !== null) {
+    // Exchanged before — and presented again with its verifier (RFC 6749 §4.1.2, RFC 9700 §4.2.4):
+    // the code leaked to a second party, so the key it gave is revoked as well as this request
+    // refused. Not on a wrong verifier: whoever saw only a used code cannot revoke the app's key.
+    await revokeKeyOfCode(deps, codeHash, record.accountId);
     throw new TollgateError('oauth.invalid_code', INVALID_CODE);
   }
   const account = await deps.store.getAccount(record.accountId);
@@ -282,12 +310,7 @@ export async function exchangeCode(
     allowedProviders: null,
     compromisedAt: null,
   };
-  const redeemed = await deps.store.accountAuth.redeemOAuthCode(
-    codeHash,
-    now,
-    key,
-    `auth_${randomBytes(12).toString('hex')}`,
-  );
+  const redeemed = await deps.store.accountAuth.redeemOAuthCode(codeHash, now, key, grantIdOf(codeHash));
   if (!redeemed) {
     // Lost a race with another exchange of the same code, or it expired meanwhile.
     if (record.expiresAt <= now) throw new TollgateError('oauth.code_expired', 'Authorization code expired');

@@ -26,7 +26,7 @@ import { authorizationPreviewSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 export function registerOAuthRoutes(routes: RouteTable, services: Services): void {
-  const deps = { store: services.store, now: services.now };
+  const deps = { store: services.store, bus: services.bus, now: services.now };
 
   routes.add(
     'POST',

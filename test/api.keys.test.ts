@@ -260,6 +260,14 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     expectError(await keys('GET', `/${hash}`), 404);
     expectError(await keys('PATCH', `/${hash}`, { name: 'x' }), 404);
     expectError(await keys('DELETE', `/${hash}`), 404);
+    // A client that sends its JSON Content-Type on every request, with no body: still a delete.
+    const another = (await keys('POST', '', { name: 'doomed too' })).json.data.hash as string;
+    const withType = await call(gw, 'DELETE', `/keys/${another}`, {
+      key: management,
+      headers: { 'content-type': 'application/json', 'content-length': '0' },
+    });
+    expect(withType.status, withType.text).toBe(200);
+    expect(withType.json).toEqual({ deleted: true });
     const listed = await keys('GET', '?include_disabled=true');
     expect(listed.json.data.some((k: { hash: string }) => k.hash === hash)).toBe(false);
     expectError(await call(gw, 'GET', '/key', { key: created.json.key }), 401);

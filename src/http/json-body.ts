@@ -16,6 +16,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import { JsonShapeScanner, type JsonShapeLimits } from './json-shape-scanner.js';
 
+const BODILESS_METHODS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
 function carriesBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
   return (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
@@ -89,6 +91,12 @@ export function registerJsonBody(app: FastifyInstance, limits: JsonShapeLimits):
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
+    // No route reads a body on these methods: a client that sends its JSON Content-Type on every
+    // request (a session-wide default) with nothing after it sent no body.
+    if (bytes.length === 0 && BODILESS_METHODS.has(request.method)) {
+      done(null, undefined);
+      return;
+    }
     if (!isUtf8(bytes)) {
       done(new TollgateError('request.invalid_json', 'Request body is not valid UTF-8'), undefined);
       return;

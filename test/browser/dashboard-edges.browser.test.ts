@@ -321,4 +321,46 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await leakedRow.getByText('Compromised').waitFor();
     expect(await leakedRow.getByRole('button', { name: /^Enable / }).count()).toBe(0);
   });
+
+  it('limits below a cent are entered as the API takes them: a new key, and a reset change of one', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'tiny key', limit: 0.0002, limit_reset: 'daily' });
+    const p = await signedIn(holder, '/keys');
+    // Only the reset changes; the limit field keeps its 0.0002.
+    const row = p.getByRole('row', { name: 'Key tiny key' });
+    await row.getByRole('button', { name: 'Change the limit of tiny key' }).click();
+    await row.getByLabel('Limit resets').selectOption('monthly');
+    await row.getByRole('button', { name: 'Save limit' }).click();
+    await row.getByText('$0.0002 per month', { exact: false }).first().waitFor();
+    const keyNamed = async (name: string) =>
+      ((await gw.admin('GET', `/accounts/${holder.id}/keys`)).json.data as { name: string }[]).find(
+        (k) => k.name === name,
+      );
+    expect(await keyNamed('tiny key')).toMatchObject({ limit: 0.0002, limit_reset: 'monthly' });
+
+    await p.getByRole('button', { name: 'Create key' }).click();
+    await p.getByLabel('Name', { exact: true }).fill('sub-cent key');
+    await p.getByLabel('Credit limit (USD, optional)').fill('0.000001');
+    await p.getByRole('button', { name: 'Create key' }).click();
+    await p.getByLabel('API key').waitFor();
+    expect(await keyNamed('sub-cent key')).toMatchObject({ limit: 0.000001 });
+  });
+
+  it('the new password counts characters as the server does, and the focus comes back to Change password', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const p = await signedIn(holder, '/settings');
+    await p.getByLabel('Current password').fill('a long demo password 123');
+    // Five emoji are ten UTF-16 units but five characters: refused on the page, nothing sent.
+    await p.getByLabel(/^New password/).fill('🔑'.repeat(5));
+    await p.getByLabel('Repeat the new password').fill('🔑'.repeat(5));
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.getByText('The new password must be 10 to 256 characters long').waitFor();
+    // A wrong current password: the server's answer, and the focus back on the button.
+    await p.getByLabel('Current password').fill('not the password at all');
+    await p.getByLabel(/^New password/).fill('🔑'.repeat(12));
+    await p.getByLabel('Repeat the new password').fill('🔑'.repeat(12));
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.getByText('the current password is not correct', { exact: false }).waitFor();
+    await expect.poll(async () => (await focusedElement(p)).name).toBe('button:Change password');
+  });
 });

@@ -105,7 +105,7 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
         <input
           type="number"
           min="0"
-          step="0.01"
+          step="any"
           inputMode="decimal"
           value={limit}
           onChange={(e) => setLimit(e.target.value)}

@@ -56,6 +56,8 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
       className="panel stack"
       aria-labelledby={`${formId}-title`}
       onSubmit={(event) => void submit(event)}
+      // The browser's own check stopped this submit: an earlier answer's error no longer applies.
+      onInvalidCapture={() => setError(null)}
       onKeyDown={(event) => {
         if (event.key === 'Escape' && !busy) props.onCancel();
       }}
@@ -66,7 +68,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
         <input
           name="name"
           required
-          maxLength={200}
+
           value={name}
           onChange={(e) => setName(e.target.value)}
           placeholder="e.g. production server"
@@ -80,7 +82,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
             name="limit"
             type="number"
             min="0"
-            step="0.01"
+            step="any"
             inputMode="decimal"
             value={limit}
             onChange={(e) => setLimit(e.target.value)}

@@ -81,7 +81,7 @@ function RenameForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void }
     <KeyPatchForm {...props} submitLabel="Save name" patch={() => ({ name: name.trim() })}>
       <label>
         New name for {props.keyRecord.name}
-        <input required maxLength={200} value={name} onChange={(e) => setName(e.target.value)} autoFocus />
+        <input required value={name} onChange={(e) => setName(e.target.value)} autoFocus />
       </label>
     </KeyPatchForm>
   );
@@ -104,7 +104,7 @@ function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void })
         <input
           type="number"
           min="0"
-          step="0.01"
+          step="any"
           inputMode="decimal"
           value={limit}
           onChange={(e) => setLimit(e.target.value)}

@@ -7,6 +7,7 @@ import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
 import { Link, useLocation } from '../router';
+import { MAX_PASSWORD, MIN_PASSWORD, passwordProblem } from '../password-policy';
 
 export function ForgotPasswordPage() {
   const [email, setEmail] = useState('');
@@ -74,6 +75,11 @@ export function ResetPasswordPage() {
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
+    const problem = passwordProblem(password);
+    if (problem !== null) {
+      setError(new Error(problem));
+      return;
+    }
     if (password !== repeat) {
       setError(new Error('The two passwords differ.'));
       return;
@@ -115,13 +121,11 @@ export function ResetPasswordPage() {
       ) : (
         <form onSubmit={(event) => void submit(event)} className="stack">
           <label>
-            New password (10 to 256 characters)
+            New password ({MIN_PASSWORD} to {MAX_PASSWORD} characters)
             <input
               type="password"
               name="new-password"
               autoComplete="new-password"
-              minLength={10}
-              maxLength={256}
               required
               value={password}
               onChange={(e) => setPassword(e.target.value)}
@@ -133,8 +137,6 @@ export function ResetPasswordPage() {
               type="password"
               name="repeat-password"
               autoComplete="new-password"
-              minLength={10}
-              maxLength={256}
               required
               value={repeat}
               onChange={(e) => setRepeat(e.target.value)}

@@ -3,12 +3,11 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';
 import type { Notifications } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { useLoader } from '../components/use-loader';
 import { navigate } from '../router';
 import { useSession } from '../session';
-
-const MIN_PASSWORD = 10;
-const MAX_PASSWORD = 256;
+import { MAX_PASSWORD, MIN_PASSWORD, passwordProblem } from '../password-policy';
 
 function PasswordForm() {
   const [current, setCurrent] = useState('');
@@ -17,14 +16,17 @@ function PasswordForm() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState(false);
+  // The button is disabled while the change runs: the focus comes back to it after.
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
     setDone(false);
-    if (next.length < MIN_PASSWORD || next.length > MAX_PASSWORD)
-      return setError(new Error(`The new password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long`));
+    const problem = passwordProblem(next);
+    if (problem !== null) return setError(new Error(problem));
     if (next !== repeat) return setError(new Error('The two new passwords differ'));
+    buttonFocus.arm();
     setBusy(true);
     try {
       await api('POST', '/account/password', { current_password: current, new_password: next });
@@ -40,7 +42,13 @@ function PasswordForm() {
   };
 
   return (
-    <form className="panel stack" aria-labelledby="password-title" onSubmit={(event) => void submit(event)}>
+    <form
+      className="panel stack"
+      aria-labelledby="password-title"
+      onSubmit={(event) => void submit(event)}
+      // The browser's own check stopped this submit: an earlier answer's error no longer applies.
+      onInvalidCapture={() => setError(null)}
+    >
       <h2 id="password-title">Change password</h2>
       <label>
         Current password
@@ -58,8 +66,6 @@ function PasswordForm() {
           type="password"
           autoComplete="new-password"
           required
-          minLength={MIN_PASSWORD}
-          maxLength={MAX_PASSWORD}
           value={next}
           onChange={(e) => setNext(e.target.value)}
         />
@@ -81,7 +87,7 @@ function PasswordForm() {
         </p>
       ) : null}
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
           Change password
         </button>
       </div>
@@ -190,7 +196,7 @@ function NotificationSettings() {
         <input
           type="number"
           min="0"
-          step="0.01"
+          step="any"
           inputMode="decimal"
           value={threshold}
           onChange={(e) => setThreshold(e.target.value)}

@@ -81,10 +81,19 @@ export function plan(
   key: KeyRecord,
   byok: readonly ByokCredential[] = [],
 ): PlannedAttempt[] {
-  const requestedParameters = ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null);
+  // Every attempt carries a completion limit, built for its endpoint (README, "The overspend bound"):
+  // `max_completion_tokens` asks for what an endpoint listing `max_tokens` does, not for a listing of its own.
+  const requestedParameters = [
+    ...new Set(
+      ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null).map((name) =>
+        name === 'max_completion_tokens' ? 'max_tokens' : name,
+      ),
+    ),
+  ];
+  const usesTools = Array.isArray(request.tools) && request.tools.length > 0;
   return planAttempts(
     deps.catalog,
-    { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok },
+    { model: request.model, models: request.models, provider: request.provider, requestedParameters, byok, usesTools },
     key,
     deps.execute.health,
     deps.now(),

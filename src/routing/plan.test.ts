@@ -411,3 +411,27 @@ describe('parameters a provider kind never sends', () => {
     );
   });
 });
+
+describe('tool use', () => {
+  const toolCatalog = buildCatalog({
+    providers: [provider('a'), provider('b')],
+    models: [
+      withoutModelParameters(
+        model('x/t', [
+          endpoint('a', '0.000001', '0.000001', ['max_tokens', 'temperature']),
+          endpoint('b', '0.000002', '0.000002', ['max_tokens', 'tools', 'tool_choice']),
+        ]),
+      ),
+    ],
+  });
+
+  it('a request with tools goes only to endpoints that list tools, require_parameters or not', () => {
+    expect(ids(planAttempts(toolCatalog, { model: 'x/t', usesTools: true }, anyKey))).toEqual(['x/t@b']);
+    expect(ids(planAttempts(toolCatalog, { model: 'x/t' }, anyKey))).toEqual(['x/t@a', 'x/t@b']);
+    expectError(
+      () => planAttempts(toolCatalog, { model: 'x/t', usesTools: true, provider: { only: ['a'] } }, anyKey),
+      'routing.no_endpoint',
+      'a does not support tool use',
+    );
+  });
+});

@@ -51,6 +51,8 @@ export interface PlanInput {
   provider?: ProviderPreferences | undefined;
   /** Request parameters that an endpoint must support when `provider.require_parameters` is set. */
   requestedParameters?: readonly string[];
+  /** The request carries function tools: only endpoints that list `tools` can serve it (as OpenRouter routes tool use). */
+  usesTools?: boolean;
   /** The caller's own provider keys: tried before shared capacity for their provider (after it when `is_fallback`). */
   byok?: readonly ByokCredential[];
 }
@@ -150,6 +152,7 @@ interface Filters {
   maxCompletion: bigint | null;
   maxRequest: bigint | null;
   required: readonly string[];
+  usesTools: boolean;
   /** The privacy preference that keeps the caller's own keys out (`withByok`), as the 503 names it; null: none. */
   privacy: string | null;
 }
@@ -166,6 +169,7 @@ function resolveFilters(input: PlanInput): Filters {
     maxCompletion: max?.completion !== undefined ? perMillionToPricePerToken(max.completion) : null,
     maxRequest: max?.request !== undefined ? parsePricePerToken(String(max.request)) : null,
     required: prefs.require_parameters ? (input.requestedParameters ?? []) : [],
+    usesTools: input.usesTools === true,
     privacy:
       prefs.zdr === true ? 'provider.zdr' : prefs.data_collection === 'deny' ? 'provider.data_collection=deny' : null,
   };
@@ -197,6 +201,8 @@ function eligible(
       return (why.add(`${id} costs more than max_price.completion`), false);
     if (maxRequest !== null && e.prices.request > maxRequest)
       return (why.add(`${id} costs more than max_price.request`), false);
+    if (filters.usesTools && !e.supportedParameters.includes('tools'))
+      return (why.add(`${id} does not support tool use`), false);
     const missing = required.filter((p) => !e.supportedParameters.includes(p));
     if (missing.length > 0)
       return (why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false);

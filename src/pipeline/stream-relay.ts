@@ -251,7 +251,6 @@ export async function relayStream(
   await sink.done();
 }
 
-/** Forwards one segment's events until it ends, and says how it ended. */
 /** Whether a chunk's choice leaves the answer one a prefill can continue (`Progress.continuable`). */
 function continuableDelta(choice: ChunkChoice): boolean {
   const delta = choice.delta;
@@ -260,6 +259,7 @@ function continuableDelta(choice: ChunkChoice): boolean {
   return typeof delta.refusal !== 'string' || delta.refusal === '';
 }
 
+/** Forwards one segment's events until it ends, and says how it ended. */
 async function pump(
   deps: ChatDeps,
   ctx: ChatContext,

@@ -238,6 +238,12 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
     expectError(await exchange(codeVerifier), 403, 'Invalid code or code_verifier');
     expect((await call(gw, 'GET', '/key', { key: issued })).status).toBe(401);
     expectError(await exchange(codeVerifier), 403, 'Invalid code or code_verifier');
+
+    // A code without PKCE replayed (seen in a callback URL) revokes nothing: the code alone proves nothing.
+    const bare = await owner.oAuth.createAuthCode({ requestBody: { callbackUrl: CALLBACK } });
+    const bareKey = (await call(gw, 'POST', '/auth/keys', { json: { code: bare.data.id } })).json.key as string;
+    expectError(await call(gw, 'POST', '/auth/keys', { json: { code: bare.data.id } }), 403);
+    expect((await call(gw, 'GET', '/key', { key: bareKey })).status).toBe(200);
   });
 
   it('apps get integer ids: one per origin, stable, distinct under concurrent first sight', async () => {

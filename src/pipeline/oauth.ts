@@ -280,6 +280,11 @@ export async function exchangeCode(
     throw new TollgateError('oauth.invalid_code', INVALID_CODE);
   }
   if (record.usedAt !== null) {
+    // Only a PKCE code within its lifetime: a code without a challenge is its own credential, and
+    // anyone who saw it in a callback URL (history, logs) must not be able to revoke the app's key;
+    // an expired one is no more than expired.
+    if (record.codeChallenge === null || record.expiresAt <= deps.now())
+      throw new TollgateError('oauth.invalid_code', INVALID_CODE);
     // Exchanged before — and presented again with its verifier (RFC 6749 §4.1.2, RFC 9700 §4.2.4):
     // the code leaked to a second party, so the key it gave is revoked as well as this request
     // refused. Not on a wrong verifier: whoever saw only a used code cannot revoke the app's key.

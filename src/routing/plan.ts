@@ -53,7 +53,7 @@ export interface PlanInput {
   requestedParameters?: readonly string[];
   /** The request carries function tools: only endpoints that list `tools` can serve it (as OpenRouter routes tool use). */
   usesTools?: boolean;
-  /** The caller's own provider keys: tried before shared capacity for their provider (after it when `is_fallback`). */
+  /** The caller's own provider keys: tried before any shared capacity of the model (after all of it when `is_fallback`). */
   byok?: readonly ByokCredential[];
 }
 

@@ -5,6 +5,7 @@
  * the sessions that existed, and the sign-in then added one that nothing ended — a 30-day session of
  * whoever knew the old password. Both stores, through real HTTP (an outside checker's finding).
  */
+import { randomBytes, scryptSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from './helpers/api.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -57,6 +58,30 @@ describe.each(STORE_TARGETS)('a password set during a sign-in ($name)', { timeou
     }
     // At least the first sign-in of each round got in with the old password before it was replaced.
     expect(signedIn).toBeGreaterThanOrEqual(3);
+  });
+
+  it('concurrent sign-ins on a hash of the first format all get in: the one whose upgrade lost uses the winner’s', async () => {
+    const holder = await createHolder(gw);
+    const salt = randomBytes(16);
+    const legacy = `scrypt$${salt.toString('hex')}$${scryptSync(holder.password, salt, 32).toString('hex')}`;
+    const driver = gw.database.openDriver();
+    try {
+      await driver.run('UPDATE accounts SET password_hash = ? WHERE id = ?', [legacy, holder.id]);
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          call(gw, 'POST', '/session', { json: { email: holder.email, password: holder.password } }),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      for (const result of results) {
+        const session = { cookie: cookieOf(result), csrf: result.json.data.csrf_token };
+        expect((await asBrowser(gw, session, 'GET', '/session')).status).toBe(200);
+      }
+      const [row] = await driver.all('SELECT password_hash FROM accounts WHERE id = ?', [holder.id]);
+      expect(String(row!.password_hash)).toMatch(/^scrypt\$N=/); // upgraded
+    } finally {
+      await driver.close();
+    }
   });
 
   it('the store makes no session for a password hash that is no longer the account’s', async () => {

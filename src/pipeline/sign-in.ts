@@ -89,6 +89,11 @@ export async function signIn(
     const rehashed = await hashPassword(input.password);
     // Only over the hash just checked: a password set meanwhile stays (and this sign-in then fails).
     if (await accountAuth.rehashPassword(account.id, checked, rehashed)) checked = rehashed;
+    else {
+      // Or a concurrent sign-in upgraded the same password first: its hash holds this password too.
+      const current = (await accountAuth.findAccountByEmail(email))?.passwordHash;
+      if (current && current !== checked && (await verifyPassword(input.password, current))) checked = current;
+    }
   }
   const { token, active } = await deps.sessions.create(account.id, checked);
   return { account, token, active };

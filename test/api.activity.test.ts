@@ -303,6 +303,31 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     expectNoLeak(response.text);
   });
 
+  it('GET /generations?before=: the page after a row, unshifted by generations made meanwhile (the dashboard’s Show older)', async () => {
+    const first = (await get('/generations?limit=2')).json.data as { id: string }[];
+    const all = (await get('/generations')).json.data as { id: string }[];
+    await send(k1, 'test/chat'); // arrives while the holder reads the first page
+    const next = await get(`/generations?limit=2&before=${first[1]!.id}`);
+    expect(next.status, next.text).toBe(200);
+    expect(next.json.data.map((g: { id: string }) => g.id)).toEqual(all.slice(2, 4).map((g) => g.id));
+    // An offset would have repeated the first page's last row.
+    expect((await get('/generations?limit=2&offset=2')).json.data[0].id).toBe(first[1]!.id);
+    // With the filters, after the last row: nothing more.
+    const last = all.at(-1)!.id;
+    expect((await get(`/generations?before=${last}`)).json.data).toEqual([]);
+    const byKey = (await get(`/generations?api_key_hash=${k2.hash}`)).json.data as { id: string }[];
+    expect(
+      (await get(`/generations?api_key_hash=${k2.hash}&before=${byKey[0]!.id}`)).json.data.map(
+        (g: { id: string }) => g.id,
+      ),
+    ).toEqual(byKey.slice(1).map((g) => g.id));
+    // Another account's generation, an unknown id or a malformed one is not a cursor.
+    const others = (await get('/generations', otherManagement)).json.data as { id: string }[];
+    expectError(await get(`/generations?before=${others[0]!.id}`), 400, /before/);
+    expectError(await get('/generations?before=gen-1-unknown'), 400, /before/);
+    expectError(await get('/generations?before=a%20b'), 400, /before/);
+  });
+
   it('GET /credits/history: the account’s credit entries, newest first', async () => {
     const response = await get('/credits/history');
     expect(response.status, response.text).toBe(200);
@@ -316,5 +341,30 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     expect((await get('/credits/history', otherManagement)).json.data.map((e: { amount: number }) => e.amount)).toEqual(
       [10],
     );
+  });
+
+  it('GET /credits/history?before=: the page after an entry, entries of the same millisecond in id order', async () => {
+    const holder = await gw.createAccount(0);
+    const key = (await gw.createKey(holder, { management: true })).key;
+    const driver = gw.database.openDriver();
+    try {
+      // Three entries of one millisecond (a bulk import): the cursor must neither skip nor repeat any.
+      for (const id of ['entry-b', 'entry-c', 'entry-a'])
+        await driver.run(
+          "INSERT INTO credit_entries (id, account_id, kind, amount, reference, created_at) VALUES (?, ?, 'grant', ?, NULL, ?)",
+          [id, holder, 1_000_000n, 1_000],
+        );
+    } finally {
+      await driver.close();
+    }
+    const ids = async (path: string) => ((await get(path, key)).json.data as { id: string }[]).map((e) => e.id);
+    const all = await ids('/credits/history');
+    expect(all).toEqual(['entry-c', 'entry-b', 'entry-a']);
+    expect(await ids('/credits/history?before=entry-c')).toEqual(['entry-b', 'entry-a']);
+    expect(await ids('/credits/history?before=entry-b')).toEqual(['entry-a']);
+    expect(await ids('/credits/history?before=entry-a')).toEqual([]);
+    await gw.admin('POST', `/accounts/${holder}/credits`, { amount: 2, kind: 'grant' }); // added meanwhile
+    expect(await ids('/credits/history?before=entry-c')).toEqual(['entry-b', 'entry-a']);
+    expectError(await get('/credits/history?before=entry-a'), 400, /before/); // not this account's
   });
 });

@@ -35,6 +35,8 @@ export const CREDIT_PAGE = 100;
 
 const keyHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a key hash (64 lowercase hex characters)');
 const modelId = z.string().min(1).max(200);
+/** `before`: the id of the last row a page showed; the next page starts after it (rows added meanwhile shift nothing). */
+const pageCursor = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be the id of a row of an earlier page');
 
 function sums(s: UsageSums) {
   return {
@@ -211,6 +213,7 @@ async function groupLabels(deps: ActivityDeps, groupBy: DailyGroup, groups: (str
 export const generationsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(GENERATIONS_MAX_LIMIT).default(50),
   offset: z.coerce.number().int().min(0).max(GENERATIONS_MAX_OFFSET).default(0),
+  before: pageCursor.optional(),
   model: modelId.optional(),
   api_key_hash: keyHash.optional(),
 });
@@ -225,9 +228,11 @@ export async function recentGenerations(
   const generations = await deps.store.usage.recentGenerations(accountId, {
     limit: query.limit,
     offset: query.offset,
+    ...(query.before !== undefined ? { before: query.before } : {}),
     ...(query.model !== undefined ? { model: query.model } : {}),
     ...(hash !== undefined ? { keyHash: hash } : {}),
   });
+  if (generations === null) throw unknownCursor('generation');
   const keys = await deps.store.usage.keyNames(generations.map((g) => g.keyHash));
   return {
     data: generations.map((g) => {
@@ -252,7 +257,10 @@ export async function recentGenerations(
   };
 }
 
-export const creditsQuery = z.object({ offset: z.coerce.number().int().min(0).max(1_000_000).default(0) });
+export const creditsQuery = z.object({
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  before: pageCursor.optional(),
+});
 
 export async function creditHistory(
   deps: ActivityDeps,
@@ -260,7 +268,12 @@ export async function creditHistory(
   rawQuery: unknown,
 ): Promise<z.output<typeof creditHistoryResponse>> {
   const query = parseQuery(creditsQuery, rawQuery);
-  const entries = await deps.store.usage.creditHistory(accountId, { limit: CREDIT_PAGE, offset: query.offset });
+  const entries = await deps.store.usage.creditHistory(accountId, {
+    limit: CREDIT_PAGE,
+    offset: query.offset,
+    ...(query.before !== undefined ? { before: query.before } : {}),
+  });
+  if (entries === null) throw unknownCursor('credit entry');
   return {
     data: entries.map((entry) => ({
       id: entry.id,
@@ -270,6 +283,10 @@ export async function creditHistory(
       created_at: new Date(entry.createdAt).toISOString(),
     })),
   };
+}
+
+function unknownCursor(what: string): TollgateError {
+  return new TollgateError('request.invalid_body', `Invalid request: before: no ${what} of this account has that id`);
 }
 
 /** Query strings: a repeated parameter arrives as an array and is refused like any other bad value. */

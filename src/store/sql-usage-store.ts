@@ -9,6 +9,7 @@ import { placeholderTuple, type SqlDriver, type SqlParam, type SqlRow } from './
 import type {
   ActivityRow,
   AppInfo,
+  CreditPage,
   DailyQuery,
   DailyRow,
   DayRange,
@@ -21,6 +22,8 @@ import type {
 } from './usage-types.js';
 
 const LOOKUP_CHUNK = 100;
+/** Rows after a cursor in the newest-first order `created_at DESC, id DESC` (index-friendly on both stores). */
+const OLDER_THAN_CURSOR = ' AND created_at <= ? AND (created_at < ? OR id < ?)';
 
 const SUMS =
   'SUM(usage) AS usage, SUM(byok_usage) AS byok_usage, SUM(requests) AS requests, SUM(prompt_tokens) AS prompt_tokens, ' +
@@ -169,7 +172,7 @@ export class SqlUsageStore implements UsageStore {
     return apps;
   }
 
-  async recentGenerations(accountId: string, page: GenerationPage): Promise<GenerationRecord[]> {
+  async recentGenerations(accountId: string, page: GenerationPage): Promise<GenerationRecord[] | null> {
     const params: SqlParam[] = [accountId];
     let filters = '';
     if (page.model !== undefined) {
@@ -180,6 +183,12 @@ export class SqlUsageStore implements UsageStore {
       filters += ' AND key_hash = ?';
       params.push(page.keyHash);
     }
+    if (page.before !== undefined) {
+      const cursor = await this.cursor('generations', accountId, page.before);
+      if (cursor === null) return null;
+      filters += OLDER_THAN_CURSOR;
+      params.push(cursor.createdAt, cursor.createdAt, cursor.id);
+    }
     params.push(page.limit, page.offset);
     const rows = await this.driver.all(
       `SELECT ${GENERATION_COLUMNS} FROM generations WHERE account_id = ?${filters} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
@@ -188,10 +197,19 @@ export class SqlUsageStore implements UsageStore {
     return rows.map(generationFromRow);
   }
 
-  async creditHistory(accountId: string, page: { limit: number; offset: number }): Promise<CreditEntry[]> {
+  async creditHistory(accountId: string, page: CreditPage): Promise<CreditEntry[] | null> {
+    const params: SqlParam[] = [accountId];
+    let filters = '';
+    if (page.before !== undefined) {
+      const cursor = await this.cursor('credit_entries', accountId, page.before);
+      if (cursor === null) return null;
+      filters += OLDER_THAN_CURSOR;
+      params.push(cursor.createdAt, cursor.createdAt, cursor.id);
+    }
+    params.push(page.limit, page.offset);
     const rows = await this.driver.all(
-      'SELECT id, account_id, kind, amount, reference, created_at FROM credit_entries WHERE account_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?',
-      [accountId, page.limit, page.offset],
+      `SELECT id, account_id, kind, amount, reference, created_at FROM credit_entries WHERE account_id = ?${filters} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      params,
     );
     return rows.map((row) => ({
       id: asString(row.id),
@@ -201,6 +219,18 @@ export class SqlUsageStore implements UsageStore {
       reference: asNullableString(row.reference),
       createdAt: asNumber(row.created_at),
     }));
+  }
+  /** A paging cursor's position: the row `id` of the account's in `table`, or null. */
+  private async cursor(
+    table: 'generations' | 'credit_entries',
+    accountId: string,
+    id: string,
+  ): Promise<{ createdAt: number; id: string } | null> {
+    const [row] = await this.driver.all(`SELECT created_at FROM ${table} WHERE id = ? AND account_id = ?`, [
+      id,
+      accountId,
+    ]);
+    return row ? { createdAt: asNumber(row.created_at), id } : null;
   }
 
   async appTotals(range: DayRange, minAccounts: number): Promise<RankedApp[]> {

@@ -72,6 +72,15 @@ export interface GenerationPage {
   offset: number;
   model?: string;
   keyHash?: string;
+  /** Only rows older than this one of the account's (a keyset cursor: rows added meanwhile shift nothing). */
+  before?: string;
+}
+
+export interface CreditPage {
+  limit: number;
+  offset: number;
+  /** Only entries older than this one of the account's. */
+  before?: string;
 }
 
 export interface UsageStore {
@@ -81,10 +90,10 @@ export interface UsageStore {
   keyOwner(hash: string): Promise<string | null>;
   keyNames(hashes: readonly string[]): Promise<Map<string, KeyNames>>;
   apps(ids: readonly number[]): Promise<Map<number, AppInfo>>;
-  /** Newest first, by the generations' (account_id, created_at) index. */
-  recentGenerations(accountId: string, page: GenerationPage): Promise<GenerationRecord[]>;
-  /** Newest first. */
-  creditHistory(accountId: string, page: { limit: number; offset: number }): Promise<CreditEntry[]>;
+  /** Newest first, by the generations' (account_id, created_at) index; null when `before` is not the account's. */
+  recentGenerations(accountId: string, page: GenerationPage): Promise<GenerationRecord[] | null>;
+  /** Newest first; null when `before` is not one of the account's entries. */
+  creditHistory(accountId: string, page: CreditPage): Promise<CreditEntry[] | null>;
 
   // Public rankings: fleet-wide tables without accounts or money.
   /** Apps with traffic in the range, used by at least `minAccounts` accounts (all time). */

@@ -19,7 +19,11 @@
  *   delete (each of them left the focus on the page's body);
  * - a signed-out page load logs no error in the console (the session probe was a 401, which the
  *   browser logs as a failed request on every page); against a gateway from before the probe's
- *   route (a rolling deploy: 404), the dashboard reads `GET /session` as it used to.
+ *   route (a rolling deploy: 404), the dashboard reads `GET /session` as it used to;
+ * - "Show older generations" continues after the last row shown (by offset, a generation made
+ *   meanwhile repeated a row);
+ * - at phone width, a long balance, a long credit reference or a long app or model name stays inside
+ *   the screen (stat cards clipped, the credits and rankings tables widened the page).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -35,6 +39,7 @@ const BUILT = existsSync(fileURLToPath(new URL('../../dist/web/index.html', impo
 const HELLO = { model: 'test/chat', messages: [{ role: 'user', content: 'Hello' }] };
 /** As long as a page's own waits (newPage's 15 s): a loaded machine may take a while to render. */
 const PATIENT = { timeout: 15_000 };
+const LONG_MODEL = `test/${'long-model-identifier'.repeat(4)}`;
 
 describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
   let gw: TestGateway;
@@ -58,7 +63,13 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
 
   beforeAll(async () => {
     if (!BUILT) throw new Error('dist/web/index.html is missing: run `npm run build` before the browser tests');
-    gw = await startTestGateway({ target: sqliteTarget });
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => {
+        const chat = (file.models as { id: string }[]).find((m) => m.id === 'test/chat')!;
+        file.models.push({ ...chat, id: LONG_MODEL, name: 'A model with a long id' });
+      },
+    });
     browser = await launchChromium();
   }, 60_000);
 
@@ -362,5 +373,51 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await p.getByRole('button', { name: 'Change password' }).click();
     await p.getByText('the current password is not correct', { exact: false }).waitFor();
     await expect.poll(async () => (await focusedElement(p)).name).toBe('button:Change password');
+  });
+
+  it('Show older generations continues after the last row shown, with a generation made meanwhile', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123', 10);
+    const { key } = await gw.createKey(holder.id, { name: 'busy key' });
+    for (let i = 0; i < 51; i++) expect((await chat(gw, key, HELLO)).status).toBe(200);
+    const p = await signedIn(holder, '/activity');
+    const ids = p
+      .getByRole('table', { name: 'Recent generations, newest first' })
+      .locator('td[data-label="Generation id"]');
+    await expect.poll(() => ids.count(), PATIENT).toBe(50);
+    expect((await chat(gw, key, HELLO)).status).toBe(200); // while the holder reads the first page
+    await p.getByRole('button', { name: 'Show older generations' }).click();
+    await expect.poll(() => ids.count(), PATIENT).toBe(51);
+    const shown = await ids.allTextContents();
+    expect(new Set(shown).size).toBe(51);
+  });
+
+  it('at phone width a long balance, credit reference, app or model name stays inside the screen', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123', 10);
+    const reference = `invoice-${'7'.repeat(90)}`;
+    const credit = await gw.admin('POST', `/accounts/${holder.id}/credits`, {
+      amount: 987_654_321.123456,
+      kind: 'purchase',
+      reference,
+    });
+    expect(credit.status, JSON.stringify(credit.json)).toBe(201);
+    const { key } = await gw.createKey(holder.id, { name: 'phone key' });
+    const longApp = { 'HTTP-Referer': `https://${'a'.repeat(60)}.example/`, 'X-Title': 'T'.repeat(80) };
+    expect((await chat(gw, key, { ...HELLO, model: LONG_MODEL }, longApp)).status).toBe(200);
+    const { page: p } = await page({ width: 390, height: 844 });
+    await p.goto('/credits');
+    await signInThroughPage(p, holder.email, holder.password);
+    await p.getByText(reference).waitFor();
+    const overflow = () =>
+      p.evaluate(`({
+        page: document.documentElement.scrollWidth - window.innerWidth,
+        clipped: [...document.querySelectorAll('.stats dd, td, th')]
+          .filter((e) => e.scrollWidth > e.clientWidth + 1)
+          .map((e) => e.textContent),
+      })`) as Promise<{ page: number; clipped: string[] }>;
+    expect(await overflow()).toEqual({ page: 0, clipped: [] });
+    await p.goto('/rankings');
+    await p.getByRole('table', { name: 'Top apps by tokens' }).getByText('T'.repeat(80)).waitFor();
+    await p.getByRole('table', { name: 'Top models by tokens' }).getByText(LONG_MODEL).waitFor();
+    expect(await overflow()).toEqual({ page: 0, clipped: [] });
   });
 });

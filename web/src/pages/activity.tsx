@@ -18,16 +18,17 @@ const formatTokens = (v: number) => formatInteger(v);
 
 /** Remounted (by key) when a filter changes, so paging starts again from the newest. */
 function GenerationsTable(props: { model: string; keyHash: string }) {
-  const [offset, setOffset] = useState(0);
+  // The last row shown: the next page starts after it, so generations made meanwhile repeat no row.
+  const [before, setBefore] = useState<string | undefined>(undefined);
   const [rows, setRows] = useState<GenerationRow[]>([]);
   const page = useLoader(async () => {
     const answer = await api<{ data: GenerationRow[] }>(
       'GET',
-      `/generations${query({ limit: GENERATIONS_PAGE, offset, model: props.model, api_key_hash: props.keyHash })}`,
+      `/generations${query({ limit: GENERATIONS_PAGE, before, model: props.model, api_key_hash: props.keyHash })}`,
     );
-    setRows((previous) => (offset === 0 ? answer.data : [...previous, ...answer.data]));
+    setRows((previous) => (before === undefined ? answer.data : [...previous, ...answer.data]));
     return answer.data;
-  }, [offset]);
+  }, [before]);
 
   return (
     <section aria-labelledby="generations-title">
@@ -90,7 +91,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
         </div>
       ) : null}
       {page.data && page.data.length === GENERATIONS_PAGE ? (
-        <button type="button" onClick={() => setOffset(offset + GENERATIONS_PAGE)} disabled={page.loading}>
+        <button type="button" onClick={() => setBefore(rows.at(-1)?.id)} disabled={page.loading}>
           Show older generations
         </button>
       ) : null}

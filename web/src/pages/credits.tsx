@@ -1,6 +1,6 @@
 /** Credits: the balance and its parts, and every credit entry (purchases, grants, adjustments). */
 import { useState } from 'react';
-import { api } from '../api/client';
+import { api, query } from '../api/client';
 import type { Account, CreditEntry } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
@@ -11,13 +11,14 @@ const KIND_WORDS = { purchase: 'Purchase', grant: 'Grant', adjustment: 'Adjustme
 
 export function CreditsPage() {
   const account = useLoader(() => api<{ data: Account }>('GET', '/account'), []);
-  const [offset, setOffset] = useState(0);
+  // The last entry shown: the next page starts after it, so entries added meanwhile repeat no row.
+  const [before, setBefore] = useState<string | undefined>(undefined);
   const [entries, setEntries] = useState<CreditEntry[]>([]);
   const history = useLoader(async () => {
-    const answer = await api<{ data: CreditEntry[] }>('GET', `/credits/history?offset=${offset}`);
-    setEntries((previous) => (offset === 0 ? answer.data : [...previous, ...answer.data]));
+    const answer = await api<{ data: CreditEntry[] }>('GET', `/credits/history${query({ before })}`);
+    setEntries((previous) => (before === undefined ? answer.data : [...previous, ...answer.data]));
     return answer.data;
-  }, [offset]);
+  }, [before]);
   const a = account.data?.data;
 
   return (
@@ -87,7 +88,7 @@ export function CreditsPage() {
         </table>
       ) : null}
       {history.data && history.data.length === PAGE ? (
-        <button type="button" onClick={() => setOffset(offset + PAGE)} disabled={history.loading}>
+        <button type="button" onClick={() => setBefore(entries.at(-1)?.id)} disabled={history.loading}>
           Show older entries
         </button>
       ) : null}

@@ -78,7 +78,9 @@ export function RankingsPage() {
                         <td className="num">{app.rank}</td>
                         <td>
                           <span className="key-name">{app.name || app.origin}</span>
-                          {app.name && app.name !== app.origin ? <div className="muted small">{app.origin}</div> : null}
+                          {app.name && app.name !== app.origin ? (
+                            <div className="muted small key-name-detail">{app.origin}</div>
+                          ) : null}
                         </td>
                         <td className="num">{formatInteger(app.total_tokens)}</td>
                         <td className="num">{formatInteger(app.requests)}</td>
@@ -116,7 +118,7 @@ export function RankingsPage() {
                         <td>
                           <span className="key-name">{model.name || model.model}</span>
                           {model.name && model.name !== model.model ? (
-                            <div className="muted small mono">{model.model}</div>
+                            <div className="muted small mono key-name-detail">{model.model}</div>
                           ) : null}
                         </td>
                         <td className="num">{formatInteger(model.total_tokens)}</td>

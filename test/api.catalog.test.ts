@@ -204,6 +204,16 @@ describe('GET /models paging (as @openrouter/sdk asks for it)', () => {
         all.json.data.slice(2, 5).map((m: { id: string }) => m.id),
       );
       expect(page.json.total_count).toBe(total);
+      // links.next names the following page with the same parameters, until the last.
+      expect(page.json.links).toEqual({ next: '/api/v1/models?offset=5&limit=3' });
+      const next = await getJson(gw, page.json.links.next.replace('/api/v1', ''));
+      expect(next.json.data.map((m: { id: string }) => m.id)).toEqual(
+        all.json.data.slice(5, 8).map((m: { id: string }) => m.id),
+      );
+      expect((await getJson(gw, `/models?offset=${total - 2}&limit=2`)).json.links).toEqual({ next: null });
+      expect(all.json.links).toEqual({ next: null });
+      const filtered = await getJson(gw, '/models?supported_parameters=tools&limit=1');
+      expect(filtered.json.links.next).toBe('/api/v1/models?supported_parameters=tools&limit=1&offset=1');
       expect((await getJson(gw, `/models?offset=${total}&limit=500`)).json.data).toEqual([]);
       expect((await getJson(gw, '/models?limit=0')).status).toBe(400);
       expect((await getJson(gw, '/models?offset=-1')).status).toBe(400);

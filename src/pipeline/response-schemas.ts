@@ -380,7 +380,16 @@ export const modelSchema = z
   .meta({ id: 'Model' });
 
 export const modelsResponse = z
-  .object({ data: z.array(modelSchema), links: z.object({ next: z.null() }), total_count: z.int() })
+  .object({
+    data: z.array(modelSchema),
+    links: z.object({
+      next: z
+        .string()
+        .nullable()
+        .describe('The next page (the same parameters, `offset` moved on), or null on the last'),
+    }),
+    total_count: z.int(),
+  })
   .meta({ id: 'ModelList' });
 
 export const modelResponse = z.object({ data: modelSchema }).meta({ id: 'ModelResponse' });

@@ -142,6 +142,13 @@ function matches(model: CatalogModel, wanted: z.output<typeof filters>): boolean
   return true;
 }
 
+/** The same listing's next page: the request's parameters (already checked) with `offset` moved on. */
+function nextPage(path: string, query: unknown, offset: number): string {
+  const search = new URLSearchParams(query as Record<string, string>);
+  search.set('offset', String(offset));
+  return `${path}?${search.toString()}`;
+}
+
 export function registerCatalogRoutes(routes: RouteTable, services: Services): void {
   /** The model a path names (the router already percent-decoded the segments: gpt-4o%3Afree → gpt-4o:free). */
   const namedModel = (params: { author: string; slug: string }): CatalogModel => {
@@ -163,16 +170,22 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
       .optional(),
   });
   const listing = page.extend(filters.shape);
-  const list = (models: CatalogModel[], query: unknown) => {
+  const list = (path: string, models: CatalogModel[], query: unknown) => {
     const { offset, limit, ...wanted } = parseBody(listing, query);
     const all = models.filter((model) => matches(model, wanted));
-    const data = all.slice(offset, limit === undefined ? undefined : offset + limit).map(renderModel);
-    return { data, links: { next: null }, total_count: all.length };
+    const end = limit === undefined ? all.length : offset + limit;
+    const data = all.slice(offset, end).map(renderModel);
+    return { data, links: { next: end < all.length ? nextPage(path, query, end) : null }, total_count: all.length };
   };
-  routes.add('GET', '/api/v1/models', async (request) => list([...services.catalog.models.values()], request.query), {
-    auth: 'none',
-    doc: { summary: 'The models', tag: 'Catalog', query: listing, responses: { 200: json(modelsResponse) } },
-  });
+  routes.add(
+    'GET',
+    '/api/v1/models',
+    async (request) => list('/api/v1/models', [...services.catalog.models.values()], request.query),
+    {
+      auth: 'none',
+      doc: { summary: 'The models', tag: 'Catalog', query: listing, responses: { 200: json(modelsResponse) } },
+    },
+  );
 
   // What @openrouter/sdk's `models.listForUser()` calls: the models this key may use.
   routes.add(
@@ -183,7 +196,7 @@ export function registerCatalogRoutes(routes: RouteTable, services: Services): v
       const models = [...services.catalog.models.values()].filter(
         (model) => allowed === null || allowed.includes(model.id),
       );
-      return list(models, request.query);
+      return list('/api/v1/models/user', models, request.query);
     },
     {
       auth: 'any-key',

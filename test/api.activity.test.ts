@@ -326,6 +326,9 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     expectError(await get(`/generations?before=${others[0]!.id}`), 400, /before/);
     expectError(await get('/generations?before=gen-1-unknown'), 400, /before/);
     expectError(await get('/generations?before=a%20b'), 400, /before/);
+    // A NUL is refused alike on both stores (PostgreSQL refused it, SQLite answered 200).
+    expectError(await get('/generations?model=test%2Fchat%00x'), 400, /model: contains a NUL/);
+    expectError(await get('/activity/daily?model=%00'), 400, /model: contains a NUL/);
   });
 
   it('GET /credits/history: the account’s credit entries, newest first', async () => {

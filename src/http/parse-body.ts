@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import { formatInputPath } from '../pipeline/input-path.js';
+import { findBadText } from '../core/storable-text.js';
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const parsed = schema.safeParse(body === undefined ? {} : body);
@@ -24,30 +25,4 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
       `Invalid request: ${formatInputPath(bad.path)}: ${bad.nul ? 'contains a NUL character' : 'is not valid Unicode text (an unpaired surrogate)'}`,
     );
   return parsed.data;
-}
-
-const NUL = '\u0000';
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** The first string (value or key) that is not storable text, with where it is; null if none. */
-function findBadText(value: unknown, path: PropertyKey[]): { path: PropertyKey[]; nul: boolean } | null {
-  if (typeof value === 'string') {
-    if (value.includes(NUL)) return { path, nul: true };
-    return UNPAIRED_SURROGATE.test(value) ? { path, nul: false } : null;
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const bad = findBadText(value[i], [...path, i]);
-      if (bad) return bad;
-    }
-    return null;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const bad = findBadText(key, [...path, key]) ?? findBadText(item, [...path, key]);
-      if (bad) return bad;
-    }
-  }
-  return null;
 }

@@ -12,6 +12,7 @@ import type {
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
+import { findBadText } from '../core/storable-text.js';
 import { unitsToUsd } from '../core/money.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Store } from '../store/types.js';
@@ -299,5 +300,11 @@ export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.ou
       .join('; ');
     throw new TollgateError('request.invalid_body', `Invalid request: ${message}`);
   }
+  const bad = findBadText(parsed.data, []);
+  if (bad !== null)
+    throw new TollgateError(
+      'request.invalid_body',
+      `Invalid request: ${bad.path.join('.')}: ${bad.nul ? 'contains a NUL character' : 'is not valid Unicode text (an unpaired surrogate)'}`,
+    );
   return parsed.data;
 }

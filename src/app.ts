@@ -12,6 +12,7 @@ import { parseMasterKey, SecretBox } from './auth/secret-box.js';
 import { CreditGate } from './billing/credit-gate.js';
 import type { HoldStore } from './billing/hold-store.js';
 import type { FleetView } from './core/fleet.js';
+import type { GraceExposure } from './billing/grace-exposure.js';
 import { FleetHealth, type HealthChannel } from './routing/fleet-health.js';
 import { CapacityGovernor } from './limits/capacity.js';
 import { Settler } from './billing/settler.js';
@@ -96,6 +97,8 @@ export interface AppDeps {
   rateLimiter?: { limiter: RateLimiter; store: 'memory' | 'redis'; ping?(): Promise<void> };
   /** In-flight credit holds: main.ts passes a RedisHoldStore when REDIS_URL is set (and closes it); in-process when omitted. */
   holds?: HoldStore;
+  /** Grace admissions during a database outage (main.ts: in Redis, counted for the fleet); in-process when omitted. */
+  graceExposure?: GraceExposure;
   /** The processes sharing `holds` (main.ts: a RedisFleet on the same connection); decides when Redis is trusted. */
   fleet?: FleetView;
   /** Where endpoint health is shared with the fleet (main.ts: Redis pub/sub); per process when omitted. */
@@ -233,6 +236,7 @@ export function buildApp(deps: AppDeps): Gateway {
       maxJournalEntries: config.billing.journal.max_entries,
       minFreeBytes: config.billing.journal.min_free_bytes,
     },
+    ...(deps.graceExposure ? { grace: deps.graceExposure } : {}),
     dataDir: deps.dataDir ?? null,
     now,
     log: app.log,

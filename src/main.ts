@@ -9,6 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from 'pino';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
 import { startMetricsListener } from './http/metrics-listener.js';
+import { RedisGraceExposure } from './billing/redis-grace-exposure.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
 import { RedisFleet } from './store/redis-fleet.js';
 import { RedisHealthChannel } from './store/redis-health-channel.js';
@@ -68,8 +69,8 @@ async function openRateLimiter(config: Config, logger: PinoLogger): Promise<Open
 }
 
 /**
- * In-flight credit holds: in Redis when REDIS_URL is set (every process counts every other's), with
- * the fleet's heartbeat on the same connection (it decides when Redis can be trusted), else in this
+ * In-flight credit holds and grace exposures: in Redis when REDIS_URL is set (every process counts
+ * every other's), with the fleet's heartbeat on the same connection (it decides when Redis can be trusted), else in this
  * process (the gate's default). Unreachable at boot is not fatal: until Redis answers once, this
  * process cannot know its share of the fleet and refuses paid requests (503); after that, outages are
  * served from its share (docs/architecture.md, "Redis outages").
@@ -79,6 +80,7 @@ async function openHoldStore(
   logger: PinoLogger,
 ): Promise<{
   holds: RedisHoldStore;
+  graceExposure: RedisGraceExposure;
   fleet: RedisFleet;
   healthChannel: RedisHealthChannel;
   close(): Promise<void>;
@@ -87,6 +89,7 @@ async function openHoldStore(
   const timeoutMs = 500;
   const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
   const holds = new RedisHoldStore({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}hold:` });
+  const graceExposure = new RedisGraceExposure({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}grace:` });
   const fleet = new RedisFleet({
     redis,
     timeoutMs,
@@ -111,6 +114,7 @@ async function openHoldStore(
   });
   return {
     holds,
+    graceExposure,
     fleet,
     healthChannel,
     async close() {
@@ -199,7 +203,14 @@ export async function startGateway(
     logger,
     dispatcherFor: agents.dispatcherFor,
     rateLimiter,
-    ...(shared ? { holds: shared.holds, fleet: shared.fleet, healthChannel: shared.healthChannel } : {}),
+    ...(shared
+      ? {
+          holds: shared.holds,
+          graceExposure: shared.graceExposure,
+          fleet: shared.fleet,
+          healthChannel: shared.healthChannel,
+        }
+      : {}),
     journal,
     dataDir: config.dataDir,
     recoverCharges: migrations.done,

@@ -10,8 +10,9 @@
  *     known balance minus its holds and its grace exposure does not cover the request, or the
  *     account's grace exposure would pass `grace.max_exposure_usd`.
  * Grace admissions count their estimate against the account's exposure for the rest of the outage
- * (never given back before it ends), so per process and per outage an account can spend at most
- * `max_exposure_usd` that the store did not vouch for.
+ * (never given back before it ends), so per outage an account can spend at most `max_exposure_usd`
+ * that the store did not vouch for: across the fleet when it shares Redis, else per process
+ * (billing/grace-exposure.ts).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { statfs } from 'node:fs/promises';
@@ -26,10 +27,11 @@ import type { LastKnown } from './last-known-store.js';
 import type { Settler } from './settler.js';
 import { isStoreUnavailable, type StoreHealth } from './store-health.js';
 import { usagePeriods } from '../core/usage-window.js';
+import { LocalGraceExposure, type GraceDecision, type GraceExposure } from './grace-exposure.js';
 
 export interface StoreErrorPolicy {
   onStoreError: 'closed' | 'grace';
-  /** Per account, per process, per outage. */
+  /** Per account and per outage (per process without Redis). */
   maxExposure: Units;
   maxDurationMs: number;
   maxJournalEntries: number;
@@ -44,6 +46,8 @@ export interface ChargeAdmissionOptions {
   lastKnown: LastKnown;
   store: Store;
   policy: StoreErrorPolicy;
+  /** Where grace admissions are counted (main.ts: Redis, shared by the fleet); in this process when omitted. */
+  grace?: GraceExposure;
   /** Where the journal (and the embedded store) live: free space is watched there. Null: not watched. */
   dataDir: string | null;
   now: () => number;
@@ -81,8 +85,7 @@ function refused(reason: string): TollgateError {
 }
 
 export class ChargeAdmission {
-  private readonly exposure = new Map<string, Units>();
-  private readonly keyExposure = new Map<string, Units>();
+  private readonly grace: GraceExposure;
   private freeBytes: number | null = null;
   private readonly booting = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -92,11 +95,9 @@ export class ChargeAdmission {
   private lastState: AdmissionState = 'ok';
 
   constructor(private readonly options: ChargeAdmissionOptions) {
+    this.grace = options.grace ?? new LocalGraceExposure();
     options.health.onChange((inOutage) => {
-      if (!inOutage) {
-        this.exposure.clear();
-        this.keyExposure.clear();
-      }
+      if (!inOutage) this.grace.ended();
       options.log[inOutage ? 'warn' : 'info'](
         { on_store_error: options.policy.onStoreError },
         inOutage
@@ -298,18 +299,28 @@ export class ChargeAdmission {
     } catch {
       return refuse('store_unavailable');
     }
-    const used = this.exposure.get(key.accountId) ?? 0n;
-    const balance = account.totalCredits - account.totalUsage;
-    if (balance - held - used - amount < 0n || (isPaid && balance - held - used <= 0n)) refuse('grace_not_covered');
-    if (used + amount > policy.maxExposure) refuse('grace_exposure');
+    let keyRoom: Units | null = null;
     if (key.limit !== null) {
       const usage = lastKnown.keyUsage(key.hash, usagePeriods(this.options.now()));
       if (!usage) return refuse('store_unavailable');
-      const keyUsed = this.keyExposure.get(key.hash) ?? 0n;
-      if (key.limit - limitedUsage(key, usage) - keyUsed - amount < 0n) refuse('grace_not_covered');
-      this.keyExposure.set(key.hash, keyUsed + amount);
+      keyRoom = key.limit - limitedUsage(key, usage);
     }
-    this.exposure.set(key.accountId, used + amount);
+    let decision: GraceDecision;
+    try {
+      decision = await this.grace.reserve({
+        accountId: key.accountId,
+        keyHash: key.hash,
+        amount,
+        paid: isPaid,
+        room: account.totalCredits - account.totalUsage - held,
+        maxExposure: policy.maxExposure,
+        keyRoom,
+        ttlMs: policy.maxDurationMs,
+      });
+    } catch {
+      return refuse('store_unavailable');
+    }
+    if (decision !== 'admitted') refuse(decision);
     if (isPaid) this.graceAdmissions?.inc();
     // Not registered in the hold store (it may be out too): the exposure cap bounds these instead.
     return {

@@ -39,11 +39,13 @@ export type RedisHoldStoreOptions = RedisConnectionOptions & {
   retentionMs?: number;
 };
 
-function ceilMicros(units: Units): bigint {
+/** Units → µUSD, rounded up (amounts a check adds: rounding errs toward refusing). */
+export function ceilMicros(units: Units): bigint {
   return checked(units >= 0n ? (units + UNITS_PER_MICRO - 1n) / UNITS_PER_MICRO : -(-units / UNITS_PER_MICRO));
 }
 
-function floorMicros(units: Units): bigint {
+/** Units → µUSD, rounded down (balances and limits a check compares against). */
+export function floorMicros(units: Units): bigint {
   return checked(units >= 0n ? units / UNITS_PER_MICRO : -((-units + UNITS_PER_MICRO - 1n) / UNITS_PER_MICRO));
 }
 

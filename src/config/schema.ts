@@ -338,7 +338,7 @@ export const fileConfigSchema = z
         /** Under `grace`: per account and per process, at most this much spent unvouched per outage, for at most this long. */
         grace: z
           .object({
-            max_exposure_usd: z.number().nonnegative().default(1),
+            max_exposure_usd: z.number().nonnegative().max(1_000_000_000).default(1),
             max_duration_ms: z.number().int().positive().default(300_000),
           })
           .strict()

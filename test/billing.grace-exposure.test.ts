@@ -1,0 +1,132 @@
+/**
+ * The grace exposure (billing/grace-exposure.ts) in this process and in Redis (the real server):
+ * the Lua script decides as `decideGrace` does on any sequence of requests, concurrent callers on
+ * separate connections never pass the cap together, the counters lapse after their TTL, and a
+ * balance of billions stays exact.
+ */
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalGraceExposure, type GraceRequest } from '../src/billing/grace-exposure.js';
+import { RedisGraceExposure } from '../src/billing/redis-grace-exposure.js';
+import { UNITS_PER_USD } from '../src/core/money.js';
+import { failFastRedisOptions } from '../src/store/redis-script-client.js';
+import { REDIS_TEST_URL } from './helpers/limiter-targets.js';
+
+const MICRO = 1000n; // units per µUSD, the Redis store's unit
+
+function base(overrides: Partial<GraceRequest> = {}): GraceRequest {
+  return {
+    accountId: 'acct_a',
+    keyHash: 'k1',
+    amount: 1000n * MICRO,
+    paid: true,
+    room: 1_000_000n * MICRO,
+    maxExposure: 3000n * MICRO,
+    keyRoom: null,
+    ttlMs: 60_000,
+    ...overrides,
+  };
+}
+
+describe('grace exposure', () => {
+  const clients: Redis[] = [];
+  const prefix = () => `tollgate:test:grace:${randomBytes(4).toString('hex')}:`;
+  const redisExposure = async (keyPrefix: string) => {
+    const redis = new Redis(REDIS_TEST_URL, failFastRedisOptions(500));
+    clients.push(redis);
+    if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+    return new RedisGraceExposure({ redis, keyPrefix });
+  };
+
+  beforeAll(async () => {
+    await (await redisExposure(prefix())).reserve(base()); // Redis answers
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+  });
+
+  it('Redis decides as the local count does, on any sequence of requests (amounts in whole µUSD)', async () => {
+    const request = fc.record({
+      account: fc.constantFrom('acct_a', 'acct_b'),
+      key: fc.constantFrom('k1', 'k2'),
+      amount: fc.bigInt({ min: 0n, max: 5000n }),
+      paid: fc.boolean(),
+      room: fc.bigInt({ min: -2000n, max: 20_000n }),
+      cap: fc.bigInt({ min: 0n, max: 12_000n }),
+      keyRoom: fc.option(fc.bigInt({ min: -1000n, max: 9000n }), { nil: null }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 25 }), async (requests) => {
+        const local = new LocalGraceExposure();
+        const shared = await redisExposure(prefix());
+        for (const r of requests) {
+          const given = base({
+            accountId: r.account,
+            keyHash: `${r.account}:${r.key}`, // a key belongs to one account
+            amount: r.amount * MICRO,
+            paid: r.paid,
+            room: r.room * MICRO,
+            maxExposure: r.cap * MICRO,
+            keyRoom: r.keyRoom === null ? null : r.keyRoom * MICRO,
+          });
+          expect(await shared.reserve(given)).toBe(await local.reserve(given));
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('two processes reserving at once admit no more than the cap in all', async () => {
+    const keyPrefix = prefix();
+    const a = await redisExposure(keyPrefix);
+    const b = await redisExposure(keyPrefix);
+    const decisions = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).reserve(base({ keyRoom: 10_000n * MICRO }))),
+    );
+    expect(decisions.filter((d) => d === 'admitted')).toHaveLength(3);
+    expect(decisions.filter((d) => d === 'grace_exposure')).toHaveLength(37);
+    // The local count, by contrast, is one process's: a second process would admit 3 more.
+    const local = new LocalGraceExposure();
+    const alone = await Promise.all(Array.from({ length: 20 }, () => local.reserve(base())));
+    expect(alone.filter((d) => d === 'admitted')).toHaveLength(3);
+  });
+
+  it('rounds against the caller: an amount up, the room and cap down to whole µUSD', async () => {
+    const shared = await redisExposure(prefix());
+    // 2.5 µUSD each against a cap of 5.9 µUSD: rounded to 3 and 5, one fits.
+    const request = base({ amount: 2500n, maxExposure: 5900n });
+    expect(await shared.reserve(request)).toBe('admitted');
+    expect(await shared.reserve(request)).toBe('grace_exposure');
+  });
+
+  it('the counters lapse ttl after the last admission; ended() leaves them to that', async () => {
+    const shared = await redisExposure(prefix());
+    const request = base({ ttlMs: 300 });
+    for (let i = 0; i < 3; i++) expect(await shared.reserve(request)).toBe('admitted');
+    shared.ended();
+    expect(await shared.reserve(request)).toBe('grace_exposure');
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await shared.reserve(request)).toBe('admitted');
+    const local = new LocalGraceExposure();
+    for (let i = 0; i < 3; i++) expect(await local.reserve(base())).toBe('admitted');
+    expect(await local.reserve(base())).toBe('grace_exposure');
+    local.ended();
+    expect(await local.reserve(base())).toBe('admitted');
+  });
+
+  it('a balance or key limit of billions is exact (only the cap decides)', async () => {
+    const shared = await redisExposure(prefix());
+    const huge = base({ room: 50_000_000_000n * UNITS_PER_USD, keyRoom: 20_000_000_000n * UNITS_PER_USD });
+    for (let i = 0; i < 3; i++) expect(await shared.reserve(huge)).toBe('admitted');
+    expect(await shared.reserve(huge)).toBe('grace_exposure');
+  });
+
+  it('Redis unreachable: the reservation fails as store.unavailable (the admission refuses)', async () => {
+    const redis = new Redis('redis://127.0.0.1:1', { ...failFastRedisOptions(200), lazyConnect: true });
+    clients.push(redis);
+    const shared = new RedisGraceExposure({ redis, keyPrefix: prefix(), timeoutMs: 200 });
+    await expect(shared.reserve(base())).rejects.toMatchObject({ code: 'store.unavailable' });
+  });
+});

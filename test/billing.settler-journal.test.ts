@@ -2,7 +2,7 @@
  * The settler's control flow with a charge journal, against a scripted store (the Store interface,
  * in memory, idempotent on the generation id like the real ones).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -172,6 +172,17 @@ describe('settler with a charge journal', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(journal.depth).toBe(0);
     expect(refused).toEqual(['bad']);
+    // Kept for the operator, one JSON line with the journal's record (bigints as { $big }).
+    const lines = (await readFile(join(dir, 'refused.jsonl'), 'utf8')).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const kept = JSON.parse(lines[0]!);
+    expect(kept.reason).toMatch(/value too long/); // the store's own words
+    expect(kept.record.t).toBe('charge');
+    expect(kept.record.s.generation).toMatchObject({ id: 'bad', totalCost: { $big: '1' } });
+    // A journal reopened on the directory does not read it as a slot.
+    await journal.close();
+    journal = (await ChargeJournal.open(dir, { now: Date.now })).journal;
+    expect(journal.depth).toBe(0);
   });
 
   it('a journaled charge the store refuses when its backlog is applied is given up and counted; the rest are applied', async () => {

@@ -14,12 +14,14 @@
  * - At open, the process's own slot (see journal-slot.ts) and every orphaned slot of a dead process
  *   are read; a stream checkpoint with no final charge becomes that stream's charge (its process is
  *   gone: the checkpoint is what was delivered).
+ * - A charge the store refuses outright (not an outage) leaves the journal but is kept, one JSON line
+ *   each, in `refused.jsonl` beside it (`keepRefused`), for the operator to apply by hand.
  */
-import { closeSync, mkdirSync, openSync, fsyncSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, fsyncSync, writeSync } from 'node:fs';
 import { open, readFile, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Settlement } from '../store/types.js';
-import { decodeRecords, encodeRecord, type JournalRecord } from './journal-codec.js';
+import { decodeRecords, encodeRecord, jsonOf, type JournalRecord } from './journal-codec.js';
 import { claimSlot, slotJournalPath, slotsWithJournals, tryLockSlot, type SlotLock } from './journal-slot.js';
 
 export interface JournalEntry {
@@ -58,6 +60,7 @@ interface Waiter {
 }
 
 const DEFAULT_COMPACT_MIN_BYTES = 4 * 1024 * 1024;
+const REFUSED_FILE = 'refused.jsonl';
 const PROBE_BLOCK = Buffer.alloc(16 * 1024);
 const EMPTY = Buffer.alloc(0);
 
@@ -96,6 +99,34 @@ export class ChargeJournal {
     private readonly options: ChargeJournalOptions,
   ) {
     this.size = size;
+  }
+
+  /** Where `keepRefused` writes: `refused.jsonl` in the journal's directory. */
+  get refusedPath(): string {
+    return join(dirname(this.lock.journalPath), REFUSED_FILE);
+  }
+
+  /**
+   * Keeps a charge the store refused outright (billing/settler.ts gives it up so it cannot block the
+   * rest): one line `{ at, reason, record }` appended to `refused.jsonl` and synced before the entry
+   * leaves the journal. `record` is the journal's own record (bigints as `{ "$big": "…" }`). Rare, so
+   * written synchronously. False when the file could not be written (the caller logs the charge).
+   */
+  keepRefused(settlement: Settlement, reason: string): boolean {
+    const at = this.options.now();
+    const line = `{"at":${at},"reason":${JSON.stringify(reason)},"record":${jsonOf({ t: 'charge', s: settlement, at })}}\n`;
+    try {
+      const fd = openSync(this.refusedPath, 'a', 0o600);
+      try {
+        writeSync(fd, line);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Claims a slot in `dir`, recovers its entries and those of dead processes' slots, and rewrites them into a fresh file. */

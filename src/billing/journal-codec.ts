@@ -39,7 +39,7 @@ const big = (value: bigint) => ({ $big: value.toString() });
  * replacer (a call per value, most of the cost of encoding); a bigint anywhere else makes the plain
  * stringify throw, and the record is encoded with the replacer instead. Same text either way.
  */
-function jsonOf(record: JournalRecord): string {
+export function jsonOf(record: JournalRecord): string {
   if (record.t === 'done') return JSON.stringify(record);
   const generation = record.s.generation;
   try {

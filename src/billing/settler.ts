@@ -331,17 +331,25 @@ export class Settler {
     this.journal?.markDone(ids);
   }
 
-  /** A charge the store refuses on its own (not an outage): logged in full and dropped, so it cannot block the rest. */
+  /**
+   * A charge the store refuses on its own (not an outage): kept in the journal's `refused.jsonl`,
+   * logged, and dropped from the journal, so it cannot block the rest.
+   */
   private giveUp(settlement: Settlement, error: unknown): void {
     const id = settlement.generation.id;
+    const reason = error instanceof Error ? error.message : String(error);
+    const kept = this.journal?.keepRefused(settlement, reason) ?? false;
     this.options.log?.error(
       {
         err: error,
         generation_id: id,
         account_id: settlement.generation.accountId,
         total_cost_units: settlement.generation.totalCost.toString(),
+        ...(kept ? { kept_in: this.journal!.refusedPath } : {}),
       },
-      'the store refused a journaled charge; it is dropped from the journal',
+      kept
+        ? 'the store refused a journaled charge; it leaves the journal and is kept in refused.jsonl for the operator'
+        : 'the store refused a charge; it is dropped (no journal file could keep it)',
     );
     const entry = this.backlog.get(id);
     this.backlog.delete(id);

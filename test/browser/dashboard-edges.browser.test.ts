@@ -23,7 +23,9 @@
  * - "Show older generations" continues after the last row shown (by offset, a generation made
  *   meanwhile repeated a row);
  * - at phone width, a long balance, a long credit reference or a long app or model name stays inside
- *   the screen (stat cards clipped, the credits and rankings tables widened the page).
+ *   the screen (stat cards clipped, the credits and rankings tables widened the page);
+ * - a tab whose session another tab of the browser replaced (sign out, sign in as someone else)
+ *   follows: it showed the new account's keys and credits under the old account's e-mail.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -419,5 +421,33 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await p.getByRole('table', { name: 'Top apps by tokens' }).getByText('T'.repeat(80)).waitFor();
     await p.getByRole('table', { name: 'Top models by tokens' }).getByText(LONG_MODEL).waitFor();
     expect(await overflow()).toEqual({ page: 0, clipped: [] });
+  });
+
+  it('a tab whose session another tab replaced shows the new account, never its data under the old name', async () => {
+    const alice = await createHolder(gw, 'a long demo password 123');
+    const bob = await createHolder(gw, 'a long demo password 456');
+    await gw.createKey(alice.id, { name: 'alice key' });
+    await gw.createKey(bob.id, { name: 'bob key' });
+    const { page: a, context } = await page();
+    await a.goto('/keys');
+    await signInThroughPage(a, alice.email, alice.password);
+    await a.getByText('alice key').waitFor();
+    const b = await context.newPage();
+    await b.goto('/keys');
+    await b.getByText('alice key').waitFor();
+    await b.getByRole('button', { name: 'Sign out' }).click();
+    await b.goto('/signin');
+    await signInThroughPage(b, bob.email, bob.password);
+    await b.getByText('bob key').waitFor();
+    // Tab A follows: Bob's name with Bob's keys, and never Alice's name over Bob's data.
+    await a.getByText(bob.email).waitFor(PATIENT);
+    await a.getByText('bob key').waitFor(PATIENT);
+    expect(await a.getByText('alice key').count()).toBe(0);
+    await a.getByRole('link', { name: 'Credits' }).click();
+    await a.getByRole('heading', { name: 'Credits' }).waitFor();
+    expect(await a.getByText(alice.email).count()).toBe(0);
+    // Signed out in B: A says so.
+    await b.getByRole('button', { name: 'Sign out' }).click();
+    await a.getByRole('heading', { name: 'Sign in' }).waitFor(PATIENT);
   });
 });

@@ -110,6 +110,12 @@ function Page(props: { path: string }) {
   if (path === '/auth') return <AuthorizePage />;
   if (state.status === 'unreachable') return <Unreachable />;
   if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
+  // Keyed by the account: another account signed in (another tab) remounts the page with its data.
+  return <AccountPage key={state.session.account.id} path={path} />;
+}
+
+function AccountPage(props: { path: string }) {
+  const { path } = props;
   switch (path) {
     case '/keys':
       return <KeysPage />;

@@ -92,6 +92,45 @@ export function SessionProvider(props: { children: ReactNode }) {
     };
   }, []);
 
+  /**
+   * Another tab of this browser shares the cookie: when it signs in or out it says so on this
+   * channel, and this tab reads the session again (also when it becomes visible, for changes made
+   * elsewhere). Another account now: this tab shows that one (its pages remount, app.tsx), so no
+   * page shows one account's data under another's name; none: signed out.
+   */
+  const announce = useRef<() => void>(() => undefined);
+  useEffect(() => {
+    const recheck = async () => {
+      const started = era.current;
+      const current = await readSession().catch(() => undefined);
+      if (current === undefined || era.current !== started) return;
+      const shown = accountId.current;
+      if (current === null) {
+        if (shown === null) return;
+        era.current++;
+        setCsrfToken(null);
+        setState({ status: 'signed-out', problem: 'Your session ended. Sign in again.' });
+      } else if (current.account.id !== shown) {
+        era.current++;
+        setCsrfToken(current.csrf_token);
+        setState({ status: 'signed-in', session: current });
+      } else setCsrfToken(current.csrf_token);
+    };
+    const channel = typeof BroadcastChannel === 'undefined' ? null : new BroadcastChannel('tollgate-session');
+    const onMessage = () => void recheck();
+    const onVisible = () => {
+      if (document.visibilityState === 'visible') void recheck();
+    };
+    channel?.addEventListener('message', onMessage);
+    document.addEventListener('visibilitychange', onVisible);
+    announce.current = () => channel?.postMessage('changed');
+    return () => {
+      announce.current = () => undefined;
+      channel?.close();
+      document.removeEventListener('visibilitychange', onVisible);
+    };
+  }, []);
+
   /** Probes bumped by `retry()`; a probe's answer is dropped once a newer one started. */
   const [probe, setProbe] = useState(0);
   const retry = useCallback(() => setProbe((n) => n + 1), []);
@@ -142,6 +181,7 @@ export function SessionProvider(props: { children: ReactNode }) {
     failures.current = 0;
     setCsrfToken(answer.data.csrf_token);
     setState({ status: 'signed-in', session: answer.data });
+    announce.current();
   }, []);
 
   const signOut = useCallback(async () => {
@@ -150,6 +190,7 @@ export function SessionProvider(props: { children: ReactNode }) {
       if (!(error instanceof ApiError && error.status === 401)) throw error;
     });
     forget();
+    announce.current();
   }, [forget]);
 
   const value = useMemo(() => ({ state, signIn, signOut, forget, retry }), [state, signIn, signOut, forget, retry]);

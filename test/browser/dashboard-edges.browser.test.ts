@@ -25,7 +25,8 @@
  * - at phone width, a long balance, a long credit reference or a long app or model name stays inside
  *   the screen (stat cards clipped, the credits and rankings tables widened the page);
  * - a tab whose session another tab of the browser replaced (sign out, sign in as someone else)
- *   follows: it showed the new account's keys and credits under the old account's e-mail.
+ *   follows: it showed the new account's keys and credits under the old account's e-mail;
+ * - at 1280 px the keys and generations tables fit the page (columns were cut off past the edge).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -449,5 +450,27 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     // Signed out in B: A says so.
     await b.getByRole('button', { name: 'Sign out' }).click();
     await a.getByRole('heading', { name: 'Sign in' }).waitFor(PATIENT);
+  });
+
+  it('at 1280 px the keys and generations tables fit their page: no column cut, no button squeezed', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123', 10);
+    const { key } = await gw.createKey(holder.id, { name: 'everyday key', limit: 5, limit_reset: 'daily' });
+    expect((await chat(gw, key, HELLO, { 'HTTP-Referer': 'https://chat.my-company.example/' })).status).toBe(200);
+    for (const name of ['leaked one', 'leaked two']) {
+      const leaked = await gw.createKey(holder.id, { name });
+      expect((await gw.admin('POST', `/keys/${leaked.hash}/compromised`, {})).status).toBe(200);
+    }
+    const p = await signedIn(holder, '/keys');
+    await p.getByText('everyday key').waitFor();
+    const overflow = () =>
+      p.evaluate(`[...document.querySelectorAll('table')].map((t) => ({
+        table: t.getAttribute('aria-label') ?? t.querySelector('caption')?.textContent ?? '',
+        over: t.getBoundingClientRect().right - (t.closest('.table-scroll') ?? document.querySelector('main')).getBoundingClientRect().right,
+        squeezed: [...t.querySelectorAll('button')].filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.textContent),
+      })).filter((t) => t.over > 1 || t.squeezed.length > 0)`) as Promise<unknown[]>;
+    expect(await overflow()).toEqual([]);
+    await p.getByRole('link', { name: 'Activity' }).click();
+    await p.getByRole('table', { name: 'Recent generations, newest first' }).waitFor();
+    expect(await overflow()).toEqual([]);
   });
 });

@@ -63,9 +63,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
             <tbody>
               {rows.map((row) => (
                 <tr key={row.id}>
-                  <td data-label="Time" className="nowrap">
-                    {formatTime(row.created_at)}
-                  </td>
+                  <td data-label="Time">{formatTime(row.created_at)}</td>
                   <td data-label="Model">{row.model}</td>
                   <td data-label="Provider">{row.provider_name ?? '—'}</td>
                   <td data-label="App">{row.app ? row.app.name || row.app.origin : '—'}</td>

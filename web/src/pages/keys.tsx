@@ -179,7 +179,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
           </>
         )}
       </td>
-      <td data-label="Key" className="mono nowrap">
+      <td data-label="Key" className="mono small nowrap">
         {key.label}
       </td>
       <td data-label="Status">

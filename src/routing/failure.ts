@@ -217,13 +217,18 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   const notServed = lastFailure?.type === 'not_found';
   // A 5xx body is the provider's internals (proxy pages, stack traces): its message is enough.
   const serverSide = lastFailure !== undefined && (lastFailure.type === 'server' || (lastFailure.status ?? 0) >= 500);
+  // An HTTP 5xx's own text is none of the caller's business either (docs/api.md §1: never a stack
+  // trace or a secret): a failing server may put its stack, addresses or connection strings there.
+  const httpServerError = (lastFailure?.status ?? 0) >= 500;
   const message = !lastFailure
     ? 'No provider could serve the request'
     : ownCredentials
       ? "The provider refused the gateway's credentials"
       : notServed
         ? 'The provider does not serve this model'
-        : `Provider returned error: ${lastFailure.message}`;
+        : httpServerError
+          ? `Provider returned error: HTTP ${lastFailure.status}`
+          : `Provider returned error: ${lastFailure.message}`;
   return new TollgateError('upstream.unavailable', message, {
     metadata: {
       error_type: lastFailure ? errorTypeOf(lastFailure) : 'provider_unavailable',

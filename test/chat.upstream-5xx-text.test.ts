@@ -1,0 +1,40 @@
+/**
+ * An upstream 5xx's own text never reaches the caller (docs/api.md §1: never a stack trace or a
+ * secret): a failing server may put its stack, addresses or connection strings in its error message.
+ * The caller hears the status; a 4xx's message (the caller's own mistake) is still relayed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { fixedCostModel } from './helpers/holds.js';
+import { sqliteTarget } from './helpers/store-targets.js';
+
+const LEAKY = encodeURIComponent('TypeError: x at handler (/srv/app.js:120:7) db=postgres://admin:pw@10.0.0.5/prod');
+const MODEL = fixedCostModel('test/leaky-500', `mock@status=500,message=${LEAKY}`);
+const HELLO = [{ role: 'user', content: 'hi' }];
+
+describe('an upstream 5xx message', () => {
+  let gw: TestGateway;
+  let key: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({ target: sqliteTarget, extraModels: [MODEL] });
+    key = (await gw.createKey(await gw.createAccount(1))).key;
+  });
+  afterAll(() => gw.close());
+
+  it('is replaced by its status, in JSON answers and streams', async () => {
+    const r = await chat(gw, key, { model: MODEL.id, messages: HELLO });
+    expect(r.status).toBe(502);
+    expect(r.json.error.message).toBe('Provider returned error: HTTP 500');
+    const s = await chatStream(gw, key, { model: MODEL.id, messages: HELLO });
+    const text = JSON.stringify(s);
+    for (const leaked of ['postgres://', 'admin:pw', '/srv/app.js', 'TypeError']) {
+      expect(r.text).not.toContain(leaked);
+      expect(text).not.toContain(leaked);
+    }
+  });
+
+  it('a 4xx message is still relayed (the caller can fix the request)', async () => {
+    const r = await chat(gw, key, { model: 'test/bad-request', messages: HELLO });
+    expect(r.json.error.message).toContain('bad parameter');
+  });
+});

@@ -202,19 +202,20 @@ describe('POST /chat/completions (streaming)', () => {
     expect(await balanceUnits(gw, accountId)).toBe(before - toUnits(g.json.data.total_cost));
   });
 
-  it('skips a single malformed upstream chunk and completes normally', async () => {
+  it('ends the stream at a malformed upstream chunk with one error chunk (nothing skipped), and charges what was produced', async () => {
+    // A chunk we cannot read may have carried a word of the answer: skipping it could serve another answer whole.
+    const before = await balanceUnits(gw, accountId);
     const s = await chatStream(gw, key, { model: 'test/malformed', messages: MESSAGES });
-    expect(s.status).toBe(200);
-    for (const line of s.raw.split('\n'))
-      expect(line === '' || line.startsWith('data: ') || line.startsWith(':'), line).toBe(true);
-    for (const e of s.events) expect(e.object).toBe('chat.completion.chunk');
-    expect(s.events.filter((e) => e.error !== undefined)).toHaveLength(0);
-    expect(contentOf(s)).toBe(mockCompletionText(40));
-    expect(finishReasons(s)).toContain('stop');
-    expect(finishReasons(s)).not.toContain('error');
-    expect(s.events.at(-1).choices).toEqual([]);
-    expect(s.events.at(-1).usage.completion_tokens).toBe(40);
-    expect(s.done).toBe(true);
+    const error = expectInBandError(s);
+    expect(error.code).toBe(502);
+    expect(error.metadata.error_type).toBe('invalid_response');
+    expect(contentOf(s)).toBe(mockCompletionText(2));
+    expect(finishReasons(s)).not.toContain('stop');
+
+    const g = await getJson(gw, `/generation?id=${s.headers['x-generation-id']}`, key);
+    expect(g.json.data.finish_reason).toBe('error');
+    expect(g.json.data.total_cost).toBeGreaterThan(0);
+    expect(await balanceUnits(gw, accountId)).toBe(before - toUnits(g.json.data.total_cost));
   });
 
   it('finalises a stream the upstream ended without [DONE]', async () => {

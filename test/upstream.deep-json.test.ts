@@ -3,8 +3,8 @@
  * JSON.parse takes it, but every recursive walk after it — an adapter re-serialising tool
  * arguments, the relay writing the chunk — would overflow the stack: our 500, no failover, and an
  * "Internal server error" chunk mid-stream. Such an event or body is the provider's malformed
- * answer instead: failed over before the first token, skipped (within the malformed-event budget)
- * after it.
+ * answer instead: failed over before the first token, an in-band error after it (a malformed event
+ * is never skipped: it may have carried part of the answer).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
@@ -124,13 +124,15 @@ describe('deeply nested JSON in an OpenAI-compatible stream after the first toke
     await up.close();
   });
 
-  it('skips the event as malformed and completes the answer, streamed and not', async () => {
+  it('ends the answer at the event as malformed, streamed (in-band error) and not (502)', async () => {
     const streamed = await chatStream(gw, key, { model: 'scripted/deep', messages: MESSAGES });
-    expect(streamed.events.filter((e) => e.error !== undefined)).toEqual([]);
-    expect(streamed.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')).toBe('one two');
+    const errors = streamed.events.filter((e) => e.error !== undefined);
+    expect(errors).toHaveLength(1);
+    expect(errors[0].error.metadata.error_type).toBe('invalid_response');
+    expect(streamed.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')).toBe('one ');
     expect(streamed.done).toBe(true);
     const whole = await chat(gw, key, { model: 'scripted/deep', messages: MESSAGES });
-    expect(whole.status, whole.text.slice(0, 300)).toBe(200);
-    expect(whole.json.choices[0].message.content).toBe('one two');
+    expect(whole.status, whole.text.slice(0, 300)).toBe(502);
+    expect(whole.json.error.message).toMatch(/nested too deeply/);
   });
 });

@@ -322,7 +322,7 @@ async function pump(
   const onMalformed = (reason: string) =>
     deps.log.warn(
       { generation_id: ctx.generationId, provider: segment.served.endpoint.provider.id, reason },
-      'skipped a malformed upstream chunk',
+      'a malformed upstream chunk broke the stream',
     );
 
   let end: StreamEnd;

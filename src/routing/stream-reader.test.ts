@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { openAiAdapter } from '../providers/openai/adapter.js';
 import { HealthRegistry } from './health.js';
-import {
-  isProgress,
-  isProviderError,
-  MAX_MALFORMED_EVENTS,
-  STOP,
-  UpstreamStream,
-  type ChunkEvent,
-} from './stream-reader.js';
+import { isProgress, isProviderError, STOP, UpstreamStream, type ChunkEvent } from './stream-reader.js';
 import { AttemptAbort, type AbortReason } from './upstream-client.js';
 
 const chunk = (content: string, finish: string | null = null) =>
@@ -51,20 +44,21 @@ describe('UpstreamStream: one reader for every path', () => {
     expect(closed()).toBe(1);
   });
 
-  it(`skips up to ${MAX_MALFORMED_EVENTS} malformed events (reporting each), then calls the stream broken`, async () => {
+  it('calls the stream broken at its first malformed event (reporting it): what it carried is not skipped', async () => {
     const bad = 'data: {not json\n\n';
     const reasons: string[] = [];
-    const tolerated = open([bad, chunk('a'), bad, bad, chunk('b', 'stop')]).stream;
-    expect(
-      await tolerated.read(
-        () => undefined,
-        (r) => reasons.push(r),
-      ),
-    ).toEqual({ kind: 'eof' });
-    expect(reasons).toHaveLength(3);
-    const broken = open([bad, bad, chunk('a'), bad, bad]).stream;
-    const end = await broken.read(() => undefined);
+    const seen: ChunkEvent[] = [];
+    const { stream, closed } = open([chunk('a'), bad, chunk('b', 'stop'), 'data: [DONE]\n\n']);
+    const end = await stream.read(
+      (e) => void seen.push(e),
+      (r) => reasons.push(r),
+    );
     expect(end).toMatchObject({ kind: 'broken', cause: 'malformed', failure: { type: 'invalid_response' } });
+    expect(texts(seen)).toBe('a');
+    expect(reasons).toEqual([expect.stringContaining('not JSON')]);
+    expect(closed()).toBe(1);
+    const first = open([bad, chunk('a', 'stop')]).stream;
+    expect(await first.read(() => undefined)).toMatchObject({ kind: 'broken', cause: 'malformed' });
   });
 
   it('passes nothing more of a choice that finished: no second finish, no text after it; usage still comes', async () => {

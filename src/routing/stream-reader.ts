@@ -2,8 +2,8 @@
  * Reading an upstream stream, in one place for every path (docs/architecture.md, "Streams"): the
  * attempt reads it up to its first content (the commit point), then the non-streamed path folds the
  * rest into one completion and the streamed path relays it — all through `UpstreamStream.read`,
- * which applies the limits (the malformed-event budget, the SSE line and event caps, the stall
- * timer), classifies how the stream ended (the upstream's fault, our cancel, our bug) and reports a
+ * which applies the limits (a malformed event breaks the stream, the SSE line and event caps, the
+ * stall timer), classifies how the stream ended (the upstream's fault, our cancel, our bug) and reports a
  * committed stream's outcome to the endpoint's health. Its consumers only fold or write.
  *
  * The stall (idle) timer is armed only while we wait on the upstream — never while the caller is
@@ -28,9 +28,6 @@ import type { OutputBudget } from './output-budget.js';
 /** Reads that bring only a piece of one event and still re-arm the idle budget (README "Timeouts"). */
 export const MAX_PIECES_PER_EVENT = 8;
 
-/** Malformed events one upstream stream may send (each is skipped and reported) before it counts as broken. */
-export const MAX_MALFORMED_EVENTS = 3;
-
 export type ChunkEvent = Extract<StreamEvent, { kind: 'chunk' }>;
 
 /** A chunk handler's answer that stops reading and leaves the stream open for a later `read`. */
@@ -49,8 +46,8 @@ export type StreamEnd =
   /** The handler answered STOP. */
   | { kind: 'stopped' }
   /**
-   * The upstream broke it: an in-band error event, more malformed events than allowed, or a transport
-   * failure (a reset, a stall past the idle budget); `cause` says which.
+   * The upstream broke it: an in-band error event, a malformed event, or a transport failure (a
+   * reset, a stall past the idle budget); `cause` says which.
    */
   | { kind: 'broken'; failure: UpstreamFailure; cause: 'event' | 'malformed' | 'transport' }
   /** Our side ended it: the caller left or the process is shutting down. */
@@ -78,7 +75,6 @@ export interface UpstreamStreamControl {
 }
 
 export class UpstreamStream {
-  private malformed = 0;
   private closed = false;
   /** The events of the last upstream read not taken yet (a STOP can come mid-read). */
   private pending: readonly StreamEvent[] = [];
@@ -185,10 +181,12 @@ export class UpstreamStream {
         case 'error':
           return { kind: 'broken', failure: event.failure, cause: 'event' };
         case 'malformed':
+          // An event we cannot read may have carried any part of the answer (a word, a tool call's
+          // arguments): skipping it could serve a different answer as a whole one ("The answer is NOT
+          // 42" without "NOT "). The stream is broken — failover before the first byte, in-band error
+          // after it; once every choice finished, the answer stands (its consumers keep it).
           onMalformed?.(event.reason);
-          if (++this.malformed > MAX_MALFORMED_EVENTS)
-            return { kind: 'broken', failure: invalidResponse(event.reason), cause: 'malformed' };
-          break;
+          return { kind: 'broken', failure: invalidResponse(event.reason), cause: 'malformed' };
         case 'ignore':
         case 'keepalive':
           break;

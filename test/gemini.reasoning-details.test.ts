@@ -12,7 +12,7 @@
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, type TestGateway } from './helpers/gateway.js';
+import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
 import {
   geminiSse,
   startNativeGateway,
@@ -152,6 +152,26 @@ describe('Gemini thinking and reasoning_details', () => {
       { type: 'reasoning.text', text: 'Let me think.', format: 'google-gemini-v1', index: 0 },
       { type: 'reasoning.encrypted', data: 'GSIG-TEXT', format: 'google-gemini-v1', index: 1 },
     ]);
+  });
+
+  it('reasoning.exclude: thoughts Gemini sends anyway are not returned, streamed or not; the signature is kept', async () => {
+    const ask = {
+      model: 'native/gemini-thoughts',
+      messages: [{ role: 'user', content: 'Hi' }],
+      reasoning: { max_tokens: 100, exclude: true },
+    };
+    const r = await chat(gw, key, ask);
+    expect(r.status, r.text).toBe(200);
+    const message = (JSON.parse(r.text) as { choices: { message: Record<string, unknown> }[] }).choices[0]!.message;
+    expect(message.content).toBe('Done.');
+    expect(message.reasoning).toBeUndefined();
+    expect(message.reasoning_details).toEqual([
+      { type: 'reasoning.encrypted', data: 'GSIG-TEXT', format: 'google-gemini-v1', index: 0 },
+    ]);
+    const s = await chatStream(gw, key, ask);
+    expect(s.status, s.raw).toBe(200);
+    expect(s.raw).not.toContain('Let me think');
+    expect(s.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')).toBe('Done.');
   });
 
   it('@openrouter/ai-sdk-provider tool loop: the thought signature reaches Gemini on the next turn', async () => {

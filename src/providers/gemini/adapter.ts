@@ -3,6 +3,7 @@
  * Requests are translated from our OpenAI-format body; answers and stream events back to OpenAI's
  * completion and chunk shapes.
  */
+import { reasoningExcluded } from '../openai-input.js';
 import type { EndpointTarget, ProviderAdapter, UpstreamRequest } from '../types.js';
 import { classifyGeminiHttpError } from './classify-error.js';
 import { parseGeminiResponse } from './parse-completion.js';
@@ -32,12 +33,13 @@ export function buildGeminiRequest(
   };
 }
 
+/** With the request, a caller's `reasoning.exclude` leaves thought text out of the answer (it still thinks). */
 export const geminiAdapter: ProviderAdapter = {
   kind: 'gemini',
   buildRequest: buildGeminiRequest,
-  parseResponse: parseGeminiResponse,
+  parseResponse: (json, request) => parseGeminiResponse(json, { excludeReasoning: reasoningExcluded(request) }),
   // One event read without the rest of its stream; streams are read with `openStream()`.
   parseStreamEvent: (data, event) => new GeminiStreamDecoder().parseStreamEvent(data, event),
-  openStream: () => new GeminiStreamDecoder(),
+  openStream: (request) => new GeminiStreamDecoder({ excludeReasoning: reasoningExcluded(request) }),
   classifyError: (status, headers, bodyText) => classifyGeminiHttpError(status, headers, bodyText, Date.now()),
 };

@@ -28,8 +28,13 @@ export interface CandidateParts {
   thoughts: ThoughtPiece[];
 }
 
-/** The candidate's parts, or why they cannot be read. A candidate without content (blocked) has none. */
-export function readCandidateParts(candidate: Record<string, unknown>): CandidateParts | string {
+/**
+ * The candidate's parts, or why they cannot be read. A candidate without content (blocked) has none.
+ * `hideThoughts` (the caller's `reasoning.exclude`): thought text is dropped even when Gemini sends it
+ * despite `includeThoughts: false`; signatures are kept — they carry no thought, and Gemini refuses a
+ * function call sent back without its own.
+ */
+export function readCandidateParts(candidate: Record<string, unknown>, hideThoughts = false): CandidateParts | string {
   const read: CandidateParts = { text: '', reasoning: '', calls: [], thoughts: [] };
   const content = candidate.content;
   if (content === undefined || content === null) return read;
@@ -41,7 +46,7 @@ export function readCandidateParts(candidate: Record<string, unknown>): Candidat
     const signature = stringOrNull(part.thoughtSignature);
     if (typeof part.text === 'string') {
       if (part.thought !== true) read.text += part.text;
-      else if (part.text !== '') {
+      else if (part.text !== '' && !hideThoughts) {
         read.reasoning += part.text;
         read.thoughts.push({ kind: 'text', text: part.text });
       }

@@ -13,8 +13,16 @@ import { parseGeminiUsage } from './usage.js';
 
 type Malformed = { kind: 'malformed'; reason: string };
 
+export interface GeminiAnswerOptions {
+  /** The caller asked for reasoning without seeing it (`reasoning.exclude`): no thought text is returned. */
+  excludeReasoning?: boolean;
+}
+
 /** A non-streamed GenerateContentResponse → one choice per candidate; anything off-shape is malformed. */
-export function parseGeminiResponse(json: unknown): NormalizedCompletion | Malformed {
+export function parseGeminiResponse(
+  json: unknown,
+  options: GeminiAnswerOptions = {},
+): NormalizedCompletion | Malformed {
   if (!isRecord(json)) return malformed('response body is not a JSON object');
   if (isRecord(json.error))
     return malformed(`response carries an error: ${stringOrNull(json.error.message) ?? 'no message'}`);
@@ -34,7 +42,7 @@ export function parseGeminiResponse(json: unknown): NormalizedCompletion | Malfo
   }
   for (const [position, candidate] of candidates.entries()) {
     if (!isRecord(candidate)) return malformed(`candidates[${position}] is not an object`);
-    const parts = readCandidateParts(candidate);
+    const parts = readCandidateParts(candidate, options.excludeReasoning === true);
     if (typeof parts === 'string') return malformed(`candidates[${position}]: ${parts}`);
     const toolCalls = parts.calls.map((call, n) => toOpenAiToolCall(call, responseId, n));
     const message: CompletionChoice['message'] = {

@@ -20,6 +20,7 @@ import {
   type DetailCursor,
 } from './candidate.js';
 import { classifyGeminiStreamError } from './classify-error.js';
+import type { GeminiAnswerOptions } from './parse-completion.js';
 import { normalizeGeminiFinishReason } from './finish-reason.js';
 import { parseGeminiUsage } from './usage.js';
 
@@ -27,6 +28,8 @@ export class GeminiStreamDecoder implements StreamDecoder {
   private readonly roleSent = new Set<number>();
   private readonly callCounts = new Map<number, number>();
   private readonly detailCursors = new Map<number, DetailCursor>();
+
+  constructor(private readonly options: GeminiAnswerOptions = {}) {}
 
   parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
@@ -56,7 +59,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
     for (const [position, candidate] of candidates.entries()) {
       if (!isRecord(candidate)) return malformed(`candidates[${position}] is not an object`);
       const index = typeof candidate.index === 'number' ? candidate.index : position;
-      const parts = readCandidateParts(candidate);
+      const parts = readCandidateParts(candidate, this.options.excludeReasoning === true);
       if (typeof parts === 'string') return malformed(`candidates[${position}]: ${parts}`);
       const delta: Record<string, unknown> = {};
       if (parts.text !== '') delta.content = parts.text;

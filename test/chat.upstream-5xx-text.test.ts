@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedCostModel } from './helpers/holds.js';
 import { sqliteTarget } from './helpers/store-targets.js';
+import { capturedLogger } from './helpers/log-capture.js';
 
 const LEAKY = encodeURIComponent('TypeError: x at handler (/srv/app.js:120:7) db=postgres://admin:pw@10.0.0.5/prod');
 const MODEL = fixedCostModel('test/leaky-500', `mock@status=500,message=${LEAKY}`);
@@ -15,8 +16,9 @@ const HELLO = [{ role: 'user', content: 'hi' }];
 describe('an upstream 5xx message', () => {
   let gw: TestGateway;
   let key: string;
+  const { logger, lines } = capturedLogger();
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, extraModels: [MODEL] });
+    gw = await startTestGateway({ target: sqliteTarget, extraModels: [MODEL], logger });
     key = (await gw.createKey(await gw.createAccount(1))).key;
   });
   afterAll(() => gw.close());
@@ -27,9 +29,13 @@ describe('an upstream 5xx message', () => {
     expect(r.json.error.message).toBe('Provider returned error: HTTP 500');
     const s = await chatStream(gw, key, { model: MODEL.id, messages: HELLO });
     const text = JSON.stringify(s);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const logged = lines.join('');
+    expect(logged).toContain('HTTP 500');
     for (const leaked of ['postgres://', 'admin:pw', '/srv/app.js', 'TypeError']) {
       expect(r.text).not.toContain(leaked);
       expect(text).not.toContain(leaked);
+      expect(logged).not.toContain(leaked);
     }
   });
 

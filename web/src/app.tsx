@@ -12,6 +12,7 @@ import { RankingsPage } from './pages/rankings';
 import { SettingsPage } from './pages/settings';
 import { ForgotPasswordPage, ResetPasswordPage } from './pages/password-reset';
 import { SignInPage } from './pages/sign-in';
+import { SignUpPage } from './pages/sign-up';
 import { Link, navigate, useLocation } from './router';
 import { useSession } from './session';
 
@@ -33,6 +34,7 @@ const TITLES: Record<string, string> = {
   '/settings': 'Settings',
   '/rankings': 'Rankings',
   '/signin': 'Sign in',
+  '/signup': 'Create an account',
   '/forgot-password': 'Reset your password',
   '/reset-password': 'Set a new password',
   '/auth': 'Authorize an app',
@@ -87,8 +89,8 @@ function Header(props: { path: string }) {
   );
 }
 
-/** Pages that need no account: the public rankings, the API reference, sign-in and password reset, and /auth (which handles its own sign-in hop). */
-const PUBLIC = new Set(['/rankings', '/docs', '/signin', '/forgot-password', '/reset-password', '/auth']);
+/** Pages that need no account: the public rankings, the API reference, sign-in, sign-up and password reset, and /auth (which handles its own sign-in hop). */
+const PUBLIC = new Set(['/rankings', '/docs', '/signin', '/signup', '/forgot-password', '/reset-password', '/auth']);
 
 function Page(props: { path: string }) {
   const { state } = useSession();
@@ -105,6 +107,7 @@ function Page(props: { path: string }) {
   if (path === '/rankings') return <RankingsPage />;
   if (path === '/docs') return <ApiReferencePage />;
   if (path === '/signin') return <SignInPage />;
+  if (path === '/signup') return <SignUpPage />;
   if (path === '/forgot-password') return <ForgotPasswordPage />;
   if (path === '/reset-password') return <ResetPasswordPage />;
   if (path === '/auth') return <AuthorizePage />;

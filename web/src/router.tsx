@@ -4,6 +4,7 @@ import { useEffect, useState, type MouseEvent, type ReactNode } from 'react';
 export const PATHS = [
   '/',
   '/signin',
+  '/signup',
   '/forgot-password',
   '/reset-password',
   '/keys',

@@ -42,6 +42,8 @@ const retryDelayMs = (failures: number) => Math.min(30_000, 1_000 * 2 ** Math.mi
 interface SessionContextValue {
   state: SessionState;
   signIn(email: string, password: string): Promise<void>;
+  /** Creates an account (where sign-up is open) and signs it in. */
+  signUp(email: string, password: string): Promise<void>;
   signOut(): Promise<void>;
   /** After "sign out everywhere" or a password change that ended this session. */
   forget(): void;
@@ -175,14 +177,28 @@ export function SessionProvider(props: { children: ReactNode }) {
     };
   }, [probe, retry]);
 
-  const signIn = useCallback(async (email: string, password: string) => {
-    const answer = await api<{ data: Session }>('POST', '/session', { email, password }, { quiet401: true });
+  /** A session the gateway just gave this tab (sign-in or sign-up): shown here, announced to the others. */
+  const adopt = useCallback((session: Session) => {
     era.current++;
     failures.current = 0;
-    setCsrfToken(answer.data.csrf_token);
-    setState({ status: 'signed-in', session: answer.data });
+    setCsrfToken(session.csrf_token);
+    setState({ status: 'signed-in', session });
     announce.current();
   }, []);
+
+  const signIn = useCallback(
+    async (email: string, password: string) => {
+      adopt((await api<{ data: Session }>('POST', '/session', { email, password }, { quiet401: true })).data);
+    },
+    [adopt],
+  );
+
+  const signUp = useCallback(
+    async (email: string, password: string) => {
+      adopt((await api<{ data: Session }>('POST', '/signup', { email, password }, { quiet401: true })).data);
+    },
+    [adopt],
+  );
 
   const signOut = useCallback(async () => {
     await api('DELETE', '/session', undefined, { quiet401: true }).catch((error: unknown) => {
@@ -193,7 +209,10 @@ export function SessionProvider(props: { children: ReactNode }) {
     announce.current();
   }, [forget]);
 
-  const value = useMemo(() => ({ state, signIn, signOut, forget, retry }), [state, signIn, signOut, forget, retry]);
+  const value = useMemo(
+    () => ({ state, signIn, signUp, signOut, forget, retry }),
+    [state, signIn, signUp, signOut, forget, retry],
+  );
   return <SessionContext.Provider value={value}>{props.children}</SessionContext.Provider>;
 }
 

@@ -157,6 +157,21 @@ export function registerSessionRoutes(routes: RouteTable, services: Services): v
   );
 
   routes.add(
+    'GET',
+    '/api/v1/signup',
+    // The dashboard offers its sign-up page only where sign-up is open.
+    () => ({ data: { open: deps.signup === 'open' } }),
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Whether anyone may sign up on this gateway (`accounts.signup`)',
+        tag: 'Session',
+        responses: { 200: json(z.object({ data: z.object({ open: z.boolean() }) }), 'Sign-up is open or closed') },
+      },
+    },
+  );
+
+  routes.add(
     'POST',
     '/api/v1/signup',
     async (request, reply) => {

@@ -18,6 +18,7 @@ import { ASSET_MEDIA_TYPES, type WebBundle } from '../web-bundle.js';
 export const SPA_PATHS = [
   '/',
   '/signin',
+  '/signup',
   '/forgot-password',
   '/reset-password',
   '/keys',

@@ -2,6 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { ErrorNotice } from '../components/error-notice';
 import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
+import { useSignUpOpen } from './sign-up';
 
 export function SignInPage() {
   const { state, signIn } = useSession();
@@ -11,6 +12,7 @@ export function SignInPage() {
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const signUpOpen = useSignUpOpen();
 
   useEffect(() => {
     if (state.status === 'signed-in') navigate(next, { replace: true });
@@ -70,6 +72,12 @@ export function SignInPage() {
       <p>
         <Link to="/forgot-password">Forgot your password?</Link>
       </p>
+      {signUpOpen === true ? (
+        <p>
+          New here?{' '}
+          <Link to={`/signup${next === '/keys' ? '' : `?next=${encodeURIComponent(next)}`}`}>Create an account</Link>
+        </p>
+      ) : null}
     </section>
   );
 }

@@ -11,6 +11,10 @@ import { capturedLogger } from './helpers/log-capture.js';
 
 const LEAKY = encodeURIComponent('TypeError: x at handler (/srv/app.js:120:7) db=postgres://admin:pw@10.0.0.5/prod');
 const MODEL = fixedCostModel('test/leaky-500', `mock@status=500,message=${LEAKY}`);
+// A 200 stream whose provider fails on its side with an error event: before any content, and after three tokens.
+const EARLY = fixedCostModel('test/leaky-event-early', `mock@behavior=stream_error,breakAfter=0,message=${LEAKY}`);
+const LATE = fixedCostModel('test/leaky-event-late', `mock@behavior=stream_error,breakAfter=3,message=${LEAKY}`);
+const LEAKED = ['postgres://', 'admin:pw', '/srv/app.js', 'TypeError'];
 const HELLO = [{ role: 'user', content: 'hi' }];
 
 describe('an upstream 5xx message', () => {
@@ -18,7 +22,7 @@ describe('an upstream 5xx message', () => {
   let key: string;
   const { logger, lines } = capturedLogger();
   beforeAll(async () => {
-    gw = await startTestGateway({ target: sqliteTarget, extraModels: [MODEL], logger });
+    gw = await startTestGateway({ target: sqliteTarget, extraModels: [MODEL, EARLY, LATE], logger });
     key = (await gw.createKey(await gw.createAccount(1))).key;
   });
   afterAll(() => gw.close());
@@ -32,10 +36,28 @@ describe('an upstream 5xx message', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const logged = lines.join('');
     expect(logged).toContain('HTTP 500');
-    for (const leaked of ['postgres://', 'admin:pw', '/srv/app.js', 'TypeError']) {
+    for (const leaked of LEAKED) {
       expect(r.text).not.toContain(leaked);
       expect(text).not.toContain(leaked);
       expect(logged).not.toContain(leaked);
+    }
+  });
+
+  it('is replaced in an error event of a 200 stream too, before the first token and after it', async () => {
+    for (const model of [EARLY.id, LATE.id]) {
+      const r = await chat(gw, key, { model, messages: HELLO });
+      expect(r.status, r.text).toBe(502);
+      expect(r.json.error.message).toBe('Provider returned error: server error');
+      const s = await chatStream(gw, key, { model, messages: HELLO });
+      const errors = s.events.filter((e) => e.error !== undefined);
+      if (model === EARLY.id) {
+        expect(s.status).toBe(502);
+        expect(JSON.parse(s.raw).error.message).toBe('Provider returned error: server error');
+      } else expect(errors.map((e) => e.error.message)).toEqual(['Provider returned error: server error']);
+      for (const leaked of LEAKED) {
+        expect(r.text).not.toContain(leaked);
+        expect(s.raw).not.toContain(leaked);
+      }
     }
   });
 

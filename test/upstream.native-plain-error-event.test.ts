@@ -1,8 +1,10 @@
 /**
  * An SSE `event: error` whose data is a plain-text reason (as proxies and SSE servers in front of a
  * provider send it; Anthropic itself names its error events `error`) from an Anthropic or Gemini
- * endpoint ends the stream as the provider's error at once, with its reason — as the OpenAI decoder
- * does — rather than counting as a malformed event until the idle timer reports a stall.
+ * endpoint ends the stream as the provider's error at once — as the OpenAI decoder does — rather than
+ * counting as a malformed event until the idle timer reports a stall. The reason is the provider's
+ * own text about its side, so the caller reads "server error", never the text itself (a failing
+ * server's text may carry its stack or addresses).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatStream, type TestGateway } from './helpers/gateway.js';
@@ -69,6 +71,7 @@ describe('`event: error` with a plain-text reason from an Anthropic or Gemini en
     const failure = r.events.find((e) => e.error !== undefined);
     expect(failure, r.raw).toBeDefined();
     expect(failure.error.metadata.error_type).not.toBe('timeout');
-    expect(failure.error.message).toContain('Overloaded');
+    expect(failure.error.message).toBe('Provider returned error: server error');
+    expect(r.raw).not.toContain('upstream capacity exhausted');
   });
 });

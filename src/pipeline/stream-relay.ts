@@ -9,7 +9,7 @@
 import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
-import { errorTypeOf } from '../routing/failure.js';
+import { errorTypeOf, isServerSide, serverSideMessage } from '../routing/failure.js';
 import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
@@ -357,7 +357,8 @@ async function pump(
   }
   if (end.kind === 'broken' && end.cause === 'event') {
     result.fault = end.failure.type;
-    result.failure = new TollgateError('upstream.unavailable', end.failure.message, {
+    const message = isServerSide(end.failure) ? serverSideMessage(end.failure) : end.failure.message;
+    result.failure = new TollgateError('upstream.unavailable', message, {
       metadata: { error_type: errorTypeOf(end.failure), provider_code: end.failure.providerCode },
     });
   } else if (end.kind === 'broken' && end.cause === 'malformed') {

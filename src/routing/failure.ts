@@ -181,6 +181,22 @@ export function rejectionError(failure: UpstreamFailure, providerName: string): 
   });
 }
 
+/** The provider failed on its side: an HTTP 5xx, or an error (in a 200 stream too) it classed as a server error. */
+export function isServerSide(failure: UpstreamFailure): boolean {
+  return failure.type === 'server' || (failure.status ?? 0) >= 500;
+}
+
+/**
+ * What the caller reads of a server-side failure: its status, never its own text (docs/api.md §1:
+ * never a stack trace or a secret) — a failing server may put its stack, addresses or connection
+ * strings in its error message, in an HTTP 5xx body or in an error event mid-stream alike.
+ */
+export function serverSideMessage(failure: UpstreamFailure): string {
+  return (failure.status ?? 0) >= 500
+    ? `Provider returned error: HTTP ${failure.status}`
+    : 'Provider returned error: server error';
+}
+
 /** What the caller gets when every attempt failed. */
 export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateError {
   const failures = attempts.map((a) => a.failure).filter((f): f is UpstreamFailure => f !== null);
@@ -216,18 +232,15 @@ export function exhaustedError(attempts: readonly AttemptRecord[]): TollgateErro
   // A 404 names the provider's model (the operator's catalog): the caller learns only that it is not served.
   const notServed = lastFailure?.type === 'not_found';
   // A 5xx body is the provider's internals (proxy pages, stack traces): its message is enough.
-  const serverSide = lastFailure !== undefined && (lastFailure.type === 'server' || (lastFailure.status ?? 0) >= 500);
-  // An HTTP 5xx's own text is none of the caller's business either (docs/api.md §1: never a stack
-  // trace or a secret): a failing server may put its stack, addresses or connection strings there.
-  const httpServerError = (lastFailure?.status ?? 0) >= 500;
+  const serverSide = lastFailure !== undefined && isServerSide(lastFailure);
   const message = !lastFailure
     ? 'No provider could serve the request'
     : ownCredentials
       ? "The provider refused the gateway's credentials"
       : notServed
         ? 'The provider does not serve this model'
-        : httpServerError
-          ? `Provider returned error: HTTP ${lastFailure.status}`
+        : serverSide
+          ? serverSideMessage(lastFailure)
           : `Provider returned error: ${lastFailure.message}`;
   return new TollgateError('upstream.unavailable', message, {
     metadata: {

@@ -116,6 +116,24 @@ describe('grace exposure', () => {
     expect(await local.reserve(base())).toBe('admitted');
   });
 
+  it('a refusal keeps the counters alive: a process still in its grace never finds a fresh count', async () => {
+    // Process A reached the cap; process B, which saw the outage later, keeps asking past A's last
+    // admission + ttl: each refusal renews the count, so B never gets a second cap.
+    const shared = await redisExposure(prefix());
+    const request = base({ ttlMs: 300 });
+    for (let i = 0; i < 3; i++) expect(await shared.reserve(request)).toBe('admitted');
+    for (let i = 0; i < 6; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await shared.reserve(request)).toBe('grace_exposure');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await shared.reserve(request)).toBe('admitted');
+    // A refusal for an account with no count leaves no key behind.
+    const poor = base({ accountId: 'acct_poor', room: 0n, ttlMs: 300 });
+    expect(await shared.reserve(poor)).toBe('grace_not_covered');
+    expect(await clients[0]!.exists(shared.key('acct_poor'))).toBe(0);
+  });
+
   it('a balance or key limit of billions is exact (only the cap decides)', async () => {
     const shared = await redisExposure(prefix());
     const huge = base({ room: 50_000_000_000n * UNITS_PER_USD, keyRoom: 20_000_000_000n * UNITS_PER_USD });

@@ -4,8 +4,10 @@
  *
  * In one process (`LocalGraceExposure`) it lasts the outage as this process sees it. A fleet sharing
  * Redis keeps it there (`RedisGraceExposure`), so the bound holds for the fleet, not per process: the
- * counters live `grace.max_duration_ms` past an account's last grace admission (no process serves
- * grace longer than that in one outage), so an outage that follows within that time continues them.
+ * counters live `grace.max_duration_ms` past an account's last grace request, admitted or refused (no
+ * process serves grace longer than that in one outage, and only a process within its grace asks), so
+ * a process that saw the outage later than the others finds the count they left, and an outage that
+ * follows within that time continues it.
  */
 import type { Units } from '../core/money.js';
 
@@ -21,7 +23,7 @@ export interface GraceRequest {
   maxExposure: Units;
   /** The key's last known remaining limit; null: the key has no limit. */
   keyRoom: Units | null;
-  /** How long a shared counter outlives its last admission (`grace.max_duration_ms`). */
+  /** How long a shared counter outlives the last request that asked (`grace.max_duration_ms`). */
   ttlMs: number;
 }
 

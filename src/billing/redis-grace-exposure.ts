@@ -10,18 +10,26 @@ import type { GraceDecision, GraceExposure, GraceRequest } from './grace-exposur
 import { ceilMicros, floorMicros } from './redis-hold-store.js';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
 
-/** ARGV: 1 amount, 2 paid (1/0), 3 room, 4 cap, 5 key field, 6 key room ('' = no limit), 7 ttl ms. → 0 admitted, 1 not covered, 2 exposure. */
+/**
+ * ARGV: 1 amount, 2 paid (1/0), 3 room, 4 cap, 5 key field, 6 key room ('' = no limit), 7 ttl ms. → 0
+ * admitted, 1 not covered, 2 exposure. Every call renews the hash's life, a refusal too: only a process
+ * still within its own grace asks, so the count lives while any process of the fleet may still admit
+ * (one that saw the outage later than the others included), and lapses `ttl` after the last asked.
+ */
 const GRACE_LUA = `
 local h = KEYS[1]
 local amount, room, cap = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local used = tonumber(redis.call('HGET', h, 'a') or '0')
-if room - used - amount < 0 or (ARGV[2] == '1' and room - used <= 0) then return 1 end
-if used + amount > cap then return 2 end
-if ARGV[6] ~= '' and tonumber(ARGV[6]) - tonumber(redis.call('HGET', h, ARGV[5]) or '0') - amount < 0 then return 1 end
-redis.call('HINCRBY', h, 'a', ARGV[1])
-if ARGV[6] ~= '' then redis.call('HINCRBY', h, ARGV[5], ARGV[1]) end
-redis.call('PEXPIRE', h, ARGV[7])
-return 0
+local decision = 0
+if room - used - amount < 0 or (ARGV[2] == '1' and room - used <= 0) then decision = 1
+elseif used + amount > cap then decision = 2
+elseif ARGV[6] ~= '' and tonumber(ARGV[6]) - tonumber(redis.call('HGET', h, ARGV[5]) or '0') - amount < 0 then decision = 1
+else
+  redis.call('HINCRBY', h, 'a', ARGV[1])
+  if ARGV[6] ~= '' then redis.call('HINCRBY', h, ARGV[5], ARGV[1]) end
+end
+if decision == 0 or redis.call('EXISTS', h) == 1 then redis.call('PEXPIRE', h, ARGV[7]) end
+return decision
 `;
 
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
@@ -72,7 +80,7 @@ export class RedisGraceExposure implements GraceExposure {
   }
 
   ended(): void {
-    // The fleet's counters lapse `ttlMs` after their last admission: another process may still be in its outage.
+    // The fleet's counters lapse `ttlMs` after the last grace request: another process may still be in its outage.
   }
 
   close(): Promise<void> {

@@ -177,6 +177,7 @@ describe('settler with a charge journal', () => {
     expect(lines).toHaveLength(1);
     const kept = JSON.parse(lines[0]!);
     expect(kept.reason).toMatch(/value too long/); // the store's own words
+    expect(kept.caller).toBe('failed'); // its request ended with an error
     expect(kept.record.t).toBe('charge');
     expect(kept.record.s.generation).toMatchObject({ id: 'bad', totalCost: { $big: '1' } });
     // A journal reopened on the directory does not read it as a slot.
@@ -205,6 +206,9 @@ describe('settler with a charge journal', () => {
     expect([...committed.keys()]).toEqual(['p']);
     expect(refused).toEqual(['q']);
     expect(settler.backlogSize).toBe(0);
+    // Its caller had been served and told done: the kept line says so, for the operator applying it.
+    const lines = (await readFile(join(dir, 'refused.jsonl'), 'utf8')).trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).caller)).toEqual(['done']);
   });
 
   it('boot: charges left in the journal are applied by recover(); replaying until then', async () => {

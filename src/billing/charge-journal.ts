@@ -61,6 +61,15 @@ interface Waiter {
 
 const DEFAULT_COMPACT_MIN_BYTES = 4 * 1024 * 1024;
 const REFUSED_FILE = 'refused.jsonl';
+
+/**
+ * What the caller of a refused charge's request was told (`keepRefused`): `failed` — its request
+ * ended with an error (a non-streamed caller got no answer; a streamed one may have read the answer's
+ * text before the error that ended it); `done` — the charge had counted as durable (the store was
+ * out) and the caller was served and told the request completed; `unknown` — an earlier process
+ * journaled it (recovered at boot), and what its caller heard is not known.
+ */
+export type RefusedCaller = 'failed' | 'done' | 'unknown';
 const PROBE_BLOCK = Buffer.alloc(16 * 1024);
 const EMPTY = Buffer.alloc(0);
 
@@ -108,21 +117,33 @@ export class ChargeJournal {
 
   /**
    * Keeps a charge the store refused outright (billing/settler.ts gives it up so it cannot block the
-   * rest): one line `{ at, reason, record }` appended to `refused.jsonl` and synced before the entry
-   * leaves the journal. `record` is the journal's own record (bigints as `{ "$big": "…" }`). Rare, so
-   * written synchronously. False when the file could not be written (the caller logs the charge).
+   * rest): one line `{ at, reason, caller, record }` appended to `refused.jsonl` and synced before
+   * the entry leaves the journal (and, when this line created the file, the directory too).
+   * `caller` says what the request's caller was told (`RefusedCaller`); `record` is the journal's
+   * own record (bigints as `{ "$big": "…" }`). Rare, so written synchronously. False when the file
+   * could not be written (the caller logs the charge).
    */
-  keepRefused(settlement: Settlement, reason: string): boolean {
+  keepRefused(settlement: Settlement, reason: string, caller: RefusedCaller): boolean {
     const at = this.options.now();
-    const line = `{"at":${at},"reason":${JSON.stringify(reason)},"record":${jsonOf({ t: 'charge', s: settlement, at })}}\n`;
+    const line = `{"at":${at},"reason":${JSON.stringify(reason)},"caller":"${caller}","record":${jsonOf({ t: 'charge', s: settlement, at })}}\n`;
     try {
-      const fd = openSync(this.refusedPath, 'a', 0o600);
+      let created = true;
+      let fd: number;
+      try {
+        fd = openSync(this.refusedPath, 'ax', 0o600);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        created = false;
+        fd = openSync(this.refusedPath, 'a', 0o600);
+      }
       try {
         writeSync(fd, line);
         fsyncSync(fd);
       } finally {
         closeSync(fd);
       }
+      // A new file's name is in the directory only once the directory is synced.
+      if (created) fsyncDirectory(dirname(this.refusedPath));
       return true;
     } catch {
       return false;

@@ -21,7 +21,7 @@
  */
 import type { Logger } from '../observability/logger.js';
 import type { SettleOutcome, Settlement, Store } from '../store/types.js';
-import type { ChargeJournal } from './charge-journal.js';
+import type { ChargeJournal, RefusedCaller } from './charge-journal.js';
 import { isStoreUnavailable, type StoreHealth } from './store-health.js';
 
 export interface SettlerOutcome extends SettleOutcome {
@@ -273,7 +273,7 @@ export class Settler {
       this.defer(pending, false);
       this.kickBacklog(this.backlogDelay);
     } else {
-      this.giveUp(pending.settlement, attempt.error);
+      this.giveUp(pending.settlement, attempt.error, 'failed');
       pending.reject(attempt.error);
     }
   }
@@ -335,10 +335,10 @@ export class Settler {
    * A charge the store refuses on its own (not an outage): kept in the journal's `refused.jsonl`,
    * logged, and dropped from the journal, so it cannot block the rest.
    */
-  private giveUp(settlement: Settlement, error: unknown): void {
+  private giveUp(settlement: Settlement, error: unknown, caller: RefusedCaller): void {
     const id = settlement.generation.id;
     const reason = error instanceof Error ? error.message : String(error);
-    const kept = this.journal?.keepRefused(settlement, reason) ?? false;
+    const kept = this.journal?.keepRefused(settlement, reason, caller) ?? false;
     this.options.log?.error(
       {
         err: error,
@@ -406,7 +406,11 @@ export class Settler {
         else if (isStoreUnavailable(alone.error)) {
           this.options.health?.failed(alone.error, 'write');
           return;
-        } else this.giveUp(settlement, alone.error);
+        } else {
+          // A deferred charge's caller was served and told done; one recovered at boot is an earlier process's.
+          const caller = this.backlog.get(settlement.generation.id)?.done ? 'done' : 'unknown';
+          this.giveUp(settlement, alone.error, caller);
+        }
       }
     }
   }

@@ -450,6 +450,13 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     // Signed out in B: A says so.
     await b.getByRole('button', { name: 'Sign out' }).click();
     await a.getByRole('heading', { name: 'Sign in' }).waitFor(PATIENT);
+    // Both signed in again; "Sign out everywhere" in B: A says so too, without waiting for a 401.
+    await signInThroughPage(b, bob.email, bob.password);
+    await a.getByText(bob.email).waitFor(PATIENT);
+    await b.getByRole('link', { name: 'Settings' }).click();
+    await b.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await b.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await a.getByRole('heading', { name: 'Sign in' }).waitFor(PATIENT);
   });
 
   it('at 1280 px the keys and generations tables fit their page: no column cut, no button squeezed', async () => {

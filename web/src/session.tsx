@@ -65,10 +65,15 @@ export function SessionProvider(props: { children: ReactNode }) {
     accountId.current = state.status === 'signed-in' ? state.session.account.id : null;
   }, [state]);
 
+  /** Tells the other tabs of this browser that the session changed (set up below). */
+  const announce = useRef<() => void>(() => undefined);
+
   const forget = useCallback(() => {
     era.current++;
     setCsrfToken(null);
     setState({ status: 'signed-out', problem: null });
+    // Other tabs of this browser re-read theirs (sign out everywhere ended them too).
+    announce.current();
   }, []);
 
   useEffect(() => {
@@ -100,7 +105,6 @@ export function SessionProvider(props: { children: ReactNode }) {
    * elsewhere). Another account now: this tab shows that one (its pages remount, app.tsx), so no
    * page shows one account's data under another's name; none: signed out.
    */
-  const announce = useRef<() => void>(() => undefined);
   useEffect(() => {
     const recheck = async () => {
       const started = era.current;
@@ -206,7 +210,6 @@ export function SessionProvider(props: { children: ReactNode }) {
       if (!(error instanceof ApiError && error.status === 401)) throw error;
     });
     forget();
-    announce.current();
   }, [forget]);
 
   const value = useMemo(

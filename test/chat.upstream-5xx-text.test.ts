@@ -4,7 +4,7 @@
  * The caller hears the status; a 4xx's message (the caller's own mistake) is still relayed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, chatStream, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { chat, chatStream, getJson, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { fixedCostModel } from './helpers/holds.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 import { capturedLogger } from './helpers/log-capture.js';
@@ -31,6 +31,10 @@ describe('an upstream 5xx message', () => {
     const r = await chat(gw, key, { model: MODEL.id, messages: HELLO });
     expect(r.status).toBe(502);
     expect(r.json.error.message).toBe('Provider returned error: HTTP 500');
+    // Nothing was charged, so nothing was recorded: the id the answer named has no generation (docs/api.md).
+    const id = r.headers['x-generation-id'] as string;
+    expect(id).toMatch(/^gen-/);
+    expect((await getJson(gw, `/generation?id=${id}`, key)).status).toBe(404);
     const s = await chatStream(gw, key, { model: MODEL.id, messages: HELLO });
     const text = JSON.stringify(s);
     await new Promise((resolve) => setTimeout(resolve, 100));

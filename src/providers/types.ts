@@ -152,6 +152,8 @@ export interface UpstreamFailure {
   providerCode: string | number | null; // the upstream's own error code
   retryAfterMs: number | null;
   raw: unknown; // the upstream error body (parsed JSON when possible), never our secrets
+  /** The message is the gateway's own words about what the provider did, not the provider's text. */
+  ours?: true;
 }
 
 /** Reads the events of one stream in order; may keep state from one event to the next. */

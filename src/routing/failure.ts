@@ -181,9 +181,12 @@ export function rejectionError(failure: UpstreamFailure, providerName: string): 
   });
 }
 
-/** The provider failed on its side: an HTTP 5xx, or an error (in a 200 stream too) it classed as a server error. */
+/**
+ * The provider failed on its side and said so in its own words: an HTTP 5xx, or an error (in a 200
+ * stream too) classed as a server error — not one the gateway describes itself (`ours`).
+ */
 export function isServerSide(failure: UpstreamFailure): boolean {
-  return failure.type === 'server' || (failure.status ?? 0) >= 500;
+  return (failure.type === 'server' || (failure.status ?? 0) >= 500) && failure.ours !== true;
 }
 
 /**

@@ -463,6 +463,7 @@ export function endedWithError(): UpstreamFailure {
     providerCode: null,
     retryAfterMs: null,
     raw: null,
+    ours: true,
   };
 }
 

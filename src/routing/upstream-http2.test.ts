@@ -477,15 +477,21 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
 
   it('HTTP/1.1 agents still send one request per connection at a time', async () => {
     const counts1 = { connections: 0, maxOpen: 0, open: 0 };
+    // Answers are held until all ten are in (or 3 s passed): on a busy machine a 20 ms answer could
+    // end before the last request arrived, and the count would say nothing about pipelining.
+    const held: (() => void)[] = [];
+    const release = () => held.splice(0).forEach((answer) => answer());
     const plain = createHttpServer((req, res) => {
       counts1.open++;
       counts1.maxOpen = Math.max(counts1.maxOpen, counts1.open);
       req.resume();
-      setTimeout(() => {
+      held.push(() => {
         counts1.open--;
         res.end('ok');
-      }, 20);
+      });
+      if (counts1.open === 10) release();
     });
+    const fallback = setTimeout(release, 3000);
     plain.on('connection', () => counts1.connections++);
     const port = await listen(plain);
     const agent = createUpstreamAgent();
@@ -496,6 +502,8 @@ describe('HTTP/2 upstreams over h2c (prior knowledge)', () => {
       expect(counts1.connections).toBe(10);
       expect(counts1.maxOpen).toBe(10);
     } finally {
+      clearTimeout(fallback);
+      release();
       await agent.close();
       plain.closeAllConnections();
       await closeServer(plain);

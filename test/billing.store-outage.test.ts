@@ -140,6 +140,24 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
     expect((await chat(g, key, fixedBody(FIXED.id, 100))).status).toBe(200);
   });
 
+  it('closed: an idle process that sees the store out says 503 at /readyz at once, never "degraded" (that is grace)', async () => {
+    const broken = breakableStore();
+    const g = await start(broken);
+    const accountId = await g.createAccount(10);
+    const { key } = await g.createKey(accountId);
+    expect((await chat(g, key, fixedBody(FIXED.id, 0))).status).toBe(200);
+    broken.mode = 'all';
+    // No paid request meanwhile: the process notices the outage by itself (its reads, its probe).
+    await until(async () => (await readyz(g.url)).json.status !== 'ready', 10_000, 'outage seen');
+    const ready = await readyz(g.url);
+    expect(ready.status).toBe(503);
+    expect(ready.json.status).toBe('unavailable');
+    expect(ready.json.reasons).toContain('store_unavailable');
+    expect(ready.json.reasons).not.toContain('store_unavailable_grace');
+    broken.mode = 'ok';
+    await until(async () => (await readyz(g.url)).status === 200, 20_000, 'ready again');
+  });
+
   it('grace: accounts whose last known balance covers the request are served, each up to max_exposure_usd per outage (measured)', async () => {
     const broken = breakableStore();
     const g = await start(broken, {

@@ -225,7 +225,12 @@ export class ChargeAdmission {
     if (settler.replaying) reasons.push('replaying_journal');
     let state: AdmissionState = 'ok';
     if (reasons.length > 0) state = 'unavailable';
-    else if (health.inOutage) {
+    else if (health.inOutage && this.options.policy.onStoreError === 'closed') {
+      // Only reads failed so far: admission still tries its reads (one that works ends the outage at
+      // once), but a process with no grace is no place to send paid requests meanwhile.
+      state = 'unavailable';
+      reasons.push('store_unavailable');
+    } else if (health.inOutage) {
       state = 'degraded';
       reasons.push('store_unavailable_grace');
     }

@@ -116,7 +116,9 @@ describe('deeply nested JSON in an OpenAI-compatible stream after the first toke
       { write: chunk({ content: 'two' }) },
       { write: chunk({}, 'stop') + usageChunk() + DONE },
     ]);
-    gw = await startGatewayWith(up, ['deep']);
+    // A non-JSON event that is the upstream's own internals: its text reaches neither caller nor log.
+    up.scripts.set('leaky', () => [{ write: 'data: FATAL postgres://admin:SuperSecretPw@db.internal:5432/prod\n\n' }]);
+    gw = await startGatewayWith(up, ['deep', 'leaky']);
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });
   afterAll(async () => {
@@ -134,5 +136,13 @@ describe('deeply nested JSON in an OpenAI-compatible stream after the first toke
     const whole = await chat(gw, key, { model: 'scripted/deep', messages: MESSAGES });
     expect(whole.status, whole.text.slice(0, 300)).toBe(502);
     expect(whole.json.error.message).toMatch(/nested too deeply/);
+  });
+
+  it('a non-JSON event is described by its length, never quoted (it may be a stack or a connection string)', async () => {
+    const whole = await chat(gw, key, { model: 'scripted/leaky', messages: MESSAGES });
+    expect(whole.status).toBe(502);
+    expect(whole.json.error.message).toMatch(/stream event is not JSON \(\d+ characters\)/);
+    const streamed = await chatStream(gw, key, { model: 'scripted/leaky', messages: MESSAGES });
+    for (const text of [whole.text, streamed.raw]) expect(text).not.toMatch(/postgres|SuperSecret|FATAL/);
   });
 });

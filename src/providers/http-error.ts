@@ -131,7 +131,16 @@ export function plainStreamError(data: string): UpstreamFailure {
  */
 export const CUT = '…';
 
-/** An upstream text as quoted in a failure or a malformed-event reason: its first 80 characters. */
+/**
+ * What a malformed event's reason says of its text: its length, never the text — an upstream's
+ * non-JSON event may be its stack trace, a connection string or a piece of the answer, and the
+ * reason reaches the caller's error and the logs.
+ */
+export function unreadable(text: string): string {
+  return `stream event is not JSON (${text.length} characters)`;
+}
+
+/** An upstream text as quoted in a plain-text error event's failure: its first 80 characters. */
 export function preview(text: string): string {
   return text.length > 80 ? `${text.slice(0, 80)}${CUT}` : text;
 }

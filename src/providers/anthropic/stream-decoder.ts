@@ -8,7 +8,7 @@
  * fold (routing/stream-aggregate.ts) makes one signed detail of them; a redacted_thinking block
  * arrives whole at its start.
  */
-import { plainStreamError, preview } from '../http-error.js';
+import { plainStreamError, unreadable } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
@@ -42,7 +42,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return KEEPALIVE;
-      return malformed(`stream event is not JSON: ${preview(data)}`);
+      return malformed(unreadable(data));
     }
     if (!isRecord(json)) return malformed('stream event is not a JSON object');
     const type = stringOrNull(json.type) ?? event;

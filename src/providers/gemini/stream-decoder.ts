@@ -6,7 +6,7 @@
  * `reasoning_details` stand (a thought streamed over many events stays one detail). Gemini sends no end
  * marker: the last event carries `finishReason` and the stream ends with the HTTP body.
  */
-import { plainStreamError, preview } from '../http-error.js';
+import { plainStreamError, unreadable } from '../http-error.js';
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
 import {
@@ -38,7 +38,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return KEEPALIVE;
-      return malformed(`stream event is not JSON: ${preview(data)}`);
+      return malformed(unreadable(data));
     }
     if (Array.isArray(json) && json.length === 1) json = json[0]; // an error as the non-SSE endpoint sends it
     if (!isRecord(json)) return malformed('stream event is not a JSON object');

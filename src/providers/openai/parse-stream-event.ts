@@ -1,5 +1,5 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
-import { plainStreamError, preview } from '../http-error.js';
+import { plainStreamError, unreadable } from '../http-error.js';
 import { KEEPALIVE, type ChunkChoice, type StreamEvent } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
 import { normalizeOpenAiFinishReason } from './finish-reason.js';
@@ -21,7 +21,7 @@ export function parseOpenAiStreamEvent(data: string, event: string | null): Stre
     // An `error` event whose reason is plain text is still the provider ending the stream with an error.
     if (event === 'error') return { kind: 'error', failure: plainStreamError(text) };
     if (text === '') return KEEPALIVE;
-    return { kind: 'malformed', reason: `stream event is not JSON: ${preview(text)}` };
+    return { kind: 'malformed', reason: unreadable(text) };
   }
   if (!isRecord(json)) return { kind: 'malformed', reason: 'stream event is not a JSON object' };
   if ((json.error !== undefined && json.error !== null) || event === 'error') {

@@ -118,7 +118,14 @@ describe('deeply nested JSON in an OpenAI-compatible stream after the first toke
     ]);
     // A non-JSON event that is the upstream's own internals: its text reaches neither caller nor log.
     up.scripts.set('leaky', () => [{ write: 'data: FATAL postgres://admin:SuperSecretPw@db.internal:5432/prod\n\n' }]);
-    gw = await startGatewayWith(up, ['deep', 'leaky']);
+    // Valid JSON, but a piece of the answer of the wrong type: malformed too, never relayed or dropped.
+    up.scripts.set('wrongtype', () => [
+      { write: chunk({ role: 'assistant', content: 'The answer is' }) },
+      { write: chunk({ content: 42 }) },
+      { write: chunk({ content: ' 42.' }) },
+      { write: chunk({}, 'stop') + usageChunk() + DONE },
+    ]);
+    gw = await startGatewayWith(up, ['deep', 'leaky', 'wrongtype']);
     key = (await gw.createKey(await gw.createAccount(10))).key;
   });
   afterAll(async () => {
@@ -144,5 +151,17 @@ describe('deeply nested JSON in an OpenAI-compatible stream after the first toke
     expect(whole.json.error.message).toMatch(/stream event is not JSON \(\d+ characters\)/);
     const streamed = await chatStream(gw, key, { model: 'scripted/leaky', messages: MESSAGES });
     for (const text of [whole.text, streamed.raw]) expect(text).not.toMatch(/postgres|SuperSecret|FATAL/);
+  });
+
+  it('a delta whose content is not a string breaks the stream: neither relayed as sent nor dropped', async () => {
+    const streamed = await chatStream(gw, key, { model: 'scripted/wrongtype', messages: MESSAGES });
+    const errors = streamed.events.filter((e) => e.error !== undefined);
+    expect(errors).toHaveLength(1);
+    expect(errors[0].error.metadata.error_type).toBe('invalid_response');
+    expect(streamed.events.map((e) => e.choices?.[0]?.delta?.content ?? '').join('')).toBe('The answer is');
+    expect(streamed.raw).not.toContain('"content":42');
+    const whole = await chat(gw, key, { model: 'scripted/wrongtype', messages: MESSAGES });
+    expect(whole.status, whole.text.slice(0, 300)).toBe(502);
+    expect(whole.json.error.message).toMatch(/delta\.content is not a string/);
   });
 });

@@ -44,6 +44,9 @@ export function readCandidateParts(candidate: Record<string, unknown>, hideThoug
   for (const part of content.parts) {
     if (!isRecord(part)) return 'candidate part is not an object';
     const signature = stringOrNull(part.thoughtSignature);
+    // A piece of the answer of another type cannot be dropped without changing the answer.
+    if (part.text !== undefined && part.text !== null && typeof part.text !== 'string')
+      return 'candidate part text is not a string';
     if (typeof part.text === 'string') {
       if (part.thought !== true) read.text += part.text;
       else if (part.text !== '' && !hideThoughts) {

@@ -45,6 +45,8 @@ export class GeminiStreamDecoder implements StreamDecoder {
     if (isRecord(json.error)) return { kind: 'error', failure: classifyGeminiStreamError(json) };
     const responseId = stringOrNull(json.responseId);
     const usage = parseGeminiUsage(json.usageMetadata);
+    if (json.candidates !== undefined && json.candidates !== null && !Array.isArray(json.candidates))
+      return malformed('candidates is not a list');
     const candidates = Array.isArray(json.candidates) ? json.candidates : [];
     const choices: ChunkChoice[] = [];
     const blockReason = candidates.length === 0 ? blockReasonOf(json) : null;

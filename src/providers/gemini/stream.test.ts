@@ -241,6 +241,8 @@ describe('Gemini stream decoding', () => {
     ['not an object', '"text"'],
     ['a non-object candidate', '{"candidates":[7]}'],
     ['unreadable parts', '{"candidates":[{"content":{"parts":{}}}]}'],
+    ['candidates that are not a list', '{"candidates":5}'],
+    ['a text part whose text is not a string', '{"candidates":[{"content":{"parts":[{"text":42}]},"index":0}]}'],
   ])('reports %s as malformed', (_name, data) => {
     expect(new GeminiStreamDecoder().parseStreamEvent(data, null)).toMatchObject({
       kind: 'malformed',

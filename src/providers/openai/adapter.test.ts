@@ -329,6 +329,16 @@ describe('openAiAdapter.parseStreamEvent', () => {
     ['a chunk without choices or usage', '{"id":"x","object":"chat.completion.chunk"}'],
     ['choices that are not an array', '{"id":"x","choices":{}}'],
     ['a delta that is a string', '{"id":"x","choices":[{"index":0,"delta":"hi"}]}'],
+    ['content that is a number', '{"id":"x","choices":[{"index":0,"delta":{"content":42}}]}'],
+    ['content that is an object', '{"id":"x","choices":[{"index":0,"delta":{"content":{"text":" NOT"}}}]}'],
+    ['reasoning that is a number', '{"id":"x","choices":[{"index":0,"delta":{"reasoning":7}}]}'],
+    ['tool calls that are a string', '{"id":"x","choices":[{"index":0,"delta":{"tool_calls":"NOT"}}]}'],
+    [
+      'arguments that are an object',
+      '{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":{}}}]}}]}',
+    ],
+    ['a finish reason that is a number', '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":5}]}'],
+    ['a choice index that is not a whole number', '{"id":"x","choices":[{"index":-1,"delta":{"content":"a"}}]}'],
   ])('rejects %s as malformed', (_name, data) => {
     expect(openAiAdapter.parseStreamEvent(data, null)).toMatchObject({ kind: 'malformed' });
   });

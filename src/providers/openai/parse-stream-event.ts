@@ -54,6 +54,8 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     if (choice.delta !== undefined && choice.delta !== null && !isRecord(choice.delta)) {
       return `stream choices[${position}].delta is not an object`;
     }
+    const problem = choiceProblem(choice);
+    if (problem !== null) return `stream choices[${position}]${problem}`;
     const nativeFinish = stringOrNull(choice.finish_reason);
     const parsed: ChunkChoice = {
       index: typeof choice.index === 'number' ? choice.index : position,
@@ -67,6 +69,40 @@ function parseChoices(raw: unknown[]): ChunkChoice[] | string {
     choices.push(parsed);
   }
   return choices;
+}
+
+const TEXT_FIELDS = ['content', 'reasoning', 'reasoning_content', 'refusal'] as const;
+
+/**
+ * Why a choice is not the shape OpenAI's stream gives (or null): a piece of the answer of another
+ * type (a number for `content`, tool calls that are not a list of objects) cannot be relayed as it
+ * came — clients refuse the chunk or glue it in wrong — nor dropped, which could change the answer;
+ * the stream is malformed (routing/stream-reader.ts).
+ */
+function choiceProblem(choice: Record<string, unknown>): string | null {
+  if (choice.index !== undefined && !(Number.isInteger(choice.index) && (choice.index as number) >= 0))
+    return '.index is not a whole number';
+  if (choice.finish_reason !== undefined && choice.finish_reason !== null && typeof choice.finish_reason !== 'string')
+    return '.finish_reason is not a string';
+  const delta = choice.delta;
+  if (!isRecord(delta)) return null;
+  for (const field of TEXT_FIELDS) {
+    const value = delta[field];
+    if (value !== undefined && value !== null && typeof value !== 'string') return `.delta.${field} is not a string`;
+  }
+  const calls = delta.tool_calls;
+  if (calls === undefined || calls === null) return null;
+  if (!Array.isArray(calls)) return '.delta.tool_calls is not a list';
+  for (const call of calls) {
+    if (!isRecord(call)) return '.delta.tool_calls has an entry that is not an object';
+    const fn = call.function;
+    if (fn === undefined || fn === null) continue;
+    if (!isRecord(fn)) return '.delta.tool_calls[].function is not an object';
+    for (const field of ['name', 'arguments'] as const)
+      if (fn[field] !== undefined && fn[field] !== null && typeof fn[field] !== 'string')
+        return `.delta.tool_calls[].function.${field} is not a string`;
+  }
+  return null;
 }
 
 /**

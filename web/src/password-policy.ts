@@ -14,3 +14,8 @@ export function passwordProblem(password: string): string | null {
     return `The new password must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters long`;
   return null;
 }
+
+/** Null when a new password fits the policy and was typed the same twice, else the message to show. */
+export function newPasswordProblem(password: string, repeat: string): string | null {
+  return passwordProblem(password) ?? (password === repeat ? null : 'The two passwords differ.');
+}

@@ -7,7 +7,7 @@ import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
 import { Link, useLocation } from '../router';
-import { MAX_PASSWORD, MIN_PASSWORD, passwordProblem } from '../password-policy';
+import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 
 export function ForgotPasswordPage() {
   const [email, setEmail] = useState('');
@@ -75,13 +75,9 @@ export function ResetPasswordPage() {
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
-    const problem = passwordProblem(password);
+    const problem = newPasswordProblem(password, repeat);
     if (problem !== null) {
       setError(new Error(problem));
-      return;
-    }
-    if (password !== repeat) {
-      setError(new Error('The two passwords differ.'));
       return;
     }
     setBusy(true);

@@ -6,7 +6,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
-import { MAX_PASSWORD, MIN_PASSWORD, passwordProblem } from '../password-policy';
+import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -46,13 +46,9 @@ export function SignUpPage() {
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
-    const problem = passwordProblem(password);
+    const problem = newPasswordProblem(password, repeat);
     if (problem !== null) {
       setError(new Error(problem));
-      return;
-    }
-    if (password !== repeat) {
-      setError(new Error('The two passwords differ.'));
       return;
     }
     setBusy(true);

@@ -50,6 +50,13 @@ describe.skipIf(!chromiumAvailable)('sign-up in Chromium', () => {
       await page.getByRole('heading', { name: 'Create an account' }).waitFor();
       expect(new URL(page.url()).search).toBe('?next=%2Fcredits');
       await screenshot(page, 'sign-up');
+      await page.setViewportSize({ width: 390, height: 844 });
+      await screenshot(page, 'sign-up-phone');
+      const overflow = await page.evaluate(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      );
+      expect(overflow).toBeLessThanOrEqual(0); // nothing wider than a phone
+      await page.setViewportSize({ width: 1280, height: 800 });
 
       await page.getByLabel('E-mail').fill(taken.email);
       await page.getByLabel('Password (10 to 256 characters)').fill('too short');

@@ -211,6 +211,20 @@ describe('settler with a charge journal', () => {
     expect(lines.map((line) => JSON.parse(line).caller)).toEqual(['done']);
   });
 
+  it('boot: a recovered charge the store refuses is kept as an earlier process’s, its caller unknown', async () => {
+    await journal.appendCharges([journalSettlement('left-bad', 3n)]);
+    await journal.close();
+    journal = (await ChargeJournal.open(dir, { now: Date.now })).journal;
+    const { store, committed, state } = scriptedStore();
+    state.refuse.add('left-bad');
+    const settler = new Settler({ store, journal, log: quietLog, backlogDelayMs: 10 });
+    expect(settler.recover()).toBe(1);
+    await settler.drain();
+    expect(committed.size).toBe(0);
+    const lines = (await readFile(join(dir, 'refused.jsonl'), 'utf8')).trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).caller)).toEqual(['unknown']);
+  });
+
   it('boot: charges left in the journal are applied by recover(); replaying until then', async () => {
     await journal.appendCharges([journalSettlement('left-1', 3n), journalSettlement('left-2', 4n)]);
     await journal.close();

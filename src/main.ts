@@ -89,7 +89,6 @@ async function openHoldStore(
   const timeoutMs = 500;
   const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
   const holds = new RedisHoldStore({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}hold:` });
-  const graceExposure = new RedisGraceExposure({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}grace:` });
   const fleet = new RedisFleet({
     redis,
     timeoutMs,
@@ -98,6 +97,17 @@ async function openHoldStore(
       logger.warn(
         { err: error },
         `Redis (REDIS_URL) is unreachable; paid requests are ${config.billing.on_hold_store_error === 'share' ? "admitted from this process's share of each balance" : 'refused (503)'} until it answers`,
+      ),
+  });
+  const graceExposure = new RedisGraceExposure({
+    redis,
+    timeoutMs,
+    keyPrefix: `${config.limits.redis_prefix}grace:`,
+    fleet,
+    onRestoreError: (error) =>
+      logger.error(
+        { err: error },
+        "could not put this process's grace admissions back into Redis after it lost its data; the fleet's grace count misses them",
       ),
   });
   try {
@@ -118,6 +128,7 @@ async function openHoldStore(
     fleet,
     healthChannel,
     async close() {
+      await graceExposure.close();
       await fleet.stop();
       if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis.disconnect();

@@ -1,8 +1,9 @@
 /**
  * The grace exposure (billing/grace-exposure.ts) in this process and in Redis (the real server):
  * the Lua script decides as `decideGrace` does on any sequence of requests, concurrent callers on
- * separate connections never pass the cap together, the counters lapse after their TTL, and a
- * balance of billions stays exact.
+ * separate connections never pass the cap together, the counters lapse after their TTL, a
+ * balance of billions stays exact, and a Redis that restarts without its data gets every process's
+ * admissions back (a private Redis the test restarts).
  */
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
@@ -11,8 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalGraceExposure, type GraceRequest } from '../src/billing/grace-exposure.js';
 import { RedisGraceExposure } from '../src/billing/redis-grace-exposure.js';
 import { UNITS_PER_USD } from '../src/core/money.js';
+import { RedisFleet } from '../src/store/redis-fleet.js';
 import { failFastRedisOptions } from '../src/store/redis-script-client.js';
 import { REDIS_TEST_URL } from './helpers/limiter-targets.js';
+import { startPrivateRedis } from './helpers/private-redis.js';
 
 const MICRO = 1000n; // units per µUSD, the Redis store's unit
 
@@ -146,5 +149,57 @@ describe('grace exposure', () => {
     clients.push(redis);
     const shared = new RedisGraceExposure({ redis, keyPrefix: prefix(), timeoutMs: 200 });
     await expect(shared.reserve(base())).rejects.toMatchObject({ code: 'store.unavailable' });
+  });
+
+  it('Redis restarted without its data: refused while the fleet resyncs, then each process has put its admissions back', async () => {
+    const server = await startPrivateRedis();
+    const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
+    try {
+      const keyPrefix = prefix();
+      for (let i = 0; i < 2; i++) {
+        const redis = new Redis(server.url, failFastRedisOptions(300));
+        redis.on('error', () => undefined);
+        const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs: 1_500 });
+        await fleet.start();
+        processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
+      }
+      const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
+      const trusted = async () => {
+        const deadline = Date.now() + 10_000;
+        while (!(a.fleet.trusted && b.fleet.trusted) && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(a.fleet.trusted && b.fleet.trusted).toBe(true);
+      };
+      await trusted();
+      const request = base({ keyRoom: 10_000n * MICRO });
+      // Cap 3: A admits two, B one.
+      expect(await a.grace.reserve(request)).toBe('admitted');
+      expect(await a.grace.reserve(request)).toBe('admitted');
+      expect(await b.grace.reserve(request)).toBe('admitted');
+      expect(await b.grace.reserve(request)).toBe('grace_exposure');
+      expect(a.grace.admissions().get('acct_a')?.total).toBe(2000n);
+
+      await server.stop();
+      await server.start(); // empty, as a restart without persistence leaves it
+      // Until the fleet has seen the new epoch and its window is over, nobody admits under grace.
+      await expect(a.grace.reserve(request)).rejects.toMatchObject({ code: 'store.unavailable' });
+      while (a.redis.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 10));
+      await a.fleet.heartbeat();
+      expect(a.fleet.trusted).toBe(false); // the new epoch's window, on a live connection
+      await expect(a.grace.reserve(request)).rejects.toMatchObject({ code: 'store.unavailable' });
+      await trusted();
+      expect(await a.redis.hgetall(a.grace.key('acct_a'))).toEqual({ a: '3000', 'k:k1': '3000' });
+      expect(await a.redis.pttl(a.grace.key('acct_a'))).toBeGreaterThan(50_000);
+      // The fleet's cap still holds: no second allowance.
+      expect(await a.grace.reserve(request)).toBe('grace_exposure');
+      expect(await b.grace.reserve(request)).toBe('grace_exposure');
+    } finally {
+      for (const p of processes) {
+        await p.grace.close();
+        await p.fleet.stop();
+        p.redis.disconnect();
+      }
+      await server.destroy();
+    }
   });
 });

@@ -3,7 +3,8 @@
  * two `tollgate serve` processes on one private PostgreSQL and the shared Redis. With PostgreSQL
  * stopped, a burst at both processes is admitted up to `grace.max_exposure_usd` for the account in
  * all — each process used to count only its own admissions, so the fleet gave N times the bound — and
- * the ledger is exact once PostgreSQL is back.
+ * the ledger is exact once PostgreSQL is back. A Redis that restarts without its data meanwhile gets
+ * each process's admissions back: no second allowance.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import { fixedBody, fixedCostModel, X_UNITS, X_USD } from './helpers/holds.js';
 import { readyz, until } from './helpers/journal.js';
 import { REDIS_TEST_URL } from './helpers/limiter-targets.js';
 import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-pg.js';
+import { startPrivateRedis, type PrivateRedis } from './helpers/private-redis.js';
 import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-grace-fleet-1';
@@ -34,26 +36,33 @@ async function adminCall(url: string, path: string, body: unknown) {
   return json;
 }
 
-async function chat(url: string, key: string, i: number): Promise<number> {
+async function chatReason(url: string, key: string, i: number): Promise<{ status: number; reason?: string }> {
   const response = await request(`${url}/api/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(fixedBody(MODEL.id, i)),
   });
-  await response.body.text();
-  return response.statusCode;
+  const text = await response.body.text();
+  if (response.statusCode === 200) return { status: 200 };
+  return { status: response.statusCode, reason: (JSON.parse(text) as any).error?.metadata?.reason };
+}
+
+async function chat(url: string, key: string, i: number): Promise<number> {
+  return (await chatReason(url, key, i)).status;
 }
 
 describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
   let pgServer: PrivatePostgres;
+  let redisServer: PrivateRedis;
   let provider: MockProvider;
   let dir: string;
   const gateways: ServeProcess[] = [];
 
   beforeAll(async () => {
     const built = buildOnce();
-    [pgServer, provider, dir] = await Promise.all([
+    [pgServer, redisServer, provider, dir] = await Promise.all([
       startPrivatePostgres(),
+      startPrivateRedis(),
       startMockProvider(),
       mkdtemp(join(tmpdir(), 'tollgate-grace-fleet-')),
     ]);
@@ -63,11 +72,17 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.stop('SIGKILL')));
     await pgServer?.destroy();
+    await redisServer?.destroy();
     await provider?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('two processes admit at most max_exposure_usd for one account in all while PostgreSQL is out', async () => {
+  /**
+   * Two processes on the private PostgreSQL and `redisUrl`; one account worth 1000 X with a cap of 3 X;
+   * PostgreSQL stopped, 30 requests across both, then `meanwhile` (still in the outage); PostgreSQL
+   * back, the ledger checked. Returns how many of the 30 were admitted.
+   */
+  async function outage(redisUrl: string, meanwhile: (urls: string[], key: string) => Promise<void>) {
     await pgServer.start();
     const configPath = join(dir, 'tollgate.yaml');
     await writeFile(
@@ -89,8 +104,8 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
           {
             TOLLGATE_CONFIG: configPath,
             DATABASE_URL: pgServer.url,
-            REDIS_URL: REDIS_TEST_URL,
-            TOLLGATE_DATA_DIR: join(dir, name),
+            REDIS_URL: redisUrl,
+            TOLLGATE_DATA_DIR: join(dir, `${name}-${randomBytes(3).toString('hex')}`),
             TOLLGATE_ADMIN_TOKEN: ADMIN,
             TOLLGATE_LOG_LEVEL: 'warn',
           },
@@ -98,7 +113,8 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
         ),
       );
     const urls = gateways.map((g) => g.url);
-    for (const url of urls) await until(async () => (await readyz(url)).status === 200, 60_000, 'ready');
+    // Ready, with the fleet trusting Redis (a new fleet's first resync window is over): no grace before that.
+    for (const url of urls) await until(async () => (await readyz(url)).json.status === 'ready', 60_000, 'ready');
     const account = await adminCall(urls[0]!, '/accounts', {
       email: `grace-${randomBytes(3).toString('hex')}@example.test`,
     });
@@ -115,8 +131,8 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
     const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => chat(urls[i % 2]!, key, i + 1)));
     const admitted = statuses.filter((s) => s === 200).length;
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
-    expect(admitted).toBe(3); // 3 X for the account across both processes (6 when each counted alone)
-    expect(provider.stats.requests - before).toBe(3);
+    expect(provider.stats.requests - before).toBe(admitted);
+    await meanwhile(urls, key);
 
     await pgServer.start();
     for (const url of urls) await until(async () => (await readyz(url)).json.status === 'ready', 60_000, 'ready again');
@@ -126,7 +142,7 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
       await until(
         async () =>
           (await client.query('SELECT total_usage::text AS usage FROM accounts WHERE id = $1', [accountId])).rows[0]
-            .usage === String(5 * X_UNITS),
+            .usage === String((2 + admitted) * X_UNITS),
         30_000,
         'every charge applied',
       );
@@ -134,10 +150,40 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
         'SELECT COUNT(*)::int AS n, SUM(total_cost)::text AS total FROM generations WHERE account_id = $1',
         [accountId],
       );
-      expect(g.rows[0]).toEqual({ n: 5, total: String(5 * X_UNITS) });
+      expect(g.rows[0]).toEqual({ n: 2 + admitted, total: String((2 + admitted) * X_UNITS) });
     } finally {
       await client.end();
     }
     for (const g of gateways) expect(g.child.exitCode).toBeNull();
+    await Promise.all(gateways.splice(0).map((g) => g.stop('SIGKILL')));
+    await pgServer.stop();
+    return admitted;
+  }
+
+  it('two processes admit at most max_exposure_usd for one account in all while PostgreSQL is out', async () => {
+    // 3 X for the account across both processes (6 when each counted alone)
+    expect(await outage(REDIS_TEST_URL, async () => undefined)).toBe(3);
+  });
+
+  it('Redis restarted without its data during the outage: no second allowance', async () => {
+    const admitted = await outage(redisServer.url, async (urls, key) => {
+      await redisServer.stop();
+      await redisServer.start(); // empty
+      // Each process refuses (store_unavailable) until the fleet trusts the new Redis, then finds the
+      // count its processes put back: grace_exposure, not a fresh allowance.
+      for (const url of urls)
+        await until(
+          async () => {
+            const answer = await chatReason(url, key, 100);
+            expect(answer.status).not.toBe(200);
+            return answer.reason === 'grace_exposure';
+          },
+          30_000,
+          'the count restored',
+        );
+      const again = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(urls[i % 2]!, key, 200 + i)));
+      expect(again.filter((s) => s === 200)).toEqual([]);
+    });
+    expect(admitted).toBe(3);
   });
 });

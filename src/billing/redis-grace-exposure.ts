@@ -4,7 +4,16 @@
  * key's — checked and increased by one Lua call, so concurrent admissions on any process never pass
  * the bound together. Amounts are µUSD, as in the hold store (redis-hold-store.ts): the request's
  * amount rounded up, the room, cap and key room rounded down, so rounding only ever refuses.
+ *
+ * A Redis that comes back without its data (a new epoch: restart without persistence, failover to an
+ * empty replica) would hand every account a fresh cap. So each process remembers what it admitted for
+ * as long as the shared count would live, puts it back when the fleet sees the new epoch, and admits
+ * nothing under grace while the fleet does not trust Redis (the resync window in which every live
+ * process re-registers its own, and a lost connection until the next heartbeat): the fleet's count is
+ * whole again before anyone reads it.
  */
+import type { FleetView } from '../core/fleet.js';
+import { TollgateError } from '../core/errors.js';
 import { UNITS_PER_USD } from '../core/money.js';
 import type { GraceDecision, GraceExposure, GraceRequest } from './grace-exposure.js';
 import { ceilMicros, floorMicros } from './redis-hold-store.js';
@@ -32,23 +41,66 @@ if decision == 0 or redis.call('EXISTS', h) == 1 then redis.call('PEXPIRE', h, A
 return decision
 `;
 
+/**
+ * Puts one process's admissions back into a Redis that lost its data. KEYS[1] the account's hash;
+ * ARGV: 1 ttl ms, then field, amount pairs (µUSD). Adds them (other processes add theirs) and keeps
+ * the longer of the hash's remaining life and `ttl`.
+ */
+const GRACE_RESTORE_LUA = `
+local h = KEYS[1]
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', h, ARGV[i], ARGV[i + 1]) end
+if redis.call('PTTL', h) < tonumber(ARGV[1]) then redis.call('PEXPIRE', h, ARGV[1]) end
+return 1
+`;
+
+/** What this process admitted for one account (µUSD), and until when the shared count would live. */
+interface OwnAdmissions {
+  total: bigint;
+  keys: Map<string, bigint>;
+  until: number;
+}
+
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
 
 export type RedisGraceExposureOptions = RedisConnectionOptions & {
   /** Every key starts with it (main.ts: `limits.redis_prefix` + `grace:`). */
   keyPrefix: string;
+  /** The fleet sharing this Redis (main.ts): when to trust the count, and when Redis lost its data. */
+  fleet?: FleetView;
+  /** Local clock for how long this process remembers its admissions (default Date.now). */
+  now?: () => number;
+  /** A restore after a new epoch failed (for logs). */
+  onRestoreError?: (error: unknown) => void;
 };
 
 export class RedisGraceExposure implements GraceExposure {
   private readonly client: RedisScriptClient;
+  private readonly restorer: RedisScriptClient;
+  private readonly now: () => number;
+  /** This process's admissions per account, kept while the shared count would live (for a new epoch). */
+  private readonly own = new Map<string, OwnAdmissions>();
+  private lastSweep = 0;
+  private readonly stopResync: () => void;
 
   constructor(private readonly options: RedisGraceExposureOptions) {
+    this.now = options.now ?? Date.now;
     this.client = new RedisScriptClient({
       ...options,
       lua: GRACE_LUA,
       commandName: 'tollgateGraceV1',
       unavailableMessage: 'The grace exposure store (Redis) is unavailable',
     });
+    this.restorer = new RedisScriptClient({
+      ...this.client.connection(),
+      lua: GRACE_RESTORE_LUA,
+      commandName: 'tollgateGraceRestoreV1',
+      unavailableMessage: 'The grace exposure store (Redis) is unavailable',
+    });
+    this.stopResync =
+      options.fleet?.onResync((reason) => {
+        // A reconnect kept Redis's data: what was admitted is there (adding it again would count it twice).
+        if (reason === 'epoch') void this.restore();
+      }) ?? (() => undefined);
   }
 
   /** The account's hash (public so tests can find it). */
@@ -57,6 +109,11 @@ export class RedisGraceExposure implements GraceExposure {
   }
 
   async reserve(request: GraceRequest): Promise<GraceDecision> {
+    if (this.options.fleet && !this.options.fleet.trusted)
+      throw new TollgateError(
+        'store.unavailable',
+        "The grace exposure store (Redis) is resynchronising: its count may miss other processes' admissions",
+      );
     // Past the cap plus this request a room decides nothing (what was admitted never exceeds the cap),
     // so a balance of billions stays within the doubles' exact range.
     const enough = request.maxExposure + request.amount + UNITS_PER_USD;
@@ -76,6 +133,7 @@ export class RedisGraceExposure implements GraceExposure {
     );
     const decision = DECISIONS[Number(reply)];
     if (decision === undefined) throw new Error('grace script returned a bad decision');
+    this.remember(request, decision);
     return decision;
   }
 
@@ -83,7 +141,81 @@ export class RedisGraceExposure implements GraceExposure {
     // The fleet's counters lapse `ttlMs` after the last grace request: another process may still be in its outage.
   }
 
+  /** This process's own admissions still within their count's life, per account (µUSD; for tests and restore). */
+  admissions(): Map<string, { total: bigint; keys: Map<string, bigint> }> {
+    this.sweep(true);
+    return new Map([...this.own].map(([account, own]) => [account, { total: own.total, keys: new Map(own.keys) }]));
+  }
+
+  /**
+   * Puts this process's admissions back after Redis lost its data, each account's count living as long
+   * as this process's last request renewed it. Retried while the resync window lasts (the connection
+   * may still be coming back); what cannot be restored is logged, and those admissions are lost from the
+   * fleet's count.
+   */
+  async restore(): Promise<void> {
+    this.sweep(true);
+    let pending = [...this.own];
+    for (let attempt = 0; attempt < 10 && pending.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+      const failed: typeof pending = [];
+      let lastError: unknown;
+      await Promise.all(
+        pending.map(async (entry) => {
+          const [accountId, own] = entry;
+          const ttl = own.until - this.now();
+          if (ttl <= 0 || own.total === 0n) return;
+          const pairs = [['a', own.total] as const, ...own.keys].flatMap(([field, amount]) => [
+            field,
+            amount.toString(),
+          ]);
+          try {
+            await this.restorer.run([this.key(accountId)], [ttl, ...pairs]);
+          } catch (error) {
+            lastError = error;
+            failed.push(entry);
+          }
+        }),
+      );
+      pending = failed;
+      if (pending.length > 0 && attempt === 9) this.options.onRestoreError?.(lastError);
+    }
+  }
+
   close(): Promise<void> {
+    this.stopResync();
     return this.client.close();
+  }
+
+  /** Remembers an admission, and renews the account's life as the script did (admitted, or a count that exists). */
+  private remember(request: GraceRequest, decision: GraceDecision): void {
+    const now = this.now();
+    this.sweep(false);
+    let own = this.own.get(request.accountId);
+    if (own && own.until <= now) {
+      this.own.delete(request.accountId);
+      own = undefined;
+    }
+    if (decision !== 'admitted') {
+      if (own) own.until = now + request.ttlMs;
+      return;
+    }
+    own ??= { total: 0n, keys: new Map(), until: 0 };
+    this.own.set(request.accountId, own);
+    const micros = ceilMicros(request.amount);
+    own.total += micros;
+    if (request.keyRoom !== null) {
+      const field = `k:${request.keyHash}`;
+      own.keys.set(field, (own.keys.get(field) ?? 0n) + micros);
+    }
+    own.until = now + request.ttlMs;
+  }
+
+  /** Forgets accounts whose count has lapsed: at most once a second unless `force`. */
+  private sweep(force: boolean): void {
+    const now = this.now();
+    if (!force && now - this.lastSweep < 1_000) return;
+    this.lastSweep = now;
+    for (const [account, own] of this.own) if (own.until <= now) this.own.delete(account);
   }
 }

@@ -186,7 +186,10 @@ describe('grace exposure', () => {
       while (a.redis.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 10));
       await a.fleet.heartbeat();
       expect(a.fleet.trusted).toBe(false); // the new epoch's window, on a live connection
-      await expect(a.grace.reserve(request)).rejects.toMatchObject({ code: 'store.unavailable' });
+      await expect(a.grace.reserve(request)).rejects.toMatchObject({
+        code: 'store.unavailable',
+        metadata: { reason: 'redis_resyncing' },
+      });
       await trusted();
       expect(await a.redis.hgetall(a.grace.key('acct_a'))).toEqual({ a: '3000', 'k:k1': '3000' });
       expect(await a.redis.pttl(a.grace.key('acct_a'))).toBeGreaterThan(50_000);

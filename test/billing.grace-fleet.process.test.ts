@@ -175,7 +175,8 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
         await until(
           async () => {
             const answer = await chatReason(url, key, 100);
-            expect(answer.status).not.toBe(200);
+            expect(answer.status).toBe(503);
+            expect(['redis_unavailable', 'redis_resyncing', 'grace_exposure']).toContain(answer.reason);
             return answer.reason === 'grace_exposure';
           },
           30_000,

@@ -85,6 +85,8 @@ interface Answer {
   streamed: boolean;
   /** A 200 stream that ended with an in-band error instead of its usage chunk. */
   inBandError: boolean;
+  /** An error answer's `error.metadata.reason`. */
+  reason?: unknown;
 }
 
 async function ask(url: string, key: string, i: number): Promise<Answer> {
@@ -101,7 +103,10 @@ async function ask(url: string, key: string, i: number): Promise<Answer> {
       }),
     });
     const text = await response.body.text();
-    if (response.statusCode !== 200) return { status: response.statusCode, cost: null, streamed, inBandError: false };
+    if (response.statusCode !== 200) {
+      const reason = (JSON.parse(text) as { error?: { metadata?: { reason?: unknown } } }).error?.metadata?.reason;
+      return { status: response.statusCode, cost: null, streamed, inBandError: false, reason };
+    }
     if (!streamed)
       return { status: 200, cost: Math.round(JSON.parse(text).usage.cost * 1e9), streamed, inBandError: false };
     const { events } = parseSse(text);
@@ -174,6 +179,8 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
     const created = await adminCall(url, 'POST', `/accounts/${accountId}/keys`, { name: 'load' });
     const key = created.key as string;
     const keyHash = created.data.hash as string;
+    // A key never used before the outage: this process has nothing cached to authenticate it from.
+    const unused = (await adminCall(url, 'POST', `/accounts/${accountId}/keys`, { name: 'unused' })).key as string;
 
     // Sustained load: 8 workers, streamed and not, while PostgreSQL is stopped for ~4 s and started again.
     let running = true;
@@ -193,6 +200,7 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const duringOutage = answers.slice(stoppedAt);
+    const unknownKey = await ask(url, unused, 1);
     await pgServer.start();
     await until(async () => (await readyz(url)).status === 200, 60_000, 'ready after PostgreSQL restarted');
     const afterRestart = answers.length;
@@ -206,6 +214,9 @@ describe('tollgate serve on a private PostgreSQL that goes away', { timeout: 240
 
     expect(gateway.child.exitCode).toBeNull(); // the process survived
     expect(duringOutage.some((a) => a.status === 503)).toBe(true); // closed: paid requests refused while out
+    // Every store-outage 503 says why, the one whose key could not be read too (docs/api.md).
+    expect(duringOutage.filter((a) => a.status === 503 && typeof a.reason !== 'string')).toEqual([]);
+    expect(unknownKey).toMatchObject({ status: 503, reason: 'store_unavailable' });
     await until(async () => (await metric(url, 'tollgate_charge_journal_depth')) === 0, 30_000, 'journal drained');
 
     const ok = answers.filter((a) => a.status === 200);

@@ -76,7 +76,15 @@ const REASON_MESSAGES: Record<string, string> = {
   grace_not_covered: 'Storage is unavailable and the last known balance does not cover this request',
   grace_exposure: 'Storage is unavailable and this account reached its grace exposure',
   starting: 'The gateway is starting (storage not reachable yet)',
+  redis_unavailable: 'Storage is unavailable and the shared counters (Redis) cannot be reached',
+  redis_resyncing: 'Storage is unavailable and the shared counters (Redis) are being restored',
 };
+
+/** Why a read of the shared counters (Redis: holds, the grace count) failed, as `metadata.reason`. */
+function sharedStoreReason(error: unknown): string {
+  const reason = error instanceof TollgateError ? error.metadata?.reason : undefined;
+  return reason === 'redis_unavailable' || reason === 'redis_resyncing' ? reason : 'store_unavailable';
+}
 
 function refused(reason: string): TollgateError {
   return new TollgateError('store.unavailable', REASON_MESSAGES[reason] ?? 'Storage is unavailable', {
@@ -301,8 +309,8 @@ export class ChargeAdmission {
     let held: Units;
     try {
       held = await gate.held(key.accountId);
-    } catch {
-      return refuse('store_unavailable');
+    } catch (error) {
+      return refuse(sharedStoreReason(error));
     }
     let keyRoom: Units | null = null;
     if (key.limit !== null) {
@@ -322,8 +330,8 @@ export class ChargeAdmission {
         keyRoom,
         ttlMs: policy.maxDurationMs,
       });
-    } catch {
-      return refuse('store_unavailable');
+    } catch (error) {
+      return refuse(sharedStoreReason(error));
     }
     if (decision !== 'admitted') refuse(decision);
     if (isPaid) this.graceAdmissions?.inc();

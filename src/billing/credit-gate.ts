@@ -181,8 +181,7 @@ export class CreditGate {
         // while this admission ran: it is decided again, once, by what holds now.
         const moved = error instanceof OutageMoved;
         const failedNow = trusted && isUnavailable(error) && this.fleet !== null && !this.fleet.trusted;
-        if (retried || !(moved || failedNow))
-          throw moved ? new TollgateError('store.unavailable', 'The credit hold store is unavailable') : error;
+        if (retried || !(moved || failedNow)) throw moved ? holdStoreUnavailable() : error;
         trusted = this.trustShared();
       }
     }
@@ -262,8 +261,7 @@ export class CreditGate {
   private async decideByShare(check: HoldCheck, key: KeyRecord, now: number): Promise<HoldDecision> {
     if (!check.paid) return snapshotOnly(check);
     const fleet = this.fleet!;
-    if (this.options.onHoldStoreError === 'closed' || !fleet.seen)
-      throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
+    if (this.options.onHoldStoreError === 'closed' || !fleet.seen) throw holdStoreUnavailable();
     if (!this.accountShares.has(check.accountId) || !this.keyShares.has(check.keyHash)) {
       this.beginOutage();
       const epoch = this.reports.epoch;
@@ -481,7 +479,7 @@ export class CreditGate {
     });
     cache.invalidate(id);
     const fresh = await cache.get(id, load);
-    if (fresh.mark === null) throw new TollgateError('store.unavailable', 'The credit hold store is unavailable');
+    if (fresh.mark === null) throw holdStoreUnavailable();
     return fresh;
   }
 
@@ -534,4 +532,11 @@ function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyR
     `Insufficient credits: the account balance is ${unitsToUsd(decision.balance)} USD${isPaid ? '; paid models need a positive balance' : ''}. Add credits and retry.`,
     { metadata: { balance: unitsToUsd(decision.balance), in_flight: unitsToUsd(decision.held) } },
   );
+}
+
+/** A paid request refused because the shared hold store (Redis) cannot be relied on (503, `metadata.reason`). */
+function holdStoreUnavailable(): TollgateError {
+  return new TollgateError('store.unavailable', 'The credit hold store is unavailable', {
+    metadata: { reason: 'redis_unavailable' },
+  });
 }

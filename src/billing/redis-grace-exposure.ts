@@ -113,6 +113,7 @@ export class RedisGraceExposure implements GraceExposure {
       throw new TollgateError(
         'store.unavailable',
         "The grace exposure store (Redis) is resynchronising: its count may miss other processes' admissions",
+        { metadata: { reason: 'redis_resyncing' } },
       );
     // Past the cap plus this request a room decides nothing (what was admitted never exceeds the cap),
     // so a balance of billions stays within the doubles' exact range.

@@ -92,7 +92,7 @@ export class CapacityGovernor {
         throw new TollgateError(
           'store.unavailable',
           'Capacity limits cannot be checked right now (the rate-limit store is unavailable); retry shortly',
-          { cause: error },
+          { cause: error, metadata: { reason: 'redis_unavailable' } },
         );
       }
       this.warnOpen(error, now);

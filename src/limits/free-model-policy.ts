@@ -170,7 +170,7 @@ export class FreeModelPolicy {
       throw new TollgateError(
         'store.unavailable',
         'Free-model rate limits cannot be checked right now (the rate-limit store is unavailable); retry shortly',
-        { cause: error },
+        { cause: error, metadata: { reason: 'redis_unavailable' } },
       );
     }
     // Fail open: one warning per interval, so an outage does not flood the logs at request rate.

@@ -227,7 +227,7 @@ export async function relayStream(
     failure = new TollgateError(
       'store.unavailable',
       'The usage of this generation could not be recorded; the answer is incomplete',
-      { metadata: { error_type: 'server' } },
+      { metadata: { error_type: 'server', reason: 'store_unavailable' } },
     );
     return null;
   });
@@ -373,7 +373,7 @@ async function pump(
       result.failure = new TollgateError(
         'server.shutting_down',
         'The gateway is shutting down; the answer is incomplete',
-        { metadata: { error_type: 'server' } },
+        { metadata: { error_type: 'server', reason: 'store_unavailable' } },
       );
     } else if (ctx.signal.aborted || end.kind === 'cancelled') result.cancelled = true;
     else if (end.kind === 'local') {

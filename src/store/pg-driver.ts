@@ -123,7 +123,11 @@ const NUL_IN_TEXT = new Set(['22021', '22P05']);
 
 function translateError(error: unknown): unknown {
   if (error instanceof TollgateError) return error;
-  if (isUnavailable(error)) return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
+  if (isUnavailable(error))
+    return new TollgateError('store.unavailable', 'Storage is unavailable', {
+      cause: error,
+      metadata: { reason: 'store_unavailable' },
+    });
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && NUL_IN_TEXT.has(code))
     return new TollgateError('request.invalid_body', 'Text may not contain NUL characters (\\u0000)', {

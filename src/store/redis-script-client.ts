@@ -136,7 +136,10 @@ export class RedisScriptClient {
   }
 
   private unavailable(cause: unknown): TollgateError {
-    return new TollgateError('store.unavailable', this.unavailableMessage, { cause });
+    return new TollgateError('store.unavailable', this.unavailableMessage, {
+      cause,
+      metadata: { reason: 'redis_unavailable' },
+    });
   }
 }
 

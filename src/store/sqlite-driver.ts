@@ -52,7 +52,10 @@ const UNAVAILABLE_CODES =
 function errorOf(reply: { message: string; code: string | null }): Error {
   const error = Object.assign(new Error(reply.message), reply.code === null ? {} : { code: reply.code });
   if (reply.code !== null && UNAVAILABLE_CODES.test(reply.code)) {
-    return new TollgateError('store.unavailable', 'Storage is unavailable', { cause: error });
+    return new TollgateError('store.unavailable', 'Storage is unavailable', {
+      cause: error,
+      metadata: { reason: 'store_unavailable' },
+    });
   }
   return error;
 }
@@ -179,7 +182,10 @@ class SqliteThread {
   }
 
   #unavailable(cause: unknown): TollgateError {
-    return new TollgateError('store.unavailable', 'Storage is unavailable', { cause });
+    return new TollgateError('store.unavailable', 'Storage is unavailable', {
+      cause,
+      metadata: { reason: 'store_unavailable' },
+    });
   }
 }
 

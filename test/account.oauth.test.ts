@@ -381,6 +381,24 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
       const redirect = new URL(denied.json.data.redirect_url);
       expect(redirect.searchParams.get('error')).toBe('access_denied');
       expect(redirect.searchParams.has('code')).toBe(false);
+      expect(redirect.searchParams.get('state')).toBe('xyz'); // the callback's own query is kept
+      // An app's own `state` (OAuth 2.0) comes back as given, on a denial and on an approval.
+      const state = 'st&te=/ü?#1';
+      const deniedWithState = await asBrowser(gw, session, 'POST', '/oauth/authorize', {
+        json: { callback_url: CALLBACK, decision: 'deny', state },
+      });
+      expect(new URL(deniedWithState.json.data.redirect_url).searchParams.get('state')).toBe(state);
+      const approvedWithState = await asBrowser(gw, session, 'POST', '/oauth/authorize', {
+        json: { callback_url: CALLBACK, decision: 'approve', state },
+      });
+      const back = new URL(approvedWithState.json.data.redirect_url);
+      expect([back.searchParams.get('state'), back.searchParams.has('code')]).toEqual([state, true]);
+      expectError(
+        await asBrowser(gw, session, 'POST', '/oauth/authorize', {
+          json: { callback_url: CALLBACK, decision: 'approve', state: 'x'.repeat(1025) },
+        }),
+        400,
+      );
       expectError(
         await asBrowser(gw, session, 'POST', '/oauth/authorize', {
           json: { callback_url: 'javascript:alert(1)', decision: 'approve' },

@@ -74,7 +74,7 @@ const pageFields = {
   expires_at: blankIsAbsent(authorizationFields.expires_at),
 };
 
-/** The approval page's preview: the same fields as query parameters (strings; unknown ones such as `state` ignored). */
+/** The approval page's preview: the same fields as query parameters (strings; unknown ones ignored). */
 export const previewQuerySchema = z.object({
   ...pageFields,
   limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()),
@@ -83,6 +83,8 @@ export const previewQuerySchema = z.object({
 export const approveSchema = z.strictObject({
   ...pageFields,
   limit: blankIsAbsent(authorizationFields.limit),
+  /** The app's own `state` from /auth, given back on the callback as OAuth 2.0 clients expect (RFC 6749 §4.1.2). */
+  state: blankIsAbsent(z.string().max(1024).optional()),
   decision: z.enum(['approve', 'deny']),
 });
 
@@ -218,16 +220,18 @@ export async function issueCode(deps: OAuthDeps, accountId: string, authorizatio
   return { code, appId, createdAt: now };
 }
 
-/** The page's answer to a decision: where the browser goes next. */
+/** The page's answer to a decision: where the browser goes next, with the app's `state` when it gave one. */
 export async function decide(
   deps: OAuthDeps,
   accountId: string,
   authorization: Authorization,
   decision: 'approve' | 'deny',
+  state?: string,
 ): Promise<string> {
-  if (decision === 'deny') return callbackWith(authorization.callbackUrl, { error: 'access_denied' });
+  const given: Record<string, string> = state === undefined ? {} : { state };
+  if (decision === 'deny') return callbackWith(authorization.callbackUrl, { error: 'access_denied', ...given });
   const { code } = await issueCode(deps, accountId, authorization);
-  return callbackWith(authorization.callbackUrl, { code });
+  return callbackWith(authorization.callbackUrl, { code, ...given });
 }
 
 const INVALID_CODE = 'Invalid code or code_verifier';

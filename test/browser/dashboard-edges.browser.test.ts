@@ -100,6 +100,7 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
       limit: '2',
       usage_limit_type: 'daily',
       expires_at: expires.toISOString(),
+      state: 'app-state-7f3a',
     });
     const p = await signedIn(holder, `/auth?${search.toString()}`);
     await p.getByRole('heading', { name: /^Authorize / }).waitFor();
@@ -108,8 +109,10 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     // Nothing listens on the callback port: the approval's redirect is read from the request, not followed.
     const redirect = p.waitForRequest((request) => request.url().startsWith(callbackUrl));
     await p.getByRole('button', { name: 'Approve' }).click();
-    const code = new URL((await redirect).url()).searchParams.get('code');
+    const back = new URL((await redirect).url()).searchParams;
+    const code = back.get('code');
     expect(code).toBeTruthy();
+    expect(back.get('state')).toBe('app-state-7f3a'); // the app's state, given back
     const exchanged = await fetch(`${gw.api}/auth/keys`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

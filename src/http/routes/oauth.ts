@@ -104,9 +104,9 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
     '/api/v1/oauth/authorize',
     async (request, reply) => {
       const { active } = await requireSession(services, request);
-      const { decision, ...fields } = parseBody(approveSchema, request.body);
+      const { decision, state, ...fields } = parseBody(approveSchema, request.body);
       const authorization = checkAuthorization(fields, services.now());
-      const redirectUrl = await decide(deps, active.session.accountId, authorization, decision);
+      const redirectUrl = await decide(deps, active.session.accountId, authorization, decision, state);
       request.log.info({ app: authorization.origin, decision }, 'OAuth authorization decided');
       return reply.header('cache-control', 'no-store').send({ data: { redirect_url: redirectUrl } });
     },

@@ -18,7 +18,8 @@ function serverProblem(): string | null {
 }
 
 /**
- * What the app's authorization URL carries, all passed on when the holder decides: `limit` (the app's
+ * What the app's authorization URL carries, all passed on when the holder decides (`state` comes back
+ * on the callback untouched): `limit` (the app's
  * suggestion) only pre-fills the field the holder sets; the limit's reset and the key's expiry are
  * the app's terms, shown before approval.
  */
@@ -30,6 +31,7 @@ const PARAMS = [
   'limit',
   'usage_limit_type',
   'expires_at',
+  'state',
 ] as const;
 
 const RESETS: Record<string, string> = { daily: 'every day', weekly: 'every week', monthly: 'every month' };

@@ -321,8 +321,12 @@ export async function exchangeCode(
   };
   const redeemed = await deps.store.accountAuth.redeemOAuthCode(codeHash, now, key, grantIdOf(codeHash));
   if (!redeemed) {
-    // Lost a race with another exchange of the same code, or it expired meanwhile.
+    // Expired meanwhile, or lost a race with another exchange of the same code. The race is the replay
+    // above arriving at the same moment (its verifier was right): the key the other exchange got is
+    // revoked too — else two parties racing with a leaked code and verifier would leave one holding a
+    // live key. The winner's transaction has committed once the conditional update saw the code used.
     if (record.expiresAt <= now) throw new TollgateError('oauth.code_expired', 'Authorization code expired');
+    if (record.codeChallenge !== null) await revokeKeyOfCode(deps, codeHash, record.accountId);
     throw new TollgateError('oauth.invalid_code', INVALID_CODE);
   }
   return { key: plaintext, accountId: record.accountId };

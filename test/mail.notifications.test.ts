@@ -4,6 +4,7 @@
  * 100 % (once each per window), keys expiring within 7 days (once; can be turned off).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatUnitsUsd } from '../src/core/money.js';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { chat, startTestGateway, toUnits, type TestGateway } from './helpers/gateway.js';
 import { startInbox, type Inbox, type ReceivedMail } from './helpers/smtp-inbox.js';
@@ -130,10 +131,14 @@ describe('notifications', () => {
   it('low balance: once until credits are added, at the account threshold, and not when turned off', async () => {
     const h = await holder(1);
     const key = await gw.createKey(h.id);
-    expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    const answer = await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 });
+    expect(answer.status).toBe(200);
     const [first] = await waitForMail(h.email, 1);
     expect(first!.subject).toBe('Your Tollgate balance is below 1.00 USD');
-    expect(first!.decoded).toMatch(/credit balance is 0\.99\d* USD|credit balance is 1\.00 USD/);
+    // The balance to the last digit, never rounded to the cent (1.00 USD would read as no spend).
+    const balance = 1_000_000_000n - BigInt(toUnits(answer.json.usage.cost as number));
+    expect(first!.decoded).toContain(`credit balance is ${formatUnitsUsd(balance)} USD`);
+    expect(formatUnitsUsd(balance)).not.toBe('1.00');
     expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
     await quiet();
     expect(mailTo(h.email)).toHaveLength(1);
@@ -168,6 +173,10 @@ describe('notifications', () => {
     );
     expect(at80!.subject).toMatch(/has used 80 % of its daily limit$/);
     expect(at80!.decoded).toContain('"budget"');
+    // A limit of a fraction of a cent reads as itself, not "0.00 USD".
+    expect(at80!.decoded).toContain(
+      `has used ${formatUnitsUsd(BigInt(cost))} USD of its daily limit of ${formatUnitsUsd(BigInt(Math.floor(cost * 1.2)))} USD`,
+    );
     expect(at80!.decoded).not.toContain(key.key.slice(9));
     expect((await chat(gw, key.key, body)).status).toBe(200);
     const at100 = (await waitForMail(h.email, 2))[1]!;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   computeCost,
   formatPricePerToken,
+  formatUnitsUsd,
   parsePricePerToken,
   perMillionToPricePerToken,
   unitsToUsd,
@@ -18,6 +19,16 @@ describe('money', () => {
     expect(() => parsePricePerToken('0.0000000000000001')).toThrow();
     expect(() => parsePricePerToken('abc')).toThrow();
     expect(formatPricePerToken(parsePricePerToken('0.0000006'))).toBe('0.0000006');
+  });
+
+  it('formats units as USD text exactly: to the cent, and every further digit there is', () => {
+    expect(formatUnitsUsd(5_000_000_000n)).toBe('5.00');
+    expect(formatUnitsUsd(4_999_500_000n)).toBe('4.9995');
+    expect(formatUnitsUsd(100_000n)).toBe('0.0001');
+    expect(formatUnitsUsd(1n)).toBe('0.000000001');
+    expect(formatUnitsUsd(-50_000n)).toBe('-0.00005');
+    expect(formatUnitsUsd(0n)).toBe('0.00');
+    expect(formatUnitsUsd(123_456_789_012_345_678_901n)).toBe('123456789012.345678901');
   });
 
   it('converts USD amounts without float drift', () => {

@@ -71,6 +71,18 @@ export function unitsToUsd(units: Units): number {
   return negative ? -value : value;
 }
 
+/**
+ * Units → USD as text for people (e-mail): to the cent, with the rest of the digits when there are
+ * any, exactly (`5.00`, `4.9995`, `0.0001`, `-0.00005`), as the dashboard shows amounts; never
+ * rounded, so a limit of 0.0001 USD is not "0.00" and a balance of 4.9995 not "5.00".
+ */
+export function formatUnitsUsd(units: Units): string {
+  const negative = units < 0n;
+  const abs = negative ? -units : units;
+  const fraction = (abs % UNITS_PER_USD).toString().padStart(UNIT_DECIMALS, '0').replace(/0+$/, '').padEnd(2, '0');
+  return `${negative ? '-' : ''}${abs / UNITS_PER_USD}.${fraction}`;
+}
+
 /** Price per million tokens (USD) → femto-USD per token, for `max_price` comparisons. */
 export function perMillionToPricePerToken(amount: number | string): bigint {
   const text = typeof amount === 'number' ? amount.toString() : amount;

@@ -11,7 +11,7 @@
  */
 import { limitedUsage, windowName } from '../billing/key-view.js';
 import { ALL_TIME, usagePeriods } from '../core/usage-window.js';
-import { unitsToUsd, type Units } from '../core/money.js';
+import { formatUnitsUsd, type Units } from '../core/money.js';
 import type { MailOutbox } from '../mail/mail-outbox.js';
 import { keyLimitMail, lowBalanceMail } from '../mail/templates.js';
 import type { Logger } from '../observability/logger.js';
@@ -27,7 +27,7 @@ export interface UsageAlertDeps {
   delayMs: number;
 }
 
-const usd = (units: Units) => unitsToUsd(units).toFixed(2);
+const usd = formatUnitsUsd;
 
 export class UsageAlerts {
   private readonly accounts = new Set<string>();

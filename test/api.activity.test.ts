@@ -299,6 +299,12 @@ describe.each(STORE_TARGETS)('activity API ($name)', (target) => {
     );
     expectError(await get('/generations?limit=101'), 400, /limit/);
     expectError(await get('/generations?offset=-1'), 400, /offset/);
+    // Digits only, as every listing's offset (docs/api.md): `1e3` and `0x10` are not numbers here.
+    expectError(await get('/generations?offset=1e3'), 400, /offset must be a whole number from 0 to 10000/);
+    expectError(await get('/generations?offset=0x10'), 400, /offset/);
+    expectError(await get('/generations?offset=10001'), 400, /offset/);
+    expect((await get('/generations?offset=10000')).status).toBe(200);
+    expectError(await get('/credits/history?offset=1e3'), 400, /offset/);
     expect((await get('/generations', otherManagement)).json.data.length).toBe(1);
     expectNoLeak(response.text);
   });

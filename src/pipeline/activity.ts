@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import { findBadText } from '../core/storable-text.js';
 import { unitsToUsd } from '../core/money.js';
+import { pageOffset, pageOffsetUpTo } from '../core/page-offset.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Store } from '../store/types.js';
 import type { DailyGroup, UsageSums } from '../store/usage-types.js';
@@ -213,7 +214,7 @@ async function groupLabels(deps: ActivityDeps, groupBy: DailyGroup, groups: (str
 
 export const generationsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(GENERATIONS_MAX_LIMIT).default(50),
-  offset: z.coerce.number().int().min(0).max(GENERATIONS_MAX_OFFSET).default(0),
+  offset: pageOffsetUpTo(GENERATIONS_MAX_OFFSET),
   before: pageCursor.optional(),
   model: modelId.optional(),
   api_key_hash: keyHash.optional(),
@@ -259,7 +260,7 @@ export async function recentGenerations(
 }
 
 export const creditsQuery = z.object({
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  offset: pageOffset,
   before: pageCursor.optional(),
 });
 

@@ -21,7 +21,7 @@ import {
 } from '../../pipeline/key-management.js';
 import { disableExposedKey } from '../../pipeline/exposed-keys.js';
 import { TollgateError } from '../../core/errors.js';
-import { pageOffset } from '../page-offset.js';
+import { pageOffset } from '../../core/page-offset.js';
 import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';

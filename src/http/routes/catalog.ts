@@ -8,7 +8,7 @@ import type { EndpointStatsSnapshot } from '../../routing/endpoint-stats.js';
 import { HealthRegistry } from '../../routing/health.js';
 import { z } from 'zod';
 import { parseBody } from '../parse-body.js';
-import { MAX_OFFSET, pageOffset } from '../page-offset.js';
+import { MAX_OFFSET, pageOffset } from '../../core/page-offset.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import type { endpointSchema, modelSchema } from '../../pipeline/response-schemas.js';

@@ -20,7 +20,7 @@ import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import { deletedResponse, ownedApiKeySchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
-import { pageOffset } from '../page-offset.js';
+import { pageOffset } from '../../core/page-offset.js';
 
 const PAGE = 100;
 

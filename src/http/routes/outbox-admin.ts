@@ -2,7 +2,7 @@
 import { undeliveredMail } from '../../pipeline/mail-outbox.js';
 import type { OutboxEntry } from '../../store/mail-types.js';
 import { z } from 'zod';
-import { pageOffset } from '../page-offset.js';
+import { pageOffset } from '../../core/page-offset.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';

@@ -151,7 +151,7 @@ export async function changePassword(
     ? await verifyPassword(input.current_password, account.passwordHash)
     : await burnPasswordCheck(input.current_password);
   // 400, not 401: the session is fine, and a dashboard treats 401 as "signed out".
-  if (!ok) throw new TollgateError('request.invalid_body', 'current_password: the current password is not correct');
+  if (!ok) throw new TollgateError('request.invalid_body', 'The current password is not correct');
   await attempt.succeeded();
   await setAccountPassword(deps.store.accountAuth, accountId, input.new_password, deps.now());
   await deps.sessions.revokeAll(accountId, sessionId);

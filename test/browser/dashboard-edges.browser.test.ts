@@ -101,10 +101,17 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
       usage_limit_type: 'daily',
       expires_at: expires.toISOString(),
       state: 'app-state-7f3a',
+      key_label: 'Tollgate Official CLI',
     });
     const p = await signedIn(holder, `/auth?${search.toString()}`);
-    await p.getByRole('heading', { name: /^Authorize / }).waitFor();
+    // The heading names where the key goes (the callback's origin), never a label the app chose.
+    await p.getByRole('heading', { name: 'Authorize http://localhost:9', exact: true }).waitFor();
     await p.getByText('The credit limit resets every day').waitFor();
+    // With the limit emptied, the reset is the app's term for a limit the holder may still set.
+    const limitField = p.getByLabel('Credit limit for this app (USD, optional)');
+    await limitField.fill('');
+    await p.getByText('A credit limit you set here resets every day').waitFor();
+    await limitField.fill('2');
     await p.getByText(`The key expires ${expires.toISOString().slice(0, 16).replace('T', ' ')} UTC`).waitFor();
     // Nothing listens on the callback port: the approval's redirect is read from the request, not followed.
     const redirect = p.waitForRequest((request) => request.url().startsWith(callbackUrl));
@@ -147,6 +154,18 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
       await p.getByRole('heading', { name: heading }).waitFor(PATIENT);
     }
     expect(errors).toEqual([]);
+  });
+
+  it('a sign-in refused after a mouse click gives the keyboard focus back to the button, not to the page', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const { page: p } = await page();
+    await p.goto('/signin');
+    await signInThroughPage(p, holder.email, 'not the password at all');
+    await p
+      .getByRole('alert')
+      .filter({ hasText: /password/i })
+      .waitFor(PATIENT);
+    await expect.poll(async () => (await focusedElement(p)).name).toBe('button:Sign in');
   });
 
   it('against a gateway without GET /session/status (an older process: 404), the holder stays signed in', async () => {
@@ -377,7 +396,11 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await p.getByLabel(/^New password/).fill('🔑'.repeat(12));
     await p.getByLabel('Repeat the new password').fill('🔑'.repeat(12));
     await p.getByRole('button', { name: 'Change password' }).click();
-    await p.getByText('the current password is not correct', { exact: false }).waitFor();
+    // In words, with no API field name in front.
+    await p
+      .getByRole('alert')
+      .filter({ hasText: /^The current password is not correct$/ })
+      .waitFor();
     await expect.poll(async () => (await focusedElement(p)).name).toBe('button:Change password');
   });
 

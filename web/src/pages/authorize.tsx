@@ -69,7 +69,8 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
   const app = request.data.data.app;
   return (
     <form className="panel stack" onSubmit={(event) => void decide('approve', event)} aria-labelledby="authorize-title">
-      <h1 id="authorize-title">Authorize {app.name || app.origin}</h1>
+      {/* The origin, not the name the app gives itself: the callback is what the holder can trust. */}
+      <h1 id="authorize-title">Authorize {app.origin}</h1>
       <p>
         <strong>{app.name || app.origin}</strong>
         {app.name && app.name !== app.origin ? (
@@ -95,8 +96,8 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
         <ul className="muted">
           {request.data.data.usage_limit_type ? (
             <li>
-              The credit limit resets {RESETS[request.data.data.usage_limit_type] ?? request.data.data.usage_limit_type}{' '}
-              (UTC).
+              {limit.trim() === '' ? 'A credit limit you set here resets' : 'The credit limit resets'}{' '}
+              {RESETS[request.data.data.usage_limit_type] ?? request.data.data.usage_limit_type} (UTC).
             </li>
           ) : null}
           {request.data.data.expires_at ? <li>The key expires {formatTime(request.data.data.expires_at)}.</li> : null}

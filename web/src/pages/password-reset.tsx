@@ -6,17 +6,20 @@
 import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 
 export function ForgotPasswordPage() {
   const [email, setEmail] = useState('');
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [sent, setSent] = useState(false);
   const [error, setError] = useState<unknown>(null);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
+    buttonFocus.arm();
     setBusy(true);
     setError(null);
     try {
@@ -51,7 +54,7 @@ export function ForgotPasswordPage() {
             />
           </label>
           <ErrorNotice error={error} />
-          <button type="submit" className="primary" disabled={busy}>
+          <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
             {busy ? 'Sending…' : 'Send reset link'}
           </button>
         </form>
@@ -69,6 +72,7 @@ export function ResetPasswordPage() {
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [done, setDone] = useState(false);
   const [error, setError] = useState<unknown>(null);
 
@@ -80,6 +84,7 @@ export function ResetPasswordPage() {
       setError(new Error(problem));
       return;
     }
+    buttonFocus.arm();
     setBusy(true);
     try {
       await api('POST', '/password-reset/confirm', { token, new_password: password }, { quiet401: true });
@@ -139,7 +144,7 @@ export function ResetPasswordPage() {
             />
           </label>
           <ErrorNotice error={error} />
-          <button type="submit" className="primary" disabled={busy}>
+          <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
             {busy ? 'Saving…' : 'Set new password'}
           </button>
         </form>

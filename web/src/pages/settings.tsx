@@ -98,8 +98,10 @@ function PasswordForm() {
 function SignOutEverywhere() {
   const { forget } = useSession();
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [error, setError] = useState<unknown>(null);
   const run = async () => {
+    buttonFocus.arm();
     setBusy(true);
     setError(null);
     try {
@@ -117,7 +119,7 @@ function SignOutEverywhere() {
       <p>Signs out every browser signed in to this account, this one included. API keys keep working.</p>
       <ErrorNotice error={error} />
       <div className="actions">
-        <button type="button" onClick={() => void run()} disabled={busy}>
+        <button type="button" onClick={() => void run()} disabled={busy} ref={buttonFocus.ref}>
           Sign out everywhere
         </button>
       </div>
@@ -138,6 +140,7 @@ function NotificationSettings() {
   const [form, setForm] = useState<Notifications | null>(null);
   const [threshold, setThreshold] = useState('');
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
 
@@ -156,6 +159,7 @@ function NotificationSettings() {
     const value = threshold.trim() === '' ? null : Number(threshold);
     if (value !== null && (!Number.isFinite(value) || value < 0))
       return setError(new Error('The threshold must be a number of USD, 0 or more'));
+    buttonFocus.arm();
     setBusy(true);
     try {
       const body = { ...form, low_balance: { enabled: form.low_balance.enabled, threshold: value } };
@@ -226,7 +230,7 @@ function NotificationSettings() {
         </p>
       ) : null}
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
           Save notification settings
         </button>
       </div>

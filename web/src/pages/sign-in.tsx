@@ -1,5 +1,6 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
 import { useSignUpOpen } from './sign-up';
@@ -11,6 +12,7 @@ export function SignInPage() {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [error, setError] = useState<unknown>(null);
   const signUpOpen = useSignUpOpen();
 
@@ -20,6 +22,7 @@ export function SignInPage() {
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
+    buttonFocus.arm();
     setBusy(true);
     setError(null);
     try {
@@ -65,7 +68,7 @@ export function SignInPage() {
           />
         </label>
         <ErrorNotice error={error} />
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>

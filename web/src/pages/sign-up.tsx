@@ -6,6 +6,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
@@ -37,6 +38,7 @@ export function SignUpPage() {
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
   const [busy, setBusy] = useState(false);
+  const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [error, setError] = useState<unknown>(null);
 
   useEffect(() => {
@@ -51,6 +53,7 @@ export function SignUpPage() {
       setError(new Error(problem));
       return;
     }
+    buttonFocus.arm();
     setBusy(true);
     try {
       await signUp(email.trim(), password);
@@ -108,7 +111,7 @@ export function SignUpPage() {
               />
             </label>
             <ErrorNotice error={error} />
-            <button type="submit" className="primary" disabled={busy}>
+            <button type="submit" className="primary" disabled={busy} ref={buttonFocus.ref}>
               {busy ? 'Creating…' : 'Create account'}
             </button>
           </form>

@@ -5,7 +5,7 @@
  */
 import { countTokens } from 'gpt-tokenizer';
 import { mediaTokens } from './media-token-estimate.js';
-import { boundedTokenCount } from '../core/token-count.js';
+import { boundedTokenCount, boundedTokenRange, type TokenRange } from '../core/token-count.js';
 
 const PER_MESSAGE_OVERHEAD = 4;
 // Caller text may contain special-token strings ("<|endoftext|>"): count them as text, never throw.
@@ -43,18 +43,40 @@ export interface PromptExtras {
 }
 
 export function estimatePromptTokens(messages: readonly Record<string, unknown>[], extras: PromptExtras = {}): number {
-  let total = PER_REQUEST_OVERHEAD;
+  return estimatePromptTokenRange(messages, extras).upper;
+}
+
+/**
+ * The prompt as an upper bound (`upper`: holds, capacity) and as its likely size (`likely`: what the
+ * context has left for the completion). The likely figure counts long texts at their sampled density
+ * and media parts as nothing: a prompt it puts past the context is the provider's to refuse, and one
+ * that fits must not be sent with a completion limit of one token.
+ */
+export function estimatePromptTokenRange(
+  messages: readonly Record<string, unknown>[],
+  extras: PromptExtras = {},
+): TokenRange {
+  let upper = PER_REQUEST_OVERHEAD;
+  let likely = PER_REQUEST_OVERHEAD;
+  const add = (text: string) => {
+    const range = boundedTokenRange(text, tokenizer);
+    upper += range.upper;
+    likely += range.likely;
+  };
   for (const message of messages) {
+    upper += PER_MESSAGE_OVERHEAD;
+    likely += PER_MESSAGE_OVERHEAD;
+    add(textOf(message.content));
     // Images, audio and files at a fixed generous count each: invisible to the tokenizer, never free.
-    total += PER_MESSAGE_OVERHEAD + count(textOf(message.content)) + mediaTokens(message.content);
-    if (message.tool_calls) total += count(JSON.stringify(message.tool_calls));
-    if (typeof message.name === 'string') total += count(message.name);
-    if (typeof message.tool_call_id === 'string') total += count(message.tool_call_id);
+    upper += mediaTokens(message.content);
+    if (message.tool_calls) add(JSON.stringify(message.tool_calls));
+    if (typeof message.name === 'string') add(message.name);
+    if (typeof message.tool_call_id === 'string') add(message.tool_call_id);
   }
   // Words alone (`tool_choice: "auto"`, `response_format: "text"`) are the request's framing, not text.
   for (const extra of [extras.tools, extras.tool_choice, extras.response_format])
-    if (extra && typeof extra === 'object') total += count(JSON.stringify(extra));
-  return total;
+    if (extra && typeof extra === 'object') add(JSON.stringify(extra));
+  return { upper, likely };
 }
 
 export function estimateCompletionTokens(text: string): number {

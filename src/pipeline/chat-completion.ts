@@ -15,7 +15,7 @@
  */
 import { isTollgateError, TollgateError } from '../core/errors.js';
 import type { Hold } from '../billing/credit-gate.js';
-import { estimatePromptTokens } from '../billing/token-estimate.js';
+import { estimatePromptTokenRange } from '../billing/token-estimate.js';
 import { executeCompletion, executeStream } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
@@ -106,8 +106,9 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
-  const promptEstimate = estimatePromptTokens(request.messages, request);
-  let upstream = prepareUpstream(request, attempts, promptEstimate);
+  const prompt = estimatePromptTokenRange(request.messages, request);
+  const promptEstimate = prompt.upper;
+  let upstream = prepareUpstream(request, attempts, prompt);
   let hold: Hold;
   try {
     hold = await deps.gate.admit(
@@ -122,7 +123,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
     const insufficient = isTollgateError(error) && error.code === 'billing.insufficient_credits';
     if (!insufficient || free.length === 0 || free.length === attempts.length) throw error;
     attempts = free;
-    upstream = prepareUpstream(request, attempts, promptEstimate);
+    upstream = prepareUpstream(request, attempts, prompt);
     hold = await deps.gate.admit(ctx.key, false, 0n);
   }
   // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget

@@ -6,6 +6,7 @@
  */
 import { budgetCost, completionBudget } from '../billing/completion-budget.js';
 import type { Units } from '../core/money.js';
+import type { TokenRange } from '../core/token-count.js';
 import type { CatalogEndpoint } from '../routing/catalog.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 import { upstreamBodyFor } from './upstream-parameters.js';
@@ -25,23 +26,27 @@ export interface BudgetedRequest extends Readonly<Record<string, unknown>> {
   max_completion_tokens?: number | null | undefined;
 }
 
+/**
+ * `prompt.upper` prices the hold; `prompt.likely` says how much of each endpoint's context is left for
+ * the completion (an upper bound there would cut an answer that fits: token-estimate.ts).
+ */
 export function prepareUpstream(
   request: BudgetedRequest,
   plan: readonly PlannedAttempt[],
-  promptTokens: number,
+  prompt: TokenRange,
 ): PreparedUpstream {
   const requested = request.max_completion_tokens ?? request.max_tokens ?? null;
   const budgets = new Map<CatalogEndpoint, number>();
   let hold = 0n;
   for (const { endpoint } of plan) {
     if (budgets.has(endpoint)) continue;
-    const budget = completionBudget(requested, endpoint, promptTokens);
+    const budget = completionBudget(requested, endpoint, prompt.likely);
     budgets.set(endpoint, budget);
-    const cost = budgetCost(endpoint, promptTokens, budget);
+    const cost = budgetCost(endpoint, prompt.upper, budget);
     if (cost > hold) hold = cost;
   }
   const budgetFor = (planned: PlannedAttempt) =>
-    budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, promptTokens);
+    budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, prompt.likely);
   return { hold, budgetFor, bodyFor: (planned) => upstreamBodyFor(request, planned.endpoint, budgetFor(planned)) };
 }
 

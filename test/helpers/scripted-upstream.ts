@@ -9,7 +9,8 @@ import { sqliteTarget } from './store-targets.js';
 
 /** Write some text; pause; or leave the response open (nothing more is written). */
 export type Step = { write: string } | { wait: number } | { hang: true };
-export type Script = () => Step[];
+/** The steps of one answer; given the request body the gateway sent. */
+export type Script = (body: Record<string, unknown>) => Step[];
 
 /** One request the upstream served: when its response closed, and whether its script ran to the end. */
 export interface UpstreamLog {
@@ -42,7 +43,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const step of script()) {
+      for (const step of script(body)) {
         if (res.destroyed) return;
         if ('write' in step) {
           if (!res.write(step.write)) {

@@ -52,7 +52,14 @@ export interface LocalFailure {
   local: TollgateError;
 }
 
-export type AttemptResult<T> = { ok: true; value: T; status: number } | AttemptFailure | LocalFailure;
+/**
+ * `healthReported`: the attempt told the endpoint's health itself (an answer read from an upstream
+ * stream knows its real time to first token); otherwise the loop records the attempt's whole latency.
+ */
+export type AttemptResult<T> =
+  | { ok: true; value: T; status: number; healthReported?: true }
+  | AttemptFailure
+  | LocalFailure;
 
 class AttemptScope {
   readonly signal = new Cancellation();
@@ -170,13 +177,14 @@ export async function attemptCompletion(
   signal: CancelSignal,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (planned.endpoint.provider.streamUpstream)
-    return collectStream(await attemptStream(deps, planned, body, signal), signal);
+    return collectStream(await attemptStream(deps, planned, body, signal), signal, deps.now);
   return attemptPlainCompletion(deps, planned, body, signal);
 }
 
 async function collectStream(
   opened: AttemptResult<OpenedStream>,
   signal: CancelSignal,
+  now: () => number,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const { held, stream } = opened.value;
@@ -215,7 +223,16 @@ async function collectStream(
   // answer (an upstream that lost its own upstream), as is a body that ends without one.
   if (!aggregate.finished)
     return { ok: false, failure: invalidResponse('stream ended before the answer finished'), cancelled: false };
-  return { ok: true, value: aggregate.result(), status: opened.status };
+  const completion = aggregate.result();
+  // As a streamed caller's answer reports it: the time to its first token and its throughput — not the
+  // whole answer's duration, which would teach the first-token timeout to wait minutes for a hung provider.
+  stream.reportEnd({
+    fault: null,
+    incomplete: false,
+    finishedAt: now(),
+    completionTokens: completion.usage?.completionTokens ?? null,
+  });
+  return { ok: true, value: completion, status: opened.status, healthReported: true };
 }
 
 async function attemptPlainCompletion(

@@ -271,7 +271,7 @@ async function loop<T>(
       failure: result.ok || result.partial ? null : result.failure,
     });
     if (result.ok) {
-      if (successOnCommit) health.recordSuccess(key, ended, ended - began, null);
+      if (successOnCommit && result.healthReported !== true) health.recordSuccess(key, ended, ended - began, null);
       return { ok: true, served: pick.planned, value: result.value, startedAt, attemptStartedAt: began, attempts };
     }
     if (result.cancelled) {

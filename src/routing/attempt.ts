@@ -57,9 +57,7 @@ export interface LocalFailure {
  * stream knows its real time to first token); otherwise the loop records the attempt's whole latency.
  */
 export type AttemptResult<T> =
-  | { ok: true; value: T; status: number; healthReported?: true }
-  | AttemptFailure
-  | LocalFailure;
+  { ok: true; value: T; status: number; healthReported?: true } | AttemptFailure | LocalFailure;
 
 class AttemptScope {
   readonly signal = new Cancellation();

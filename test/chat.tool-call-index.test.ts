@@ -1,7 +1,9 @@
 /**
  * Tool calls streamed without an `index` (Google's OpenAI-compatible endpoint sends whole calls that
  * way) reach the caller numbered, as the non-streamed fold numbers them: relayed as they came,
- * @openrouter/sdk refused the chunk, and openai's stream helper and the AI SDK lost the calls.
+ * @openrouter/sdk refused the chunk, and openai's stream helper and the AI SDK lost the calls. Servers
+ * that stream a call's fragments without an index (Ollama, mistral.rs) get them joined: a fragment that
+ * names no call continues the one before it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
@@ -31,7 +33,20 @@ beforeAll(async () => {
     { write: chunk({ tool_calls: [call('call_b', 'time', '{"zone":"CET"}')] }) },
     { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
   ]);
-  gw = await startGatewayWith(up, ['no-index']);
+  up.scripts.set('fragments', () => [
+    {
+      write: chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"x":' } }],
+      }),
+    },
+    { write: chunk({ tool_calls: [{ function: { arguments: '1}' } }] }) },
+    { write: chunk({ tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'g', arguments: '' } }] }) },
+    { write: chunk({ tool_calls: [{ function: { arguments: '{}' } }] }) },
+    { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['no-index', 'fragments']);
   key = (await gw.createKey(await gw.createAccount(5))).key;
 });
 afterAll(async () => {
@@ -54,5 +69,27 @@ describe('tool calls without an index', () => {
     const r = await chat(gw, key, { model: 'scripted/no-index', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status, r.text).toBe(200);
     expect(r.json.choices[0].message.tool_calls.map((c: { id: string }) => c.id)).toEqual(['call_a', 'call_b']);
+  });
+
+  it('fragments without an index: each continues the call before it, streamed and not', async () => {
+    const body = { model: 'scripted/fragments', messages: [{ role: 'user', content: 'hi' }] };
+    const streamed = await chatStream(gw, key, body);
+    const fragments = streamed.events.flatMap((e) => e.choices?.[0]?.delta?.tool_calls ?? []);
+    expect(fragments.map((c: { index: number }) => c.index)).toEqual([0, 0, 1, 1]);
+    expect(gw.contractViolations).toEqual([]);
+    const whole = await chat(gw, key, body);
+    expect(whole.status, whole.text).toBe(200);
+    expect(
+      whole.json.choices[0].message.tool_calls.map(
+        (c: { id: string; function: { name: string; arguments: string } }) => [
+          c.id,
+          c.function.name,
+          c.function.arguments,
+        ],
+      ),
+    ).toEqual([
+      ['call_a', 'f', '{"x":1}'],
+      ['call_b', 'g', '{}'],
+    ]);
   });
 });

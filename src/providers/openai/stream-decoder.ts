@@ -97,24 +97,36 @@ export class OpenAiStreamDecoder implements StreamDecoder {
 }
 
 /**
- * Gives each tool call that came without an `index` the next one of its choice (a templated event
- * carries none): some OpenAI-compatible servers (Google's, for Gemini) send whole calls without it,
- * and clients then drop them (openai's stream helper, the AI SDK) or refuse the chunk (@openrouter/sdk).
+ * Numbers the tool calls that came without an `index` (a templated event carries none): some
+ * OpenAI-compatible servers send whole calls without it (Google's, for Gemini), others their
+ * fragments too (Ollama, mistral.rs), and clients then drop the calls (openai's stream helper, the AI
+ * SDK) or refuse the chunk (@openrouter/sdk). A fragment that names a call (`id` or a function name)
+ * starts the next one; one that names none continues the call before it, as a client joins a
+ * numbered call's `arguments`.
  */
 class ToolCallNumbers {
-  /** Per choice, the index the next tool call without one gets. */
-  private readonly next = new Map<number, number>();
+  /** Per choice, the index the next new call without one gets, and the last call's (-1: none yet). */
+  private readonly next = new Map<number, { next: number; last: number }>();
 
   number(choice: { index: number; delta: Record<string, unknown> }): void {
     if (!Array.isArray(choice.delta.tool_calls)) return;
-    let index = this.next.get(choice.index) ?? 0;
+    const state = this.next.get(choice.index) ?? { next: 0, last: -1 };
     for (const call of choice.delta.tool_calls as unknown[]) {
       if (!isRecord(call)) continue;
-      if (typeof call.index === 'number') index = Math.max(index, call.index + 1);
-      else call.index = index++;
+      if (typeof call.index === 'number') {
+        state.next = Math.max(state.next, call.index + 1);
+        state.last = call.index;
+      } else if (state.last >= 0 && !namesACall(call)) call.index = state.last;
+      else call.index = state.last = state.next++;
     }
-    this.next.set(choice.index, index);
+    this.next.set(choice.index, state);
   }
+}
+
+function namesACall(call: Record<string, unknown>): boolean {
+  if (typeof call.id === 'string' && call.id !== '') return true;
+  const fn = call.function;
+  return isRecord(fn) && typeof fn.name === 'string' && fn.name !== '';
 }
 
 function fromTemplate(template: Template, data: string): StreamEvent | null {

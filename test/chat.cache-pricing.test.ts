@@ -4,7 +4,10 @@
  * prices, and the rest at the prompt price — in the answer's usage, the generation and the key's
  * usage, streamed or not, and when the stream is cut after the provider counted the prompt. /models
  * lists the cache prices of the endpoints that have them. Regression: cached tokens were charged at
- * the full prompt price (Anthropic bills reads at a tenth of it and writes at 1.25×).
+ * the full prompt price (Anthropic bills reads at a tenth of it and writes at 1.25×). Writes for an
+ * hour (`cache_control: { ttl: "1h" }`, Anthropic's `cache_creation.ephemeral_1h_input_tokens`) cost
+ * `input_cache_write_1h`, by default on Anthropic twice the prompt price: they were charged as
+ * five-minute writes, 37.5 % below what Anthropic bills (an outside checker's finding).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, getJson, toUnits, waitForGeneration, type TestGateway } from './helpers/gateway.js';
@@ -32,6 +35,11 @@ const PRICED = {
 };
 const PROMPT_UNITS = 10 * 1000 + 50 * 100 + 100 * 1250;
 const ANSWER_UNITS = PROMPT_UNITS + 3 * 2000;
+/** The same prompt, 60 of its 100 cache writes for an hour. */
+const HOUR_USAGE = {
+  ...START_USAGE,
+  cache_creation: { ephemeral_5m_input_tokens: 40, ephemeral_1h_input_tokens: 60 },
+};
 
 describe('prompt-cache prices', () => {
   let upstream: ScriptedProvider;
@@ -48,6 +56,16 @@ describe('prompt-cache prices', () => {
       A.messageStop(),
     ];
     upstream.scripts.set('claude-cache', answer);
+    const hourAnswer = () => [
+      A.start(HOUR_USAGE),
+      A.textStart(0),
+      A.text(0, 'Hi'),
+      A.blockStop(0),
+      A.messageDelta('end_turn', { output_tokens: 3 }),
+      A.messageStop(),
+    ];
+    upstream.scripts.set('claude-hour', hourAnswer);
+    upstream.scripts.set('claude-hour-priced', hourAnswer);
     upstream.scripts.set('claude-unpriced', answer);
     // The provider counted the prompt (message_start) and then the connection broke mid-answer.
     upstream.scripts.set('claude-cut', () => [
@@ -63,6 +81,17 @@ describe('prompt-cache prices', () => {
         { id: 'native/claude-cache', endpoints: [{ provider: 'anth', model: 'claude-cache', pricing: PRICED }] },
         { id: 'native/claude-cut', endpoints: [{ provider: 'anth', model: 'claude-cut', pricing: PRICED }] },
         { id: 'native/claude-unpriced', endpoints: [{ provider: 'anth', model: 'claude-unpriced' }] },
+        { id: 'native/claude-hour', endpoints: [{ provider: 'anth', model: 'claude-hour', pricing: PRICED }] },
+        {
+          id: 'native/claude-hour-priced',
+          endpoints: [
+            {
+              provider: 'anth',
+              model: 'claude-hour-priced',
+              pricing: { ...PRICED, input_cache_write_1h: '0.0000015' },
+            },
+          ],
+        },
       ],
       timeouts: FAST,
     });
@@ -108,6 +137,20 @@ describe('prompt-cache prices', () => {
     expect(g.tokens_prompt).toBe(160);
     // The prompt at its cache prices; the completion is our estimate of the text produced.
     expect(toUnits(g.total_cost)).toBe(PROMPT_UNITS + g.tokens_completion * 2000);
+  });
+
+  it('writes for an hour: twice the prompt price on Anthropic by default, else input_cache_write_1h; streamed or not', async () => {
+    const { key } = await gw.createKey(await gw.createAccount(10));
+    const rest = 10 * 1000 + 50 * 100 + 40 * 1250 + 3 * 2000;
+    const byDefault = await chat(gw, key, body('native/claude-hour'));
+    expect(byDefault.status, byDefault.text).toBe(200);
+    expect(toUnits(byDefault.json.usage.cost)).toBe(rest + 60 * 2000);
+    const streamed = await chatStream(gw, key, body('native/claude-hour'));
+    expect(toUnits(streamed.events.find((e) => e.usage)?.usage.cost)).toBe(rest + 60 * 2000);
+    const priced = await chat(gw, key, body('native/claude-hour-priced'));
+    expect(toUnits(priced.json.usage.cost)).toBe(rest + 60 * 1500);
+    const generation = await waitForGeneration(gw, priced.json.id, key);
+    expect(toUnits(generation.json.data.total_cost)).toBe(rest + 60 * 1500);
   });
 
   it('without cache prices, cached tokens cost what the prompt costs', async () => {

@@ -143,6 +143,11 @@ const pricingSchema = z
     input_cache_read: priceString.optional(),
     /** A prompt token written to the provider's prompt cache (absent: the prompt price). */
     input_cache_write: priceString.optional(),
+    /**
+     * A prompt token written to the cache for an hour (Anthropic's `cache_control: { ttl: "1h" }`).
+     * Absent: on an Anthropic endpoint twice the prompt price (Anthropic's rate), else `input_cache_write`.
+     */
+    input_cache_write_1h: priceString.optional(),
   })
   .strict();
 

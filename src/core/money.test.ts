@@ -5,6 +5,7 @@ import {
   formatPricePerToken,
   formatUnitsUsd,
   parsePricePerToken,
+  worstPromptPrice,
   perMillionToPricePerToken,
   unitsToUsd,
   usdToUnits,
@@ -19,6 +20,18 @@ describe('money', () => {
     expect(() => parsePricePerToken('0.0000000000000001')).toThrow();
     expect(() => parsePricePerToken('abc')).toThrow();
     expect(formatPricePerToken(parsePricePerToken('0.0000006'))).toBe('0.0000006');
+  });
+
+  it('prices hour-long cache writes apart, capped at the writes; the hold price is the dearest', () => {
+    const prices = { prompt: 1000n, completion: 0n, request: 0n, cacheWrite: 1250n, cacheWrite1h: 2000n };
+    const tokens = { promptTokens: 100, completionTokens: 0, cacheWriteTokens: 40, cacheWrite1hTokens: 30 };
+    // 60 × 1000 + 10 × 1250 + 30 × 2000 femto = 132,500 femto → 0 units (half up of 0.1325)
+    expect(computeCost(prices, tokens).total).toBe(0n);
+    const big = { ...tokens, promptTokens: 100_000_000, cacheWriteTokens: 40_000_000, cacheWrite1hTokens: 90_000_000 };
+    // The hour count is capped at the writes: 60M × 1000 + 40M × 2000 femto.
+    expect(computeCost(prices, big).total).toBe(140_000n);
+    expect(worstPromptPrice(prices)).toBe(2000n);
+    expect(worstPromptPrice({ prompt: 1000n, completion: 0n, request: 0n })).toBe(1000n);
   });
 
   it('formats units as USD text exactly: to the cent, and every further digit there is', () => {

@@ -102,6 +102,8 @@ export interface TokenPrices {
   cacheRead?: bigint;
   /** A prompt token written to the provider's prompt cache; absent: the prompt price. */
   cacheWrite?: bigint;
+  /** A prompt token written to the cache for an hour (Anthropic's `ttl: "1h"`); absent: `cacheWrite`. */
+  cacheWrite1h?: bigint;
 }
 
 export interface TokenCounts {
@@ -112,6 +114,8 @@ export interface TokenCounts {
   cachedTokens?: number;
   /** Of the prompt tokens, those written to the provider's cache. */
   cacheWriteTokens?: number;
+  /** Of the cache writes, those for an hour (priced at `cacheWrite1h`). */
+  cacheWrite1hTokens?: number;
 }
 
 export interface CostBreakdown {
@@ -143,17 +147,21 @@ function promptCostFemto(prices: TokenPrices, tokens: TokenCounts): bigint {
   const all = tokens.promptTokens;
   const read = Math.min(Math.max(0, tokens.cachedTokens ?? 0), all);
   const written = Math.min(Math.max(0, tokens.cacheWriteTokens ?? 0), all - read);
+  const hour = Math.min(Math.max(0, tokens.cacheWrite1hTokens ?? 0), written);
+  const write = prices.cacheWrite ?? prices.prompt;
   return (
     prices.prompt * BigInt(all - read - written) +
     (prices.cacheRead ?? prices.prompt) * BigInt(read) +
-    (prices.cacheWrite ?? prices.prompt) * BigInt(written)
+    write * BigInt(written - hour) +
+    (prices.cacheWrite1h ?? write) * BigInt(hour)
   );
 }
 
-/** The most one prompt token can cost: the prompt price, or a dearer cache write (Anthropic's is 1.25×). */
+/** The most one prompt token can cost: the prompt price, or a dearer cache write (Anthropic's: 1.25×, 2× for an hour). */
 export function worstPromptPrice(prices: TokenPrices): bigint {
-  const write = prices.cacheWrite ?? prices.prompt;
-  return write > prices.prompt ? write : prices.prompt;
+  let worst = prices.prompt;
+  for (const price of [prices.cacheWrite, prices.cacheWrite1h]) if (price !== undefined && price > worst) worst = price;
+  return worst;
 }
 
 export function isZeroPrice(prices: TokenPrices): boolean {

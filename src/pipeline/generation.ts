@@ -144,6 +144,7 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
     completionTokens,
     cachedTokens: counted ? (usage.cachedTokens ?? 0) : 0,
     cacheWriteTokens: counted ? (usage.cacheWriteTokens ?? 0) : 0,
+    cacheWrite1hTokens: counted ? (usage.cacheWrite1hTokens ?? 0) : 0,
   });
   const charged = segment.served.byok !== null ? byokFee(cost.total, basisPoints) : cost.total;
   const estimated = !promptCounted(segment) || !completionCounted(segment);

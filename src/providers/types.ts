@@ -28,6 +28,8 @@ export interface NormalizedUsage {
   cachedTokens: number | null;
   /** Prompt tokens written to the provider's prompt cache (Anthropic's `cache_creation_input_tokens`), when it says. */
   cacheWriteTokens?: number;
+  /** Of those, the ones written for an hour (Anthropic's `cache_creation.ephemeral_1h_input_tokens`). */
+  cacheWrite1hTokens?: number;
   /**
    * The provider's usage lacked a readable prompt (or completion) count: the number above is 0 and
    * the charge uses our estimate for that side instead (pipeline/generation.ts), never "free".
@@ -64,6 +66,7 @@ export function promptSide(usage: NormalizedUsage | null): NormalizedUsage | nul
   if (usage === null || usage.promptUnknown === true) return null;
   const side = usageOf(usage.promptTokens, null, null, usage.cachedTokens);
   if (usage.cacheWriteTokens !== undefined) side.cacheWriteTokens = usage.cacheWriteTokens;
+  if (usage.cacheWrite1hTokens !== undefined) side.cacheWrite1hTokens = usage.cacheWrite1hTokens;
   return side;
 }
 

@@ -59,6 +59,7 @@ export interface CatalogEndpoint {
     request: string;
     input_cache_read?: string;
     input_cache_write?: string;
+    input_cache_write_1h?: string;
   }>;
   contextLength: number;
   maxCompletionTokens: number | null;
@@ -157,6 +158,11 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
         ...(endpoint.pricing.input_cache_write === undefined
           ? {}
           : { cacheWrite: parsePricePerToken(endpoint.pricing.input_cache_write) }),
+        ...(endpoint.pricing.input_cache_write_1h !== undefined
+          ? { cacheWrite1h: parsePricePerToken(endpoint.pricing.input_cache_write_1h) }
+          : provider.kind === 'anthropic'
+            ? { cacheWrite1h: 2n * parsePricePerToken(endpoint.pricing.prompt) }
+            : {}),
       },
       pricing: endpoint.pricing,
       contextLength: endpoint.context_length ?? config.context_length,

@@ -18,7 +18,12 @@ export function parseAnthropicUsage(value: unknown): NormalizedUsage | null {
       : (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
   // Anthropic counts thinking inside output_tokens without a breakdown: no reasoning count.
   const usage = usageOf(prompt, output, null, cacheRead);
-  if (cacheWrite !== null && cacheWrite > 0) usage.cacheWriteTokens = cacheWrite;
+  if (cacheWrite !== null && cacheWrite > 0) {
+    usage.cacheWriteTokens = cacheWrite;
+    // Writes for an hour cost more (2× the input price, 1.25× for five minutes): their share, when said.
+    const hour = isRecord(value.cache_creation) ? countOrNull(value.cache_creation.ephemeral_1h_input_tokens) : null;
+    if (hour !== null && hour > 0) usage.cacheWrite1hTokens = Math.min(hour, cacheWrite);
+  }
   return usage;
 }
 

@@ -75,7 +75,7 @@ async function play(res: ServerResponse, steps: Step[]): Promise<void> {
 /** Anthropic SSE events as the Messages API writes them. */
 export const anthropicSse = {
   event: (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`,
-  start: (usage: Record<string, number> = { input_tokens: 12, output_tokens: 1 }) =>
+  start: (usage: Record<string, unknown> = { input_tokens: 12, output_tokens: 1 }) =>
     anthropicSse.event('message_start', {
       type: 'message_start',
       message: {
@@ -129,7 +129,13 @@ export interface NativeModel {
   endpoints: {
     provider: string;
     model: string;
-    pricing?: { prompt: string; completion: string; input_cache_read?: string; input_cache_write?: string };
+    pricing?: {
+      prompt: string;
+      completion: string;
+      input_cache_read?: string;
+      input_cache_write?: string;
+      input_cache_write_1h?: string;
+    };
     supports_prefill?: boolean;
   }[];
 }

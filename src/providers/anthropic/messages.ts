@@ -51,7 +51,30 @@ export function toAnthropicPrompt(messages: unknown): AnthropicPrompt {
         break;
     }
   }
+  trimPrefill(prompt.messages);
+  // Anthropic needs a message besides the system prompt, where an OpenAI model answers a system prompt
+  // alone: the instructions become the one user turn.
+  if (prompt.messages.length === 0 && prompt.system.length > 0) {
+    prompt.messages.push({ role: 'user', content: prompt.system });
+    prompt.system = [];
+  }
   return prompt;
+}
+
+/**
+ * A trailing assistant turn is a prefill, and Anthropic refuses one that ends in whitespace ("final
+ * assistant content cannot end with trailing whitespace"), where OpenAI-compatible servers take it: its
+ * last text block loses its trailing whitespace (and goes, with its turn, when nothing else is left).
+ */
+function trimPrefill(messages: AnthropicMessage[]): void {
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant') return;
+  const block = last.content.at(-1);
+  if (block?.type !== 'text' || typeof block.text !== 'string') return;
+  const text = block.text.trimEnd();
+  if (text !== '') block.text = text;
+  else last.content.pop();
+  if (last.content.length === 0) messages.pop();
 }
 
 function append(messages: AnthropicMessage[], role: AnthropicMessage['role'], blocks: AnthropicBlock[]): void {

@@ -39,15 +39,17 @@ export function toAnthropicBody(
   if (system.length > 0) out.system = system;
   const budget = thinkingBudget(body, maxTokens);
   if (budget !== null) out.thinking = { type: 'enabled', budget_tokens: budget };
-  // Same names as OpenAI's; temperature passes as is (Anthropic's range is 0-1 and it rejects more).
-  // With thinking on, Anthropic refuses a temperature other than 1 (its default), top_k, and on some
-  // models any top_p: all three are left out.
+  // Same names as OpenAI's. Anthropic's temperature range is 0–1 where OpenAI's is 0–2: a higher one
+  // is sent as 1, its most random, rather than refused by this provider alone (a request that may
+  // land on several providers should not fail on one). With thinking on, Anthropic refuses a
+  // temperature other than 1 (its default), top_k, and on some models any top_p: all three are left out.
   for (const name of budget === null ? SAMPLING : []) {
     const value = numberOrNull(body[name]);
-    if (value !== null) out[name] = value;
+    if (value !== null) out[name] = name === 'temperature' ? Math.min(value, 1) : value;
   }
-  const stop = readStopSequences(body.stop);
-  if (stop !== null) out.stop_sequences = stop;
+  // Anthropic refuses a stop sequence of whitespace alone; OpenAI-compatible servers take it.
+  const stop = readStopSequences(body.stop)?.filter((sequence) => /\S/.test(sequence)) ?? [];
+  if (stop.length > 0) out.stop_sequences = stop;
   if (stream) out.stream = true;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
   Object.assign(out, toolFields(body, budget !== null));

@@ -99,6 +99,31 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(bodyOf({ messages: [], stop: ['a', 'b'] }).stop_sequences).toEqual(['a', 'b']);
   });
 
+  it("normalises what Anthropic alone refuses: temperature above 1, whitespace stop sequences, a prefill's trailing whitespace, a system prompt alone", () => {
+    const user = { role: 'user', content: 'Hi' };
+    expect(bodyOf({ messages: [user], temperature: 1.8 }).temperature).toBe(1);
+    expect(bodyOf({ messages: [user], temperature: 0.7 }).temperature).toBe(0.7);
+    expect(bodyOf({ messages: [user], stop: [' ', '\n', 'END', '\t\n'] }).stop_sequences).toEqual(['END']);
+    expect(bodyOf({ messages: [user], stop: ['\n'] })).not.toHaveProperty('stop_sequences');
+    // A prefill ending in whitespace loses it; one of whitespace alone goes, with its turn.
+    expect(bodyOf({ messages: [user, { role: 'assistant', content: 'The answer is ' }] }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'The answer is' }] },
+    ]);
+    expect(bodyOf({ messages: [user, { role: 'assistant', content: ' \n' }] }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+    ]);
+    // Whitespace inside an earlier assistant turn is the conversation's: kept.
+    expect((bodyOf({ messages: [{ role: 'assistant', content: 'So ' }, user] }).messages as unknown[])[0]).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'So ' }],
+    });
+    // A system prompt alone becomes the user turn Anthropic needs.
+    const alone = bodyOf({ messages: [{ role: 'system', content: 'Write a haiku about rain.' }] });
+    expect(alone.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Write a haiku about rain.' }] }]);
+    expect(alone).not.toHaveProperty('system');
+  });
+
   it('turns image parts into base64 or url image blocks', () => {
     const body = bodyOf({
       messages: [

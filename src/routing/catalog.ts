@@ -138,7 +138,10 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
  */
 function supportedBy(kind: ProviderKind, declared: readonly string[]): readonly string[] {
   const unsent = unsentParameters(kind);
-  return unsent.length === 0 ? declared : declared.filter((name) => !unsent.includes(name));
+  if (unsent.length === 0) return declared;
+  // `structured_outputs` says `response_format: json_schema` is honoured: not where it is never sent.
+  const gone = unsent.includes('response_format') ? [...unsent, 'structured_outputs'] : unsent;
+  return declared.filter((name) => !gone.includes(name));
 }
 
 function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProvider>, bootTime: number): CatalogModel {
@@ -195,10 +198,10 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
     outputModalities: config.output_modalities,
     tokenizer: config.tokenizer,
     instructType: config.instruct_type,
-    // What /models shows: the model's own list, else what its endpoints take (any of them).
-    supportedParameters: config.supported_parameters ?? [
-      ...new Set(endpoints.flatMap((endpoint) => endpoint.supportedParameters)),
-    ],
+    // What /models shows and filters by: what its endpoints take (any of them), as routing sees it —
+    // the model's own list less what each provider kind never sends (Anthropic's response_format,
+    // Gemini's logprobs), so `require_parameters` never refuses what /models advertised.
+    supportedParameters: [...new Set(endpoints.flatMap((endpoint) => endpoint.supportedParameters))],
     isFree,
     limits: capacityOf(config.limits),
     endpoints,

@@ -388,6 +388,28 @@ describe('parameters a provider kind never sends', () => {
     expect(supported('oai')).toContain('response_format');
   });
 
+  it("the model's list (/models, and its filter) is what its endpoints take as routing sees it, structured_outputs included", () => {
+    const declared = ['max_tokens', 'response_format', 'structured_outputs', 'logprobs', 'top_logprobs'];
+    const catalog = buildCatalog({
+      providers: [
+        { ...provider('anth'), kind: 'anthropic' as const },
+        { ...provider('gem'), kind: 'gemini' as const },
+      ],
+      // The model's own list, which both endpoints inherit.
+      models: [
+        {
+          ...model('x/n', [endpoint('anth', '0.000001', '0.000001'), endpoint('gem', '0.000001', '0.000001')]),
+          supported_parameters: declared,
+        },
+      ],
+    });
+    const m = catalog.models.get('x/n')!;
+    const of = (id: string) => m.endpoints.find((e) => e.provider.id === id)!.supportedParameters;
+    expect(of('anth')).toEqual(['max_tokens']);
+    expect(of('gem')).not.toContain('logprobs');
+    expect([...m.supportedParameters].sort()).toEqual([...new Set([...of('anth'), ...of('gem')])].sort());
+  });
+
   it('so require_parameters routes a structured-output request past the Anthropic endpoint', () => {
     const plan = planAttempts(
       mixed,

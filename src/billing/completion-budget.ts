@@ -38,9 +38,11 @@ export function budgetCost(
   endpoint: Pick<BudgetedEndpoint, 'prices'>,
   promptTokens: number,
   completionTokens: number,
+  /** The request marks a prompt part for an hour-long cache write (`cache_control.ttl: "1h"`). */
+  hourWrites = false,
 ): Units {
   const femto =
-    worstPromptPrice(endpoint.prices) * BigInt(promptTokens) +
+    worstPromptPrice(endpoint.prices, hourWrites) * BigInt(promptTokens) +
     endpoint.prices.completion * BigInt(completionTokens) +
     endpoint.prices.request;
   return (femto + 999_999n) / 1_000_000n;

@@ -29,3 +29,12 @@ export function mediaTokens(content: unknown): number {
   for (const part of content as unknown[]) total += partTokens(part);
   return total;
 }
+
+/**
+ * Their likely size, for the context a prompt leaves (billing/token-estimate.ts): half the generous
+ * count — 1,024 per image, about what one costs at high detail — so a prompt with media is not sent
+ * with a completion limit that, with the media's real tokens, passes the context.
+ */
+export function likelyMediaTokens(content: unknown): number {
+  return Math.floor(mediaTokens(content) / 2);
+}

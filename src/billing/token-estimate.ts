@@ -4,7 +4,7 @@
  * says when its counts are estimates.
  */
 import { countTokens } from 'gpt-tokenizer';
-import { mediaTokens } from './media-token-estimate.js';
+import { likelyMediaTokens, mediaTokens } from './media-token-estimate.js';
 import { boundedTokenCount, boundedTokenRange, type TokenRange } from '../core/token-count.js';
 
 const PER_MESSAGE_OVERHEAD = 4;
@@ -49,8 +49,8 @@ export function estimatePromptTokens(messages: readonly Record<string, unknown>[
 /**
  * The prompt as an upper bound (`upper`: holds, capacity) and as its likely size (`likely`: what the
  * context has left for the completion). The likely figure counts long texts at their sampled density
- * and media parts as nothing: a prompt it puts past the context is the provider's to refuse, and one
- * that fits must not be sent with a completion limit of one token.
+ * and media parts at half their generous counts: a prompt it puts past the context is the provider's
+ * to refuse, and one that fits must not be sent with a completion limit of one token.
  */
 export function estimatePromptTokenRange(
   messages: readonly Record<string, unknown>[],
@@ -69,6 +69,7 @@ export function estimatePromptTokenRange(
     add(textOf(message.content));
     // Images, audio and files at a fixed generous count each: invisible to the tokenizer, never free.
     upper += mediaTokens(message.content);
+    likely += likelyMediaTokens(message.content);
     if (message.tool_calls) add(JSON.stringify(message.tool_calls));
     if (typeof message.name === 'string') add(message.name);
     if (typeof message.tool_call_id === 'string') add(message.tool_call_id);

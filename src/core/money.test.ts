@@ -4,6 +4,7 @@ import {
   computeCost,
   formatPricePerToken,
   formatUnitsUsd,
+  isZeroPrice,
   parsePricePerToken,
   worstPromptPrice,
   perMillionToPricePerToken,
@@ -30,8 +31,13 @@ describe('money', () => {
     const big = { ...tokens, promptTokens: 100_000_000, cacheWriteTokens: 40_000_000, cacheWrite1hTokens: 90_000_000 };
     // The hour count is capped at the writes: 60M × 1000 + 40M × 2000 femto.
     expect(computeCost(prices, big).total).toBe(140_000n);
-    expect(worstPromptPrice(prices)).toBe(2000n);
+    // The hour-long price only for a request that asks for hour-long writes.
+    expect(worstPromptPrice(prices)).toBe(1250n);
+    expect(worstPromptPrice(prices, true)).toBe(2000n);
     expect(worstPromptPrice({ prompt: 1000n, completion: 0n, request: 0n })).toBe(1000n);
+    // A :free model must be free of every price, hour-long writes included.
+    expect(isZeroPrice({ prompt: 0n, completion: 0n, request: 0n, cacheWrite1h: 1n })).toBe(false);
+    expect(isZeroPrice({ prompt: 0n, completion: 0n, request: 0n, cacheWrite1h: 0n })).toBe(true);
   });
 
   it('formats units as USD text exactly: to the cent, and every further digit there is', () => {

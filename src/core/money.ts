@@ -157,10 +157,15 @@ function promptCostFemto(prices: TokenPrices, tokens: TokenCounts): bigint {
   );
 }
 
-/** The most one prompt token can cost: the prompt price, or a dearer cache write (Anthropic's: 1.25×, 2× for an hour). */
-export function worstPromptPrice(prices: TokenPrices): bigint {
+/**
+ * The most one prompt token can cost: the prompt price, or a dearer cache write (Anthropic's 1.25×),
+ * or — for a request that asks for hour-long cache writes (`hourWrites`) — their price (Anthropic's 2×).
+ */
+export function worstPromptPrice(prices: TokenPrices, hourWrites = false): bigint {
   let worst = prices.prompt;
-  for (const price of [prices.cacheWrite, prices.cacheWrite1h]) if (price !== undefined && price > worst) worst = price;
+  const write = prices.cacheWrite ?? prices.prompt;
+  if (write > worst) worst = write;
+  if (hourWrites && prices.cacheWrite1h !== undefined && prices.cacheWrite1h > worst) worst = prices.cacheWrite1h;
   return worst;
 }
 
@@ -170,7 +175,8 @@ export function isZeroPrice(prices: TokenPrices): boolean {
     prices.completion === 0n &&
     prices.request === 0n &&
     (prices.cacheRead ?? 0n) === 0n &&
-    (prices.cacheWrite ?? 0n) === 0n
+    (prices.cacheWrite ?? 0n) === 0n &&
+    (prices.cacheWrite1h ?? 0n) === 0n
   );
 }
 

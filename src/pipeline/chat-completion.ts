@@ -132,7 +132,11 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const capacity = deps.freeModels.forRequest(
     attempts,
     () => deps.gate.account(ctx.key.accountId),
-    deps.capacity?.forRequest(attempts, (p) => promptEstimate + upstream.budgetFor(p)) ?? null,
+    // No request weighs more than the endpoint's context: the upper prompt estimate plus a budget from
+    // the likely one can pass it, and would never fit a tokens-per-minute quota set at the context.
+    deps.capacity?.forRequest(attempts, (p) =>
+      Math.min(promptEstimate + upstream.budgetFor(p), p.endpoint.contextLength),
+    ) ?? null,
   );
   return {
     request,

@@ -18,7 +18,7 @@ import type { ChunkEvent, UpstreamStream } from '../routing/stream-reader.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import { chargedCompletionTokens, chargedPromptTokens, type EarlierSegment } from './generation.js';
 import { withCompletionLimit } from './upstream-parameters.js';
-import { holdWithByokFee } from './upstream-request.js';
+import { asksHourLongCache, holdWithByokFee } from './upstream-request.js';
 
 /** One upstream stream feeding the caller's stream. */
 export interface Segment {
@@ -94,9 +94,10 @@ export async function continueElsewhere(
   // Before it is sent, the hold grows by what the worst continuation could cost beyond it — a second
   // admission, refused (no continuation: the in-band error) when the account or key cannot cover it.
   const promptTokens = admitted.promptEstimate + written;
+  const hourWrites = asksHourLongCache(admitted.request);
   let worst = 0n;
   for (const p of plan) {
-    const cost = budgetCost(p.endpoint, promptTokens, limitFor(p));
+    const cost = budgetCost(p.endpoint, promptTokens, limitFor(p), hourWrites);
     if (cost > worst) worst = cost;
   }
   const excess =

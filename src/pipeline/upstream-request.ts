@@ -36,18 +36,41 @@ export function prepareUpstream(
   prompt: TokenRange,
 ): PreparedUpstream {
   const requested = request.max_completion_tokens ?? request.max_tokens ?? null;
+  const hourWrites = asksHourLongCache(request);
   const budgets = new Map<CatalogEndpoint, number>();
   let hold = 0n;
   for (const { endpoint } of plan) {
     if (budgets.has(endpoint)) continue;
     const budget = completionBudget(requested, endpoint, prompt.likely);
     budgets.set(endpoint, budget);
-    const cost = budgetCost(endpoint, prompt.upper, budget);
+    const cost = budgetCost(endpoint, prompt.upper, budget, hourWrites);
     if (cost > hold) hold = cost;
   }
   const budgetFor = (planned: PlannedAttempt) =>
     budgets.get(planned.endpoint) ?? completionBudget(requested, planned.endpoint, prompt.likely);
   return { hold, budgetFor, bodyFor: (planned) => upstreamBodyFor(request, planned.endpoint, budgetFor(planned)) };
+}
+
+/**
+ * Whether the request marks any prompt part, message or tool for an hour-long cache write
+ * (`cache_control: { type: "ephemeral", ttl: "1h" }`, as Anthropic takes it): only then may a prompt
+ * token cost the hour-long write price, so only then is the hold priced at it.
+ */
+export function asksHourLongCache(request: Readonly<Record<string, unknown>>): boolean {
+  const hour = (value: unknown): boolean =>
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { cache_control?: { ttl?: unknown } | null }).cache_control?.ttl === '1h';
+  const lists = [request.messages, request.tools];
+  for (const list of lists) {
+    if (!Array.isArray(list)) continue;
+    for (const item of list as unknown[]) {
+      if (hour(item)) return true;
+      const content = (item as { content?: unknown } | null)?.content;
+      if (Array.isArray(content) && (content as unknown[]).some(hour)) return true;
+    }
+  }
+  return false;
 }
 
 /**

@@ -43,7 +43,7 @@ beforeAll(async () => {
     },
     { write: chunk({ tool_calls: [{ function: { arguments: '1}' } }] }) },
     { write: chunk({ tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'g', arguments: '' } }] }) },
-    { write: chunk({ tool_calls: [{ function: { arguments: '{}' } }] }) },
+    { write: chunk({ tool_calls: [{ id: 'call_b', function: { arguments: '{}' } }] }) },
     { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
   ]);
   gw = await startGatewayWith(up, ['no-index', 'fragments']);

@@ -52,10 +52,10 @@ export function toAnthropicPrompt(messages: unknown): AnthropicPrompt {
     }
   }
   trimPrefill(prompt.messages);
-  // Anthropic needs a message besides the system prompt, where an OpenAI model answers a system prompt
-  // alone: the instructions become the one user turn.
-  if (prompt.messages.length === 0 && prompt.system.length > 0) {
-    prompt.messages.push({ role: 'user', content: prompt.system });
+  // Anthropic needs the conversation to open with a user turn, where an OpenAI model answers a system
+  // prompt alone, or one followed by an assistant turn: the instructions become that user turn.
+  if (prompt.messages[0]?.role !== 'user' && prompt.system.length > 0) {
+    prompt.messages.unshift({ role: 'user', content: prompt.system });
     prompt.system = [];
   }
   return prompt;
@@ -69,11 +69,16 @@ export function toAnthropicPrompt(messages: unknown): AnthropicPrompt {
 function trimPrefill(messages: AnthropicMessage[]): void {
   const last = messages.at(-1);
   if (last?.role !== 'assistant') return;
-  const block = last.content.at(-1);
-  if (block?.type !== 'text' || typeof block.text !== 'string') return;
-  const text = block.text.trimEnd();
-  if (text !== '') block.text = text;
-  else last.content.pop();
+  // Text blocks of whitespace alone at the end go, then the new last one is trimmed.
+  for (let block = last.content.at(-1); block?.type === 'text' && typeof block.text === 'string';) {
+    const text = block.text.trimEnd();
+    if (text !== '') {
+      block.text = text;
+      break;
+    }
+    last.content.pop();
+    block = last.content.at(-1);
+  }
   if (last.content.length === 0) messages.pop();
 }
 

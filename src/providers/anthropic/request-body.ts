@@ -47,9 +47,10 @@ export function toAnthropicBody(
     const value = numberOrNull(body[name]);
     if (value !== null) out[name] = name === 'temperature' ? Math.min(value, 1) : value;
   }
-  // Anthropic refuses a stop sequence of whitespace alone; OpenAI-compatible servers take it.
-  const stop = readStopSequences(body.stop)?.filter((sequence) => /\S/.test(sequence)) ?? [];
-  if (stop.length > 0) out.stop_sequences = stop;
+  // Passed as given: Anthropic refuses a stop sequence of whitespace alone (400, the caller's to fix),
+  // and leaving it out would let the answer run past where the caller asked it to stop, at their cost.
+  const stop = readStopSequences(body.stop);
+  if (stop !== null) out.stop_sequences = stop;
   if (stream) out.stream = true;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
   Object.assign(out, toolFields(body, budget !== null));

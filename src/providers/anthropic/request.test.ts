@@ -99,12 +99,12 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(bodyOf({ messages: [], stop: ['a', 'b'] }).stop_sequences).toEqual(['a', 'b']);
   });
 
-  it("normalises what Anthropic alone refuses: temperature above 1, whitespace stop sequences, a prefill's trailing whitespace, a system prompt alone", () => {
+  it("normalises what Anthropic alone refuses: temperature above 1, a prefill's trailing whitespace, a conversation without a user turn first", () => {
     const user = { role: 'user', content: 'Hi' };
     expect(bodyOf({ messages: [user], temperature: 1.8 }).temperature).toBe(1);
     expect(bodyOf({ messages: [user], temperature: 0.7 }).temperature).toBe(0.7);
-    expect(bodyOf({ messages: [user], stop: [' ', '\n', 'END', '\t\n'] }).stop_sequences).toEqual(['END']);
-    expect(bodyOf({ messages: [user], stop: ['\n'] })).not.toHaveProperty('stop_sequences');
+    // Stop sequences pass as given: dropping one would run the answer past where the caller asked to stop.
+    expect(bodyOf({ messages: [user], stop: ['\n', 'END'] }).stop_sequences).toEqual(['\n', 'END']);
     // A prefill ending in whitespace loses it; one of whitespace alone goes, with its turn.
     expect(bodyOf({ messages: [user, { role: 'assistant', content: 'The answer is ' }] }).messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
@@ -112,6 +112,15 @@ describe('anthropicAdapter.buildRequest', () => {
     ]);
     expect(bodyOf({ messages: [user, { role: 'assistant', content: ' \n' }] }).messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+    ]);
+    // Several trailing blocks: the whitespace-only ones go, then the last one left is trimmed.
+    const parts = [
+      { type: 'text', text: 'Answer: ' },
+      { type: 'text', text: '  ' },
+    ];
+    expect(bodyOf({ messages: [user, { role: 'assistant', content: parts }] }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Answer:' }] },
     ]);
     // Whitespace inside an earlier assistant turn is the conversation's: kept.
     expect((bodyOf({ messages: [{ role: 'assistant', content: 'So ' }, user] }).messages as unknown[])[0]).toEqual({
@@ -122,6 +131,17 @@ describe('anthropicAdapter.buildRequest', () => {
     const alone = bodyOf({ messages: [{ role: 'system', content: 'Write a haiku about rain.' }] });
     expect(alone.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Write a haiku about rain.' }] }]);
     expect(alone).not.toHaveProperty('system');
+    // A system prompt and then a prefill: the conversation still opens with the user turn.
+    const prefilled = bodyOf({
+      messages: [
+        { role: 'system', content: 'Write a haiku about rain.' },
+        { role: 'assistant', content: 'Sure, ' },
+      ],
+    });
+    expect(prefilled.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Write a haiku about rain.' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Sure,' }] },
+    ]);
   });
 
   it('turns image parts into base64 or url image blocks', () => {

@@ -100,31 +100,37 @@ export class OpenAiStreamDecoder implements StreamDecoder {
  * Numbers the tool calls that came without an `index` (a templated event carries none): some
  * OpenAI-compatible servers send whole calls without it (Google's, for Gemini), others their
  * fragments too (Ollama, mistral.rs), and clients then drop the calls (openai's stream helper, the AI
- * SDK) or refuse the chunk (@openrouter/sdk). A fragment that names a call (`id` or a function name)
- * starts the next one; one that names none continues the call before it, as a client joins a
- * numbered call's `arguments`.
+ * SDK) or refuse the chunk (@openrouter/sdk). A fragment that names a call (a new `id`, or a function
+ * name without an id) starts the next one; one that names none, or repeats the last call's id,
+ * continues the call before it, as a client joins a numbered call's `arguments`.
  */
 class ToolCallNumbers {
-  /** Per choice, the index the next new call without one gets, and the last call's (-1: none yet). */
-  private readonly next = new Map<number, { next: number; last: number }>();
+  /** Per choice: the index the next new call without one gets, the last call's (-1: none yet) and its id. */
+  private readonly next = new Map<number, { next: number; last: number; lastId: string | null }>();
 
   number(choice: { index: number; delta: Record<string, unknown> }): void {
     if (!Array.isArray(choice.delta.tool_calls)) return;
-    const state = this.next.get(choice.index) ?? { next: 0, last: -1 };
+    const state = this.next.get(choice.index) ?? { next: 0, last: -1, lastId: null };
     for (const call of choice.delta.tool_calls as unknown[]) {
       if (!isRecord(call)) continue;
+      const id = typeof call.id === 'string' && call.id !== '' ? call.id : null;
       if (typeof call.index === 'number') {
         state.next = Math.max(state.next, call.index + 1);
         state.last = call.index;
-      } else if (state.last >= 0 && !namesACall(call)) call.index = state.last;
-      else call.index = state.last = state.next++;
+        state.lastId = id;
+      } else if (state.last >= 0 && (id === null ? !namesAFunction(call) : id === state.lastId)) {
+        // A fragment naming no call, or repeating the last call's id (some servers send it on each).
+        call.index = state.last;
+      } else {
+        call.index = state.last = state.next++;
+        state.lastId = id;
+      }
     }
     this.next.set(choice.index, state);
   }
 }
 
-function namesACall(call: Record<string, unknown>): boolean {
-  if (typeof call.id === 'string' && call.id !== '') return true;
+function namesAFunction(call: Record<string, unknown>): boolean {
   const fn = call.function;
   return isRecord(fn) && typeof fn.name === 'string' && fn.name !== '';
 }

@@ -191,11 +191,65 @@ describe('grace exposure', () => {
         metadata: { reason: 'redis_resyncing' },
       });
       await trusted();
-      expect(await a.redis.hgetall(a.grace.key('acct_a'))).toEqual({ a: '3000', 'k:k1': '3000' });
+      // The counts, and one restore marker per process (a retried restore adds nothing twice).
+      const restored = await a.redis.hgetall(a.grace.key('acct_a'));
+      expect([restored.a, restored['k:k1']]).toEqual(['3000', '3000']);
+      expect(Object.keys(restored).filter((field) => field.startsWith('r:'))).toHaveLength(2);
       expect(await a.redis.pttl(a.grace.key('acct_a'))).toBeGreaterThan(50_000);
       // The fleet's cap still holds: no second allowance.
       expect(await a.grace.reserve(request)).toBe('grace_exposure');
       expect(await b.grace.reserve(request)).toBe('grace_exposure');
+    } finally {
+      for (const p of processes) {
+        await p.grace.close();
+        await p.fleet.stop();
+        p.redis.disconnect();
+      }
+      await server.destroy();
+    }
+  });
+
+  it('a process remembers its admissions while another process keeps the count alive, and forgets them once it lapses', async () => {
+    const server = await startPrivateRedis();
+    const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
+    try {
+      const keyPrefix = prefix();
+      for (let i = 0; i < 2; i++) {
+        const redis = new Redis(server.url, failFastRedisOptions(300));
+        redis.on('error', () => undefined);
+        const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs: 300 });
+        await fleet.start();
+        processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
+      }
+      const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
+      const trusted = async () => {
+        const deadline = Date.now() + 10_000;
+        while (!(a.fleet.trusted && b.fleet.trusted) && Date.now() < deadline)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(a.fleet.trusted && b.fleet.trusted).toBe(true);
+      };
+      await trusted();
+      const request = base({ maxExposure: 2000n * MICRO, ttlMs: 1500 });
+      // A admits and stops asking; B, later, admits and keeps the count alive past A's last request + ttl.
+      expect(await a.grace.reserve(request)).toBe('admitted');
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(await b.grace.reserve(request)).toBe('admitted');
+      await new Promise((resolve) => setTimeout(resolve, 900)); // A's own request + ttl has passed
+      await a.grace.refresh();
+      expect(a.grace.admissions().get('acct_a')?.total).toBe(1000n); // the count still lives: kept
+
+      await server.stop();
+      await server.start(); // empty
+      await trusted();
+      // Both shares are back: the cap (2) is reached, no third admission.
+      expect(await a.redis.hget(a.grace.key('acct_a'), 'a')).toBe('2000');
+      expect(await b.grace.reserve(request)).toBe('grace_exposure');
+
+      // Once the count lapses for good, refresh forgets it.
+      await new Promise((resolve) => setTimeout(resolve, 1700));
+      expect(await a.redis.exists(a.grace.key('acct_a'))).toBe(0);
+      await a.grace.refresh();
+      expect(a.grace.admissions().size).toBe(0);
     } finally {
       for (const p of processes) {
         await p.grace.close();

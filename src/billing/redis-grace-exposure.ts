@@ -7,10 +7,13 @@
  *
  * A Redis that comes back without its data (a new epoch: restart without persistence, failover to an
  * empty replica) would hand every account a fresh cap. So each process remembers what it admitted for
- * as long as the shared count would live, puts it back when the fleet sees the new epoch, and admits
- * nothing under grace while the fleet does not trust Redis (the resync window in which every live
- * process re-registers its own, and a lost connection until the next heartbeat): the fleet's count is
- * whole again before anyone reads it.
+ * as long as the shared count lives — past its own last request while another process keeps the count
+ * alive (`refresh` asks Redis) — puts it back when the fleet sees the new epoch (once per epoch: a
+ * retried restore is recognised by its marker), and admits nothing under grace while the fleet does
+ * not trust Redis (the resync window in which every live process re-registers its own, and a lost
+ * connection until the next heartbeat) or while its own restore is pending: the fleet's count is whole
+ * again before anyone reads it. A restore that cannot finish within the window is logged; an epoch key
+ * lost while the counts survived restores them twice, which only refuses sooner.
  */
 import type { FleetView } from '../core/fleet.js';
 import { TollgateError } from '../core/errors.js';
@@ -43,24 +46,35 @@ return decision
 
 /**
  * Puts one process's admissions back into a Redis that lost its data. KEYS[1] the account's hash;
- * ARGV: 1 ttl ms, then field, amount pairs (µUSD). Adds them (other processes add theirs) and keeps
- * the longer of the hash's remaining life and `ttl`.
+ * ARGV: 1 ttl ms, 2 this restore's marker, then field, amount pairs (µUSD). Adds them once per marker
+ * (a retry whose first call did land adds nothing; other processes add theirs) and keeps the longer of
+ * the hash's remaining life and `ttl`.
  */
 const GRACE_RESTORE_LUA = `
 local h = KEYS[1]
-for i = 2, #ARGV, 2 do redis.call('HINCRBY', h, ARGV[i], ARGV[i + 1]) end
+if redis.call('HSETNX', h, ARGV[2], 1) == 0 then return 0 end
+for i = 3, #ARGV, 2 do redis.call('HINCRBY', h, ARGV[i], ARGV[i + 1]) end
 if redis.call('PTTL', h) < tonumber(ARGV[1]) then redis.call('PEXPIRE', h, ARGV[1]) end
 return 1
 `;
 
-/** What this process admitted for one account (µUSD), and until when the shared count would live. */
+/** KEYS[1] an account's hash → its remaining life in ms (-2: gone). */
+const GRACE_PTTL_LUA = `return redis.call('PTTL', KEYS[1])`;
+
+/** What this process admitted for one account (µUSD), and until when the shared count lives, at least. */
 interface OwnAdmissions {
   total: bigint;
   keys: Map<string, bigint>;
   until: number;
+  /** The grace duration its requests asked for: a restored count whose life is unknown lives this long. */
+  ttlMs: number;
 }
 
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
+
+/** How often this process asks whether the counts its own requests no longer renew still live. */
+const REFRESH_EVERY_MS = 5_000;
+const RESTORE_ATTEMPTS = 10;
 
 export type RedisGraceExposureOptions = RedisConnectionOptions & {
   /** Every key starts with it (main.ts: `limits.redis_prefix` + `grace:`). */
@@ -76,11 +90,16 @@ export type RedisGraceExposureOptions = RedisConnectionOptions & {
 export class RedisGraceExposure implements GraceExposure {
   private readonly client: RedisScriptClient;
   private readonly restorer: RedisScriptClient;
+  private readonly ttlReader: RedisScriptClient;
   private readonly now: () => number;
-  /** This process's admissions per account, kept while the shared count would live (for a new epoch). */
+  /** This process's admissions per account, kept while the shared count lives (for a new epoch). */
   private readonly own = new Map<string, OwnAdmissions>();
-  private lastSweep = 0;
   private readonly stopResync: () => void;
+  private refreshTimer: NodeJS.Timeout | null = null;
+  /** Marks each restore (one per epoch seen), so a retry is recognised and an outdated one stops. */
+  private readonly processMark = Math.random().toString(36).slice(2, 10);
+  private generation = 0;
+  private restoring: Promise<void> | null = null;
 
   constructor(private readonly options: RedisGraceExposureOptions) {
     this.now = options.now ?? Date.now;
@@ -90,12 +109,15 @@ export class RedisGraceExposure implements GraceExposure {
       commandName: 'tollgateGraceV1',
       unavailableMessage: 'The grace exposure store (Redis) is unavailable',
     });
-    this.restorer = new RedisScriptClient({
-      ...this.client.connection(),
-      lua: GRACE_RESTORE_LUA,
-      commandName: 'tollgateGraceRestoreV1',
-      unavailableMessage: 'The grace exposure store (Redis) is unavailable',
-    });
+    const script = (lua: string, commandName: string) =>
+      new RedisScriptClient({
+        ...this.client.connection(),
+        lua,
+        commandName,
+        unavailableMessage: 'The grace exposure store (Redis) is unavailable',
+      });
+    this.restorer = script(GRACE_RESTORE_LUA, 'tollgateGraceRestoreV2');
+    this.ttlReader = script(GRACE_PTTL_LUA, 'tollgateGracePttlV1');
     this.stopResync =
       options.fleet?.onResync((reason) => {
         // A reconnect kept Redis's data: what was admitted is there (adding it again would count it twice).
@@ -109,12 +131,17 @@ export class RedisGraceExposure implements GraceExposure {
   }
 
   async reserve(request: GraceRequest): Promise<GraceDecision> {
-    if (this.options.fleet && !this.options.fleet.trusted)
+    const fleet = this.options.fleet;
+    if (this.restoring !== null || (fleet && !fleet.trusted)) {
+      const resyncing = this.restoring !== null || fleet?.resyncing === true;
       throw new TollgateError(
         'store.unavailable',
-        "The grace exposure store (Redis) is resynchronising: its count may miss other processes' admissions",
-        { metadata: { reason: 'redis_resyncing' } },
+        resyncing
+          ? "The grace exposure store (Redis) is resynchronising: its count may miss other processes' admissions"
+          : 'The grace exposure store (Redis) is unavailable',
+        { metadata: { reason: resyncing ? 'redis_resyncing' : 'redis_unavailable' } },
       );
+    }
     // Past the cap plus this request a room decides nothing (what was admitted never exceeds the cap),
     // so a balance of billions stays within the doubles' exact range.
     const enough = request.maxExposure + request.amount + UNITS_PER_USD;
@@ -142,36 +169,46 @@ export class RedisGraceExposure implements GraceExposure {
     // The fleet's counters lapse `ttlMs` after the last grace request: another process may still be in its outage.
   }
 
-  /** This process's own admissions still within their count's life, per account (µUSD; for tests and restore). */
+  /** This process's own admissions it still remembers, per account (µUSD; for tests). */
   admissions(): Map<string, { total: bigint; keys: Map<string, bigint> }> {
-    this.sweep(true);
     return new Map([...this.own].map(([account, own]) => [account, { total: own.total, keys: new Map(own.keys) }]));
   }
 
   /**
    * Puts this process's admissions back after Redis lost its data, each account's count living as long
-   * as this process's last request renewed it. Retried while the resync window lasts (the connection
-   * may still be coming back); what cannot be restored is logged, and those admissions are lost from the
-   * fleet's count.
+   * as this process knew it to (or, past that, the grace duration: fail-safe). Retried while the
+   * connection comes back; a newer epoch's restore replaces it. Until it is done this process admits
+   * no grace. What cannot be restored is logged, and those admissions are lost from the fleet's count.
    */
-  async restore(): Promise<void> {
-    this.sweep(true);
+  restore(): Promise<void> {
+    const generation = ++this.generation;
+    const marker = `r:${this.processMark}:${generation}`;
+    const done = this.restoreAll(generation, marker).finally(() => {
+      if (this.generation === generation) this.restoring = null;
+    });
+    this.restoring = done;
+    return done;
+  }
+
+  private async restoreAll(generation: number, marker: string): Promise<void> {
     let pending = [...this.own];
-    for (let attempt = 0; attempt < 10 && pending.length > 0; attempt++) {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < RESTORE_ATTEMPTS && pending.length > 0; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+      if (this.generation !== generation) return; // a newer epoch: its restore takes over
       const failed: typeof pending = [];
-      let lastError: unknown;
       await Promise.all(
         pending.map(async (entry) => {
           const [accountId, own] = entry;
-          const ttl = own.until - this.now();
-          if (ttl <= 0 || own.total === 0n) return;
+          if (own.total === 0n) return;
+          const left = own.until - this.now();
+          const ttl = left > 0 ? left : own.ttlMs;
           const pairs = [['a', own.total] as const, ...own.keys].flatMap(([field, amount]) => [
             field,
             amount.toString(),
           ]);
           try {
-            await this.restorer.run([this.key(accountId)], [ttl, ...pairs]);
+            await this.restorer.run([this.key(accountId)], [Math.max(1, Math.ceil(ttl)), marker, ...pairs]);
           } catch (error) {
             lastError = error;
             failed.push(entry);
@@ -179,44 +216,74 @@ export class RedisGraceExposure implements GraceExposure {
         }),
       );
       pending = failed;
-      if (pending.length > 0 && attempt === 9) this.options.onRestoreError?.(lastError);
     }
+    if (pending.length > 0 && this.generation === generation) this.options.onRestoreError?.(lastError);
+  }
+
+  /**
+   * For each account whose count this process's requests no longer renew: asks Redis how long the count
+   * still lives (another process may keep it alive) and remembers this process's share that long; forgets
+   * it once the count is gone. Only while the fleet trusts Redis (a count missing from a Redis that lost
+   * its data is not gone: it is about to be restored). Runs every few seconds while anything is remembered.
+   */
+  async refresh(): Promise<void> {
+    const fleet = this.options.fleet;
+    if (fleet && !fleet.trusted) return;
+    if (this.restoring !== null) return;
+    const now = this.now();
+    const generation = this.generation;
+    await Promise.all(
+      [...this.own].map(async ([accountId, own]) => {
+        if (own.until > now) return;
+        let pttl: number;
+        try {
+          pttl = Number(await this.ttlReader.run([this.key(accountId)], []));
+        } catch {
+          return; // asked again next time
+        }
+        if (this.generation !== generation || (fleet && !fleet.trusted) || this.own.get(accountId) !== own) return;
+        if (pttl > 0) own.until = Math.max(own.until, this.now() + pttl);
+        else if (pttl === -2) this.own.delete(accountId);
+      }),
+    );
+    if (this.own.size === 0) this.stopRefreshing();
   }
 
   close(): Promise<void> {
     this.stopResync();
+    this.stopRefreshing();
+    this.generation++; // a restore still retrying stops
     return this.client.close();
+  }
+
+  private stopRefreshing(): void {
+    if (this.refreshTimer !== null) clearInterval(this.refreshTimer);
+    this.refreshTimer = null;
   }
 
   /** Remembers an admission, and renews the account's life as the script did (admitted, or a count that exists). */
   private remember(request: GraceRequest, decision: GraceDecision): void {
     const now = this.now();
-    this.sweep(false);
     let own = this.own.get(request.accountId);
-    if (own && own.until <= now) {
-      this.own.delete(request.accountId);
-      own = undefined;
-    }
     if (decision !== 'admitted') {
-      if (own) own.until = now + request.ttlMs;
+      if (own) own.until = Math.max(own.until, now + request.ttlMs);
       return;
     }
-    own ??= { total: 0n, keys: new Map(), until: 0 };
-    this.own.set(request.accountId, own);
+    if (own === undefined) {
+      own = { total: 0n, keys: new Map(), until: 0, ttlMs: request.ttlMs };
+      this.own.set(request.accountId, own);
+    }
     const micros = ceilMicros(request.amount);
     own.total += micros;
     if (request.keyRoom !== null) {
       const field = `k:${request.keyHash}`;
       own.keys.set(field, (own.keys.get(field) ?? 0n) + micros);
     }
-    own.until = now + request.ttlMs;
-  }
-
-  /** Forgets accounts whose count has lapsed: at most once a second unless `force`. */
-  private sweep(force: boolean): void {
-    const now = this.now();
-    if (!force && now - this.lastSweep < 1_000) return;
-    this.lastSweep = now;
-    for (const [account, own] of this.own) if (own.until <= now) this.own.delete(account);
+    own.until = Math.max(own.until, now + request.ttlMs);
+    own.ttlMs = Math.max(own.ttlMs, request.ttlMs);
+    if (this.refreshTimer === null) {
+      this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_EVERY_MS);
+      this.refreshTimer.unref();
+    }
   }
 }

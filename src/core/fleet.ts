@@ -21,6 +21,8 @@ export interface FleetView {
   readonly size: number;
   /** True when admission may rely on Redis alone (reachable, and not inside a resync window). */
   readonly trusted: boolean;
+  /** Reachable, but inside a resync window (Redis came back without its data): not trusted yet. */
+  readonly resyncing?: boolean;
   /** True once this process has reached Redis at least once (its `size` is a measurement, not a guess). */
   readonly seen: boolean;
   /**

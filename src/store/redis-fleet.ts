@@ -90,6 +90,10 @@ export class RedisFleet implements FleetView {
     return this.healthy && this.now() >= this.untrustedUntil;
   }
 
+  get resyncing(): boolean {
+    return this.healthy && this.now() < this.untrustedUntil;
+  }
+
   /** Starts the heartbeat; resolves after the first one (reached or not). */
   async start(): Promise<void> {
     this.timer ??= setInterval(() => void this.heartbeat(), this.heartbeatMs);

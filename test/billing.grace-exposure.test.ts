@@ -33,6 +33,40 @@ function base(overrides: Partial<GraceRequest> = {}): GraceRequest {
   };
 }
 
+/** Two processes (a fleet view and a grace count each) sharing a private Redis the test may restart. */
+async function privateFleet(resyncMs: number) {
+  const server = await startPrivateRedis();
+  const keyPrefix = `tollgate:test:grace:${randomBytes(4).toString('hex')}:`;
+  const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
+  for (let i = 0; i < 2; i++) {
+    const redis = new Redis(server.url, failFastRedisOptions(300));
+    redis.on('error', () => undefined);
+    const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs });
+    await fleet.start();
+    processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
+  }
+  /** Until both processes trust Redis (a new epoch's window over). */
+  const trusted = async () => {
+    const deadline = Date.now() + 10_000;
+    while (!processes.every((p) => p.fleet.trusted) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(processes.every((p) => p.fleet.trusted)).toBe(true);
+  };
+  return { server, processes: processes as [(typeof processes)[0], (typeof processes)[0]], trusted };
+}
+
+async function closeFleet(
+  server: { destroy(): Promise<void> },
+  processes: ReadonlyArray<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }>,
+): Promise<void> {
+  for (const p of processes) {
+    await p.grace.close();
+    await p.fleet.stop();
+    p.redis.disconnect();
+  }
+  await server.destroy();
+}
+
 describe('grace exposure', () => {
   const clients: Redis[] = [];
   const prefix = () => `tollgate:test:grace:${randomBytes(4).toString('hex')}:`;
@@ -152,24 +186,9 @@ describe('grace exposure', () => {
   });
 
   it('Redis restarted without its data: refused while the fleet resyncs, then each process has put its admissions back', async () => {
-    const server = await startPrivateRedis();
-    const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
+    const { server, processes, trusted } = await privateFleet(1_500);
+    const [a, b] = processes;
     try {
-      const keyPrefix = prefix();
-      for (let i = 0; i < 2; i++) {
-        const redis = new Redis(server.url, failFastRedisOptions(300));
-        redis.on('error', () => undefined);
-        const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs: 1_500 });
-        await fleet.start();
-        processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
-      }
-      const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
-      const trusted = async () => {
-        const deadline = Date.now() + 10_000;
-        while (!(a.fleet.trusted && b.fleet.trusted) && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(a.fleet.trusted && b.fleet.trusted).toBe(true);
-      };
       await trusted();
       const request = base({ keyRoom: 10_000n * MICRO });
       // Cap 3: A admits two, B one.
@@ -200,34 +219,14 @@ describe('grace exposure', () => {
       expect(await a.grace.reserve(request)).toBe('grace_exposure');
       expect(await b.grace.reserve(request)).toBe('grace_exposure');
     } finally {
-      for (const p of processes) {
-        await p.grace.close();
-        await p.fleet.stop();
-        p.redis.disconnect();
-      }
-      await server.destroy();
+      await closeFleet(server, processes);
     }
   });
 
   it('a process remembers its admissions while another process keeps the count alive, and forgets them once it lapses', async () => {
-    const server = await startPrivateRedis();
-    const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
+    const { server, processes, trusted } = await privateFleet(300);
+    const [a, b] = processes;
     try {
-      const keyPrefix = prefix();
-      for (let i = 0; i < 2; i++) {
-        const redis = new Redis(server.url, failFastRedisOptions(300));
-        redis.on('error', () => undefined);
-        const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs: 300 });
-        await fleet.start();
-        processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
-      }
-      const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
-      const trusted = async () => {
-        const deadline = Date.now() + 10_000;
-        while (!(a.fleet.trusted && b.fleet.trusted) && Date.now() < deadline)
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(a.fleet.trusted && b.fleet.trusted).toBe(true);
-      };
       await trusted();
       const request = base({ maxExposure: 2000n * MICRO, ttlMs: 1500 });
       // A admits and stops asking; B, later, admits and keeps the count alive past A's last request + ttl.
@@ -251,12 +250,7 @@ describe('grace exposure', () => {
       await a.grace.refresh();
       expect(a.grace.admissions().size).toBe(0);
     } finally {
-      for (const p of processes) {
-        await p.grace.close();
-        await p.fleet.stop();
-        p.redis.disconnect();
-      }
-      await server.destroy();
+      await closeFleet(server, processes);
     }
   });
 });

@@ -47,23 +47,17 @@ describe('prompt-cache prices', () => {
 
   beforeAll(async () => {
     upstream = await startScriptedProvider();
-    const answer = () => [
-      A.start(START_USAGE),
+    const answerWith = (usage: Record<string, unknown>) => () => [
+      A.start(usage),
       A.textStart(0),
       A.text(0, 'Hi'),
       A.blockStop(0),
       A.messageDelta('end_turn', { output_tokens: 3 }),
       A.messageStop(),
     ];
+    const answer = answerWith(START_USAGE);
     upstream.scripts.set('claude-cache', answer);
-    const hourAnswer = () => [
-      A.start(HOUR_USAGE),
-      A.textStart(0),
-      A.text(0, 'Hi'),
-      A.blockStop(0),
-      A.messageDelta('end_turn', { output_tokens: 3 }),
-      A.messageStop(),
-    ];
+    const hourAnswer = answerWith(HOUR_USAGE);
     upstream.scripts.set('claude-hour', hourAnswer);
     upstream.scripts.set('claude-hour-priced', hourAnswer);
     upstream.scripts.set('claude-unpriced', answer);

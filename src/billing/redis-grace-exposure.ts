@@ -12,8 +12,11 @@
  * retried restore is recognised by its marker), and admits nothing under grace while the fleet does
  * not trust Redis (the resync window in which every live process re-registers its own, and a lost
  * connection until the next heartbeat) or while its own restore is pending: the fleet's count is whole
- * again before anyone reads it. A restore that cannot finish within the window is logged; an epoch key
- * lost while the counts survived restores them twice, which only refuses sooner.
+ * again before anyone reads it. A restore that fails for good is logged (one that succeeds after the
+ * window, from a process that came back late, leaves the others a short spell without its share). Two
+ * cases count more than the fleet spent, which only refuses sooner: an epoch key lost while the counts
+ * survived (restored twice), and a share remembered a few seconds past its count's end (a new
+ * admission then adds to it).
  */
 import type { FleetView } from '../core/fleet.js';
 import { TollgateError } from '../core/errors.js';
@@ -68,7 +71,16 @@ interface OwnAdmissions {
   until: number;
   /** The grace duration its requests asked for: a restored count whose life is unknown lives this long. */
   ttlMs: number;
+  /** When `refresh` first found the count gone, and in which restore generation (one sighting deletes nothing). */
+  goneSince: { at: number; generation: number } | null;
 }
+
+/**
+ * How long a count must stay gone before a process forgets its share: more than the fleet's heartbeat,
+ * so a Redis that lost its data without dropping the connection (FLUSHALL, a failover behind a proxy)
+ * is seen as a new epoch — and restored — first.
+ */
+const GONE_CONFIRM_MS = 2_500;
 
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
 
@@ -242,8 +254,18 @@ export class RedisGraceExposure implements GraceExposure {
           return; // asked again next time
         }
         if (this.generation !== generation || (fleet && !fleet.trusted) || this.own.get(accountId) !== own) return;
-        if (pttl > 0) own.until = Math.max(own.until, this.now() + pttl);
-        else if (pttl === -2) this.own.delete(accountId);
+        const at = this.now();
+        if (own.until > at) return; // renewed by a request meanwhile
+        if (pttl === -2) {
+          // Gone — or Redis lost its data a moment ago and the fleet has not seen the new epoch yet:
+          // forgotten only when still gone on a later pass, in the same generation, seconds later.
+          if (own.goneSince === null || own.goneSince.generation !== generation) own.goneSince = { at, generation };
+          else if (at - own.goneSince.at >= GONE_CONFIRM_MS) this.own.delete(accountId);
+          return;
+        }
+        own.goneSince = null;
+        // -1: no expiry (set from outside): kept as long as a grace duration, asked again then.
+        own.until = Math.max(own.until, at + (pttl > 0 ? pttl : own.ttlMs));
       }),
     );
     if (this.own.size === 0) this.stopRefreshing();
@@ -265,12 +287,13 @@ export class RedisGraceExposure implements GraceExposure {
   private remember(request: GraceRequest, decision: GraceDecision): void {
     const now = this.now();
     let own = this.own.get(request.accountId);
+    if (own) own.goneSince = null;
     if (decision !== 'admitted') {
       if (own) own.until = Math.max(own.until, now + request.ttlMs);
       return;
     }
     if (own === undefined) {
-      own = { total: 0n, keys: new Map(), until: 0, ttlMs: request.ttlMs };
+      own = { total: 0n, keys: new Map(), until: 0, ttlMs: request.ttlMs, goneSince: null };
       this.own.set(request.accountId, own);
     }
     const micros = ceilMicros(request.amount);

@@ -43,6 +43,7 @@ beforeAll(async () => {
     },
     { write: chunk({ tool_calls: [{ function: { arguments: '1}' } }] }) },
     { write: chunk({ tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'g', arguments: '' } }] }) },
+    { write: chunk({ tool_calls: [{ id: 'call_a', function: { arguments: '' } }] }) },
     { write: chunk({ tool_calls: [{ id: 'call_b', function: { arguments: '{}' } }] }) },
     { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
   ]);
@@ -75,7 +76,7 @@ describe('tool calls without an index', () => {
     const body = { model: 'scripted/fragments', messages: [{ role: 'user', content: 'hi' }] };
     const streamed = await chatStream(gw, key, body);
     const fragments = streamed.events.flatMap((e) => e.choices?.[0]?.delta?.tool_calls ?? []);
-    expect(fragments.map((c: { index: number }) => c.index)).toEqual([0, 0, 1, 1]);
+    expect(fragments.map((c: { index: number }) => c.index)).toEqual([0, 0, 1, 0, 1]);
     expect(gw.contractViolations).toEqual([]);
     const whole = await chat(gw, key, body);
     expect(whole.status, whole.text).toBe(200);

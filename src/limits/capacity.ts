@@ -7,7 +7,7 @@
  * Checked before each attempt is sent, not at admission: an endpoint at its quota is skipped for the
  * next one of the plan (no upstream call), and only when every candidate is refused does the caller get
  * 429 with `X-RateLimit-*`, `Retry-After` and `error_type: rate_limit_exceeded`. A `tpm` entry holds
- * the attempt's estimate (prompt estimate + its completion budget) until the answer's real token count
+ * the attempt's estimate (prompt estimate + its completion budget, at most the endpoint's context) until the answer's real token count
  * replaces it (`settle`); an attempt that got no answer gives its tokens back, its request still counts.
  *
  * Store unreachable: `limits.capacity.on_store_error` — `open` (default: the provider's own 429 still

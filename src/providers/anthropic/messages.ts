@@ -52,9 +52,10 @@ export function toAnthropicPrompt(messages: unknown): AnthropicPrompt {
     }
   }
   trimPrefill(prompt.messages);
-  // Anthropic needs the conversation to open with a user turn, where an OpenAI model answers a system
-  // prompt alone, or one followed by an assistant turn: the instructions become that user turn.
-  if (prompt.messages[0]?.role !== 'user' && prompt.system.length > 0) {
+  // Anthropic needs a user turn, where an OpenAI model answers a system prompt alone, or one followed by
+  // a prefill: with no user turn at all, the instructions become it. (A conversation that has one, after
+  // an assistant greeting, keeps its system prompt as such.)
+  if (!prompt.messages.some((m) => m.role === 'user') && prompt.system.length > 0) {
     prompt.messages.unshift({ role: 'user', content: prompt.system });
     prompt.system = [];
   }

@@ -131,7 +131,7 @@ describe('anthropicAdapter.buildRequest', () => {
     const alone = bodyOf({ messages: [{ role: 'system', content: 'Write a haiku about rain.' }] });
     expect(alone.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Write a haiku about rain.' }] }]);
     expect(alone).not.toHaveProperty('system');
-    // A system prompt and then a prefill: the conversation still opens with the user turn.
+    // A system prompt and then a prefill, no user turn: the instructions become it.
     const prefilled = bodyOf({
       messages: [
         { role: 'system', content: 'Write a haiku about rain.' },
@@ -142,6 +142,16 @@ describe('anthropicAdapter.buildRequest', () => {
       { role: 'user', content: [{ type: 'text', text: 'Write a haiku about rain.' }] },
       { role: 'assistant', content: [{ type: 'text', text: 'Sure,' }] },
     ]);
+    // A conversation with a user turn after an assistant greeting keeps its system prompt.
+    const greeted = bodyOf({
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'assistant', content: 'Hello! How can I help?' },
+        user,
+      ],
+    });
+    expect(greeted.system).toEqual([{ type: 'text', text: 'Be brief.' }]);
+    expect((greeted.messages as { role: string }[]).map((m) => m.role)).toEqual(['assistant', 'user']);
   });
 
   it('turns image parts into base64 or url image blocks', () => {

@@ -105,26 +105,29 @@ export class OpenAiStreamDecoder implements StreamDecoder {
  * continues the call before it, as a client joins a numbered call's `arguments`.
  */
 class ToolCallNumbers {
-  /** Per choice: the index the next new call without one gets, the last call's (-1: none yet) and its id. */
-  private readonly next = new Map<number, { next: number; last: number; lastId: string | null }>();
+  /** Per choice: the index the next new call without one gets, the last call's (-1: none yet), each id's. */
+  private readonly next = new Map<number, { next: number; last: number; ids: Map<string, number> }>();
 
   number(choice: { index: number; delta: Record<string, unknown> }): void {
     if (!Array.isArray(choice.delta.tool_calls)) return;
-    const state = this.next.get(choice.index) ?? { next: 0, last: -1, lastId: null };
+    const state = this.next.get(choice.index) ?? { next: 0, last: -1, ids: new Map<string, number>() };
     for (const call of choice.delta.tool_calls as unknown[]) {
       if (!isRecord(call)) continue;
       const id = typeof call.id === 'string' && call.id !== '' ? call.id : null;
+      const known = id === null ? undefined : state.ids.get(id);
       if (typeof call.index === 'number') {
         state.next = Math.max(state.next, call.index + 1);
         state.last = call.index;
-        state.lastId = id;
-      } else if (state.last >= 0 && (id === null ? !namesAFunction(call) : id === state.lastId)) {
-        // A fragment naming no call, or repeating the last call's id (some servers send it on each).
+      } else if (known !== undefined) {
+        // A fragment repeating a call's id (some servers send it on each, interleaving calls): that call.
+        call.index = state.last = known;
+      } else if (state.last >= 0 && id === null && !namesAFunction(call)) {
+        // A fragment naming no call: the one before it continues.
         call.index = state.last;
       } else {
         call.index = state.last = state.next++;
-        state.lastId = id;
       }
+      if (id !== null && !state.ids.has(id)) state.ids.set(id, call.index as number);
     }
     this.next.set(choice.index, state);
   }

@@ -7,9 +7,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { estimatePromptTokenRange } from '../src/billing/token-estimate.js';
-import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { chunk, DONE, startScriptedUpstream, usageChunk, type ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { sqliteTarget } from './helpers/store-targets.js';
+import { chat, type TestGateway } from './helpers/gateway.js';
+import {
+  chunk,
+  DONE,
+  startGatewayWith,
+  startScriptedUpstream,
+  usageChunk,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
 
 const CONTEXT = 100_000;
 const PROSE = 'The quick brown fox jumps over the lazy dog. '.repeat(7000); // 315,000 characters, ~70k o200k tokens
@@ -31,25 +37,10 @@ describe('the completion room a long prompt leaves', () => {
         { write: DONE },
       ];
     });
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push({
-          id: 'prose',
-          name: 'Prose',
-          kind: 'openai',
-          base_url: upstream.url,
-          api_key: 'k',
-          timeouts: {},
-        });
-        file.server.body_limit_bytes = 1024 * 1024;
-        (file.models as unknown[]).push({
-          id: 'test/long-context',
-          name: 'long context',
-          context_length: CONTEXT,
-          endpoints: [{ provider: 'prose', model: 'prose', pricing: { prompt: '0.000001', completion: '0.000001' } }],
-        });
-      },
+    gw = await startGatewayWith(upstream, ['prose'], {
+      contextLength: CONTEXT,
+      maxCompletionTokens: null,
+      bodyLimitBytes: 1024 * 1024,
     });
   });
   afterAll(async () => {
@@ -67,7 +58,7 @@ describe('the completion room a long prompt leaves', () => {
   it("sends the caller's max_tokens, and without one the default, not one token", async () => {
     const account = await gw.createAccount(100);
     const { key } = await gw.createKey(account);
-    const body = { model: 'test/long-context', messages: MESSAGES };
+    const body = { model: 'scripted/prose', messages: MESSAGES };
     const first = await chat(gw, key, { ...body, max_tokens: 500 });
     expect(first.status, first.text).toBe(200);
     expect(sent.at(-1)?.max_tokens).toBe(500);

@@ -6,9 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from './helpers/api.js';
-import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { chunk, DONE, startScriptedUpstream, usageChunk, type ScriptedUpstream } from './helpers/scripted-upstream.js';
-import { sqliteTarget } from './helpers/store-targets.js';
+import { chat, type TestGateway } from './helpers/gateway.js';
+import {
+  chunk,
+  DONE,
+  startGatewayWith,
+  startScriptedUpstream,
+  usageChunk,
+  type ScriptedUpstream,
+} from './helpers/scripted-upstream.js';
 
 describe('latency recorded for non-streamed answers', () => {
   let upstream: ScriptedUpstream;
@@ -24,27 +30,7 @@ describe('latency recorded for non-streamed answers', () => {
       { write: usageChunk(5, 5) },
       { write: DONE },
     ]);
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => {
-        file.providers.push({
-          id: 'tail',
-          name: 'Tail',
-          kind: 'openai',
-          base_url: upstream.url,
-          api_key: 'k',
-          timeouts: {},
-        });
-        (file.models as unknown[]).push({
-          id: 'test/slow-tail',
-          name: 'slow tail',
-          context_length: 8000,
-          endpoints: [
-            { provider: 'tail', model: 'slow-tail', pricing: { prompt: '0.000001', completion: '0.000001' } },
-          ],
-        });
-      },
-    });
+    gw = await startGatewayWith(upstream, ['slow-tail']);
   });
   afterAll(async () => {
     await gw?.close();
@@ -56,11 +42,11 @@ describe('latency recorded for non-streamed answers', () => {
     const { key } = await gw.createKey(account);
     const answers = await Promise.all(
       Array.from({ length: 3 }, () =>
-        chat(gw, key, { model: 'test/slow-tail', messages: [{ role: 'user', content: 'hi' }] }),
+        chat(gw, key, { model: 'scripted/slow-tail', messages: [{ role: 'user', content: 'hi' }] }),
       ),
     );
     for (const answer of answers) expect(answer.status, answer.text).toBe(200);
-    const endpoints = (await call(gw, 'GET', '/models/test/slow-tail/endpoints')).json.data.endpoints;
+    const endpoints = (await call(gw, 'GET', '/models/scripted/slow-tail/endpoints')).json.data.endpoints;
     const latency = endpoints[0].latency_last_30m;
     expect(latency).not.toBeNull();
     expect(latency.p99).toBeLessThan(1000);

@@ -108,11 +108,20 @@ export const DONE = 'data: [DONE]\n\n';
 export async function startGatewayWith(
   upstream: ScriptedUpstream,
   models: string[],
-  options: { idleMs?: number; supportedParameters?: string[] } = {},
+  options: {
+    idleMs?: number;
+    supportedParameters?: string[];
+    /** Default 8192. */
+    contextLength?: number;
+    /** Default 1024; null: none (the completion budget is 4096 or the context left). */
+    maxCompletionTokens?: number | null;
+    bodyLimitBytes?: number;
+  } = {},
 ): Promise<TestGateway> {
   return startTestGateway({
     target: sqliteTarget,
     configure: (file) => {
+      if (options.bodyLimitBytes !== undefined) file.server.body_limit_bytes = options.bodyLimitBytes;
       file.providers.push({
         id: 'scripted',
         name: 'Scripted',
@@ -125,13 +134,15 @@ export async function startGatewayWith(
         (file.models as unknown[]).push({
           id: `scripted/${m}`,
           name: m,
-          context_length: 8192,
+          context_length: options.contextLength ?? 8192,
           endpoints: [
             {
               provider: 'scripted',
               model: m,
               pricing: { prompt: '0.000001', completion: '0.000002' },
-              max_completion_tokens: 1024,
+              ...(options.maxCompletionTokens === null
+                ? {}
+                : { max_completion_tokens: options.maxCompletionTokens ?? 1024 }),
               ...(options.supportedParameters ? { supported_parameters: options.supportedParameters } : {}),
             },
           ],

@@ -156,6 +156,18 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  it("the OAuth approval at phone width: an app's long origin in the heading wraps, nothing is wider than the phone", async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const origin = 'https://a-rather-long-application-name.integrations.example.com';
+    const { page: p } = await page({ width: 390, height: 844 });
+    await p.goto(`/auth?${new URLSearchParams({ callback_url: `${origin}/oauth/callback` }).toString()}`);
+    await signInThroughPage(p, holder.email, holder.password);
+    await p.getByRole('heading', { name: `Authorize ${origin}`, exact: true }).waitFor(PATIENT);
+    await p.getByLabel('Credit limit for this app (USD, optional)').waitFor();
+    const overflow = await p.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
+  });
+
   it('a sign-in refused after a mouse click gives the keyboard focus back to the button, not to the page', async () => {
     const holder = await createHolder(gw, 'a long demo password 123');
     const { page: p } = await page();

@@ -68,7 +68,11 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
   if (!request.data) return <p className="muted">Loading…</p>;
   const app = request.data.data.app;
   return (
-    <form className="panel stack" onSubmit={(event) => void decide('approve', event)} aria-labelledby="authorize-title">
+    <form
+      className="panel stack authorize"
+      onSubmit={(event) => void decide('approve', event)}
+      aria-labelledby="authorize-title"
+    >
       {/* The origin, not the name the app gives itself: the callback is what the holder can trust. */}
       <h1 id="authorize-title">Authorize {app.origin}</h1>
       <p>

@@ -1,5 +1,5 @@
 /**
- * Mid-stream continuation carries on one choice's text only. An upstream that dies after tool-call
+ * Mid-stream continuation carries on one choice's text only, and never a JSON-constrained answer. An upstream that dies after tool-call
  * deltas (or a second choice) reached the caller used to be continued all the same: the prefill held
  * the text alone, the continuation numbered its own tool call from 0 again, and the caller assembled
  * one call of two ids, a doubled name and arguments that are not JSON — ended as a success
@@ -179,6 +179,24 @@ describe('mid-stream continuation after tool calls or a second choice', () => {
         ),
       );
       expect(ids.length).toBeLessThanOrEqual(1);
+    });
+
+  for (const response_format of [
+    { type: 'json_object' },
+    { type: 'json_schema', json_schema: { name: 'w', schema: { type: 'object' } } },
+  ])
+    it(`a break in a ${response_format.type} answer ends in the in-band error; nothing is continued`, async () => {
+      // A constrained decoder would start a whole new JSON value after the prefill's partial one.
+      const before = continuer.requests;
+      const sse = await chatStream(gw, key, {
+        model: 'test/cut-text',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        response_format,
+        provider: { order: ['cutter', 'continuer'] },
+      });
+      expect(sse.status).toBe(200);
+      expect(sse.events.some((e) => e.error)).toBe(true);
+      expect(continuer.requests).toBe(before);
     });
 
   it('a break after text alone is still continued (the control)', async () => {

@@ -93,6 +93,17 @@ describe('Anthropic and Gemini providers through the gateway', () => {
       },
       extraModels: [
         model('anthropic/claude-fake', ['anthropic', 'claude-fake']),
+        {
+          ...model('anthropic/claude-structured', ['anthropic', 'claude-fake']),
+          endpoints: [
+            {
+              provider: 'anthropic',
+              model: 'claude-fake',
+              pricing: PRICES,
+              supported_parameters: ['max_tokens', 'tools', 'response_format', 'structured_outputs'],
+            },
+          ],
+        },
         model('anthropic/claude-overloaded', ['anthropic', 'claude-fake-529'], ['gemini', 'gemini-fake']),
         model('anthropic/claude-rate-limited', ['anthropic', 'claude-fake-429']),
         model('google/gemini-fake', ['gemini', 'gemini-fake']),
@@ -219,6 +230,37 @@ describe('Anthropic and Gemini providers through the gateway', () => {
         },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_fake_01', content: '{"temp_c":18}' }] },
       ]);
+    });
+
+    it('sends a JSON schema as structured output where the endpoint lists structured_outputs, and drops it elsewhere', async () => {
+      const schema = { type: 'object', properties: { greeting: { type: 'string' } }, additionalProperties: false };
+      const response_format = { type: 'json_schema', json_schema: { name: 'greeting', strict: true, schema } };
+      const structured = await chat(gw, key, {
+        model: 'anthropic/claude-structured',
+        messages: MESSAGES,
+        response_format,
+      });
+      expect(structured.status, structured.text).toBe(200);
+      expect(anthropic.requests.at(-1)?.body.output_config).toEqual({ format: { type: 'json_schema', schema } });
+      const plain = await chat(gw, key, { model: 'anthropic/claude-fake', messages: MESSAGES, response_format });
+      expect(plain.status, plain.text).toBe(200);
+      expect(anthropic.requests.at(-1)?.body).not.toHaveProperty('output_config');
+      // What /models says, and what require_parameters routes by.
+      const models = (await (await fetch(`${gw.url}/api/v1/models`)).json()) as {
+        data: { id: string; supported_parameters: string[] }[];
+      };
+      const params = (id: string) => models.data.find((m) => m.id === id)?.supported_parameters ?? [];
+      expect(params('anthropic/claude-structured')).toEqual(
+        expect.arrayContaining(['response_format', 'structured_outputs']),
+      );
+      expect(params('anthropic/claude-fake')).not.toContain('response_format');
+      const required = await chat(gw, key, {
+        model: 'anthropic/claude-fake',
+        messages: MESSAGES,
+        response_format,
+        provider: { require_parameters: true },
+      });
+      expect(required.status).toBe(404);
     });
 
     it('fails over from an overloaded (529) Anthropic to Gemini', async () => {

@@ -41,6 +41,17 @@ export interface Segment {
   dropLeadingSpace: boolean;
 }
 
+/**
+ * Whether a broken answer to this request may be continued at all: not a JSON-constrained one
+ * (`response_format` `json_object` or `json_schema`). A constrained decoder starts its JSON value
+ * after the prefill, so the caller would hold the partial value and a whole new one — invalid JSON,
+ * ended as a success; Anthropic's structured outputs take no prefill either.
+ */
+export function continuableRequest(request: { response_format?: { type: string } | undefined }): boolean {
+  const type = request.response_format?.type;
+  return type !== 'json_object' && type !== 'json_schema';
+}
+
 /** What the segments so far cost at list price: the provider's counts, our estimates where it gave none. */
 export function costSoFar(segments: readonly EarlierSegment[]): Units {
   let total = 0n;

@@ -20,7 +20,13 @@ import { chunkHead, chunkJson, renderUsageChunk, type ResponseIdentity } from '.
 import { generatedText } from '../routing/output-budget.js';
 import type { ChargeInput, EarlierSegment } from './generation.js';
 import { startCheckpoints } from './stream-checkpoints.js';
-import { continuationChoices, continueElsewhere, costSoFar, type Segment } from './stream-continuation.js';
+import {
+  continuableRequest,
+  continuationChoices,
+  continueElsewhere,
+  costSoFar,
+  type Segment,
+} from './stream-continuation.js';
 import type { Hold } from '../billing/credit-gate.js';
 
 export interface StreamSink {
@@ -64,7 +70,8 @@ interface Progress {
   /**
    * What the caller has is one choice's text (and reasoning) alone, which a continuation's prefill can
    * carry on: tool calls (the continuation would number its own from 0 again, onto the caller's), a
-   * refusal or a second choice cannot be continued, so a break after them ends in the in-band error.
+   * refusal or a second choice cannot be continued, so a break after them ends in the in-band error;
+   * neither can a JSON-constrained answer (`continuableRequest`).
    */
   continuable: boolean;
   finishReason: string | null;
@@ -87,7 +94,7 @@ export async function relayStream(
   const firstIdentity = identity;
   const progress: Progress = {
     content: '',
-    continuable: true,
+    continuable: continuableRequest(admitted.request),
     finishReason: null,
     nativeFinishReason: null,
     fingerprint: null,

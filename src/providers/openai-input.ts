@@ -30,6 +30,8 @@ export interface InputFunctionTool {
   name: string;
   description: string | null;
   parameters: Record<string, unknown> | null;
+  /** OpenAI's `function.strict`: the arguments must follow `parameters` exactly. */
+  strict: boolean;
 }
 
 export type InputToolChoice = { mode: 'auto' | 'none' | 'required' } | { mode: 'function'; name: string };
@@ -175,7 +177,12 @@ export function readFunctionTools(tools: unknown): InputFunctionTool[] {
     const name = stringOrNull(tool.function.name);
     if (name === null) continue;
     const parameters = isRecord(tool.function.parameters) ? tool.function.parameters : null;
-    out.push({ name, description: stringOrNull(tool.function.description), parameters });
+    out.push({
+      name,
+      description: stringOrNull(tool.function.description),
+      parameters,
+      strict: tool.function.strict === true,
+    });
   }
   return out;
 }

@@ -1,7 +1,7 @@
 /** Provider kind → adapter. The demo provider speaks OpenAI's protocol (it is the simulator on loopback). */
 import type { ProviderAdapter, ProviderKind } from './types.js';
 import { anthropicAdapter } from './anthropic/adapter.js';
-import { ANTHROPIC_UNSENT_PARAMETERS } from './anthropic/request-body.js';
+import { anthropicUnsentParameters } from './anthropic/request-body.js';
 import { geminiAdapter } from './gemini/adapter.js';
 import { GEMINI_UNSENT_PARAMETERS } from './gemini/request-body.js';
 import { openAiAdapter } from './openai/adapter.js';
@@ -19,16 +19,17 @@ export function adapterFor(kind: ProviderKind): ProviderAdapter {
 }
 
 /**
- * Request parameters a provider kind's translation never sends upstream: its endpoints cannot support
- * them, whatever the config declares (OpenAI-compatible servers get every parameter as given).
+ * Request parameters a provider kind's translation never sends upstream to an endpoint declaring
+ * `declared`: it cannot support them, whatever the config says (OpenAI-compatible servers get every
+ * parameter as given).
  */
-export function unsentParameters(kind: ProviderKind): readonly string[] {
+export function unsentParameters(kind: ProviderKind, declared: readonly string[]): readonly string[] {
   switch (kind) {
     case 'openai':
     case 'demo':
       return [];
     case 'anthropic':
-      return ANTHROPIC_UNSENT_PARAMETERS;
+      return anthropicUnsentParameters(declared);
     case 'gemini':
       return GEMINI_UNSENT_PARAMETERS;
   }

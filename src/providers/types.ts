@@ -13,6 +13,12 @@ export interface EndpointTarget {
   apiKey: string | null;
   upstreamModel: string; // the provider's own model name
   extraHeaders: Record<string, string>;
+  /**
+   * The endpoint's config lists `structured_outputs`: a translating adapter sends the caller's JSON
+   * schema (and strict tools) in the provider's own structured-output form (Anthropic's
+   * `output_config.format`), which only some of its models accept.
+   */
+  structuredOutputs?: boolean;
 }
 
 export interface UpstreamRequest {

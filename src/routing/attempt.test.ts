@@ -67,7 +67,7 @@ const provider: CatalogProvider = {
   names: ['azure'],
   dataPolicy: { dataCollection: 'allow', zdr: false },
 };
-const endpoint = { provider, upstreamModel: 'gpt' } as unknown as CatalogEndpoint;
+const endpoint = { provider, upstreamModel: 'gpt', supportedParameters: [] } as unknown as CatalogEndpoint;
 const model = { id: 'x/m' } as unknown as CatalogModel;
 const ownKey: ByokCredential = {
   id: 'byok-1',

@@ -429,5 +429,6 @@ function target(planned: PlannedAttempt): EndpointTarget {
     upstreamModel: planned.endpoint.upstreamModel,
     // The operator's extra headers go with the operator's key only (byok-headers.ts).
     extraHeaders: planned.byok ? {} : { ...provider.headers },
+    structuredOutputs: planned.endpoint.supportedParameters.includes('structured_outputs'),
   };
 }

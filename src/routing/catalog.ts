@@ -133,11 +133,12 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
 
 /**
  * What an endpoint supports: what its config declares (or the default list), less what its provider
- * kind's translation never sends — an Anthropic endpoint listing `response_format` would let
- * `require_parameters` route a structured-output request to it and answer prose.
+ * kind's translation never sends — an Anthropic endpoint listing `response_format` without
+ * `structured_outputs` would let `require_parameters` route a structured-output request to it and
+ * answer prose.
  */
 function supportedBy(kind: ProviderKind, declared: readonly string[]): readonly string[] {
-  const unsent = unsentParameters(kind);
+  const unsent = unsentParameters(kind, declared);
   if (unsent.length === 0) return declared;
   // `structured_outputs` says `response_format: json_schema` is honoured: not where it is never sent.
   const gone = unsent.includes('response_format') ? [...unsent, 'structured_outputs'] : unsent;
@@ -199,8 +200,8 @@ function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProv
     tokenizer: config.tokenizer,
     instructType: config.instruct_type,
     // What /models shows and filters by: what its endpoints take (any of them), as routing sees it —
-    // the model's own list less what each provider kind never sends (Anthropic's response_format,
-    // Gemini's logprobs), so `require_parameters` never refuses what /models advertised.
+    // the model's own list less what each provider kind never sends (Anthropic's seed, its
+    // response_format without structured_outputs, Gemini's logprobs), so `require_parameters` never refuses what /models advertised.
     supportedParameters: [...new Set(endpoints.flatMap((endpoint) => endpoint.supportedParameters))],
     isFree,
     limits: capacityOf(config.limits),

@@ -389,7 +389,7 @@ describe('parameters a provider kind never sends', () => {
   });
 
   it("the model's list (/models, and its filter) is what its endpoints take as routing sees it, structured_outputs included", () => {
-    const declared = ['max_tokens', 'response_format', 'structured_outputs', 'logprobs', 'top_logprobs'];
+    const declared = ['max_tokens', 'response_format', 'logprobs', 'top_logprobs'];
     const catalog = buildCatalog({
       providers: [
         { ...provider('anth'), kind: 'anthropic' as const },
@@ -408,6 +408,28 @@ describe('parameters a provider kind never sends', () => {
     expect(of('anth')).toEqual(['max_tokens']);
     expect(of('gem')).not.toContain('logprobs');
     expect([...m.supportedParameters].sort()).toEqual([...new Set([...of('anth'), ...of('gem')])].sort());
+  });
+
+  it('an Anthropic endpoint listing structured_outputs (the Claude models that have them) keeps response_format', () => {
+    const catalog = buildCatalog({
+      providers: [{ ...provider('anth'), kind: 'anthropic' as const }],
+      models: [
+        withoutModelParameters(
+          model('x/s', [
+            endpoint('anth', '0.000001', '0.000001', ['max_tokens', 'response_format', 'structured_outputs', 'seed']),
+          ]),
+        ),
+      ],
+    });
+    const m = catalog.models.get('x/s')!;
+    expect(m.endpoints[0]!.supportedParameters).toEqual(['max_tokens', 'response_format', 'structured_outputs']);
+    expect(m.supportedParameters).toEqual(['max_tokens', 'response_format', 'structured_outputs']);
+    const plan = planAttempts(
+      catalog,
+      { model: 'x/s', provider: { require_parameters: true }, requestedParameters: ['response_format'] },
+      anyKey,
+    );
+    expect(ids(plan)).toEqual(['x/s@anth']);
   });
 
   it('so require_parameters routes a structured-output request past the Anthropic endpoint', () => {

@@ -29,7 +29,13 @@ export function buildAnthropicRequest(
   const base = target.baseUrl.replace(/\/+$/, '');
   // The documented base is https://api.anthropic.com; a base that already ends in /v1 is accepted too.
   const url = base.endsWith('/v1') ? `${base}/messages` : `${base}/v1/messages`;
-  return { url, headers, body: JSON.stringify(toAnthropicBody(body, target.upstreamModel, stream)) };
+  return {
+    url,
+    headers,
+    body: JSON.stringify(
+      toAnthropicBody(body, target.upstreamModel, stream, { structuredOutputs: target.structuredOutputs === true }),
+    ),
+  };
 }
 
 /** With the request, a caller's `reasoning.exclude` leaves the thinking out of the answer (it still thinks). */

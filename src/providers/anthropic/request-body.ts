@@ -1,10 +1,13 @@
 /**
  * The OpenAI-format request body → an Anthropic Messages API body. Only parameters Anthropic has
- * are sent; OpenAI-only ones (frequency_penalty, seed, response_format, logprobs...) are dropped,
- * as OpenRouter does for providers that lack them. OpenRouter's `reasoning` becomes `thinking`
+ * are sent; OpenAI-only ones (frequency_penalty, seed, logprobs...) are dropped, as OpenRouter does
+ * for providers that lack them. `response_format: json_schema` becomes Anthropic's structured output
+ * (`output_config.format`) on endpoints that list `structured_outputs` (the models that have it);
+ * elsewhere it is dropped too. OpenRouter's `reasoning` becomes `thinking`
  * (reasoning.ts), and what Anthropic refuses alongside it is left out rather than failing the request.
  */
 import { numberOrNull, readFunctionTools, readMaxTokens, readStopSequences, readToolChoice } from '../openai-input.js';
+import { isRecord } from '../json-shape.js';
 import { toAnthropicPrompt } from './messages.js';
 import { thinkingBudget } from './reasoning.js';
 
@@ -16,23 +19,33 @@ const SAMPLING = ['temperature', 'top_p', 'top_k'] as const;
 /**
  * OpenAI-format parameters this translation never sends: an Anthropic endpoint does not support them,
  * whatever the config lists (routing/catalog.ts), so `provider.require_parameters` routes elsewhere.
+ * `response_format` is sent only where the endpoint lists `structured_outputs`.
  */
-export const ANTHROPIC_UNSENT_PARAMETERS = [
-  'seed',
-  'frequency_penalty',
-  'presence_penalty',
-  'repetition_penalty',
-  'logit_bias',
-  'logprobs',
-  'top_logprobs',
-  'response_format',
-] as const;
+export function anthropicUnsentParameters(declared: readonly string[]): readonly string[] {
+  const unsent = [
+    'seed',
+    'frequency_penalty',
+    'presence_penalty',
+    'repetition_penalty',
+    'logit_bias',
+    'logprobs',
+    'top_logprobs',
+  ];
+  return declared.includes('structured_outputs') ? unsent : [...unsent, 'response_format'];
+}
+
+export interface AnthropicBodyOptions {
+  /** The endpoint's model has structured outputs (its config lists `structured_outputs`). */
+  structuredOutputs?: boolean;
+}
 
 export function toAnthropicBody(
   body: Record<string, unknown>,
   model: string,
   stream: boolean,
+  options: AnthropicBodyOptions = {},
 ): Record<string, unknown> {
+  const structured = options.structuredOutputs === true;
   const { system, messages } = toAnthropicPrompt(body.messages);
   const maxTokens = readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
   const out: Record<string, unknown> = { model, max_tokens: maxTokens, messages };
@@ -53,8 +66,22 @@ export function toAnthropicBody(
   if (stop !== null) out.stop_sequences = stop;
   if (stream) out.stream = true;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
-  Object.assign(out, toolFields(body, budget !== null));
+  Object.assign(out, toolFields(body, budget !== null, structured));
+  const schema = structured ? jsonSchemaOf(body.response_format) : null;
+  if (schema !== null) out.output_config = { format: { type: 'json_schema', schema } };
   return out;
+}
+
+/**
+ * The schema of `response_format: {type: "json_schema", json_schema: {schema}}`, sent as given: Anthropic
+ * answers a schema it cannot enforce (an object without `additionalProperties: false`, numeric or
+ * length bounds) with a 400 that names it, which is the caller's to fix — rewriting the schema would
+ * return JSON the caller's own validation may refuse. `json_object` has no Anthropic form (dropped).
+ */
+function jsonSchemaOf(format: unknown): Record<string, unknown> | null {
+  if (!isRecord(format) || format.type !== 'json_schema' || !isRecord(format.json_schema)) return null;
+  const schema = format.json_schema.schema;
+  return isRecord(schema) ? schema : null;
 }
 
 /**
@@ -62,7 +89,7 @@ export function toAnthropicBody(
  * with thinking on, the choice becomes `auto`, as a caller asking for reasoning is better served by an
  * answer that may skip the tool than by a 400.
  */
-function toolFields(body: Record<string, unknown>, thinking: boolean): Record<string, unknown> {
+function toolFields(body: Record<string, unknown>, thinking: boolean, structured: boolean): Record<string, unknown> {
   const tools = readFunctionTools(body.tools);
   if (tools.length === 0) return {};
   const out: Record<string, unknown> = {
@@ -70,6 +97,8 @@ function toolFields(body: Record<string, unknown>, thinking: boolean): Record<st
       name: tool.name,
       ...(tool.description === null ? {} : { description: tool.description }),
       input_schema: tool.parameters ?? { type: 'object', properties: {} },
+      // Strict tool use comes with structured outputs: only the models that have them accept it.
+      ...(structured && tool.strict ? { strict: true } : {}),
     })),
   };
   const choice = readToolChoice(body.tool_choice);

@@ -99,6 +99,41 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(bodyOf({ messages: [], stop: ['a', 'b'] }).stop_sequences).toEqual(['a', 'b']);
   });
 
+  it('sends a json_schema response_format as output_config.format, and strict tools, only where the endpoint has structured outputs', () => {
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    };
+    const strictTool = { ...WEATHER_TOOL, function: { ...WEATHER_TOOL.function, strict: true } };
+    const request = {
+      messages: [{ role: 'user', content: 'Where?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'place', strict: true, schema } },
+      tools: [strictTool, WEATHER_TOOL],
+    };
+    const structured = { ...target, structuredOutputs: true };
+    const sent = JSON.parse(anthropicAdapter.buildRequest(structured, request, false).body) as Record<string, any>;
+    expect(sent.output_config).toEqual({ format: { type: 'json_schema', schema } });
+    expect(sent.tools.map((t: { strict?: boolean }) => t.strict)).toEqual([true, undefined]);
+    // Without structured outputs (older models refuse both fields): dropped, as before.
+    const plain = bodyOf(request);
+    expect(plain.output_config).toBeUndefined();
+    expect((plain.tools as { strict?: boolean }[]).some((t) => 'strict' in t)).toBe(false);
+    // json_object has no Anthropic form; a schema that is not an object is not sent.
+    for (const response_format of [
+      { type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'x' } },
+      { type: 'json_schema', json_schema: { name: 'x', schema: [schema] } },
+      { type: 'text' },
+    ]) {
+      const body = JSON.parse(
+        anthropicAdapter.buildRequest(structured, { messages: request.messages, response_format }, false).body,
+      ) as Record<string, unknown>;
+      expect(body.output_config).toBeUndefined();
+    }
+  });
+
   it("normalises what Anthropic alone refuses: temperature above 1, a prefill's trailing whitespace, a conversation without a user turn first", () => {
     const user = { role: 'user', content: 'Hi' };
     expect(bodyOf({ messages: [user], temperature: 1.8 }).temperature).toBe(1);

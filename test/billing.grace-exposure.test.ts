@@ -186,29 +186,36 @@ describe('grace exposure', () => {
   });
 
   it('a restore admits nothing until it is done, and a retry of a call that did land adds nothing twice', async () => {
-    const redis = new Redis(REDIS_TEST_URL, failFastRedisOptions(200));
-    const admin = new Redis(REDIS_TEST_URL, failFastRedisOptions(2000));
-    clients.push(redis, admin);
-    for (const c of [redis, admin]) if (c.status !== 'ready') await new Promise((resolve) => c.once('ready', resolve));
+    // A private server: pausing the shared one would stall every other test's writes.
+    const server = await startPrivateRedis();
+    const redis = new Redis(server.url, failFastRedisOptions(200));
+    const admin = new Redis(server.url, failFastRedisOptions(2000));
     const grace = new RedisGraceExposure({ redis, keyPrefix: prefix(), timeoutMs: 200 });
-    const request = base({ keyRoom: 10_000n * MICRO });
-    expect(await grace.reserve(request)).toBe('admitted');
-    expect(await grace.reserve(request)).toBe('admitted');
-    await redis.del(grace.key('acct_a')); // the count lost, as in a Redis that came back empty
-    // Writes wait 700 ms: the restore's first calls time out here, yet each runs once Redis resumes.
-    await admin.call('CLIENT', 'PAUSE', '700', 'WRITE');
-    const restoring = grace.restore();
-    await expect(grace.reserve(request)).rejects.toMatchObject({
-      code: 'store.unavailable',
-      metadata: { reason: 'redis_resyncing' },
-    });
-    await restoring;
-    const restored = await admin.hgetall(grace.key('acct_a'));
-    expect([restored.a, restored['k:k1']]).toEqual(['2000', '2000']);
-    expect(Object.keys(restored).filter((field) => field.startsWith('r:'))).toHaveLength(1);
-    expect(await grace.reserve(request)).toBe('admitted'); // the cap is 3: one more, and no fourth
-    expect(await grace.reserve(request)).toBe('grace_exposure');
-    await grace.close();
+    try {
+      for (const c of [redis, admin])
+        if (c.status !== 'ready') await new Promise((resolve) => c.once('ready', resolve));
+      const request = base({ keyRoom: 10_000n * MICRO });
+      expect(await grace.reserve(request)).toBe('admitted');
+      expect(await grace.reserve(request)).toBe('admitted');
+      await redis.del(grace.key('acct_a')); // the count lost, as in a Redis that came back empty
+      // Writes wait 700 ms: the restore's first calls time out here, yet each runs once Redis resumes.
+      await admin.call('CLIENT', 'PAUSE', '700', 'WRITE');
+      const restoring = grace.restore();
+      await expect(grace.reserve(request)).rejects.toMatchObject({
+        code: 'store.unavailable',
+        metadata: { reason: 'redis_resyncing' },
+      });
+      await restoring;
+      const restored = await admin.hgetall(grace.key('acct_a'));
+      expect([restored.a, restored['k:k1']]).toEqual(['2000', '2000']);
+      expect(Object.keys(restored).filter((field) => field.startsWith('r:'))).toHaveLength(1);
+      expect(await grace.reserve(request)).toBe('admitted'); // the cap is 3: one more, and no fourth
+      expect(await grace.reserve(request)).toBe('grace_exposure');
+    } finally {
+      await grace.close();
+      for (const c of [redis, admin]) c.disconnect();
+      await server.destroy();
+    }
   });
 
   it('Redis restarted without its data: refused while the fleet resyncs, then each process has put its admissions back', async () => {

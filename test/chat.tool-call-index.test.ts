@@ -3,8 +3,10 @@
  * way) reach the caller numbered, as the non-streamed fold numbers them: relayed as they came,
  * @openrouter/sdk refused the chunk, and openai's stream helper and the AI SDK lost the calls. Servers
  * that stream a call's fragments without an index (Ollama, mistral.rs) get them joined: a fragment that
- * names no call continues the one before it.
+ * names no call continues the one before it. A call's first fragment carries an id and a type (the
+ * openai stream helper throws without them), and calls are numbered from 0 whatever the server's start.
  */
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chat, chatStream, type TestGateway } from './helpers/gateway.js';
 import {
@@ -47,7 +49,24 @@ beforeAll(async () => {
     { write: chunk({ tool_calls: [{ id: 'call_b', function: { arguments: '{}' } }] }) },
     { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
   ]);
-  gw = await startGatewayWith(up, ['no-index', 'fragments']);
+  // A later call without id or type (no index at all), and a server numbering its calls from 1.
+  up.scripts.set('bare-second', () => [
+    { write: chunk({ role: 'assistant', content: null, tool_calls: [call('call_a', 'f', '{"x":1}')] }) },
+    { write: chunk({ tool_calls: [{ function: { name: 'g', arguments: '{}' } }] }) },
+    { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
+  ]);
+  up.scripts.set('from-one', () => [
+    {
+      write: chunk({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ index: 1, id: 'call_a', function: { name: 'f', arguments: '{"x":' } }],
+      }),
+    },
+    { write: chunk({ tool_calls: [{ index: 1, function: { arguments: '1}' } }] }) },
+    { write: chunk({}, 'tool_calls') + usageChunk() + DONE },
+  ]);
+  gw = await startGatewayWith(up, ['no-index', 'fragments', 'bare-second', 'from-one']);
   key = (await gw.createKey(await gw.createAccount(5))).key;
 });
 afterAll(async () => {
@@ -92,5 +111,34 @@ describe('tool calls without an index', () => {
       ['call_a', 'f', '{"x":1}'],
       ['call_b', 'g', '{}'],
     ]);
+  });
+
+  it("a call's first fragment carries an id and a type, and calls are numbered from 0, as the openai stream helper needs", async () => {
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/api/v1`, maxRetries: 0 });
+    for (const [model, expected] of [
+      [
+        'scripted/bare-second',
+        [
+          ['call_a', 'f', '{"x":1}'],
+          ['call_1', 'g', '{}'],
+        ],
+      ],
+      ['scripted/from-one', [['call_a', 'f', '{"x":1}']]],
+    ] as const) {
+      const stream = client.chat.completions.stream({ model, messages: [{ role: 'user', content: 'hi' }] });
+      const done = await stream.finalChatCompletion();
+      const calls = done.choices[0]!.message.tool_calls ?? [];
+      expect(calls.map((c) => (c.type === 'function' ? [c.id, c.function.name, c.function.arguments] : []))).toEqual(
+        expected,
+      );
+      const whole = await chat(gw, key, { model, messages: [{ role: 'user', content: 'hi' }] });
+      expect(
+        whole.json.choices[0].message.tool_calls.map((c: { id: string; function: { name: string } }) => [
+          c.id,
+          c.function.name,
+        ]),
+      ).toEqual(expected.map(([id, name]) => [id, name]));
+    }
+    expect(gw.contractViolations).toEqual([]);
   });
 });

@@ -97,40 +97,65 @@ export class OpenAiStreamDecoder implements StreamDecoder {
 }
 
 /**
- * Numbers the tool calls that came without an `index` (a templated event carries none): some
- * OpenAI-compatible servers send whole calls without it (Google's, for Gemini), others their
- * fragments too (Ollama, mistral.rs), and clients then drop the calls (openai's stream helper, the AI
- * SDK) or refuse the chunk (@openrouter/sdk). A fragment that names a call (a new `id`, or a function
- * name without an id) starts the next one; one that names none, or repeats the last call's id,
- * continues the call before it, as a client joins a numbered call's `arguments`.
+ * Numbers the tool calls as clients expect them: from 0, one index per call, the call's first fragment
+ * carrying its `id` and `type`. Some OpenAI-compatible servers send whole calls without an `index`
+ * (Google's, for Gemini), others their fragments too (Ollama, mistral.rs), some number from 1 or leave
+ * out a later call's id; clients then drop the calls (openai's stream helper, the AI SDK: "tool call
+ * snapshot missing `type`") or refuse the chunk (@openrouter/sdk). A fragment that names a call (a new
+ * `id`, or a function name without an id) starts the next one; one that names none, or repeats an
+ * earlier call's id, continues that call, as a client joins a numbered call's `arguments`. Upstream
+ * indices map to ours in the order they first appear. A call's first fragment without an id gets
+ * `call_<index>` (what a whole answer built from the stream names it) and `type: "function"`.
  */
 class ToolCallNumbers {
-  /** Per choice: the index the next new call without one gets, the last call's (-1: none yet), each id's. */
-  private readonly next = new Map<number, { next: number; last: number; ids: Map<string, number> }>();
+  private readonly next = new Map<number, ToolCallState>();
 
   number(choice: { index: number; delta: Record<string, unknown> }): void {
     if (!Array.isArray(choice.delta.tool_calls)) return;
-    const state = this.next.get(choice.index) ?? { next: 0, last: -1, ids: new Map<string, number>() };
+    let state = this.next.get(choice.index);
+    if (state === undefined) {
+      state = { next: 0, last: -1, ids: new Map(), upstream: new Map() };
+      this.next.set(choice.index, state);
+    }
     for (const call of choice.delta.tool_calls as unknown[]) {
       if (!isRecord(call)) continue;
       const id = typeof call.id === 'string' && call.id !== '' ? call.id : null;
       const known = id === null ? undefined : state.ids.get(id);
+      let index: number;
+      let starts = false;
       if (typeof call.index === 'number') {
-        state.next = Math.max(state.next, call.index + 1);
-        state.last = call.index;
+        const mapped = state.upstream.get(call.index);
+        if (mapped === undefined) {
+          index = state.next++;
+          state.upstream.set(call.index, index);
+          starts = true;
+        } else index = mapped;
       } else if (known !== undefined) {
         // A fragment repeating a call's id (some servers send it on each, interleaving calls): that call.
-        call.index = state.last = known;
+        index = known;
       } else if (state.last >= 0 && id === null && !namesAFunction(call)) {
         // A fragment naming no call: the one before it continues.
-        call.index = state.last;
+        index = state.last;
       } else {
-        call.index = state.last = state.next++;
+        index = state.next++;
+        starts = true;
       }
-      if (id !== null && !state.ids.has(id)) state.ids.set(id, call.index as number);
+      call.index = state.last = index;
+      if (starts) {
+        if (id === null) call.id = `call_${index}`;
+        if (typeof call.type !== 'string') call.type = 'function';
+      }
+      if (id !== null && !state.ids.has(id)) state.ids.set(id, index);
     }
-    this.next.set(choice.index, state);
   }
+}
+
+/** Per choice: the index the next new call gets, the last call's (-1: none yet), each id's, each upstream index's. */
+interface ToolCallState {
+  next: number;
+  last: number;
+  ids: Map<string, number>;
+  upstream: Map<number, number>;
 }
 
 function namesAFunction(call: Record<string, unknown>): boolean {

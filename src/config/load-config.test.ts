@@ -14,6 +14,13 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config.models[0])).toBe(true);
   });
 
+  it('refuses a PORT that is not a port number, an empty one too (it would listen on a random port)', () => {
+    for (const port of ['', ' ', 'eighty', '-1', '99999', '80.5'])
+      expect(() => loadConfig({ PORT: port }), JSON.stringify(port)).toThrow(/PORT: must be a port number/);
+    expect(loadConfig({ PORT: ' 9000 ' }).port).toBe(9000);
+    expect(loadConfig({ PORT: '0' }).port).toBe(0);
+  });
+
   it('interpolates ${VAR} and applies defaults', () => {
     const config = loadConfig(
       { TOLLGATE_CONFIG: 'x.yaml', OPENAI_KEY: 'secret', PORT: '9000' },

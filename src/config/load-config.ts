@@ -45,7 +45,13 @@ const bearerSecret = z
   );
 
 const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  // Digits only: `PORT=` (an empty line in an env file) read as 0 would listen on a random port.
+  PORT: z
+    .string()
+    .regex(/^\s*\d{1,5}\s*$/, 'must be a port number from 0 to 65535')
+    .transform((text) => Number(text.trim()))
+    .pipe(z.number().max(65535, 'must be a port number from 0 to 65535'))
+    .default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   TOLLGATE_DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z

@@ -295,6 +295,20 @@ describe('@openrouter/sdk', () => {
     const deleted = await valid(manager.apiKeys.delete({ hash }));
     expect(deleted.deleted).toBe(true);
     await expect(manager.apiKeys.get({ hash })).rejects.toBeInstanceOf(errors.NotFoundResponseError);
+
+    // What the SDK sends when its caller names the workspace or the creator: the one workspace, the account.
+    const named = await valid(
+      manager.apiKeys.create({
+        requestBody: { name: 'in workspace', workspaceId: 'default', creatorUserId: created.data.creatorUserId },
+      }),
+    );
+    expect(named.data.workspaceId).toBe('default');
+    expect(named.data.creatorUserId).toBe(created.data.creatorUserId);
+    for (const requestBody of [
+      { name: 'elsewhere', workspaceId: 'ws_other' },
+      { name: 'someone else', creatorUserId: 'user_other' },
+    ])
+      await expect(manager.apiKeys.create({ requestBody })).rejects.toBeInstanceOf(errors.BadRequestResponseError);
   });
 
   it('maps errors to the SDK classes: 401, 402, 400', async () => {

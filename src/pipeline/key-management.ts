@@ -56,6 +56,12 @@ export const createKeySchema = z.strictObject({
   expires_at: expiresAtSchema.nullable().optional(),
   allowed_models: slugList.nullable().optional(),
   allowed_providers: slugList.nullable().optional(),
+  // Sent by @openrouter/sdk when its caller sets them. One workspace, and keys are the account's own.
+  workspace_id: z
+    .literal('default', { error: 'workspace_id: this gateway has one workspace, "default"' })
+    .nullable()
+    .optional(),
+  creator_user_id: z.string().max(200).nullable().optional(),
 });
 
 export const adminCreateKeySchema = createKeySchema.extend({ management: z.boolean().optional() });
@@ -126,6 +132,11 @@ export async function createKey(
   const expiresAt = parsedExpiry?.ok ? parsedExpiry.epochMs : null;
   if (expiresAt !== null && expiresAt <= now)
     throw new TollgateError('request.invalid_body', 'expires_at must be in the future');
+  if (typeof input.creator_user_id === 'string' && input.creator_user_id !== accountId)
+    throw new TollgateError(
+      'request.invalid_body',
+      "creator_user_id: a key's creator is the account that owns it (its id, or leave it out)",
+    );
   const allowedModels = guardrailList(deps, 'allowed_models', input.allowed_models) ?? null;
   const allowedProviders = guardrailList(deps, 'allowed_providers', input.allowed_providers) ?? null;
   const plaintext = generateKey();

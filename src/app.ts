@@ -299,7 +299,9 @@ export function buildApp(deps: AppDeps): Gateway {
       log: app.log,
       onRefused: (limit) => metrics.rateLimited.inc({ limit }),
     }),
-    byok: new ByokCredentials(store, secretBox, bus, now, app.log),
+    byok: new ByokCredentials(store, secretBox, bus, now, app.log, {
+      staleOnOutageMs: config.billing.grace.max_duration_ms,
+    }),
     byokFeeBasisPoints: Math.round(config.billing.byok_fee_percent * 100),
     continuation: config.routing.mid_stream_continuation,
     keyLeaks: keyLeakStep(
@@ -314,7 +316,14 @@ export function buildApp(deps: AppDeps): Gateway {
     catalog,
     bus,
     metrics,
-    auth: new Authenticator({ store, bus, now, ttlMs: config.cache.key_ttl_ms }),
+    auth: new Authenticator({
+      store,
+      bus,
+      now,
+      ttlMs: config.cache.key_ttl_ms,
+      // A store outage does not end grace (or a free model's service) at the key cache's TTL.
+      staleOnOutageMs: config.billing.grace.max_duration_ms,
+    }),
     gate,
     chat,
     keys: { store, bus, now, catalog },

@@ -28,7 +28,11 @@ afterEach(async () => {
   dir = null;
 });
 
-async function start(broken: Breakable, billing: Record<string, unknown> = {}): Promise<TestGateway> {
+async function start(
+  broken: Breakable,
+  billing: Record<string, unknown> = {},
+  more: Record<string, unknown> = {},
+): Promise<TestGateway> {
   dir = await journalDir();
   gw = await startTestGateway({
     target: sqliteTarget,
@@ -36,7 +40,7 @@ async function start(broken: Breakable, billing: Record<string, unknown> = {}): 
     wrapStore: broken.wrap,
     journalDir: dir,
     configure: (file) =>
-      Object.assign(file, {
+      Object.assign(file, more, {
         billing: { ...billing, journal: { min_free_bytes: 0, ...((billing.journal as object) ?? {}) } },
       }),
   });
@@ -196,6 +200,30 @@ describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
     expect(poorAfter.accountUsage).toBe(BigInt(4 * X_UNITS));
     for (const t of [richAfter, poorAfter])
       expect([t.generations, t.keyUsage]).toEqual([t.accountUsage, t.accountUsage]);
+  });
+
+  it("grace outlives the key cache's TTL: a key cached before the outage still authenticates for the grace duration", async () => {
+    const broken = breakableStore();
+    const g = await start(
+      broken,
+      { on_store_error: 'grace', grace: { max_exposure_usd: 3 * X_USD, max_duration_ms: 60_000 } },
+      { cache: { key_ttl_ms: 200 } },
+    );
+    const accountId = await g.createAccount(1);
+    const cached = await g.createKey(accountId);
+    const unseen = await g.createKey(accountId);
+    expect((await chat(g, cached.key, fixedBody(FIXED.id, 0))).status).toBe(200);
+    broken.mode = 'all';
+    await until(async () => (await readyz(g.url)).json.status === 'degraded', 10_000, 'degraded');
+    await new Promise((resolve) => setTimeout(resolve, 400)); // the key's cache entry has expired
+    for (let i = 1; i <= 3; i++) expect((await chat(g, cached.key, fixedBody(FIXED.id, i))).status).toBe(200);
+    // A key this process never loaded cannot be checked: refused, as a store outage.
+    const refused = await chat(g, unseen.key, fixedBody(FIXED.id, 9));
+    expect(refused.status).toBe(503);
+    expect(JSON.parse(refused.text).error.message).toBe('Storage is unavailable');
+    broken.mode = 'ok';
+    await until(async () => (await readyz(g.url)).json.status === 'ready', 20_000, 'ready again');
+    expect((await chat(g, unseen.key, fixedBody(FIXED.id, 10))).status).toBe(200);
   });
 
   it('grace: the overspend past zero is at most max_exposure_usd per account (a stale balance, measured)', async () => {

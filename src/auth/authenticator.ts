@@ -3,7 +3,7 @@
  * are hashed and looked up through a cache (no database round trip per request), which the change bus
  * invalidates whenever a key changes.
  */
-import { TollgateError } from '../core/errors.js';
+import { TollgateError, isStoreOutage } from '../core/errors.js';
 import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import type { KeyRecord, Store } from '../store/types.js';
@@ -17,6 +17,11 @@ export interface AuthenticatorOptions {
   now: () => number;
   ttlMs: number;
   maxEntries?: number;
+  /**
+   * How long past its expiry a cached key still authenticates while the store is unreachable (the
+   * grace duration, main.ts): a store outage must not end grace at the key cache's TTL. 0: never.
+   */
+  staleOnOutageMs?: number;
 }
 
 export class Authenticator {
@@ -27,7 +32,10 @@ export class Authenticator {
   constructor(options: AuthenticatorOptions) {
     this.store = options.store;
     this.now = options.now;
-    this.cache = new TtlCache(options.ttlMs, options.maxEntries ?? 100_000, options.now);
+    this.cache = new TtlCache(options.ttlMs, options.maxEntries ?? 100_000, options.now, {
+      ms: options.staleOnOutageMs ?? 0,
+      when: isStoreOutage,
+    });
     options.bus.subscribe((topic, id) => {
       if (topic === 'key') {
         if (id === ALL_IDS) this.cache.clear();

@@ -92,3 +92,8 @@ export class TollgateError extends Error {
 export function isTollgateError(value: unknown): value is TollgateError {
   return value instanceof TollgateError;
 }
+
+/** The store (database) could not be reached: what a cache may answer from stale data for. */
+export function isStoreOutage(error: unknown): boolean {
+  return isTollgateError(error) && error.code === 'store.unavailable';
+}

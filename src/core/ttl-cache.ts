@@ -1,9 +1,22 @@
 /**
  * A bounded map with per-entry expiry and coalesced loads: N concurrent misses for one key cause one
  * load. Bounded so that a flood of distinct unknown keys cannot grow memory without limit.
+ *
+ * With `staleOnError`, an expired entry answers when its reload fails with an error the predicate
+ * names (the store unreachable), for up to `ms` past its expiry — and is then served for a second
+ * without asking again, so an outage does not cost every request a failed load. An invalidated entry
+ * is gone, never served stale.
  */
+export interface StaleOnError {
+  ms: number;
+  when(error: unknown): boolean;
+}
+
+/** How long a stale entry is served after a failed reload before the next reload is tried. */
+const RETRY_AFTER_ERROR_MS = 1_000;
+
 export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  private readonly entries = new Map<string, { value: V; expiresAt: number; staleUntil: number }>();
   private readonly loading = new Map<string, Promise<V>>();
   private generation = 0;
 
@@ -11,6 +24,7 @@ export class TtlCache<V> {
     private readonly ttlMs: number,
     private readonly maxEntries: number,
     private readonly now: () => number,
+    private readonly staleOnError: StaleOnError | null = null,
   ) {}
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
@@ -28,6 +42,12 @@ export class TtlCache<V> {
       },
       (error: unknown) => {
         this.loading.delete(key);
+        const stale = this.entries.get(key);
+        const now = this.now();
+        if (stale && stale.staleUntil > now && this.staleOnError?.when(error) === true) {
+          stale.expiresAt = Math.min(stale.staleUntil, now + RETRY_AFTER_ERROR_MS);
+          return stale.value;
+        }
         throw error;
       },
     );
@@ -46,7 +66,8 @@ export class TtlCache<V> {
       if (!oldest.done) this.entries.delete(oldest.value);
     }
     this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
+    const expiresAt = this.now() + this.ttlMs;
+    this.entries.set(key, { value, expiresAt, staleUntil: expiresAt + (this.staleOnError?.ms ?? 0) });
   }
 
   /** Replaces a live entry's value without extending its life (so other processes' changes still show up on expiry). */

@@ -4,6 +4,7 @@
  */
 import type { SecretBox } from '../auth/secret-box.js';
 import { ALL_IDS, type ChangeBus } from '../core/change-bus.js';
+import { isStoreOutage } from '../core/errors.js';
 import { TtlCache } from '../core/ttl-cache.js';
 import type { Logger } from '../observability/logger.js';
 import type { ByokRecord, Store } from '../store/types.js';
@@ -28,9 +29,13 @@ export class ByokCredentials {
     bus: ChangeBus,
     now: () => number,
     private readonly log: Logger,
-    ttlMs = 60_000,
+    options: { ttlMs?: number; staleOnOutageMs?: number } = {},
   ) {
-    this.cache = new TtlCache(ttlMs, 50_000, now);
+    // As for keys (auth/authenticator.ts): an account's list still answers while the store is out.
+    this.cache = new TtlCache(options.ttlMs ?? 60_000, 50_000, now, {
+      ms: options.staleOnOutageMs ?? 0,
+      when: isStoreOutage,
+    });
     bus.subscribe((topic, id) => {
       if (topic === 'byok') {
         if (id === ALL_IDS) this.cache.clear();

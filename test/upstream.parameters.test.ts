@@ -76,7 +76,7 @@ describe('what is forwarded upstream', () => {
       response_format: { type: 'json_object' },
       // Not documented: dropped.
       metadata: { team: 'x' },
-      reasoning_effort: 'high',
+      reasoning_effort: 'high', // not listed by this endpoint
       safety_identifier: 'abc',
       // Inactive values of the costly features: accepted, not forwarded.
       service_tier: 'auto',
@@ -116,6 +116,45 @@ describe('what is forwarded upstream', () => {
       stream_options: { include_usage: true },
       max_tokens: 4096,
     });
+  });
+
+  it('drops a documented parameter the endpoint does not list (OpenAI answers an unknown argument with 400)', async () => {
+    upstream.seen.length = 0;
+    const answer = await chat(gw, key, {
+      model: 'test/plain',
+      messages: MESSAGES,
+      top_k: 40,
+      repetition_penalty: 1.1,
+      min_p: 0.05,
+      top_a: 0.1,
+      logit_bias: { '1': 1 },
+      logprobs: true,
+      top_logprobs: 2,
+      reasoning: { effort: 'high' },
+      include_reasoning: true,
+    });
+    expect(answer.status, answer.text).toBe(200);
+    expect(Object.keys(upstream.seen[0]!.body).sort()).toEqual(
+      ['max_tokens', 'messages', 'model', 'stream', 'stream_options'].sort(),
+    );
+    // An endpoint that lists OpenAI's own reasoning_effort gets the caller's reasoning.effort in that form.
+    upstream.seen.length = 0;
+    const carried = await chat(gw, key, { model: 'test/extras', messages: MESSAGES, reasoning: { effort: 'high' } });
+    expect(carried.status, carried.text).toBe(200);
+    expect(upstream.seen[0]!.body).toMatchObject({ reasoning_effort: 'high' });
+    expect(upstream.seen[0]!.body).not.toHaveProperty('reasoning');
+
+    // With require_parameters, any reasoning field needs an endpoint that takes reasoning.
+    upstream.seen.length = 0;
+    const required = await chat(gw, key, {
+      model: 'test/plain',
+      models: ['test/plain', 'test/extras'],
+      messages: MESSAGES,
+      include_reasoning: true,
+      provider: { require_parameters: true },
+    });
+    expect(required.status, required.text).toBe(200);
+    expect(required.json.model).toBe('test/extras');
   });
 
   it("null means absent for every optional parameter (as in OpenAI's schema): the request is served, and no null reaches the provider", async () => {

@@ -73,7 +73,17 @@ const ROUTED_PARAMETERS = [
   'response_format',
   'tools',
   'tool_choice',
+  'reasoning',
+  'reasoning_effort',
+  'include_reasoning',
 ] as const;
+
+/** What a set request field requires of an endpoint: the legacy reasoning fields require reasoning. */
+const ROUTED_AS: Readonly<Partial<Record<(typeof ROUTED_PARAMETERS)[number], string>>> = {
+  max_completion_tokens: 'max_tokens',
+  reasoning_effort: 'reasoning',
+  include_reasoning: 'reasoning',
+};
 
 export function plan(
   deps: Pick<ChatDeps, 'catalog' | 'execute' | 'now'>,
@@ -82,11 +92,12 @@ export function plan(
   byok: readonly ByokCredential[] = [],
 ): PlannedAttempt[] {
   // Every attempt carries a completion limit, built for its endpoint (README, "The overspend bound"):
-  // `max_completion_tokens` asks for what an endpoint listing `max_tokens` does, not for a listing of its own.
+  // `max_completion_tokens` asks for what an endpoint listing `max_tokens` does, not for a listing of its own;
+  // a reasoning field, for an endpoint that takes reasoning in any of its forms (`endpointTakes`).
   const requestedParameters = [
     ...new Set(
-      ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null).map((name) =>
-        name === 'max_completion_tokens' ? 'max_tokens' : name,
+      ROUTED_PARAMETERS.filter((name) => request[name] !== undefined && request[name] !== null).map(
+        (name) => ROUTED_AS[name] ?? name,
       ),
     ),
   ];

@@ -187,7 +187,7 @@ export const chatRequestSchema = z.looseObject({
       enabled: nullMeansAbsent(z.boolean()),
     }),
   ),
-  reasoning_effort: nullMeansAbsent(z.string()),
+  reasoning_effort: nullMeansAbsent(z.enum(['xhigh', 'high', 'medium', 'low', 'minimal', 'none'])),
   include_reasoning: nullMeansAbsent(z.boolean()),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   // Stored with the generation: an end-user id, bounded like every stored value a caller chooses.

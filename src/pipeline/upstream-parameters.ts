@@ -7,33 +7,28 @@
  * operator's statement that the endpoint's prices cover them). Anything else is dropped silently.
  */
 import { TollgateError } from '../core/errors.js';
-import type { CatalogEndpoint } from '../routing/catalog.js';
+import { isRecord } from '../providers/json-shape.js';
+import { EXCLUDE_REASONING, reasoningExcluded } from '../providers/openai-input.js';
+import { endpointTakes, REASONING_FIELDS, type CatalogEndpoint } from '../routing/catalog.js';
 import type { PlannedAttempt } from '../routing/plan.js';
 
-/** Forwarded to every endpoint (each adapter translates what its API has and drops the rest). */
-export const FORWARDED_PARAMETERS: ReadonlySet<string> = new Set([
+/**
+ * Forwarded to every endpoint: the conversation, its completion limit (always set, below) and tool use
+ * (a request with `tools` is routed only to endpoints that list `tools`). Every other parameter goes
+ * to an endpoint that lists it in `supported_parameters` — the documented ones (`temperature`,
+ * `top_k`, `seed`, `logprobs`, …) as much as an operator's extras — and is dropped elsewhere, as
+ * OpenRouter drops what a provider lacks: OpenAI's own API refuses an argument it does not know
+ * (`top_k`, `repetition_penalty`) with a 400. Each adapter translates what its API has.
+ */
+export const ALWAYS_FORWARDED: ReadonlySet<string> = new Set([
   'messages',
   'max_tokens',
   'max_completion_tokens',
-  'temperature',
-  'top_p',
-  'top_k',
-  'min_p',
-  'top_a',
-  'frequency_penalty',
-  'presence_penalty',
-  'repetition_penalty',
-  'seed',
   'n',
-  'stop',
+  'user',
   'tools',
   'tool_choice',
   'parallel_tool_calls',
-  'response_format',
-  'logit_bias',
-  'logprobs',
-  'top_logprobs',
-  'user',
 ]);
 
 /**
@@ -121,10 +116,46 @@ export function upstreamBodyFor(
   const body: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request)) {
     // `null` is "absent" in this API: a provider that refuses nulls (or reads one as a value) never sees it.
-    if (value === undefined || value === null || NEVER_FORWARDED.has(name)) continue;
-    if (FORWARDED_PARAMETERS.has(name) || lists(endpoint, name)) body[name] = value;
+    if (value === undefined || value === null || NEVER_FORWARDED.has(name) || REASONING_FIELDS.includes(name)) continue;
+    if (ALWAYS_FORWARDED.has(name) || lists(endpoint, name)) body[name] = value;
   }
+  Object.assign(body, reasoningFor(request, endpoint));
+  // The caller's `reasoning.exclude` / `include_reasoning: false` shapes the answer whatever was sent.
+  if (reasoningExcluded(request)) (body as Record<symbol, unknown>)[EXCLUDE_REASONING] = true;
   return withCompletionLimit(body, endpoint, budget);
+}
+
+/**
+ * The reasoning fields an endpoint that takes reasoning gets. Anthropic's and Gemini's translations
+ * read all three forms. An OpenAI-compatible endpoint gets the forms it lists, and the caller's
+ * choice carried over into a form it lists when the caller used another: `reasoning.effort` as
+ * `reasoning_effort` (OpenAI's own API), `reasoning_effort` / `include_reasoning` as `reasoning`
+ * (OpenRouter-style servers).
+ */
+function reasoningFor(request: Readonly<Record<string, unknown>>, endpoint: CatalogEndpoint): Record<string, unknown> {
+  if (!endpointTakes(endpoint, 'reasoning')) return {};
+  const given = (name: string) => (request[name] === null ? undefined : request[name]);
+  const out: Record<string, unknown> = {};
+  const translating = endpoint.provider.kind !== 'openai';
+  for (const name of REASONING_FIELDS) {
+    const value = given(name);
+    if (value !== undefined && (translating || lists(endpoint, name))) out[name] = value;
+  }
+  if (translating) return out;
+  const reasoning = isRecord(given('reasoning')) ? (given('reasoning') as Record<string, unknown>) : null;
+  const effort = typeof reasoning?.effort === 'string' ? reasoning.effort : null;
+  if (out.reasoning_effort === undefined && effort !== null && lists(endpoint, 'reasoning_effort'))
+    out.reasoning_effort = effort;
+  if (out.reasoning === undefined && reasoning === null && lists(endpoint, 'reasoning')) {
+    const legacyEffort = given('reasoning_effort');
+    const include = given('include_reasoning');
+    const carried: Record<string, unknown> = {};
+    if (typeof legacyEffort === 'string') carried.effort = legacyEffort;
+    if (include === false) carried.exclude = true;
+    else if (include === true) carried.enabled = true;
+    if (Object.keys(carried).length > 0) out.reasoning = carried;
+  }
+  return out;
 }
 
 /** Caps every completion-limit field the body carries at `budget`, or adds the endpoint's preferred one. */

@@ -142,6 +142,39 @@ export function parseDataUrl(url: string): { mediaType: string; data: string } |
   return match?.[1] !== undefined && match[2] !== undefined ? { mediaType: match[1], data: match[2] } : null;
 }
 
+/**
+ * OpenAI's deprecated function calling as the tool-call shapes the translating adapters read: an
+ * assistant's `function_call` becomes its one tool call (id `call_fn_<n>`), and a `function` message
+ * the `tool` result of the latest call of that function. Without it Anthropic and Gemini were sent
+ * neither, and answered without the result. OpenAI-compatible endpoints get the messages as sent.
+ */
+export function legacyFunctionsAsTools(messages: unknown): unknown {
+  if (!Array.isArray(messages) || !messages.some(isLegacyFunctionMessage)) return messages;
+  let calls = 0;
+  const latest = new Map<string, string>(); // function name → the id of its latest call
+  return messages.map((message: unknown) => {
+    if (!isLegacyFunctionMessage(message)) return message;
+    if (message.role === 'function') {
+      const name = stringOrNull(message.name) ?? '';
+      const id = latest.get(name) ?? `call_fn_${calls++}`;
+      return { role: 'tool', tool_call_id: id, name, content: message.content };
+    }
+    const { function_call: call, ...rest } = message;
+    const fn = isRecord(call) ? call : {};
+    const name = stringOrNull(fn.name) ?? '';
+    const id = `call_fn_${calls++}`;
+    latest.set(name, id);
+    const args = stringOrNull(fn.arguments) ?? '';
+    return { ...rest, tool_calls: [{ id, type: 'function', function: { name, arguments: args } }] };
+  });
+}
+
+function isLegacyFunctionMessage(message: unknown): message is Record<string, unknown> {
+  if (!isRecord(message)) return false;
+  if (message.role === 'function') return true;
+  return message.role === 'assistant' && isRecord(message.function_call) && !Array.isArray(message.tool_calls);
+}
+
 export function readToolCalls(message: Record<string, unknown>): InputToolCall[] {
   if (!Array.isArray(message.tool_calls)) return [];
   const calls: InputToolCall[] = [];
@@ -231,8 +264,16 @@ function urlOf(value: unknown): string | null {
   return isRecord(value) ? stringOrNull(value.url) : null;
 }
 
+/**
+ * Set on an upstream body (pipeline/upstream-parameters.ts) when the caller asked for no reasoning in
+ * the answer, whether or not the endpoint takes a field that says so: a symbol, so it never reaches
+ * the provider (JSON.stringify skips it) while the adapter reading its answer sees it.
+ */
+export const EXCLUDE_REASONING: unique symbol = Symbol('tollgate.excludeReasoning');
+
 /** `reasoning.exclude` (or legacy `include_reasoning: false`): the model thinks, the caller does not see it. */
-export function reasoningExcluded(body: Record<string, unknown> | undefined): boolean {
+export function reasoningExcluded(body: Readonly<Record<string, unknown>> | undefined): boolean {
   if (body === undefined) return false;
+  if ((body as Record<symbol, unknown>)[EXCLUDE_REASONING] === true) return true;
   return (isRecord(body.reasoning) && body.reasoning.exclude === true) || body.include_reasoning === false;
 }

@@ -139,10 +139,22 @@ function toProvider(config: ProviderConfig, demoBaseUrl: string | null): Catalog
  */
 function supportedBy(kind: ProviderKind, declared: readonly string[]): readonly string[] {
   const unsent = unsentParameters(kind, declared);
-  if (unsent.length === 0) return declared;
   // `structured_outputs` says `response_format: json_schema` is honoured: not where it is never sent.
-  const gone = unsent.includes('response_format') ? [...unsent, 'structured_outputs'] : unsent;
+  // `n` never: the gateway refuses `n` > 1 whatever the endpoint (one answer is held and charged).
+  const gone = unsent.includes('response_format') ? [...unsent, 'structured_outputs', 'n'] : [...unsent, 'n'];
   return declared.filter((name) => !gone.includes(name));
+}
+
+/** OpenRouter's reasoning fields: `reasoning`, and the legacy `reasoning_effort` and `include_reasoning`. */
+export const REASONING_FIELDS: readonly string[] = ['reasoning', 'reasoning_effort', 'include_reasoning'];
+
+/**
+ * Whether an endpoint takes a parameter as routing sees it (`require_parameters`): listed by name, and
+ * for `reasoning` (what a request naming any reasoning field requires) any of the reasoning fields.
+ */
+export function endpointTakes(endpoint: Pick<CatalogEndpoint, 'supportedParameters'>, name: string): boolean {
+  if (name === 'reasoning') return REASONING_FIELDS.some((field) => endpoint.supportedParameters.includes(field));
+  return endpoint.supportedParameters.includes(name);
 }
 
 function toModel(config: ModelConfig, providers: ReadonlyMap<string, CatalogProvider>, bootTime: number): CatalogModel {

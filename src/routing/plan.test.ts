@@ -410,6 +410,28 @@ describe('parameters a provider kind never sends', () => {
     expect([...m.supportedParameters].sort()).toEqual([...new Set([...of('anth'), ...of('gem')])].sort());
   });
 
+  it('require_parameters with reasoning (any of its forms) needs an endpoint that takes reasoning in any form; n is never listed', () => {
+    const catalog = buildCatalog({
+      providers: [provider('plain'), provider('thinks'), provider('effort')],
+      models: [
+        withoutModelParameters(
+          model('x/r', [
+            endpoint('plain', '0.000001', '0.000001', ['max_tokens', 'n']),
+            endpoint('thinks', '0.000002', '0.000002', ['max_tokens', 'reasoning']),
+            endpoint('effort', '0.000003', '0.000003', ['max_tokens', 'reasoning_effort']),
+          ]),
+        ),
+      ],
+    });
+    const plan = planAttempts(
+      catalog,
+      { model: 'x/r', provider: { require_parameters: true }, requestedParameters: ['reasoning'] },
+      anyKey,
+    );
+    expect(ids(plan)).toEqual(['x/r@thinks', 'x/r@effort']);
+    expect(catalog.models.get('x/r')!.supportedParameters).not.toContain('n');
+  });
+
   it('an Anthropic endpoint listing structured_outputs (the Claude models that have them) keeps response_format', () => {
     const catalog = buildCatalog({
       providers: [{ ...provider('anth'), kind: 'anthropic' as const }],

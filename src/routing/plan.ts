@@ -8,7 +8,13 @@
 import { TollgateError } from '../core/errors.js';
 import { parsePricePerToken, perMillionToPricePerToken } from '../core/money.js';
 import type { KeyRecord } from '../store/types.js';
-import type { Catalog, CatalogEndpoint, CatalogModel, CatalogProvider } from './catalog.js';
+import {
+  endpointTakes,
+  type Catalog,
+  type CatalogEndpoint,
+  type CatalogModel,
+  type CatalogProvider,
+} from './catalog.js';
 import type { ByokCredential } from './byok-credentials.js';
 import type { EndpointStatsSnapshot } from './endpoint-stats.js';
 import { HealthRegistry } from './health.js';
@@ -203,7 +209,7 @@ function eligible(
       return (why.add(`${id} costs more than max_price.request`), false);
     if (filters.usesTools && !e.supportedParameters.includes('tools'))
       return (why.add(`${id} does not support tool use`), false);
-    const missing = required.filter((p) => !e.supportedParameters.includes(p));
+    const missing = required.filter((p) => !endpointTakes(e, p));
     if (missing.length > 0)
       return (why.add(`${id} does not support ${missing.join(', ')} (require_parameters)`), false);
     return true;

@@ -9,6 +9,7 @@ import {
   contentParts,
   inlineFileData,
   isWebUrl,
+  legacyFunctionsAsTools,
   parseDataUrl,
   parseToolArguments,
   readToolCalls,
@@ -30,8 +31,9 @@ export interface AnthropicPrompt {
 
 export function toAnthropicPrompt(messages: unknown): AnthropicPrompt {
   const prompt: AnthropicPrompt = { system: [], messages: [] };
-  if (!Array.isArray(messages)) return prompt;
-  for (const message of messages) {
+  const list = legacyFunctionsAsTools(messages);
+  if (!Array.isArray(list)) return prompt;
+  for (const message of list) {
     if (!isRecord(message)) continue;
     switch (message.role) {
       case 'system':

@@ -23,6 +23,12 @@ const WEATHER_TOOL = {
   },
 };
 
+const LEGACY_FUNCTION_TURNS = [
+  { role: 'user', content: 'Weather in Paris?' },
+  { role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+  { role: 'function', name: 'get_weather', content: '{"celsius":18}' },
+];
+
 describe('anthropicAdapter.buildRequest', () => {
   it('posts to /v1/messages with the key, the API version and extra headers', () => {
     const req = anthropicAdapter.buildRequest(target, { messages: [{ role: 'user', content: 'Hi' }] }, true);
@@ -97,6 +103,20 @@ describe('anthropicAdapter.buildRequest', () => {
       metadata: { user_id: 'user-42' },
     });
     expect(bodyOf({ messages: [], stop: ['a', 'b'] }).stop_sequences).toEqual(['a', 'b']);
+  });
+
+  it("sends OpenAI's deprecated function_call and function result as tool_use and tool_result", () => {
+    expect(bodyOf({ messages: LEGACY_FUNCTION_TURNS }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'call_fn_0', name: 'get_weather', input: { location: 'Paris' } }],
+      },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'call_fn_0', content: '{"celsius":18}' }],
+      },
+    ]);
   });
 
   it('sends a json_schema response_format as output_config.format, and strict tools, only where the endpoint has structured outputs', () => {

@@ -13,6 +13,7 @@ import {
   contentText,
   inlineFileData,
   isWebUrl,
+  legacyFunctionsAsTools,
   parseDataUrl,
   parseToolArguments,
   readToolCalls,
@@ -36,8 +37,9 @@ export function toGeminiPrompt(messages: unknown): GeminiPrompt {
   const system: GeminiPart[] = [];
   const contents: GeminiContent[] = [];
   const functionNames = new Map<string, string>(); // tool call id → function name
-  if (!Array.isArray(messages)) return { systemInstruction: null, contents };
-  for (const message of messages) {
+  const list = legacyFunctionsAsTools(messages);
+  if (!Array.isArray(list)) return { systemInstruction: null, contents };
+  for (const message of list) {
     if (!isRecord(message)) continue;
     switch (message.role) {
       case 'system':

@@ -14,6 +14,12 @@ function bodyOf(callerBody: Record<string, unknown>, stream = false): Record<str
   return JSON.parse(geminiAdapter.buildRequest(target, callerBody, stream).body) as Record<string, unknown>;
 }
 
+const LEGACY_FUNCTION_TURNS = [
+  { role: 'user', content: 'Weather in Paris?' },
+  { role: 'assistant', content: null, function_call: { name: 'get_weather', arguments: '{"location":"Paris"}' } },
+  { role: 'function', name: 'get_weather', content: '{"celsius":18}' },
+];
+
 const WEATHER_PARAMETERS = {
   type: 'object',
   properties: { location: { type: 'string' } },
@@ -29,6 +35,14 @@ const TOOLS = [
 ];
 
 describe('geminiAdapter.buildRequest', () => {
+  it("sends OpenAI's deprecated function_call and function result as functionCall and functionResponse", () => {
+    expect(bodyOf({ messages: LEGACY_FUNCTION_TURNS }).contents).toEqual([
+      { role: 'user', parts: [{ text: 'Weather in Paris?' }] },
+      { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { location: 'Paris' } } }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { celsius: 18 } } }] },
+    ]);
+  });
+
   it('posts to generateContent, or streamGenerateContent with SSE, with the key header', () => {
     const plain = geminiAdapter.buildRequest(target, { messages: [] }, false);
     expect(plain.url).toBe('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent');

@@ -88,7 +88,14 @@ async function openHoldStore(
   if (!config.redisUrl) return null;
   const timeoutMs = 500;
   const redis = new Redis(config.redisUrl, { ...failFastRedisOptions(timeoutMs), commandTimeout: timeoutMs * 2 });
-  const holds = new RedisHoldStore({ redis, timeoutMs, keyPrefix: `${config.limits.redis_prefix}hold:` });
+  const holds = new RedisHoldStore({
+    redis,
+    timeoutMs,
+    keyPrefix: `${config.limits.redis_prefix}hold:`,
+    // The fleet's epoch, marked on the holds: a process that has not seen Redis come back empty yet
+    // finds a newer one there, and looks (credit-gate.ts) instead of admitting from an emptied Redis.
+    epoch: () => fleet.epoch,
+  });
   const fleet = new RedisFleet({
     redis,
     timeoutMs,

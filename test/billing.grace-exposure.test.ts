@@ -34,14 +34,14 @@ function base(overrides: Partial<GraceRequest> = {}): GraceRequest {
 }
 
 /** Two processes (a fleet view and a grace count each) sharing a private Redis the test may restart. */
-async function privateFleet(resyncMs: number) {
+async function privateFleet(resyncMs: number, heartbeatMs = 100) {
   const server = await startPrivateRedis();
   const keyPrefix = `tollgate:test:grace:${randomBytes(4).toString('hex')}:`;
   const processes: Array<{ redis: Redis; fleet: RedisFleet; grace: RedisGraceExposure }> = [];
   for (let i = 0; i < 2; i++) {
     const redis = new Redis(server.url, failFastRedisOptions(300));
     redis.on('error', () => undefined);
-    const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs: 100, resyncMs });
+    const fleet = new RedisFleet({ redis, keyPrefix, heartbeatMs, resyncMs });
     await fleet.start();
     processes.push({ redis, fleet, grace: new RedisGraceExposure({ redis, keyPrefix, fleet, timeoutMs: 300 }) });
   }
@@ -251,6 +251,33 @@ describe('grace exposure', () => {
       // The fleet's cap still holds: no second allowance.
       expect(await a.grace.reserve(request)).toBe('grace_exposure');
       expect(await b.grace.reserve(request)).toBe('grace_exposure');
+    } finally {
+      await closeFleet(server, processes);
+    }
+  });
+
+  it('Redis emptied on a live connection between heartbeats: the next grace request finds its count short, and nothing is admitted until the shares are back', async () => {
+    // Heartbeats a minute apart: only the admission itself can notice.
+    const { server, processes, trusted } = await privateFleet(300, 60_000);
+    const [a, b] = processes;
+    try {
+      await trusted();
+      const request = base();
+      expect(await a.grace.reserve(request)).toBe('admitted');
+      expect(await a.grace.reserve(request)).toBe('admitted');
+      expect(await b.grace.reserve(request)).toBe('admitted'); // the cap (3) reached
+      await a.redis.flushall();
+      await expect(a.grace.reserve(request)).rejects.toMatchObject({
+        code: 'store.unavailable',
+        metadata: { reason: 'redis_resyncing' },
+      });
+      // B has not looked yet: its own request finds the count short of its share too.
+      await expect(b.grace.reserve(request)).rejects.toMatchObject({ metadata: { reason: 'redis_resyncing' } });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await Promise.all(processes.map((p) => p.fleet.heartbeat()));
+      await trusted();
+      expect(await a.redis.hget(a.grace.key('acct_a'), 'a')).toBe('3000');
+      expect(await a.grace.reserve(request)).toBe('grace_exposure');
     } finally {
       await closeFleet(server, processes);
     }

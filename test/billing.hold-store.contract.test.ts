@@ -7,7 +7,9 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TollgateError } from '../src/core/errors.js';
 import type { HoldCheck, HoldStore } from '../src/billing/hold-store.js';
+import { Redis } from 'ioredis';
 import { RedisHoldStore } from '../src/billing/redis-hold-store.js';
+import { REDIS_TEST_URL, deleteKeys } from './helpers/limiter-targets.js';
 import { HOLD_TARGETS, redisHoldTarget, type HoldSpace } from './helpers/hold-targets.js';
 
 const T0 = Date.UTC(2026, 10, 18, 12);
@@ -283,6 +285,52 @@ describe('RedisHoldStore specifics', () => {
     for (let i = 0; i < 3; i++) admits.push((await store.admit(await paid(store, account, 1n, 2_500n), T0)).admitted);
     expect(admits).toEqual([true, true, false]);
     expect(await store.held(account, T0)).toBe(2000n);
+  });
+
+  it("a charge counter below the caller's mark (Redis lost its data on a live connection) decides nothing", async () => {
+    const account = newAccount();
+    const first = await paid(store, account, X, 10n * X);
+    expect((await store.admit(first, T0)).admitted).toBe(true);
+    await store.settle(first, { account: X, key: X });
+    const check = await paid(store, account, X, 9n * X, { keyRemaining: 5n * X }); // marks: X charged
+    const raw = new Redis(REDIS_TEST_URL);
+    try {
+      await raw.del(...store.keys(account)); // what FLUSHALL or an eviction leaves of the account
+    } finally {
+      raw.disconnect();
+    }
+    // Admitted from the empty Redis, the charge since the mark and every live hold would be forgotten.
+    await expect(store.admit(check, T0)).rejects.toMatchObject({
+      code: 'store.unavailable',
+      metadata: { reason: 'redis_resyncing' },
+    });
+    expect(await store.held(account, T0)).toBe(0n);
+    // A snapshot read after the loss (marks of the emptied Redis) is decided as usual.
+    expect((await store.admit(await paid(store, account, X, 9n * X), T0)).admitted).toBe(true);
+  });
+
+  it('a newer fleet epoch marked on the account (another process saw Redis come back empty) decides nothing for a process still behind', async () => {
+    const keyPrefix = `tollgate:test:hold-epoch:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}:`;
+    const at = (epoch: string) =>
+      new RedisHoldStore({ url: REDIS_TEST_URL, keyPrefix, timeoutMs: 2_000, epoch: () => epoch });
+    const [behind, current, later] = [at('1000'), at('2000'), at('3000')];
+    try {
+      await Promise.all([behind, current, later].map((store) => store.ready()));
+      const account = newAccount();
+      expect((await current.admit(await paid(current, account, X, 10n * X), T0)).admitted).toBe(true);
+      await expect(behind.admit(await paid(behind, account, X, 10n * X), T0)).rejects.toMatchObject({
+        metadata: { reason: 'redis_resyncing' },
+      });
+      // A process ahead (it saw a newer epoch) decides, and marks its own.
+      expect((await later.admit(await paid(later, account, X, 10n * X), T0)).admitted).toBe(true);
+      await expect(current.admit(await paid(current, account, X, 10n * X), T0)).rejects.toMatchObject({
+        metadata: { reason: 'redis_resyncing' },
+      });
+      expect(await later.held(account, T0)).toBe(2n * X);
+    } finally {
+      await deleteKeys(REDIS_TEST_URL, keyPrefix);
+      await Promise.all([behind, current, later].map((store) => store.close()));
+    }
   });
 
   it('refuses amounts beyond its exact range instead of rounding them', async () => {

@@ -244,6 +244,9 @@ export class CreditGate {
       return await this.holds.admit(check, now);
     } catch (error) {
       if (isUnavailable(error)) this.fleet?.suspect();
+      // Redis lost its data on a live connection: the fleet looks at its epoch now (a new one starts the
+      // resync window), so `admit` decides this request again from the share instead of an empty Redis.
+      if (isTollgateError(error) && error.metadata?.reason === 'redis_resyncing') await this.fleet?.checkNow?.();
       if (check.paid || !isUnavailable(error)) {
         // A timed-out call may still have added the hold: take it back, or let it expire.
         if (check.amount > 0n) this.holds.release(check).catch(() => undefined);

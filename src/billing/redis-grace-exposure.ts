@@ -26,15 +26,26 @@ import { ceilMicros, floorMicros } from './redis-hold-store.js';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
 
 /**
- * ARGV: 1 amount, 2 paid (1/0), 3 room, 4 cap, 5 key field, 6 key room ('' = no limit), 7 ttl ms. → 0
- * admitted, 1 not covered, 2 exposure. Every call renews the hash's life, a refusal too: only a process
- * still within its own grace asks, so the count lives while any process of the fleet may still admit
- * (one that saw the outage later than the others included), and lapses `ttl` after the last asked.
+ * ARGV: 1 amount, 2 paid (1/0), 3 room, 4 cap, 5 key field, 6 key room ('' = no limit), 7 ttl ms, 8 what
+ * this process admitted itself and still remembers, 9 the fleet epoch it last saw ('' = none), 10 '1'
+ * when it has just looked and trusts Redis (the count is whole: both checks below are skipped). → 0
+ * admitted, 1 not covered, 2 exposure; nothing decided: 3 the count is below this process's own share
+ * (Redis lost its data on a live connection, or the count lapsed), 4 the count carries a newer epoch
+ * than this process last saw (Redis lost its data and another process noticed first). Field `ep` is
+ * the newest epoch (a timestamp) of a process that admitted or restored here. Every call renews the hash's life, a
+ * refusal too: only a process still within its own grace asks, so the count lives while any process
+ * of the fleet may still admit (one that saw the outage later than the others included), and lapses
+ * `ttl` after the last asked.
  */
 const GRACE_LUA = `
 local h = KEYS[1]
 local amount, room, cap = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local used = tonumber(redis.call('HGET', h, 'a') or '0')
+if ARGV[10] ~= '1' then
+  local ep = redis.call('HGET', h, 'ep')
+  if ARGV[9] ~= '' and ep and tonumber(ep) > tonumber(ARGV[9]) then return 4 end
+  if used < tonumber(ARGV[8]) then return 3 end
+end
 local decision = 0
 if room - used - amount < 0 or (ARGV[2] == '1' and room - used <= 0) then decision = 1
 elseif used + amount > cap then decision = 2
@@ -43,20 +54,27 @@ else
   redis.call('HINCRBY', h, 'a', ARGV[1])
   if ARGV[6] ~= '' then redis.call('HINCRBY', h, ARGV[5], ARGV[1]) end
 end
-if decision == 0 or redis.call('EXISTS', h) == 1 then redis.call('PEXPIRE', h, ARGV[7]) end
+if decision == 0 or redis.call('EXISTS', h) == 1 then
+  local ep = redis.call('HGET', h, 'ep')
+  if ARGV[9] ~= '' and (not ep or tonumber(ep) < tonumber(ARGV[9])) then redis.call('HSET', h, 'ep', ARGV[9]) end
+  redis.call('PEXPIRE', h, ARGV[7])
+end
 return decision
 `;
 
 /**
  * Puts one process's admissions back into a Redis that lost its data. KEYS[1] the account's hash;
- * ARGV: 1 ttl ms, 2 this restore's marker, then field, amount pairs (µUSD). Adds them once per marker
- * (a retry whose first call did land adds nothing; other processes add theirs) and keeps the longer of
- * the hash's remaining life and `ttl`.
+ * ARGV: 1 ttl ms, 2 this restore's marker, 3 the epoch it restores into ('' = none), then field,
+ * amount pairs (µUSD). Adds them once per marker (a retry whose first call did land adds nothing;
+ * other processes add theirs), marks the count with the epoch if newer, and keeps the longer of the hash's
+ * remaining life and `ttl`.
  */
 const GRACE_RESTORE_LUA = `
 local h = KEYS[1]
 if redis.call('HSETNX', h, ARGV[2], 1) == 0 then return 0 end
-for i = 3, #ARGV, 2 do redis.call('HINCRBY', h, ARGV[i], ARGV[i + 1]) end
+local ep = redis.call('HGET', h, 'ep')
+if ARGV[3] ~= '' and (not ep or tonumber(ep) < tonumber(ARGV[3])) then redis.call('HSET', h, 'ep', ARGV[3]) end
+for i = 4, #ARGV, 2 do redis.call('HINCRBY', h, ARGV[i], ARGV[i + 1]) end
 if redis.call('PTTL', h) < tonumber(ARGV[1]) then redis.call('PEXPIRE', h, ARGV[1]) end
 return 1
 `;
@@ -83,6 +101,9 @@ interface OwnAdmissions {
 const GONE_CONFIRM_MS = 2_500;
 
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
+/** The script's answers that decide nothing (see GRACE_LUA): below this process's own share, another epoch. */
+const BELOW_OWN_SHARE = 3;
+const OTHER_EPOCH = 4;
 
 /** How often this process asks whether the counts its own requests no longer renew still live. */
 const REFRESH_EVERY_MS = 5_000;
@@ -118,7 +139,7 @@ export class RedisGraceExposure implements GraceExposure {
     this.client = new RedisScriptClient({
       ...options,
       lua: GRACE_LUA,
-      commandName: 'tollgateGraceV1',
+      commandName: 'tollgateGraceV3',
       unavailableMessage: 'The grace exposure store (Redis) is unavailable',
     });
     const script = (lua: string, commandName: string) =>
@@ -128,7 +149,7 @@ export class RedisGraceExposure implements GraceExposure {
         commandName,
         unavailableMessage: 'The grace exposure store (Redis) is unavailable',
       });
-    this.restorer = script(GRACE_RESTORE_LUA, 'tollgateGraceRestoreV2');
+    this.restorer = script(GRACE_RESTORE_LUA, 'tollgateGraceRestoreV3');
     this.ttlReader = script(GRACE_PTTL_LUA, 'tollgateGracePttlV1');
     this.stopResync =
       options.fleet?.onResync((reason) => {
@@ -159,18 +180,38 @@ export class RedisGraceExposure implements GraceExposure {
     const enough = request.maxExposure + request.amount + UNITS_PER_USD;
     const room = request.room < enough ? request.room : enough;
     const keyRoom = request.keyRoom === null || request.keyRoom < enough ? request.keyRoom : enough;
-    const reply = await this.client.run(
-      [this.key(request.accountId)],
-      [
-        ceilMicros(request.amount).toString(),
-        request.paid ? '1' : '0',
-        floorMicros(room).toString(),
-        floorMicros(request.maxExposure).toString(),
-        `k:${request.keyHash}`,
-        keyRoom === null ? '' : floorMicros(keyRoom).toString(),
-        Math.max(1, Math.ceil(request.ttlMs)),
-      ],
-    );
+    const ask = (looked: boolean) =>
+      this.client.run(
+        [this.key(request.accountId)],
+        [
+          ceilMicros(request.amount).toString(),
+          request.paid ? '1' : '0',
+          floorMicros(room).toString(),
+          floorMicros(request.maxExposure).toString(),
+          `k:${request.keyHash}`,
+          keyRoom === null ? '' : floorMicros(keyRoom).toString(),
+          Math.max(1, Math.ceil(request.ttlMs)),
+          (this.own.get(request.accountId)?.total ?? 0n).toString(),
+          fleet?.epoch ?? '',
+          looked ? '1' : '0',
+        ],
+      );
+    let reply = await ask(false);
+    if (Number(reply) === BELOW_OWN_SHARE || Number(reply) === OTHER_EPOCH) {
+      // Redis lost its data on a live connection (FLUSHALL, an eviction, a failover behind a proxy): the
+      // fleet looks now, sees the new epoch, and nobody admits until every process's share is back. Or,
+      // the fleet still trusting Redis after looking, the count lapsed while this process remembered its
+      // share (forgotten now), or an epoch mark is stale: the count is whole, and decides.
+      await fleet?.checkNow?.();
+      if (this.restoring !== null || (fleet && !fleet.trusted))
+        throw new TollgateError(
+          'store.unavailable',
+          "The grace exposure store (Redis) is resynchronising: its count may miss other processes' admissions",
+          { metadata: { reason: 'redis_resyncing' } },
+        );
+      if (Number(reply) === BELOW_OWN_SHARE) this.own.delete(request.accountId);
+      reply = await ask(true);
+    }
     const decision = DECISIONS[Number(reply)];
     if (decision === undefined) throw new Error('grace script returned a bad decision');
     this.remember(request, decision);
@@ -220,7 +261,10 @@ export class RedisGraceExposure implements GraceExposure {
             amount.toString(),
           ]);
           try {
-            await this.restorer.run([this.key(accountId)], [Math.max(1, Math.ceil(ttl)), marker, ...pairs]);
+            await this.restorer.run(
+              [this.key(accountId)],
+              [Math.max(1, Math.ceil(ttl)), marker, this.options.fleet?.epoch ?? '', ...pairs],
+            );
           } catch (error) {
             lastError = error;
             failed.push(entry);

@@ -41,18 +41,37 @@ local function keep()
   redis.call('PEXPIRE', sums, retention)
 end
 
+-- Field ep of the sums: the newest fleet epoch (a timestamp) of a process that wrote holds here.
+local function newerEpoch(mine)
+  local ep = redis.call('HGET', sums, 'ep')
+  return mine ~= '' and ep ~= false and tonumber(ep) > tonumber(mine)
+end
+
+local function markEpoch(mine)
+  if mine == '' then return end
+  local ep = redis.call('HGET', sums, 'ep')
+  if not ep or tonumber(ep) < tonumber(mine) then redis.call('HSET', sums, 'ep', mine) end
+end
+
 local function since(counter, mark)
   if counter < mark then return counter end
   return counter - mark
 end
 
 if mode == 'admit' then
-  -- ARGV: 4 id, 5 key, 6 amount, 7 paid (1/0), 8 balance, 9 account mark, 10 key remaining ('' = no limit), 11 key mark, 12 expiresAt
+  -- ARGV: 4 id, 5 key, 6 amount, 7 paid (1/0), 8 balance, 9 account mark, 10 key remaining ('' = no limit), 11 key mark, 12 expiresAt, 13 epoch ('' = none)
   local id, key, amount = ARGV[4], ARGV[5], ARGV[6]
   prune()
   local s = redis.call('HMGET', sums, 'held', 'c', 'kh:' .. key, 'kc:' .. key)
   local held, charged = tonumber(s[1] or '0'), tonumber(s[2] or '0')
   local keyHeld, keyCharged = tonumber(s[3] or '0'), tonumber(s[4] or '0')
+  -- Charge counters only grow: one below the caller's mark means Redis lost its data since the mark was
+  -- read (FLUSHALL, eviction, a failover) — and with it the live holds: nothing is decided from it. So
+  -- does an epoch mark newer than the caller's (ARGV[13]): another process saw Redis come back empty.
+  if charged < tonumber(ARGV[9]) or (ARGV[10] ~= '' and keyCharged < tonumber(ARGV[11])) then
+    return {0, 3, 0, held}
+  end
+  if newerEpoch(ARGV[13]) then return {0, 3, 0, held} end
   local balance = tonumber(ARGV[8]) - since(charged, tonumber(ARGV[9]))
   if balance < 0 or (ARGV[7] == '1' and balance - held <= 0) then return {0, 1, balance, held} end
   if ARGV[10] ~= '' and tonumber(ARGV[10]) - since(keyCharged, tonumber(ARGV[11])) - keyHeld <= 0 then
@@ -62,6 +81,7 @@ if mode == 'admit' then
     redis.call('ZADD', exp, ARGV[12], id)
     redis.call('HINCRBY', sums, 'held', amount)
     redis.call('HINCRBY', sums, 'kh:' .. key, amount)
+    markEpoch(ARGV[13])
     keep()
   end
   return {1, 0, balance, held}
@@ -85,10 +105,11 @@ elseif mode == 'renew' then
   keep()
   return 1
 elseif mode == 'restore' then
-  -- ARGV: 4 new expiresAt, then (id, amount, key) per hold. Pruned first, so a lapsed hold is
-  -- dropped and added back with the totals kept equal to the live holds.
+  -- ARGV: 4 new expiresAt, 5 epoch ('' = none), then (id, amount, key) per hold. Pruned first, so a
+  -- lapsed hold is dropped and added back with the totals kept equal to the live holds.
   prune()
-  for i = 5, #ARGV, 3 do
+  markEpoch(ARGV[5])
+  for i = 6, #ARGV, 3 do
     local id, amount, key = ARGV[i], ARGV[i + 1], ARGV[i + 2]
     if redis.call('HSETNX', holds, id, amount .. ':' .. key) == 1 then
       redis.call('HINCRBY', sums, 'held', amount)

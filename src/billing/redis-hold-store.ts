@@ -15,6 +15,7 @@
  * Failure policy: never waits for a reconnect. Redis down, not yet connected or silent →
  * `TollgateError('store.unavailable')` within `timeoutMs`; the credit gate fails paid requests closed.
  */
+import { TollgateError } from '../core/errors.js';
 import type { Units } from '../core/money.js';
 import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-script-client.js';
 import type {
@@ -37,6 +38,8 @@ export type RedisHoldStoreOptions = RedisConnectionOptions & {
   keyPrefix?: string;
   /** How long an account's keys outlive its last write or mark read (default 24 h; must exceed any hold TTL). */
   retentionMs?: number;
+  /** The fleet epoch this process last saw (main.ts: the fleet's), marked on what it writes. */
+  epoch?: () => string | null;
 };
 
 /** Units → µUSD, rounded up (amounts a check adds: rounding errs toward refusing). */
@@ -59,14 +62,16 @@ export class RedisHoldStore implements HoldStore {
   private readonly client: RedisScriptClient;
   private readonly prefix: string;
   private readonly retentionMs: number;
+  private readonly epoch: () => string | null;
 
   constructor(options: RedisHoldStoreOptions) {
+    this.epoch = options.epoch ?? (() => null);
     this.prefix = options.keyPrefix ?? 'tollgate:hold:';
     this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
     this.client = new RedisScriptClient({
       ...options,
       lua: HOLD_LUA,
-      commandName: 'tollgateHoldsV2',
+      commandName: 'tollgateHoldsV4',
       unavailableMessage: 'The credit hold store (Redis) is unavailable',
     });
   }
@@ -107,9 +112,14 @@ export class RedisHoldStore implements HoldStore {
       check.keyRemaining === null ? '' : floorMicros(check.keyRemaining).toString(),
       check.keyMark.toString(),
       check.expiresAt,
+      this.epoch() ?? '',
     ]);
     if (!Array.isArray(reply) || reply.length !== 4) throw new Error('hold script returned a bad decision');
     if (Number(reply[0]) === 1) return { admitted: true };
+    if (Number(reply[1]) === 3)
+      throw new TollgateError('store.unavailable', 'The credit hold store (Redis) lost its data: resynchronising', {
+        metadata: { reason: 'redis_resyncing' },
+      });
     return {
       admitted: false,
       reason: Number(reply[1]) === 2 ? 'key_limit' : 'balance',
@@ -158,7 +168,7 @@ export class RedisHoldStore implements HoldStore {
     }
     await Promise.all(
       [...byAccount].map(([accountId, args]) =>
-        this.run(accountId, ['restore', now, this.retentionMs, expiresAt, ...args]),
+        this.run(accountId, ['restore', now, this.retentionMs, expiresAt, this.epoch() ?? '', ...args]),
       ),
     );
   }

@@ -38,6 +38,13 @@ export interface FleetView {
   onTrustChange(listener: (trusted: boolean) => void): () => void;
   /** A call to Redis failed: if the connection is lost, stop trusting Redis until the next successful heartbeat. */
   suspect(): void;
+  /**
+   * A counter in Redis went back (it lost its data on a live connection: FLUSHALL, eviction, a failover
+   * behind a proxy): look at the epoch now rather than at the next heartbeat. Resolves once looked.
+   */
+  checkNow?(): Promise<void>;
+  /** The Redis epoch this process last saw (null before its first heartbeat, or without Redis). */
+  readonly epoch?: string | null;
 }
 
 /** A single process with no shared store: always trusted, alone. */

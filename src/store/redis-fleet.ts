@@ -58,7 +58,7 @@ export class RedisFleet implements FleetView {
   /** `trusted` as last told to the trust listeners. */
   private toldTrusted = false;
   private timer: NodeJS.Timeout | null = null;
-  private epoch: string | null = null;
+  private seenEpoch: string | null = null;
   private healthy = false;
   /** Set on a lost connection or failed call: the next successful heartbeat reports a reconnect. */
   private cutOff = false;
@@ -124,6 +124,14 @@ export class RedisFleet implements FleetView {
    * otherwise one slow process would admit from its share while the others, trusting Redis, do not see
    * those holds. A Redis that accepts but stops answering is caught by the next heartbeat.
    */
+  get epoch(): string | null {
+    return this.seenEpoch;
+  }
+
+  checkNow(): Promise<void> {
+    return this.heartbeat();
+  }
+
   suspect(): void {
     if (this.options.redis.status !== 'ready') this.untrust();
   }
@@ -170,9 +178,9 @@ export class RedisFleet implements FleetView {
     const resyncLeft = Number(epoch) + this.resyncMs - redisNow;
     if (resyncLeft > 0) this.untrustedUntil = Math.max(this.untrustedUntil, this.now() + resyncLeft);
     const reason: ResyncReason | null =
-      this.epoch !== null && epoch !== this.epoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
+      this.seenEpoch !== null && epoch !== this.seenEpoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
     this.failedBeats = 0;
-    this.epoch = epoch;
+    this.seenEpoch = epoch;
     this.size = Math.max(1, count);
     this.seen = true;
     this.cutOff = false;

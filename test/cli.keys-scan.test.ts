@@ -52,6 +52,31 @@ describe('tollgate keys scan', () => {
     expect(result.stdout).toBe('');
   });
 
+  it('scans a file of any size, keys across its read chunks included, and exits 2 on a path it cannot read', async () => {
+    // 17 MiB (past the 16 MiB the scan used to skip in silence): a key on line 1, one straddling the
+    // first 1 MiB chunk boundary, one at the very end.
+    const line = `${'x'.repeat(1023)}\n`;
+    const lines = Array.from({ length: 17 * 1024 }, () => line);
+    lines[0] = `${key}\n`;
+    const boundary = 1024 * 1024 - 20; // the byte offset where the second key starts
+    const big = lines.join('');
+    const text = `${big.slice(0, boundary)}${other}${big.slice(boundary)}${key}`;
+    const file = join(dir, 'big.log');
+    await writeFile(file, text);
+    const lineOf = (offset: number) => text.slice(0, offset).split('\n').length;
+    const result = await runCli(['keys', 'scan', file], {});
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      `${file}:1: ${maskKey(key)}`,
+      `${file}:${lineOf(boundary)}: ${maskKey(other)}`,
+      `${file}:${lineOf(text.length - key.length)}: ${maskKey(key)}`,
+    ]);
+    await rm(file);
+    const missing = await runCli(['keys', 'scan', join(dir, 'clean'), join(dir, 'no-such-file')], {});
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('no-such-file: not scanned (ENOENT)');
+  });
+
   it('reads standard input without paths', () => {
     const found = spawnSync(process.execPath, [BIN, 'keys', 'scan'], {
       cwd: ROOT,

@@ -256,7 +256,8 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
   }
 }
 
-export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamSink): Promise<void> {
+/** Streams the answer; resolves to the name of the provider that served it (null when none did). */
+export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamSink): Promise<string | null> {
   const admitted = await admit(deps, ctx);
   const stopKeepAlive = sink.keepAlive(deps.keepAliveMs);
   try {
@@ -277,9 +278,10 @@ export async function streamChat(deps: ChatDeps, ctx: ChatContext, sink: StreamS
         model: admitted.request.model,
         provider: outcome.attempts.at(-1)?.providerName ?? '',
       });
-      return;
+      return null;
     }
     await relayStream(deps, ctx, admitted, outcome, sink);
+    return outcome.served.endpoint.provider.name;
   } finally {
     stopKeepAlive();
     deps.gate.release(admitted.hold);

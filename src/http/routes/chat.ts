@@ -70,8 +70,8 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         try {
           // Take over the socket only once we know the stream will start; errors before that are normal replies.
           reply.hijack();
-          await streamChat(services.chat, ctx, sink);
-          services.metrics.completions.inc(labels(200, (body as { model?: unknown }).model, ''));
+          const provider = await streamChat(services.chat, ctx, sink);
+          services.metrics.completions.inc(labels(200, (body as { model?: unknown }).model, provider ?? ''));
         } catch (error) {
           const rendered = renderError(error);
           services.metrics.completions.inc(labels(rendered.status, (body as { model?: unknown }).model, ''));

@@ -100,10 +100,16 @@ async function openHoldStore(
     redis,
     timeoutMs,
     keyPrefix: config.limits.redis_prefix,
-    onUnreachable: (error) =>
+    onUnreachable: (error, seen) =>
       logger.warn(
         { err: error },
-        `Redis (REDIS_URL) is unreachable; paid requests are ${config.billing.on_hold_store_error === 'share' ? "admitted from this process's share of each balance" : 'refused (503)'} until it answers`,
+        `Redis (REDIS_URL) is unreachable; paid requests are ${
+          seen && config.billing.on_hold_store_error === 'share'
+            ? "admitted from this process's share of each balance"
+            : seen
+              ? 'refused (503)'
+              : 'refused (503): this process has not reached it yet, so it cannot know its share of a balance'
+        } until it answers`,
       ),
   });
   const graceExposure = new RedisGraceExposure({

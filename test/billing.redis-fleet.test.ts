@@ -36,6 +36,28 @@ describe('RedisFleet trust changes', { timeout: 30_000 }, () => {
     }
   });
 
+  it('a Redis never reached is reported once, as never reached, however many heartbeats fail', async () => {
+    const client = new Redis('redis://127.0.0.1:1', { ...failFastRedisOptions(100), lazyConnect: true });
+    client.on('error', () => undefined);
+    const told: boolean[] = [];
+    const fleet = new RedisFleet({
+      redis: client,
+      keyPrefix: 'fleet-unseen:',
+      heartbeatMs: 60_000,
+      timeoutMs: 100,
+      onUnreachable: (_error, seen) => told.push(seen),
+    });
+    try {
+      await fleet.start();
+      for (let i = 0; i < 4; i++) await fleet.heartbeat();
+      expect(told).toEqual([false]);
+      expect(fleet.seen).toBe(false);
+    } finally {
+      await fleet.stop();
+      client.disconnect();
+    }
+  });
+
   it('a connection lost after a resync window ended between heartbeats: heard as trusted, then not', async () => {
     const client = new Redis(redis.url, failFastRedisOptions(500));
     client.on('error', () => undefined);

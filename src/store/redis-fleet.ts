@@ -41,8 +41,11 @@ export interface RedisFleetOptions {
   /** Local clock for the resync window (default Date.now). */
   now?: () => number;
   timeoutMs?: number;
-  /** A failed heartbeat (for logs), at most once per outage. */
-  onUnreachable?: (error: unknown) => void;
+  /**
+   * A failed heartbeat (for logs), once per outage, and once while Redis was never reached; `seen`:
+   * whether this process reached it before (if not, it cannot know its share and refuses paid requests).
+   */
+  onUnreachable?: (error: unknown, seen: boolean) => void;
 }
 
 export class RedisFleet implements FleetView {
@@ -59,6 +62,7 @@ export class RedisFleet implements FleetView {
   private toldTrusted = false;
   private timer: NodeJS.Timeout | null = null;
   private seenEpoch: string | null = null;
+  private toldUnseen = false;
   private healthy = false;
   /** Set on a lost connection or failed call: the next successful heartbeat reports a reconnect. */
   private cutOff = false;
@@ -164,7 +168,11 @@ export class RedisFleet implements FleetView {
     } catch (error) {
       this.failedBeats++;
       if (this.options.redis.status === 'ready' && this.failedBeats < 2 && this.healthy) return;
-      if (this.healthy || !this.seen) this.options.onUnreachable?.(error);
+      // Once when trust is lost, and once while Redis was never reached (not at every heartbeat).
+      if (this.healthy || (!this.seen && !this.toldUnseen)) {
+        this.toldUnseen ||= !this.seen;
+        this.options.onUnreachable?.(error, this.seen);
+      }
       this.untrust();
       return;
     }

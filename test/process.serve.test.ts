@@ -172,6 +172,14 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       expect(sse.events.at(-1).usage.completion_tokens).toBe(30);
       expect(await gw.exited).toBe(0);
       expect(gw.stdout() + gw.stderr()).not.toContain('sim-secret');
+      // Run from a config file, stdout is JSON lines only (the listening record included), for a log shipper.
+      const lines = gw
+        .stdout()
+        .split('\n')
+        .filter((line) => line !== '');
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+      expect(lines.some((line) => line.includes('Tollgate listening on'))).toBe(true);
 
       const store = openSqliteStore(join(dataDir, 'tollgate.db'));
       try {

@@ -55,6 +55,18 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   const base = running.url.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
+  if (!running.config.demo) {
+    // Run from a config file (a deployment): stdout stays JSON lines for the log shipper. These records
+    // go out whatever the level (short of silent): whoever starts the gateway waits for the first.
+    const banner = logger.level === 'silent' ? logger : logger.child({}, { level: 'info' });
+    banner.info(
+      { url: base, store: running.gateway.services.store.dialect, docs: `${base}/docs` },
+      `Tollgate listening on ${base} (API reference: ${base}/docs)`,
+    );
+    if (!running.config.adminToken)
+      banner.info('Admin API disabled: set TOLLGATE_ADMIN_TOKEN to use it and the tollgate CLI');
+    return;
+  }
   const lines = [
     `Tollgate listening on ${base} (store: ${running.gateway.services.store.dialect}${running.config.demo ? ', demo mode: simulated provider, no config file' : ''})`,
     `API reference: ${base}/docs (OpenAPI 3.1: ${base}/api/v1/openapi.json)`,
@@ -88,7 +100,7 @@ async function serve(): Promise<void> {
         '',
       );
     }
-  } else if (running.config.demo) {
+  } else {
     lines.push(
       `Demo mode: the demo account already exists (its key and dashboard password were printed on first start). Dashboard: ${base}/ — delete the data directory to start over.`,
     );

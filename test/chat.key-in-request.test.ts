@@ -152,6 +152,37 @@ describe.each(['redact', 'block'] as const)('a Tollgate key inside a chat reques
     },
   );
 
+  it(`a key in an assistant's tool call arguments or in \`user\` is ${mode === 'redact' ? 'redacted' : 'refused'} too`, async () => {
+    const caller = await gw.createAccount(5);
+    const callerKey = await gw.createKey(caller);
+    const pasted = await gw.createKey(await gw.createAccount(5), { name: 'elsewhere' });
+    const messages = [
+      { role: 'user', content: 'call it' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: `{"token":"${pasted.key}"}` } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'done' },
+    ];
+    const before = upstream.bodies.length;
+    const result = await chat(gw, callerKey.key, { model: 'rec/chat', messages, user: `owner ${pasted.key}` });
+    expect(result.text).not.toContain(pasted.key);
+    if (mode === 'redact') {
+      expect(result.status, result.text).toBe(200);
+      const sent = upstream.bodies.at(-1)!;
+      expect(sent).not.toContain(pasted.key);
+      const forwarded = JSON.parse(sent) as { user: string; messages: Array<{ tool_calls?: any[] }> };
+      expect(forwarded.messages[1]!.tool_calls![0].function.arguments).toBe(`{"token":"${label(pasted.key)}"}`);
+      expect(forwarded.user).toBe(`owner ${label(pasted.key)}`);
+    } else {
+      const error = expectError(result, 400, /contains a Tollgate API key/);
+      expect(error.message).toContain('messages[1].tool_calls');
+      expect(error.message).toContain('user');
+      expect(upstream.bodies.length).toBe(before);
+    }
+  });
+
   it('a request without a key is forwarded unchanged', async () => {
     const account = await gw.createAccount(5);
     const key = await gw.createKey(account);

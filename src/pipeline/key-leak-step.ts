@@ -23,14 +23,33 @@ export function keyLeakStep(mode: KeyLeakAction | 'off', notify: KeyLeakStep['no
 
 type Message = ChatRequest['messages'][number];
 
-/** The texts a message carries: string content and text parts. */
+/** The texts a message carries: string content, text parts, and tool calls' arguments. */
 function scrubMessage(message: Message, found: Set<string>, where: string[], index: number): Message {
-  const redact = (text: string): string =>
-    replaceKeys(text, (key) => {
-      found.add(key);
-      where.push(`messages[${index}].content`);
-      return maskKey(key);
-    });
+  const redactIn =
+    (place: string) =>
+    (text: string): string =>
+      replaceKeys(text, (key) => {
+        found.add(key);
+        where.push(`messages[${index}].${place}`);
+        return maskKey(key);
+      });
+  const withContent = scrubContent(message, redactIn('content'));
+  const calls = (message as { tool_calls?: unknown }).tool_calls;
+  if (!Array.isArray(calls)) return withContent;
+  const redact = redactIn('tool_calls');
+  let changed = false;
+  const scrubbed = calls.map((call: unknown) => {
+    const fn = (call as { function?: { arguments?: unknown } } | null)?.function;
+    if (typeof fn?.arguments !== 'string') return call;
+    const args = redact(fn.arguments);
+    if (args === fn.arguments) return call;
+    changed = true;
+    return { ...(call as object), function: { ...fn, arguments: args } };
+  });
+  return changed ? ({ ...withContent, tool_calls: scrubbed } as Message) : withContent;
+}
+
+function scrubContent(message: Message, redact: (text: string) => string): Message {
   const content = message.content;
   if (typeof content === 'string') {
     const scrubbed = redact(content);
@@ -55,6 +74,15 @@ export function scrubKeysFromRequest(step: KeyLeakStep | null | undefined, reque
   const found = new Set<string>();
   const where: string[] = [];
   const messages = request.messages.map((message, i) => scrubMessage(message, found, where, i));
+  // `user` is sent upstream too (and kept on the generation).
+  const user =
+    typeof request.user === 'string'
+      ? replaceKeys(request.user, (key) => {
+          found.add(key);
+          where.push('user');
+          return maskKey(key);
+        })
+      : request.user;
   if (found.size === 0) return request;
   const keys = [...found];
   step.notify(keys, step.action);
@@ -66,5 +94,5 @@ export function scrubKeysFromRequest(step: KeyLeakStep | null | undefined, reque
       { metadata: { reason: 'api_key_in_content', labels } },
     );
   }
-  return { ...request, messages };
+  return { ...request, messages, user };
 }

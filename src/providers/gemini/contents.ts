@@ -61,6 +61,12 @@ export function toGeminiPrompt(messages: unknown): GeminiPrompt {
         break;
     }
   }
+  // Gemini refuses a request without contents, where an OpenAI model answers a system prompt alone (or
+  // one before a prefill): with no user turn at all, the instructions become it, as for Anthropic.
+  if (system.length > 0 && !contents.some((c) => c.role === 'user')) {
+    contents.unshift({ role: 'user', parts: system });
+    return { systemInstruction: null, contents };
+  }
   return { systemInstruction: system.length > 0 ? { parts: system } : null, contents };
 }
 

@@ -35,6 +35,19 @@ const TOOLS = [
 ];
 
 describe('geminiAdapter.buildRequest', () => {
+  it('a conversation with no user turn (a system prompt alone) sends the instructions as the user turn', () => {
+    const body = bodyOf({ messages: [{ role: 'system', content: 'Say hi.' }] });
+    expect(body.contents).toEqual([{ role: 'user', parts: [{ text: 'Say hi.' }] }]);
+    expect(body.systemInstruction).toBeUndefined();
+    const kept = bodyOf({
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
+    expect(kept.systemInstruction).toEqual({ parts: [{ text: 'Be brief.' }] });
+  });
+
   it("sends OpenAI's deprecated function_call and function result as functionCall and functionResponse", () => {
     expect(bodyOf({ messages: LEGACY_FUNCTION_TURNS }).contents).toEqual([
       { role: 'user', parts: [{ text: 'Weather in Paris?' }] },

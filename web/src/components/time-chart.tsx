@@ -24,14 +24,25 @@ const PALETTE = [
   '#475569',
 ];
 
+/** Tick steps for counts: whole numbers only (a scale of 0–2 requests read "2, 2, 1, 1, 0"). */
+const WHOLE_STEPS = Array.from({ length: 16 }, (_, i) => [1, 2, 5].map((m) => m * 10 ** i)).flat();
+
+/** The y axis's width from its longest tick label (a fixed width clipped "$0.00015"). */
+function axisWidth(_u: uPlot, values: string[] | null): number {
+  const longest = Math.max(0, ...(values ?? []).map((v) => v.length));
+  return Math.max(50, Math.ceil(longest * 7.5) + 24);
+}
+
 export function TimeChart(props: {
   title: string;
   days: string[];
   series: ChartSeries[];
   format(value: number): string;
+  /** The values are counts: ticks at whole numbers only. */
+  whole?: boolean;
 }) {
   const container = useRef<HTMLDivElement>(null);
-  const { days, series, format } = props;
+  const { days, series, format, whole } = props;
 
   useEffect(() => {
     const element = container.current;
@@ -42,7 +53,10 @@ export function TimeChart(props: {
       height: 220,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { x: { time: true } },
-      axes: [{}, { values: (_u, ticks) => ticks.map(format), size: 70 }],
+      axes: [
+        {},
+        { values: (_u, ticks) => ticks.map(format), size: axisWidth, ...(whole ? { incrs: WHOLE_STEPS } : {}) },
+      ],
       legend: { live: false },
       series: [
         { label: 'UTC day' },
@@ -62,7 +76,7 @@ export function TimeChart(props: {
       resize.disconnect();
       plot.destroy();
     };
-  }, [days, series, format]);
+  }, [days, series, format, whole]);
 
   return (
     <figure className="chart">

@@ -181,8 +181,8 @@ export function ActivityPage() {
       </dl>
       <div className="charts">
         <TimeChart title="Spend (USD)" days={days} series={spend} format={formatUsd} />
-        <TimeChart title="Tokens" days={days} series={tokens} format={formatTokens} />
-        <TimeChart title="Requests" days={days} series={requests} format={formatTokens} />
+        <TimeChart title="Tokens" days={days} series={tokens} format={formatTokens} whole />
+        <TimeChart title="Requests" days={days} series={requests} format={formatTokens} whole />
       </div>
       <GenerationsTable key={`${model}|${keyHash}|${refresh}`} model={model} keyHash={keyHash} />
     </section>

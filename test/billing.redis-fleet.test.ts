@@ -36,6 +36,36 @@ describe('RedisFleet trust changes', { timeout: 30_000 }, () => {
     }
   });
 
+  it('Redis emptied: the first process to look does not count itself alone while the others re-register', async () => {
+    const clients = [0, 1].map(() => {
+      const client = new Redis(redis.url, failFastRedisOptions(500));
+      client.on('error', () => undefined);
+      return client;
+    });
+    const [a, b] = clients.map(
+      (client) => new RedisFleet({ redis: client, keyPrefix: 'fleet-size:', heartbeatMs: 60_000, resyncMs: 300 }),
+    ) as [RedisFleet, RedisFleet];
+    try {
+      await a.start();
+      await b.start();
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await a.heartbeat();
+      expect([a.size, a.trusted]).toEqual([2, true]);
+      await clients[0]!.flushall();
+      await a.checkNow(); // the lease set holds only A now, inside the new epoch's window
+      expect(a.trusted).toBe(false);
+      expect(a.size).toBe(2); // a share taken now is a half, not the whole balance
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await b.heartbeat();
+      await a.heartbeat();
+      expect([a.size, a.trusted]).toEqual([2, true]);
+    } finally {
+      await a.stop();
+      await b.stop();
+      for (const client of clients) client.disconnect();
+    }
+  });
+
   it('a Redis never reached is reported once, as never reached, however many heartbeats fail', async () => {
     const client = new Redis('redis://127.0.0.1:1', { ...failFastRedisOptions(100), lazyConnect: true });
     client.on('error', () => undefined);

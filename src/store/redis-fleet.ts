@@ -189,7 +189,10 @@ export class RedisFleet implements FleetView {
       this.seenEpoch !== null && epoch !== this.seenEpoch ? 'epoch' : this.cutOff ? 'reconnect' : null;
     this.failedBeats = 0;
     this.seenEpoch = epoch;
-    this.size = Math.max(1, count);
+    // Inside a resync window the lease set is being rebuilt (an emptied Redis lists only the processes
+    // that beat since): the count never falls then, or the first process to look would count itself
+    // alone and take a whole balance as its share (an outside check: 1.6 M units past the bound).
+    this.size = resyncLeft > 0 && this.seen ? Math.max(this.size, count) : Math.max(1, count);
     this.seen = true;
     this.cutOff = false;
     this.healthy = true;

@@ -232,6 +232,12 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     expect(marked.text).not.toContain(key.slice(9));
     expectError(await chat(gw, key, { model: 'test/chat', messages: HELLO }), 401);
     expectError(await call(gw, 'GET', '/key', { key }), 401);
+    // The operator's listing says so, as the holder's does (it showed a disabled key, no more).
+    const listed = await admin('GET', `/accounts/${id}/keys?include_disabled=true`);
+    expect(listed.json.data.find((k: { hash: string }) => k.hash === hash)).toMatchObject({
+      compromised: true,
+      app: null,
+    });
     // Without a body as well; an unknown hash is a 404.
     const second = await gw.createKey(id);
     expect(

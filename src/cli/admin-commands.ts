@@ -54,10 +54,13 @@ type ApiKey = {
   limit: number | null;
   usage: number;
   is_management_key?: boolean;
+  /** In listings: reported exposed (disabled for good). */
+  compromised?: boolean;
 };
 
 function describeKey(k: ApiKey): string {
-  return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${k.disabled ? '  (disabled)' : ''}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'} usage=${k.usage}`;
+  const state = k.compromised ? '  (compromised)' : k.disabled ? '  (disabled)' : '';
+  return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${state}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'} usage=${k.usage}`;
 }
 
 /**

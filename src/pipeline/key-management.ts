@@ -230,6 +230,16 @@ export async function deleteKey(deps: KeyServiceDeps, accountId: string, hash: s
   await deps.bus.publish('key', hash);
 }
 
+/** `ApiKey` plus `app` (the OAuth app a key was issued to, or null) and `compromised` (disabled for good). */
+export async function renderOwnedKeys(deps: KeyServiceDeps, keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) {
+  const apps = await appsOfKeys(deps, keys);
+  return keys.map((k) => ({
+    ...renderApiKey(k, usage.get(k.hash)),
+    app: apps.get(k.hash) ?? null,
+    compromised: k.compromisedAt !== null,
+  }));
+}
+
 export async function usageOf(deps: KeyServiceDeps, keys: readonly KeyRecord[]): Promise<Map<string, KeyUsage>> {
   if (keys.length === 0) return new Map();
   return deps.store.getKeyUsage(

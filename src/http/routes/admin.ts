@@ -15,6 +15,7 @@ import {
   keyByHash,
   listKeys,
   renderApiKey,
+  renderOwnedKeys,
   updateKey,
   updateKeySchema,
   usageOf,
@@ -26,7 +27,7 @@ import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
 import { parseBody } from '../parse-body.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
-import { accountSchema, apiKeySchema, deletedResponse } from '../../pipeline/response-schemas.js';
+import { accountSchema, apiKeySchema, deletedResponse, ownedApiKeySchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
 const compromisedSchema = z.strictObject({ reason: z.string().max(500).optional() });
@@ -153,7 +154,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         includeDisabled: query.include_disabled === 'true',
       });
       const usage = await usageOf(services.keys, keys);
-      return { data: keys.map((k) => renderApiKey(k, usage.get(k.hash))) };
+      return { data: await renderOwnedKeys(services.keys, keys, usage) };
     },
     {
       auth: 'admin',
@@ -161,7 +162,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         summary: 'An account’s keys (100 per page)',
         tag: 'Admin',
         query: listKeysQuery,
-        responses: { 200: json(z.object({ data: z.array(apiKeySchema) })) },
+        responses: { 200: json(z.object({ data: z.array(ownedApiKeySchema) })) },
       },
     },
   );

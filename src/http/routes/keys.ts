@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { TollgateError } from '../../core/errors.js';
 import {
   adminCreateKeySchema,
-  appsOfKeys,
   createKey,
   deleteKey,
   listKeys,
   ownedKey,
   renderApiKey,
+  renderOwnedKeys,
   updateKey,
   updateKeySchema,
   usageOf,
@@ -32,15 +32,8 @@ const listQuery = z.object({
 export function registerKeyRoutes(routes: RouteTable, services: Services): void {
   const account = 'account' as const;
   const one = z.object({ data: ownedApiKeySchema });
-  /** `ApiKey` plus `app` (the OAuth app a key was issued to, or null) and `compromised` (disabled for good). */
-  const render = async (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) => {
-    const apps = await appsOfKeys(services.keys, keys);
-    return keys.map((k) => ({
-      ...renderApiKey(k, usage.get(k.hash)),
-      app: apps.get(k.hash) ?? null,
-      compromised: k.compromisedAt !== null,
-    }));
-  };
+  const render = (keys: readonly KeyRecord[], usage: Map<string, KeyUsage>) =>
+    renderOwnedKeys(services.keys, keys, usage);
 
   routes.add(
     'GET',

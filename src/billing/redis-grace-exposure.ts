@@ -32,10 +32,10 @@ import { RedisScriptClient, type RedisConnectionOptions } from '../store/redis-s
  * admitted, 1 not covered, 2 exposure; nothing decided: 3 the count is below this process's own share
  * (Redis lost its data on a live connection, or the count lapsed), 4 the count carries a newer epoch
  * than this process last saw (Redis lost its data and another process noticed first). Field `ep` is
- * the newest epoch (a timestamp) of a process that admitted or restored here. Every call renews the hash's life, a
- * refusal too: only a process still within its own grace asks, so the count lives while any process
- * of the fleet may still admit (one that saw the outage later than the others included), and lapses
- * `ttl` after the last asked.
+ * the newest epoch (a timestamp) of a process that admitted or restored here. Every call renews the
+ * hash's life, a refusal too: only a process still within its own grace asks, so the count lives while
+ * any process of the fleet may still admit (one that saw the outage later than the others included),
+ * and lapses `ttl` after the last asked.
  */
 const GRACE_LUA = `
 local h = KEYS[1]
@@ -66,8 +66,8 @@ return decision
  * Puts one process's admissions back into a Redis that lost its data. KEYS[1] the account's hash;
  * ARGV: 1 ttl ms, 2 this restore's marker, 3 the epoch it restores into ('' = none), then field,
  * amount pairs (µUSD). Adds them once per marker (a retry whose first call did land adds nothing;
- * other processes add theirs), marks the count with the epoch if newer, and keeps the longer of the hash's
- * remaining life and `ttl`.
+ * other processes add theirs), marks the count with the epoch if newer, and keeps the longer of the
+ * hash's remaining life and `ttl`.
  */
 const GRACE_RESTORE_LUA = `
 local h = KEYS[1]

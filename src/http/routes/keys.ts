@@ -7,7 +7,6 @@ import {
   deleteKey,
   listKeys,
   ownedKey,
-  renderApiKey,
   renderOwnedKeys,
   updateKey,
   updateKeySchema,

@@ -14,6 +14,21 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config.models[0])).toBe(true);
   });
 
+  it('a config file that cannot be read is the one problem reported (not also "no models")', () => {
+    let error: unknown;
+    try {
+      loadConfig({ TOLLGATE_CONFIG: '/nonexistent/tollgate.yaml' }, () => {
+        throw new Error("ENOENT: no such file or directory, open '/nonexistent/tollgate.yaml'");
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      "TOLLGATE_CONFIG (/nonexistent/tollgate.yaml): ENOENT: no such file or directory, open '/nonexistent/tollgate.yaml'",
+    ]);
+  });
+
   it('refuses a PORT that is not a port number, an empty one too (it would listen on a random port)', () => {
     for (const port of ['', ' ', 'eighty', '-1', '99999', '80.5'])
       expect(() => loadConfig({ PORT: port }), JSON.stringify(port)).toThrow(/PORT: must be a port number/);

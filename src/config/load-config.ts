@@ -120,6 +120,8 @@ export function loadConfig(
   const configPath = env.TOLLGATE_CONFIG ? resolve(env.TOLLGATE_CONFIG) : null;
 
   let raw: unknown = demoFileConfig;
+  /** The file could not be read or parsed: what it lacks is not reported on top (that it has no models). */
+  let unread = false;
   if (configPath) {
     try {
       raw = parseYaml(readFile(configPath)) ?? {};
@@ -129,6 +131,7 @@ export function loadConfig(
         `TOLLGATE_CONFIG (${configPath}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
       );
       raw = {};
+      unread = true;
     }
   }
 
@@ -138,7 +141,8 @@ export function loadConfig(
   problems.push(...moderationReferenceProblems(raw).map((p) => `config ${p}`));
   const parsedEnv = envSchema.safeParse(env);
   if (!parsedEnv.success) problems.push(...formatIssues('env ', parsedEnv.error));
-  if (file.success && file.data.models.length === 0) problems.push('config models: at least one model is required');
+  if (file.success && file.data.models.length === 0 && !unread)
+    problems.push('config models: at least one model is required');
 
   if (problems.length > 0 || !file.success || !parsedEnv.success) throw new ConfigError(problems);
 

@@ -255,6 +255,37 @@ describe('CreditGate', () => {
       expect(processes.every((p) => !p.fleet.trusted)).toBe(true); // the failed call made each one stop trusting Redis
     });
 
+    it('Redis lost its data on a live connection: the gate has the fleet look now and decides from the share, not from an empty Redis', async () => {
+      const inner = new MemoryHoldStore();
+      const state = { lost: false };
+      const holds: HoldStore = Object.assign(Object.create(inner) as HoldStore, {
+        admit: async (...args: Parameters<HoldStore['admit']>) => {
+          if (state.lost)
+            throw new TollgateError('store.unavailable', 'The credit hold store (Redis) lost its data', {
+              metadata: { reason: 'redis_resyncing' },
+            });
+          return inner.admit(...args);
+        },
+      });
+      let looked = 0;
+      const fleet = Object.assign(fakeFleet(2), {
+        // A live connection: a failed call alone does not end the trust (as RedisFleet.suspect).
+        suspect: () => undefined,
+        // The heartbeat it asks for finds the new epoch: its resync window begins.
+        checkNow: async () => {
+          looked++;
+          fleet.setTrusted(false);
+        },
+      });
+      const gate = fleetGate(fakeStore(account(4n * X)).store, holds, fleet);
+      state.lost = true;
+      const codes = [];
+      for (let i = 0; i < 4; i++) codes.push(await codeOf(gate.admit(key('acct'), true, X)));
+      expect(looked).toBe(1);
+      // Half of 4X for this process of two: two requests of X, then the share is spent.
+      expect(codes).toEqual(['admitted', 'admitted', 'billing.insufficient_credits', 'billing.insufficient_credits']);
+    });
+
     it('Redis down with the holds on one process: the others count them out of the balance before they share the rest', async () => {
       const { store: holds, state } = switchable(new MemoryHoldStore());
       const reports = memoryOutageHolds();

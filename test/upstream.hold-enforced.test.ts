@@ -152,19 +152,21 @@ describe('each attempt carries its own endpoint budget', () => {
 
     upstream.seen.length = 0;
     expect((await chat(gw, key, { model: 'test/two-budgets', messages: MESSAGES, max_tokens: 200 })).status).toBe(200);
-    expect(upstream.seen.map((s) => [s.body.model, s.body.max_tokens])).toEqual([
-      ['a', 100],
-      ['b', 200],
+    // Each endpoint gets the limit in the field it lists, whichever the caller used: B's server (as
+    // OpenAI's reasoning models do) refuses `max_tokens`, and A's (the default list) knows only it.
+    expect(upstream.seen.map((s) => [s.body.model, s.body.max_tokens, s.body.max_completion_tokens])).toEqual([
+      ['a', 100, undefined],
+      ['b', undefined, 200],
     ]);
 
-    // A caller limit above every endpoint's budget is lowered to each one's, in the field the caller used.
+    // A caller limit above every endpoint's budget is lowered to each one's.
     upstream.seen.length = 0;
     expect(
       (await chat(gw, key, { model: 'test/two-budgets', messages: MESSAGES, max_completion_tokens: 5000 })).status,
     ).toBe(200);
-    expect(upstream.seen.map((s) => [s.body.model, s.body.max_completion_tokens])).toEqual([
-      ['a', 100],
-      ['b', 300],
+    expect(upstream.seen.map((s) => [s.body.model, s.body.max_tokens, s.body.max_completion_tokens])).toEqual([
+      ['a', 100, undefined],
+      ['b', undefined, 300],
     ]);
   });
 });

@@ -17,11 +17,26 @@ describe('upstreamBodyFor', () => {
     expect(upstreamBodyFor({ messages, max_tokens: null }, endpoint([]), 300)).toEqual({ messages, max_tokens: 300 });
   });
 
-  it("caps the caller's own limit fields at the budget and keeps lower ones", () => {
-    expect(upstreamBodyFor({ messages, max_tokens: 50, max_completion_tokens: 900 }, endpoint([]), 300)).toEqual({
+  it("sends the lowest of the caller's limits and the budget, capped, in the one field the endpoint lists", () => {
+    const both = { messages, max_tokens: 50, max_completion_tokens: 900 };
+    expect(upstreamBodyFor(both, endpoint([]), 300)).toEqual({ messages, max_tokens: 50, max_completion_tokens: 50 });
+    expect(upstreamBodyFor({ messages, max_completion_tokens: 900 }, endpoint([]), 300)).toEqual({
       messages,
-      max_tokens: 50,
       max_completion_tokens: 300,
+    });
+    // OpenAI's reasoning models refuse `max_tokens`; a server that knows only `max_tokens` ignores the other.
+    expect(upstreamBodyFor({ messages, max_tokens: 100 }, endpoint(['max_completion_tokens']), 300)).toEqual({
+      messages,
+      max_completion_tokens: 100,
+    });
+    expect(upstreamBodyFor({ messages, max_completion_tokens: 10 }, endpoint(['max_tokens']), 300)).toEqual({
+      messages,
+      max_tokens: 10,
+    });
+    expect(upstreamBodyFor(both, endpoint(['max_tokens', 'max_completion_tokens']), 30)).toEqual({
+      messages,
+      max_tokens: 30,
+      max_completion_tokens: 30,
     });
   });
 

@@ -158,26 +158,35 @@ function reasoningFor(request: Readonly<Record<string, unknown>>, endpoint: Cata
   return out;
 }
 
-/** Caps every completion-limit field the body carries at `budget`, or adds the endpoint's preferred one. */
+/**
+ * The completion limit as the endpoint takes it: the lowest of the caller's limits and `budget`, under
+ * the one field the endpoint lists (OpenAI's reasoning models refuse `max_tokens`; a server that knows
+ * only `max_tokens` ignores `max_completion_tokens` and answers past the limit). An endpoint that
+ * lists both or neither gets the caller's spelling, else `max_tokens`.
+ */
 export function withCompletionLimit(
   body: Record<string, unknown>,
   endpoint: CatalogEndpoint,
   budget: number,
 ): Record<string, unknown> {
-  let limited = false;
+  let limit = budget;
+  const given: (typeof LIMIT_FIELDS)[number][] = [];
   for (const field of LIMIT_FIELDS) {
     const value = body[field];
     if (typeof value === 'number') {
-      body[field] = Math.min(value, budget);
-      limited = true;
-    } else delete body[field];
+      limit = Math.min(limit, value);
+      given.push(field);
+    }
+    delete body[field];
   }
-  if (!limited) {
-    const field =
-      lists(endpoint, 'max_completion_tokens') && !lists(endpoint, 'max_tokens')
-        ? 'max_completion_tokens'
-        : 'max_tokens';
-    body[field] = budget;
-  }
+  const takesCurrent = lists(endpoint, 'max_completion_tokens');
+  const takesLegacy = lists(endpoint, 'max_tokens');
+  const fields =
+    takesCurrent !== takesLegacy
+      ? [takesCurrent ? 'max_completion_tokens' : 'max_tokens']
+      : given.length > 0
+        ? given
+        : ['max_tokens'];
+  for (const field of fields) body[field] = limit;
   return body;
 }

@@ -71,8 +71,8 @@ export class OutputBudget {
 }
 
 /**
- * The completion limit an attempt's body carries (`max_completion_tokens` / `max_tokens`, both capped
- * at the budget by pipeline/upstream-parameters.ts; the larger when both are there), or null.
+ * The completion limit an attempt's body carries (`max_completion_tokens` / `max_tokens`, set to one
+ * value by pipeline/upstream-parameters.ts; the larger when a body carries two), or null.
  */
 export function completionLimitOf(body: Readonly<Record<string, unknown>>): number | null {
   let limit: number | null = null;

@@ -76,7 +76,7 @@ import { ByokCredentials } from './routing/byok-credentials.js';
 import type { Catalog } from './routing/catalog.js';
 import type { AdaptiveFirstToken } from './routing/first-token-limit.js';
 import { HealthRegistry } from './routing/health.js';
-import { SecretScrubber } from './routing/secret-scrubber.js';
+import { headerSecrets, SecretScrubber } from './routing/secret-scrubber.js';
 import { AttemptAbort } from './routing/upstream-client.js';
 import type { Store } from './store/types.js';
 
@@ -267,8 +267,11 @@ export function buildApp(deps: AppDeps): Gateway {
       (outcome) => metrics.moderation.inc({ outcome }),
     ),
     execute: {
-      // Every upstream text is scrubbed of every configured provider key before a caller or a log sees it.
-      secrets: new SecretScrubber([...catalog.providers.values()].map((p) => p.apiKey)),
+      // Every upstream text is scrubbed of every configured provider key, and of the credentials in
+      // providers' extra headers, before a caller or a log sees it.
+      secrets: new SecretScrubber(
+        [...catalog.providers.values()].flatMap((p) => [p.apiKey, ...headerSecrets(p.headers)]),
+      ),
       dispatcherFor: deps.dispatcherFor,
       adapterFor,
       now,

@@ -2,7 +2,8 @@
  * Issue 8, finding 6: an upstream that echoes its `Authorization` header leaked the operator's
  * provider key into 400, 429 and 502 bodies (`message`, `metadata.raw`), the in-stream error chunk
  * and the warn log. Every upstream text is now scrubbed of configured and BYOK keys and of
- * bearer / `sk-` / Google-key shaped secrets; `raw` is not relayed for 5xx.
+ * bearer / `sk-` / Google-key shaped secrets; `raw` is not relayed for 5xx. An outside check later
+ * found the credentials in a provider's extra `headers` (Azure's `api-key`) relayed in clear.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -15,7 +16,16 @@ import { sqliteTarget } from './helpers/store-targets.js';
 
 const OPERATOR_KEY = 'operator-echo-provider-key-0001';
 const OWN_KEY = 'own-byok-echo-key-0002';
-const SECRETS = [OPERATOR_KEY, OWN_KEY, 'sk-live-0123456789abcdef', 'AIzaSyA1234567890abcdefghijklmnop'];
+const HEADER_KEY = 'azure-style-header-key-0004';
+const HEADER_TOKEN = 'gateway-scheme-token-0005';
+const SECRETS = [
+  OPERATOR_KEY,
+  OWN_KEY,
+  HEADER_KEY,
+  HEADER_TOKEN,
+  'sk-live-0123456789abcdef',
+  'AIzaSyA1234567890abcdefghijklmnop',
+];
 const PRICES = { prompt: '0.000001', completion: '0.000002' };
 const MESSAGES = [{ role: 'user', content: 'hi' }];
 
@@ -45,6 +55,15 @@ describe('no secret echoed from upstream errors', () => {
         file.providers.push(
           { id: 'echo', name: 'Echo', kind: 'openai', base_url: echo.url, api_key: OPERATOR_KEY, timeouts: {} },
           {
+            id: 'echo-headers',
+            name: 'Echo headers',
+            kind: 'openai',
+            base_url: echo.url,
+            api_key: '',
+            headers: { 'api-key': HEADER_KEY, 'x-gateway-auth': `Token ${HEADER_TOKEN}`, 'x-org': 'acme' },
+            timeouts: {},
+          },
+          {
             id: 'echo-own',
             name: 'Echo own',
             kind: 'openai',
@@ -62,6 +81,12 @@ describe('no secret echoed from upstream errors', () => {
             endpoints: [{ provider: 'echo', model: name, pricing: PRICES }],
           });
         }
+        file.models.push({
+          id: 'test/echo-headers-400',
+          name: 'headers',
+          context_length: 8192,
+          endpoints: [{ provider: 'echo-headers', model: 'echo-400', pricing: PRICES }],
+        });
         file.models.push({
           id: 'test/echo-own-400',
           name: 'own',
@@ -92,6 +117,7 @@ describe('no secret echoed from upstream errors', () => {
     ['test/echo-502', 502],
     ['test/echo-stream', 502],
     ['test/echo-own-400', 400],
+    ['test/echo-headers-400', 400],
   ])('%s: the error body carries no key (status %i)', async (model, status) => {
     const answer = await chat(gw, key, { model, messages: MESSAGES });
     expect(answer.status, answer.text).toBe(status);

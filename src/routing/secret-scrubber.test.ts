@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, SecretScrubber } from './secret-scrubber.js';
+import { headerSecrets, REDACTED, SecretScrubber } from './secret-scrubber.js';
 
 describe('SecretScrubber', () => {
   const scrubber = new SecretScrubber(['operator-key-0001', 'EMPTY', null]).with(['own-key-0002-longer']);
@@ -36,5 +36,18 @@ describe('SecretScrubber', () => {
     // Three characters are too few to tell; a text not cut short is left as it is.
     expect(scrubber.text('ends in ope…')).toBe('ends in ope…');
     expect(scrubber.text('key=operator-ke')).toBe('key=operator-ke');
+  });
+
+  it("takes the credentials among a provider's extra headers, and the credential alone after a scheme", () => {
+    const secrets = headerSecrets({
+      'api-key': 'azure-0123456789',
+      'X-Gateway-Auth': 'Token gw-0123456789',
+      'x-org': 'acme-organisation',
+      'anthropic-version': '2023-06-01',
+    });
+    expect(secrets).toEqual(['azure-0123456789', 'Token gw-0123456789', 'gw-0123456789']);
+    expect(new SecretScrubber(secrets).text('bad key azure-0123456789 or gw-0123456789 for acme-organisation')).toBe(
+      'bad key [redacted] or [redacted] for acme-organisation',
+    );
   });
 });

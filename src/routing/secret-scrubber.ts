@@ -23,6 +23,25 @@ const MIN_TAIL = 4;
 /** The start of a shaped key at a cut text's end (the whole shapes need more characters than were left). */
 const SHAPED_TAIL = /\b(?:sk-|AIza)[0-9A-Za-z_*.-]*$/;
 
+/** A configured extra header that carries a credential (Azure's `api-key`, a gateway's token, a custom auth scheme). */
+const CREDENTIAL_HEADER = /auth|key|token|secret|pass|cookie|sig|credential|session/i;
+
+/**
+ * The secrets among a provider's configured extra headers: each credential header's value, and its
+ * credential alone when the value names a scheme first (`Basic …`, `Token …`), which an upstream may
+ * echo without it.
+ */
+export function headerSecrets(headers: Readonly<Record<string, string>>): string[] {
+  const secrets: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADER.test(name)) continue;
+    secrets.push(value);
+    const scheme = /^[A-Za-z][A-Za-z0-9-]*\s+(\S+)$/.exec(value);
+    if (scheme) secrets.push(scheme[1]!);
+  }
+  return secrets;
+}
+
 export class SecretScrubber {
   private readonly literals: readonly string[];
 

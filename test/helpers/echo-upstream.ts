@@ -1,5 +1,6 @@
 /**
- * A careless OpenAI-compatible upstream that echoes the credentials it receives in its errors, to
+ * A careless OpenAI-compatible upstream that echoes the credentials it receives in its errors (its
+ * request headers, and the credentials among them in its message), to
  * check that no secret reaches a caller or a log. By model name: `echo-400`, `echo-429`, `echo-502`
  * answer that status with the `Authorization` header in the message and the body; `echo-stream`
  * streams one content chunk, then an in-stream error that echoes it.
@@ -22,7 +23,10 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
     req.on('end', () => {
       const body = JSON.parse(text || '{}') as { model?: string };
       const auth = req.headers.authorization ?? '';
-      const echo = `rejected credentials "${auth}" (also ${ECHO_STRAYS})`;
+      // Credentials an operator put in a provider's extra headers (Azure's `api-key`, a custom scheme).
+      const apiKey = req.headers['api-key'] ?? '';
+      const schemed = String(req.headers['x-gateway-auth'] ?? '').replace(/^\S+\s+/, '');
+      const echo = `rejected credentials "${auth}" ${apiKey} ${schemed} (also ${ECHO_STRAYS})`;
       const status = /^echo-(\d{3})$/.exec(body.model ?? '')?.[1];
       if (status) {
         res.writeHead(Number(status), { 'content-type': 'application/json' });
@@ -32,7 +36,7 @@ export async function startEchoUpstream(): Promise<EchoUpstream> {
               message: echo,
               type: 'invalid_request_error',
               code: 'echo',
-              debug: { headers: { authorization: auth } },
+              debug: { headers: req.headers },
             },
           }),
         );

@@ -304,9 +304,17 @@ describe('@openrouter/sdk', () => {
     );
     expect(named.data.workspaceId).toBe('default');
     expect(named.data.creatorUserId).toBe(created.data.creatorUserId);
+    // A partner's end user (`external`), shown as the key's `externalUser`; a supplied secret is refused.
+    const forUser = await valid(
+      manager.apiKeys.create({ requestBody: { name: 'for a user', external: { user: 'u-42' } } }),
+    );
+    expect(forUser.data.externalUser).toBe('u-42');
+    const readBack = await valid(manager.apiKeys.get({ hash: forUser.data.hash }));
+    expect(readBack.data.externalUser).toBe('u-42');
     for (const requestBody of [
       { name: 'elsewhere', workspaceId: 'ws_other' },
       { name: 'someone else', creatorUserId: 'user_other' },
+      { name: 'own secret', external: { user: 'u-43', apiKey: 'p'.repeat(16) + 'q'.repeat(16) + 'r'.repeat(8) } },
     ])
       await expect(manager.apiKeys.create({ requestBody })).rejects.toBeInstanceOf(errors.BadRequestResponseError);
   });

@@ -139,6 +139,22 @@ describe('POST /chat/completions (non-streaming)', () => {
     expect(g.json.data.app_title).toBe('Legacy Title');
   });
 
+  it('reads UTF-8 title and referer headers as the caller wrote them', async () => {
+    // Header bytes are UTF-8 on the wire; Node hands them over as latin1 text.
+    const wire = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    const r = await chat(
+      gw,
+      key,
+      { model: 'test/chat', messages: MESSAGES },
+      { 'HTTP-Referer': wire('https://café.example/'), 'X-Title': wire('Café ☕ App') },
+    );
+    expect(r.status, r.text).toBe(200);
+    const g = await getJson(gw, `/generation?id=${r.json.id}`, key);
+    expect(g.json.data.app_title).toBe('Café ☕ App');
+    expect(g.json.data.http_referer).toBe('https://café.example/');
+    expect(g.json.data.origin).toBe('https://café.example/');
+  });
+
   it('leaves attribution null when the caller sends none', async () => {
     const r = await chat(gw, key, { model: 'test/chat', messages: MESSAGES });
     const g = await getJson(gw, `/generation?id=${r.json.id}`, key);

@@ -28,8 +28,12 @@ export const MAX_TITLE_LENGTH = 80;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
 const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
 
-/** Node hands header values over as latin1; a title sent as UTF-8 is decoded back when it is valid UTF-8. */
-function decodeHeader(value: string): string {
+/**
+ * Node hands header values over as latin1; a value sent as UTF-8 is decoded back when it is valid
+ * UTF-8. Applied where the headers are read (http/request-context.ts), and again to titles read back
+ * (rows stored before that kept the latin1 form; decoding decoded text leaves it as it is).
+ */
+export function decodeHeader(value: string): string {
   if (!/[\u0080-\u00ff]/.test(value) || /[^ -\u00ff]/.test(value)) return value;
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'latin1'));

@@ -157,6 +157,31 @@ describe('password reset', { timeout: 60_000 }, () => {
     await signIn(gw, holder.email, NEW_PASSWORD);
   });
 
+  it('a holder locked out by failed sign-ins signs in with the password the reset link set, at once', async () => {
+    const holder = await createHolder(gw);
+    let refused = 0;
+    for (let i = 0; i < 8; i++) {
+      const wrong = await call(gw, 'POST', '/session', { json: { email: holder.email, password: `forgotten ${i}` } });
+      if (wrong.status === 429) refused++;
+      else expect(wrong.status).toBe(401);
+    }
+    expect(refused).toBeGreaterThan(0);
+    expectError(await call(gw, 'POST', '/session', { json: { email: holder.email, password: holder.password } }), 429);
+
+    now += 6 * 60_000; // past the last test's mail to another holder: no shared clock limit applies
+    expect((await call(gw, 'POST', '/password-reset', { json: { email: holder.email } })).status).toBe(202);
+    const [mail] = await mailTo(holder.email, 1);
+    const confirmed = await call(gw, 'POST', '/password-reset/confirm', {
+      json: { token: tokenOf(mail!), new_password: NEW_PASSWORD },
+    });
+    expect(confirmed.status).toBeLessThan(300);
+    await signIn(gw, holder.email, NEW_PASSWORD);
+    // Guessing the new password gets budgets of its own, as before.
+    for (let i = 0; i < 8; i++)
+      await call(gw, 'POST', '/session', { json: { email: holder.email, password: `guess ${i}` } });
+    expectError(await call(gw, 'POST', '/session', { json: { email: holder.email, password: NEW_PASSWORD } }), 429);
+  });
+
   it('refuses a cross-origin page', async () => {
     expectError(
       await call(gw, 'POST', '/password-reset', {

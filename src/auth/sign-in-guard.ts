@@ -18,7 +18,8 @@
  *
  * Every attempt takes a slot BEFORE the password is checked, and a successful one gives it back: so
  * parallel guesses cannot all pass a check that only counted finished failures. The net effect is
- * "N failed sign-ins per window".
+ * "N failed sign-ins per window" — per password: the two per-account budgets start afresh when the
+ * holder sets a new one (the e-mailed reset link proves the mailbox; a dashboard change the session).
  */
 import { createHash } from 'node:crypto';
 import { TollgateError } from '../core/errors.js';
@@ -129,10 +130,13 @@ export class SignInGuard {
     email: string,
     clientAddress: string,
     familiar?: (addressSubject: string) => Promise<boolean>,
+    credential: string | null = null,
   ): Promise<SignInAttempt> {
     const now = this.now();
     // The e-mail is hashed: subjects may end up as Redis keys, and keys should not carry addresses.
-    const emailHash = createHash('sha256').update(email).digest('hex').slice(0, 32);
+    // The account's budgets belong to its current password (`credentialTag`): a holder locked out by
+    // failed guesses who sets a new one through the e-mailed reset link can sign in with it at once.
+    const emailHash = `${createHash('sha256').update(email).digest('hex').slice(0, 32)}:${credentialTag(credential)}`;
     const address = addressSubject(clientAddress);
     const taken: Array<[subject: string, rule: RateRule]> = [];
     const giveBack = async () => {
@@ -159,6 +163,15 @@ export class SignInGuard {
     }
     return { addressSubject: address, succeeded: giveBack };
   }
+}
+
+/**
+ * A short fingerprint of the account's password hash (`-` for none: an unknown e-mail), so the
+ * per-account budgets start afresh when the password changes. Attempts on an unknown e-mail share
+ * one budget as before, and the fingerprint tells whoever reads Redis nothing about the password.
+ */
+export function credentialTag(passwordHash: string | null): string {
+  return passwordHash ? createHash('sha256').update(passwordHash).digest('hex').slice(0, 12) : '-';
 }
 
 function throttled(retryAfterMs: number, what = 'sign-in attempts'): TollgateError {

@@ -72,8 +72,8 @@ export async function signIn(
     const seenHere = await signedInFrom(deps, known?.id ?? NO_ACCOUNT, subject);
     return known !== null && seenHere;
   };
-  const attempt = await deps.guard.begin(email, clientAddress, familiar);
   const account = email === '' ? null : await accountAuth.findAccountByEmail(email);
+  const attempt = await deps.guard.begin(email, clientAddress, familiar, account?.passwordHash ?? null);
   const ok = account?.passwordHash
     ? await verifyPassword(input.password, account.passwordHash)
     : await burnPasswordCheck(input.password);
@@ -144,8 +144,11 @@ export async function changePassword(
   // The same brute-force budget as sign-in: a stolen session must not become a password oracle. And
   // the same exception: guessing from elsewhere does not stop the holder, at a familiar address,
   // from changing the password — the one thing to do about it.
-  const attempt = await deps.guard.begin(account.email, clientAddress, (subject) =>
-    signedInFrom(deps, account.id, subject),
+  const attempt = await deps.guard.begin(
+    account.email,
+    clientAddress,
+    (subject) => signedInFrom(deps, account.id, subject),
+    account.passwordHash,
   );
   const ok = account.passwordHash
     ? await verifyPassword(input.current_password, account.passwordHash)

@@ -217,6 +217,10 @@ export function buildApp(deps: AppDeps): Gateway {
       metrics.settleBatch.observe(settlements.length);
       usageAlerts.noteCharges(settlements, outcomes);
     },
+    // A crashed process's journaled charges, replayed: the holds it kept for them become the charges.
+    onRecovered: (settlements) => {
+      for (const { generation } of settlements) void gate.settleRecovered(generation);
+    },
     onRefused: () => metrics.chargesRefused.inc(),
     journal: deps.journal ?? null,
     health: storeHealth,

@@ -273,7 +273,7 @@ export class ChargeAdmission {
   }
 
   /** The credit gate's admission, under the failure policy above. */
-  async admit(key: KeyRecord, isPaid: boolean, estimate: Units): Promise<Hold> {
+  async admit(key: KeyRecord, isPaid: boolean, estimate: Units, id?: string): Promise<Hold> {
     const { gate, health, policy } = this.options;
     if (isPaid) {
       const [blocker] = this.blockers();
@@ -284,7 +284,7 @@ export class ChargeAdmission {
       if (health.inOutage && policy.onStoreError === 'grace') return this.admitUnderGrace(key, isPaid, estimate);
     }
     try {
-      return await gate.admit(key, isPaid, estimate);
+      return await gate.admit(key, isPaid, estimate, id);
     } catch (error) {
       // The database's failures reach `health` through the gate's store (last-known-store.ts); a Redis
       // hold-store outage is not a database outage and gets no grace here.
@@ -383,7 +383,8 @@ export class ChargeAdmission {
 
 /** The gate as the chat pipeline sees it: its `admit` goes through the failure policy above. */
 export function gateWithAdmission(gate: CreditGate, admission: ChargeAdmission): CreditGate {
-  const admit = (key: KeyRecord, isPaid: boolean, estimate: Units) => admission.admit(key, isPaid, estimate);
+  const admit = (key: KeyRecord, isPaid: boolean, estimate: Units, id?: string) =>
+    admission.admit(key, isPaid, estimate, id);
   return new Proxy(gate, {
     get(target, property) {
       if (property === 'admit') return admit;

@@ -106,6 +106,11 @@ export interface CreditGateOptions {
 }
 
 const DEFAULT_HOLD_TTL_MS = 10_000;
+/**
+ * How long a hold whose charge waits in a process's journal outlives that process (`keepForJournal`):
+ * a day, the hold store's retention. A process that never comes back leaves its hold counted that long.
+ */
+export const RECOVERY_HOLD_MS = 24 * 3_600_000;
 
 function isUnavailable(error: unknown): boolean {
   return isTollgateError(error) && error.code === 'store.unavailable';
@@ -171,11 +176,16 @@ export class CreditGate {
   }
 
   /** Checks the §5 credit rules against snapshot + live holds + recent charges and, when they pass, holds `estimate`. */
-  async admit(key: KeyRecord, isPaid: boolean, estimate: Units): Promise<Hold> {
+  /**
+   * `id`: the hold's id, unique per request — the generation id (a continuation's extra hold: a suffix
+   * of it), so that a process that restarts after a crash can settle the hold its journaled charge was
+   * kept under (`keepForJournal`, `settleRecovered`). Default: one of this process's own.
+   */
+  async admit(key: KeyRecord, isPaid: boolean, estimate: Units, id?: string): Promise<Hold> {
     let trusted = this.trustShared();
     for (let retried = false; ; retried = true) {
       try {
-        return await this.admitOnce(key, isPaid, estimate, trusted);
+        return await this.admitOnce(key, isPaid, estimate, trusted, id ?? `${this.idPrefix}:${++this.sequence}`);
       } catch (error) {
         // The shared store failed just now (and was marked suspect), or an outage began or ended
         // while this admission ran: it is decided again, once, by what holds now.
@@ -187,7 +197,13 @@ export class CreditGate {
     }
   }
 
-  private async admitOnce(key: KeyRecord, isPaid: boolean, estimate: Units, trusted: boolean): Promise<Hold> {
+  private async admitOnce(
+    key: KeyRecord,
+    isPaid: boolean,
+    estimate: Units,
+    trusted: boolean,
+    id: string,
+  ): Promise<Hold> {
     const epoch = this.reports.epoch;
     const needMark = isPaid && trusted;
     const [account, usage] = await Promise.all([
@@ -197,7 +213,7 @@ export class CreditGate {
     if (!account.account) throw new TollgateError('auth.invalid_key', 'Invalid API key');
     const now = this.options.now();
     const hold: Hold = {
-      id: `${this.idPrefix}:${++this.sequence}`,
+      id,
       accountId: key.accountId,
       keyHash: key.hash,
       amount: isPaid ? estimate : 0n,
@@ -370,6 +386,7 @@ export class CreditGate {
    */
   settleLater(hold: Hold, committed: Promise<GenerationRecord | null>): void {
     if (hold.state !== 'held') return;
+    this.keepForJournal([hold]);
     hold.state = 'deferred';
     void committed.then(
       (charge) => {
@@ -381,6 +398,42 @@ export class CreditGate {
         this.release(hold);
       },
     );
+  }
+
+  /**
+   * The charge of these holds' request is in this process's charge journal but not in the store (a
+   * stream's checkpoint, a charge deferred by a store outage): the holds are kept in the hold store
+   * until `RECOVERY_HOLD_MS` from now, not just the hold TTL, so that if this process dies, the other
+   * processes keep counting them until it restarts and its replay settles them (`settleRecovered`)
+   * instead of admitting against credit the replayed charge then takes. Renewals never shorten it.
+   * Fire and forget, as renewals are.
+   */
+  keepForJournal(holds: readonly Hold[]): void {
+    const kept = holds.filter((h) => h.state !== 'done' && h.amount > 0n);
+    if (kept.length === 0) return;
+    const now = this.options.now();
+    this.holds
+      .renew(kept, now + RECOVERY_HOLD_MS, now)
+      .catch((error: unknown) => this.options.onHoldError?.(error, 'renew'));
+  }
+
+  /**
+   * A charge an earlier process journaled, now committed by this one's replay at boot: the hold that
+   * process kept for it (`keepForJournal`, under the generation id) becomes the charge in one step,
+   * as `settle` does for a live request; with no such hold left, the charge is still counted for the
+   * processes whose snapshots predate it. Never throws.
+   */
+  async settleRecovered(charge: GenerationRecord): Promise<void> {
+    const ref: HoldRef = { id: charge.id, accountId: charge.accountId, keyHash: charge.keyHash };
+    try {
+      const key = await this.options.store.getKey(charge.keyHash);
+      const byok = key?.includeByokInLimit ? byokUsageOf(charge) : 0n;
+      await this.holds.settle(ref, { account: charge.totalCost, key: charge.totalCost + byok });
+    } catch (error) {
+      this.accounts.invalidate(ref.accountId);
+      this.keys.invalidate(ref.keyHash);
+      this.options.onHoldError?.(error, 'settle');
+    }
   }
 
   /** Drops the hold of a request that charged nothing. Fire and forget: a late release only over-holds. */

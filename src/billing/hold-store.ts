@@ -81,7 +81,7 @@ export interface HoldStore {
   settle(hold: HoldRef, charged: ChargedAmounts): Promise<void>;
   /** Removes the hold (no charge). A hold that expired already is a no-op. */
   release(hold: HoldRef): Promise<void>;
-  /** Pushes the expiry of holds still live at `now`; expired or released ones stay gone. */
+  /** Pushes the expiry of holds still live at `now` (never earlier); expired or released ones stay gone. */
   renew(holds: readonly HoldRef[], expiresAt: number, now: number): Promise<void>;
   /**
    * Re-registers holds their process still owns, after the store lost them (Redis came back empty) or

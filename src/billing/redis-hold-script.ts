@@ -97,10 +97,13 @@ elseif mode == 'release' then
   drop(ARGV[4])
   return 1
 elseif mode == 'renew' then
-  -- ARGV: 4 new expiresAt, 5.. ids
+  -- ARGV: 4 new expiresAt, 5.. ids. Only later: a hold kept for its journaled charge is not shortened
+  -- by the periodic renewal.
   for i = 5, #ARGV do
     local score = redis.call('ZSCORE', exp, ARGV[i])
-    if score and tonumber(score) > now then redis.call('ZADD', exp, ARGV[4], ARGV[i]) end
+    if score and tonumber(score) > now and tonumber(score) < tonumber(ARGV[4]) then
+      redis.call('ZADD', exp, ARGV[4], ARGV[i])
+    end
   end
   keep()
   return 1

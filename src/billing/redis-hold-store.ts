@@ -71,7 +71,7 @@ export class RedisHoldStore implements HoldStore {
     this.client = new RedisScriptClient({
       ...options,
       lua: HOLD_LUA,
-      commandName: 'tollgateHoldsV4',
+      commandName: 'tollgateHoldsV5',
       unavailableMessage: 'The credit hold store (Redis) is unavailable',
     });
   }

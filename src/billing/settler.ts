@@ -64,6 +64,8 @@ export interface SettlerOptions {
   retries?: number;
   retryDelayMs?: number;
   onCommitted?: (settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]) => void;
+  /** Charges an earlier process journaled (recovered at boot), once the store has them. */
+  onRecovered?: (settlements: readonly Settlement[]) => void;
   /**
    * A charge the store refused on its own (not an outage), after it was tried alone: it is given up
    * (logged in full; a metric counts it), so it cannot block the charges behind it.
@@ -137,16 +139,21 @@ export class Settler {
     });
   }
 
-  /** A running stream's usage so far, journaled so a process killed mid-stream still charges it. Never throws. */
-  async checkpoint(settlement: Settlement): Promise<void> {
-    if (!this.journal) return;
+  /**
+   * A running stream's usage so far, journaled so a process killed mid-stream still charges it.
+   * Whether it was journaled. Never throws.
+   */
+  async checkpoint(settlement: Settlement): Promise<boolean> {
+    if (!this.journal) return false;
     try {
       await this.journal.appendCheckpoint(settlement);
+      return true;
     } catch (error) {
       this.options.log?.warn(
         { err: error, generation_id: settlement.generation.id },
         'could not journal a stream checkpoint',
       );
+      return false;
     }
   }
 
@@ -320,15 +327,18 @@ export class Settler {
   private appliedFromBacklog(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
     this.committed(settlements, outcomes);
     const ids: string[] = [];
+    const recovered: Settlement[] = [];
     settlements.forEach((settlement, i) => {
       const id = settlement.generation.id;
       const entry = this.backlog.get(id);
       this.backlog.delete(id);
       this.bootIds.delete(id);
-      entry?.done?.({ ...outcomes[i]!, recorded: true });
+      if (entry?.done) entry.done({ ...outcomes[i]!, recorded: true });
+      else recovered.push(settlement);
       ids.push(id);
     });
     this.journal?.markDone(ids);
+    if (recovered.length > 0) this.options.onRecovered?.(recovered);
   }
 
   /**

@@ -126,6 +126,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
       ctx.key,
       attempts.some((a) => !a.model.isFree),
       holdWithByokFee(upstream.hold, ctx.key.includeByokInLimit, attempts, deps.byokFeeBasisPoints),
+      ctx.generationId,
     );
   } catch (error) {
     // Free and paid models together (`models`), and the account cannot pay: its free models alone

@@ -2,7 +2,9 @@
  * Stream checkpoints: every `checkpointMs` while a stream runs, the charge of what it delivered so
  * far is written to the charge journal as a provisional entry with the stream's generation id. If
  * the process is killed (SIGKILL, OOM) the next start charges the last checkpoint; if the stream
- * ends normally its final charge supersedes the checkpoints (same id, so never counted twice).
+ * ends normally its final charge supersedes the checkpoints (same id, so never counted twice). Each
+ * checkpoint keeps the request's hold counted by the other processes until this one's replay settles
+ * it, so they do not admit against credit the replayed charge takes.
  */
 import { usagePeriods } from '../core/usage-window.js';
 import type { ChatDeps } from './chat-types.js';
@@ -18,6 +20,8 @@ export interface Checkpoints<T> {
 export function startCheckpoints<T extends { generated: string }>(
   deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>,
   inputOf: (live: T) => ChargeInput,
+  /** After a checkpoint reached the journal: the request's hold is kept past this process (CreditGate.keepForJournal). */
+  journaled: () => void = () => undefined,
 ): Checkpoints<T> {
   let live: T | null = null;
   let lastLength = -1;
@@ -32,9 +36,10 @@ export function startCheckpoints<T extends { generated: string }>(
           lastLength = live.generated.length;
           const input = inputOf(live);
           const record = buildCharge(input, deps.byokFeeBasisPoints).record;
-          written = written.then(() =>
-            deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }),
-          );
+          written = written.then(async () => {
+            if (await deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }))
+              journaled();
+          });
         }, interval);
   timer?.unref();
   return {

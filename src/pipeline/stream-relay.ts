@@ -141,8 +141,10 @@ export async function relayStream(
     moderationLatencyMs: admitted.moderationLatencyMs,
   });
   // What was delivered so far, journaled now and then: charged if this process dies before the end.
-  const checkpoints = startCheckpoints(deps, (live: SegmentResult) =>
-    chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()),
+  const checkpoints = startCheckpoints(
+    deps,
+    (live: SegmentResult) => chargeInput(live, CUT_BY_PROCESS_DEATH, false, deps.now()),
+    () => deps.gate.keepForJournal([admitted.hold]),
   );
   let result: SegmentResult;
   /** What continuations held beyond the request's own hold, released once the charge is settled. */

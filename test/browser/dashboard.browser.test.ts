@@ -5,6 +5,7 @@
  * SDK exchanging the code; the public rankings; phone width. `npm run screenshots` also writes
  * docs/screenshots/*.png from these runs.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
@@ -321,7 +322,21 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const appRow = p.getByRole('row').filter({ has: p.getByRole('button', { name: /^Revoke / }) });
     await appRow.waitFor();
     expect(await appRow.textContent()).toContain('$3.00 in total');
+    expect(await appRow.textContent()).toContain('Active');
     await screenshot(p, 'apps');
+    // Past its expiry the app's key no longer works: the page says Expired, as the Keys page does.
+    const hash = createHash('sha256').update(exchanged.key).digest('hex');
+    await gw.database
+      .openDriver()
+      .run('UPDATE api_keys SET expires_at = ? WHERE hash = ?', [Date.now() - 60_000, hash]);
+    await p.reload();
+    await appRow.waitFor();
+    expect(
+      await appRow
+        .getByRole('cell')
+        .filter({ hasText: /^Expired$/ })
+        .count(),
+    ).toBe(1);
     // A confirmation closed without revoking gives the focus back to Revoke.
     await appRow.getByRole('button', { name: /^Revoke / }).click();
     await p.keyboard.press('Escape');

@@ -6,7 +6,14 @@ import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
 import { useLoader } from '../components/use-loader';
-import { formatDate, formatLimit } from '../format';
+import { formatDate, formatLimit, formatTime } from '../format';
+
+/** As the Keys page says it of the same key: an expired app key no longer works. */
+function statusOf(a: AppAuthorization, now: number): 'Active' | 'Disabled' | 'Expired' {
+  if (a.disabled) return 'Disabled';
+  if (a.expires_at && Date.parse(a.expires_at) <= now) return 'Expired';
+  return 'Active';
+}
 
 function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
   const a = props.authorization;
@@ -27,8 +34,8 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
       <td data-label="Created" className="nowrap">
         {formatDate(a.created_at)}
       </td>
-      <td data-label="Expires">{a.expires_at ? formatDate(a.expires_at) : 'Never'}</td>
-      <td data-label="Status">{a.disabled ? 'Disabled' : 'Active'}</td>
+      <td data-label="Expires">{a.expires_at ? formatTime(a.expires_at) : 'Never'}</td>
+      <td data-label="Status">{statusOf(a, Date.now())}</td>
       <td data-label="Actions">
         {confirming ? (
           <Confirm

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { ROOT } from './helpers/process.js';
+import { capturedLogger } from './helpers/log-capture.js';
 import { startInbox, type Inbox } from './helpers/smtp-inbox.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
@@ -55,12 +56,14 @@ async function settleOutbox(gw: TestGateway): Promise<void> {
 describe('secret-scanning reports and exposed-key mail', () => {
   let inbox: Inbox;
   let gw: TestGateway;
+  const log = capturedLogger();
 
   beforeAll(async () => {
     inbox = await startInbox();
     gw = await startTestGateway({
       target: sqliteTarget,
       env: { TOLLGATE_SMTP_URL: inbox.url },
+      logger: log.logger,
       configure: (file) => {
         const f = file as Record<string, unknown>;
         f.mail = {
@@ -195,6 +198,33 @@ describe('secret-scanning reports and exposed-key mail', () => {
     expect(outbox.status).toBe(200);
     expect(outbox.json).toEqual({ data: [], sending: true });
     expectError(await call(gw, 'GET', '/admin/outbox'), 401);
+  });
+
+  it('a key pasted into the free text of a report or an operator reason reaches no mail, outbox row or log', async () => {
+    const account = await gw.createAccount(5);
+    const [first, second, pasted] = [
+      await gw.createKey(account, { name: 'first' }),
+      await gw.createKey(account, { name: 'second' }),
+      await gw.createKey(account, { name: 'pasted' }),
+    ];
+    const before = inbox.messages.length;
+    const reason = `found beside ${pasted.key} in a gist`;
+    expect((await gw.admin('POST', `/keys/${first.hash}/compromised`, { reason })).status).toBe(200);
+    const answer = await report(gw, [
+      { token: second.key, type: 'tollgate_api_key', url: `${REPORT_URL}?k=${pasted.key}`, source: pasted.key },
+    ]);
+    expect(answer.status, answer.text).toBe(200);
+    const mails = (await inbox.waitFor(before + 2)).slice(before);
+    expect(mails.map((m) => m.decoded).join('\n')).toContain('[redacted]');
+    const secret = pasted.key.slice(9);
+    for (const mail of mails) {
+      expect(mail.raw).not.toContain(secret);
+      expect(mail.decoded).not.toContain(secret);
+    }
+    const rows = await gw.database.openDriver().all('SELECT text_body, html_body FROM mail_outbox');
+    expect(JSON.stringify(rows)).not.toContain(secret);
+    expect(log.lines.join('')).toContain('key disabled as compromised');
+    expect(log.lines.join('')).not.toContain(secret);
   });
 
   it("the README's signing script produces reports the gateway accepts", async () => {

@@ -4,7 +4,7 @@
  * pasted into a chat request only mails its holder (once per key).
  */
 import { z } from 'zod';
-import { hashKey, isWellFormedKey } from '../auth/key-format.js';
+import { hashKey, isWellFormedKey, redactKeys } from '../auth/key-format.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import type { MailOutbox } from '../mail/mail-outbox.js';
 import { keyCompromisedMail, keyInRequestMail } from '../mail/templates.js';
@@ -25,7 +25,9 @@ export interface Exposure {
   reason: string | null;
 }
 
-const clip = (text: string | null, max: number) => (text === null ? null : text.slice(0, max));
+/** A reporter's or operator's free text, as the mail, the outbox and the log get it: no key in it, bounded. */
+export const exposureText = (text: string | null, max: number): string | null =>
+  text === null ? null : redactKeys(text).slice(0, max);
 
 /**
  * Disables the key as compromised and queues one message to its holder, in one transaction; a key
@@ -37,9 +39,9 @@ export async function disableExposedKey(
   exposure: Exposure,
 ): Promise<CompromisedKey | null> {
   const details = {
-    url: clip(exposure.url, 2000),
-    source: clip(exposure.source, 200),
-    reason: clip(exposure.reason, 500),
+    url: exposureText(exposure.url, 2000),
+    source: exposureText(exposure.source, 200),
+    reason: exposureText(exposure.reason, 500),
   };
   const result = await deps.store.markKeyCompromised(hash, deps.now(), (key, account) => [
     deps.mail.compose(keyCompromisedMail({ key, ...details }), {
@@ -101,7 +103,11 @@ export async function handleScanningReport(
         label = 'true_positive';
         if (result.newly)
           log.warn(
-            { key: result.key.hash.slice(0, 12), account: result.key.accountId, source: entry.source ?? null },
+            {
+              key: result.key.hash.slice(0, 12),
+              account: result.key.accountId,
+              source: exposureText(entry.source ?? null, 200),
+            },
             'key disabled as compromised (secret-scanning report)',
           );
       }

@@ -20,7 +20,7 @@ import {
   updateKeySchema,
   usageOf,
 } from '../../pipeline/key-management.js';
-import { disableExposedKey } from '../../pipeline/exposed-keys.js';
+import { disableExposedKey, exposureText } from '../../pipeline/exposed-keys.js';
 import { TollgateError } from '../../core/errors.js';
 import { pageOffset } from '../../core/page-offset.js';
 import { passwordSchema, setAccountPassword } from '../../pipeline/sign-in.js';
@@ -186,7 +186,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         {
           key: result.key.hash.slice(0, 12),
           account: result.key.accountId,
-          reason: reason ?? null,
+          reason: exposureText(reason ?? null, 500),
           first_report: result.newly,
         },
         'key disabled as compromised',

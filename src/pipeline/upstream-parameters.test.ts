@@ -105,4 +105,9 @@ describe('upstreamBodyFor', () => {
     expect(JSON.parse(JSON.stringify(body))).toEqual({ messages, max_tokens: 10 });
     expect(reasoningExcluded(upstreamBodyFor({ messages }, endpoint([]), 10))).toBe(false);
   });
+
+  it('sends no tool fields for an empty tools list', () => {
+    const request = { messages, tools: [], tool_choice: 'auto', parallel_tool_calls: false };
+    expect(upstreamBodyFor(request, endpoint(['max_tokens', 'tools']), 10)).toEqual({ messages, max_tokens: 10 });
+  });
 });

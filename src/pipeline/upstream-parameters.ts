@@ -119,6 +119,12 @@ export function upstreamBodyFor(
     if (value === undefined || value === null || NEVER_FORWARDED.has(name) || REASONING_FIELDS.includes(name)) continue;
     if (ALWAYS_FORWARDED.has(name) || lists(endpoint, name)) body[name] = value;
   }
+  // No tools is no tool use: OpenAI's API refuses an empty `tools` (and `tool_choice` without tools).
+  if (Array.isArray(body.tools) && body.tools.length === 0) {
+    delete body.tools;
+    delete body.tool_choice;
+    delete body.parallel_tool_calls;
+  }
   Object.assign(body, reasoningFor(request, endpoint));
   // The caller's `reasoning.exclude` / `include_reasoning: false` shapes the answer whatever was sent.
   if (reasoningExcluded(request)) (body as Record<symbol, unknown>)[EXCLUDE_REASONING] = true;

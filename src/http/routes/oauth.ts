@@ -44,6 +44,8 @@ export function registerOAuthRoutes(routes: RouteTable, services: Services): voi
         tag: 'OAuth',
         body: exchangeSchema,
         responses: { 200: json(z.object({ key: z.string(), user_id: z.string() })) },
+        // docs/api.md: an unknown, used or expired code, or a verifier that does not match it.
+        errors: [403],
       },
     },
   );

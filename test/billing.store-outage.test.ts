@@ -17,6 +17,8 @@ import { sqliteTarget } from './helpers/store-targets.js';
 const SLOW = fixedCostModel('test/fixed-slow', 'mock@latency=1500');
 const FIXED = fixedCostModel('test/fixed', 'mock-chat');
 const PACED = fixedCostModel('test/paced-long', 'mock@tps=40,tokens=80');
+/** 20 tokens at 40 a second, then an in-band error: a whole answer that always breaks half-way. */
+const BREAKS = fixedCostModel('test/breaks-late', 'mock@tps=40,tokens=80,behavior=stream_error,break_after=20');
 
 let gw: TestGateway | null = null;
 let dir: string | null = null;
@@ -36,7 +38,7 @@ async function start(
   dir = await journalDir();
   gw = await startTestGateway({
     target: sqliteTarget,
-    extraModels: [SLOW, FIXED, PACED],
+    extraModels: [SLOW, FIXED, PACED, BREAKS],
     wrapStore: broken.wrap,
     journalDir: dir,
     configure: (file) =>
@@ -91,6 +93,35 @@ describe('stream checkpoints', { timeout: 60_000 }, () => {
       accountUsage: BigInt(cost),
     });
     expect(cost).toBe(80 * 100_000);
+  });
+});
+
+describe('checkpoints of non-streamed answers', { timeout: 60_000 }, () => {
+  it('an answer folded from an upstream stream is journaled as it grows; one that fails everywhere leaves nothing to charge', async () => {
+    const g = await start(breakableStore(), { journal: { checkpoint_ms: 50, min_free_bytes: 0 } });
+    const accountId = await g.createAccount(1);
+    const { key, hash } = await g.createKey(accountId);
+    let sawCheckpoint = false;
+    let done = false;
+    const watching = (async () => {
+      while (!done) {
+        if (((await metric(g.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1) sawCheckpoint = true;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    const answer = await chat(g, key, { ...fixedBody(BREAKS.id, 0), max_tokens: 80 });
+    done = true;
+    await watching;
+    expect(answer.status, answer.text).toBe(502);
+    expect(sawCheckpoint).toBe(true); // what the broken attempts produced was journaled while they ran
+    // Nothing was served, so nothing is charged, now or by a replay: the checkpoints were taken back.
+    expect(await metric(g.url, 'tollgate_charge_journal_depth')).toBe(0);
+    expect(await moneyTotals(g.database.openDriver(), accountId, hash)).toEqual({
+      generations: 0n,
+      generationCount: 0,
+      keyUsage: 0n,
+      accountUsage: 0n,
+    });
   });
 });
 

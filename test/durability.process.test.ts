@@ -91,6 +91,9 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     await adminCall(first.url, 'POST', `/accounts/${accountId}/credits`, { amount: 10, kind: 'grant' });
     const created = await adminCall(first.url, 'POST', `/accounts/${accountId}/keys`, { name: 'kill' });
     const key = created.key as string;
+    const manager = (
+      await adminCall(first.url, 'POST', `/accounts/${accountId}/keys`, { name: 'listing', management: true })
+    ).key as string;
     const post = (url: string, body: unknown) =>
       request(`${url}/api/v1/chat/completions`, {
         method: 'POST',
@@ -104,6 +107,13 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
         0,
       );
 
+    // A long non-streamed answer, read from an upstream stream (the default): the provider produces
+    // it, so it is journaled now and then as a stream is, and charged when the process dies.
+    const whole = post(first.url, { model: LONG.id, messages: [{ role: 'user', content: 'long' }], max_tokens: 4000 });
+    const wholeDone = whole.then(
+      (r) => r.body.text().catch(() => ''),
+      () => '',
+    );
     // A long stream: read until content has flowed and a checkpoint is in the journal, then SIGKILL.
     const response = await post(first.url, {
       model: LONG.id,
@@ -127,14 +137,15 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
       '20 chunks delivered',
     );
     await until(
-      async () => ((await metric(first!.url, 'tollgate_charge_journal_depth')) ?? 0) >= 1,
+      async () => ((await metric(first!.url, 'tollgate_charge_journal_depth')) ?? 0) >= 2,
       30_000,
-      'a checkpoint journaled',
+      'a checkpoint of each answer journaled',
     );
     await new Promise((resolve) => setTimeout(resolve, 300)); // a later checkpoint, with more of the answer
     first.child.kill('SIGKILL');
     await first.exited;
     await reading;
+    await wholeDone;
     const delivered = raw
       .split('\n')
       .filter((l) => l.startsWith('data: {'))
@@ -148,7 +159,7 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
     // The next start needs no manual step: it replays the journal before it reports ready.
     second = await startServe(env, 90_000);
     await until(async () => (await readyz(second!.url)).status === 200, 30_000, 'ready after replay');
-    expect(second.stdout()).toMatch(/"checkpoints_charged":1/);
+    expect(second.stdout()).toMatch(/"checkpoints_charged":2/);
     const generation = await request(`${second.url}/api/v1/generation?id=${encodeURIComponent(generationId)}`, {
       headers: { authorization: `Bearer ${key}` },
     });
@@ -163,7 +174,21 @@ describe('kill -9 of a gateway process mid-stream (embedded store)', { timeout: 
       await request(`${second.url}/api/v1/key`, { headers: { authorization: `Bearer ${key}` } })
     ).body.json()) as any;
     const accountInfo = await adminCall(second.url, 'GET', `/accounts/${accountId}`);
-    const expected = 3 * X_UNITS + g.tokens_completion * PRICE_UNITS_PER_TOKEN;
+    const listed = await request(`${second.url}/api/v1/generations?limit=10`, {
+      headers: { authorization: `Bearer ${manager}` },
+    });
+    const rows = ((await listed.body.json()) as any).data as {
+      id: string;
+      streamed: boolean;
+      tokens_completion: number;
+      total_cost: number;
+    }[];
+    const wholeRow = rows.find(
+      (r) => r.streamed === false && r.tokens_completion > 0 && r.id !== generationId && r.total_cost * 1e9 !== X_UNITS,
+    );
+    expect(wholeRow, JSON.stringify(rows)).toBeDefined();
+    const expected =
+      3 * X_UNITS + g.tokens_completion * PRICE_UNITS_PER_TOKEN + wholeRow!.tokens_completion * PRICE_UNITS_PER_TOKEN;
     expect(Math.round(keyInfo.data.usage * 1e9)).toBe(expected);
     expect(Math.round(accountInfo.data.total_usage * 1e9)).toBe(expected);
     console.log(

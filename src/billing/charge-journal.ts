@@ -283,6 +283,18 @@ export class ChargeJournal {
   }
 
   /**
+   * A running answer's checkpoints without a charge to follow (it failed with nothing to charge): they
+   * go, and the marker is synced, since a replay would otherwise charge them.
+   */
+  async withdraw(id: string): Promise<void> {
+    const entry = this.entries.get(id);
+    if (entry?.kind !== 'checkpoint') return;
+    this.liveBytes -= entry.bytes;
+    this.entries.delete(id);
+    await this.write([{ t: 'done', ids: [id] }], true);
+  }
+
+  /**
    * Proves the disk still takes writes: a synced no-op record in the journal, and 16 KiB of freshly
    * allocated blocks in a side file (a tiny append can fit in a block the file already has, so it
    * would not notice a full disk).

@@ -157,6 +157,18 @@ export class Settler {
     }
   }
 
+  /** Takes back the checkpoints of an answer that ended with nothing to charge (all its attempts failed). Never throws. */
+  async withdrawCheckpoints(id: string): Promise<void> {
+    try {
+      await this.journal?.withdraw(id);
+    } catch (error) {
+      this.options.log?.warn(
+        { err: error, generation_id: id },
+        'could not withdraw the checkpoints of a failed answer',
+      );
+    }
+  }
+
   /** Resolves when every queued charge is durable (committed, journaled or failed); one more pass over the backlog. */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;

@@ -16,7 +16,7 @@
 import { isTollgateError, TollgateError } from '../core/errors.js';
 import type { Hold } from '../billing/credit-gate.js';
 import { estimatePromptTokenRange } from '../billing/token-estimate.js';
-import { executeCompletion, executeStream } from '../routing/execute.js';
+import { executeCompletion, executeStream, type FoldingAnswer } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
 import type { NormalizedCompletion } from '../providers/types.js';
@@ -25,10 +25,11 @@ import type { ByokCredential } from '../routing/byok-credentials.js';
 import { chatRequestSchema, describeIssues, type ChatRequest } from './chat-request.js';
 import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import { renderCompletion } from './completion-shapes.js';
-import { generatedTextOf } from './generation.js';
+import { generatedTextOf, type ChargeInput } from './generation.js';
 import { scrubKeysFromRequest } from './key-leak-step.js';
 import { moderateRequest } from './moderation-step.js';
 import { identityOf, settle } from './settle.js';
+import { startCheckpoints } from './stream-checkpoints.js';
 import { relayStream, type StreamSink } from './stream-relay.js';
 import { refuseCostlyFeatures } from './upstream-parameters.js';
 import { holdWithByokFee, prepareUpstream } from './upstream-request.js';
@@ -175,47 +176,79 @@ export interface JsonResponse {
 
 export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<JsonResponse> {
   const admitted = await admit(deps, ctx);
+  /** What a (possibly cut) non-streamed answer is charged. */
+  const chargeInput = (
+    answer: { served: PlannedAttempt; completion: NormalizedCompletion; startedAt: number },
+    attempts: readonly AttemptRecord[],
+    end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null },
+  ): ChargeInput => {
+    const endedAt = deps.now();
+    return {
+      generationId: ctx.generationId,
+      accountId: ctx.key.accountId,
+      keyHash: ctx.key.hash,
+      createdAt: answer.startedAt,
+      served: answer.served,
+      usage: answer.completion.usage,
+      promptEstimate: admitted.promptEstimate,
+      completionLimit: admitted.budgetFor(answer.served),
+      completionText: generatedTextOf(answer.completion),
+      streamed: false,
+      ...end,
+      latencyMs: endedAt - answer.startedAt,
+      generationTimeMs: endedAt - answer.startedAt,
+      upstreamId: answer.completion.upstreamId,
+      app: ctx.app,
+      externalUser: admitted.request.user ?? null,
+      attempts,
+      moderationLatencyMs: admitted.moderationLatencyMs,
+    };
+  };
   /** Commits the charge of a (possibly cut) non-streamed answer. */
   const charge = (
     answer: { served: PlannedAttempt; completion: NormalizedCompletion; startedAt: number },
     attempts: readonly AttemptRecord[],
     end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null },
-  ) => {
-    const endedAt = deps.now();
-    return settle(
-      deps,
-      {
-        generationId: ctx.generationId,
-        accountId: ctx.key.accountId,
-        keyHash: ctx.key.hash,
-        createdAt: answer.startedAt,
-        served: answer.served,
-        usage: answer.completion.usage,
-        promptEstimate: admitted.promptEstimate,
-        completionLimit: admitted.budgetFor(answer.served),
-        completionText: generatedTextOf(answer.completion),
-        streamed: false,
-        ...end,
-        latencyMs: endedAt - answer.startedAt,
-        generationTimeMs: endedAt - answer.startedAt,
-        upstreamId: answer.completion.upstreamId,
-        app: ctx.app,
-        externalUser: admitted.request.user ?? null,
-        attempts,
-        moderationLatencyMs: admitted.moderationLatencyMs,
-      },
-      admitted.hold,
-      admitted.capacity,
-    );
-  };
+  ) => settle(deps, chargeInput(answer, attempts, end), admitted.hold, admitted.capacity);
+  // An answer folded from an upstream stream is journaled now and then, as a streamed one is: the
+  // provider produced it, so a process killed before the answer is done still charges it.
+  let folding: FoldingAnswer | null = null;
+  const checkpoints =
+    deps.checkpointMs === undefined
+      ? null
+      : startCheckpoints(
+          deps,
+          () =>
+            chargeInput({ served: folding!.served, completion: folding!.soFar(), startedAt: folding!.openedAt }, [], {
+              cancelled: false,
+              finishReason: 'error',
+              nativeFinishReason: null,
+            }),
+          () => deps.gate.keepForJournal([admitted.hold]),
+        );
+  checkpoints?.observe({
+    get generated() {
+      return folding ? generatedTextOf(folding.soFar()) : '';
+    },
+  });
   try {
-    const outcome = await executeCompletion(deps.execute, {
-      plan: admitted.plan,
-      body: admitted.upstreamBody,
-      bodyFor: admitted.bodyFor,
-      signal: ctx.signal,
-      capacity: admitted.capacity ?? undefined,
-    });
+    let outcome: Awaited<ReturnType<typeof executeCompletion>>;
+    try {
+      outcome = await executeCompletion(deps.execute, {
+        plan: admitted.plan,
+        body: admitted.upstreamBody,
+        bodyFor: admitted.bodyFor,
+        signal: ctx.signal,
+        capacity: admitted.capacity ?? undefined,
+        onFolding: checkpoints ? (answer) => (folding = answer) : undefined,
+      });
+    } finally {
+      // Before the final charge: no checkpoint may follow it.
+      await checkpoints?.stop();
+    }
+    // Every attempt failed and none is charged: a checkpoint of one that broke after producing part of
+    // an answer (then failed over) must not be charged by a replay.
+    if (checkpoints && !outcome.ok && !outcome.partial) await deps.settler.withdrawCheckpoints(ctx.generationId);
     recordAttempts(deps, outcome.attempts);
     if (!outcome.ok) {
       if (outcome.error.cause !== undefined) {

@@ -173,9 +173,11 @@ export async function attemptCompletion(
   planned: PlannedAttempt,
   body: Record<string, unknown>,
   signal: CancelSignal,
+  /** Told, once the upstream stream is open, how to read the answer folded so far (charge checkpoints). */
+  folding?: (soFar: () => NormalizedCompletion) => void,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (planned.endpoint.provider.streamUpstream)
-    return collectStream(await attemptStream(deps, planned, body, signal), signal, deps.now);
+    return collectStream(await attemptStream(deps, planned, body, signal), signal, deps.now, folding);
   return attemptPlainCompletion(deps, planned, body, signal);
 }
 
@@ -183,10 +185,12 @@ async function collectStream(
   opened: AttemptResult<OpenedStream>,
   signal: CancelSignal,
   now: () => number,
+  folding?: (soFar: () => NormalizedCompletion) => void,
 ): Promise<AttemptResult<NormalizedCompletion>> {
   if (!opened.ok) return opened;
   const { held, stream } = opened.value;
   const aggregate = new CompletionAggregator();
+  folding?.(() => aggregate.result());
   for (const event of held) aggregate.add(event);
   let end: StreamEnd;
   try {

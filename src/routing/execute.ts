@@ -46,6 +46,19 @@ export interface ExecuteInput {
   signal: CancelSignal;
   /** Capacity limits of the plan's endpoints (limits/capacity.ts); absent when none has any. */
   capacity?: RequestCapacity | undefined;
+  /**
+   * A non-streamed answer folded from an upstream stream: what the attempt being read has produced
+   * so far (for the charge checkpoints of pipeline/stream-checkpoints.ts); null once it ended.
+   */
+  onFolding?: ((folding: FoldingAnswer | null) => void) | undefined;
+}
+
+/** The answer an attempt is folding from its upstream stream, as it stands. */
+export interface FoldingAnswer {
+  served: PlannedAttempt;
+  /** When the attempt's stream opened. */
+  openedAt: number;
+  soFar(): NormalizedCompletion;
 }
 
 /** A capacity limit refused an attempt: it is not sent; the limit frees at `retryAt`. */
@@ -342,7 +355,18 @@ export async function executeCompletion(
   const outcome = await loop(
     deps,
     input,
-    (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal),
+    input.onFolding === undefined
+      ? (planned) => attemptCompletion(deps, planned, bodyOf(input, planned), input.signal)
+      : async (planned) => {
+          const report = input.onFolding!;
+          try {
+            return await attemptCompletion(deps, planned, bodyOf(input, planned), input.signal, (soFar) =>
+              report({ served: planned, openedAt: deps.now(), soFar }),
+            );
+          } finally {
+            report(null);
+          }
+        },
     true,
   );
   if (!outcome.ok) return outcome;

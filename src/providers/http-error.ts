@@ -5,6 +5,7 @@
  * says differently (its error shape, its codes, its messages).
  */
 import type { FailureType, UpstreamFailure } from './types.js';
+import { parseUpstreamJson } from './json-shape.js';
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>;
 
@@ -22,7 +23,7 @@ export interface ErrorReading {
 
 export function parseJsonOrText(bodyText: string): unknown {
   try {
-    return JSON.parse(bodyText) as unknown;
+    return parseUpstreamJson(bodyText);
   } catch {
     return bodyText;
   }

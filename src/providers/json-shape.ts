@@ -19,6 +19,34 @@ export function countOrNull(value: unknown): number | null {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : null;
 }
 
+/**
+ * `JSON.parse` of an upstream's text, without `__proto__` keys: JSON.parse makes them ordinary own
+ * properties, which we would relay, and which a caller merging our answer into an object (Fastify
+ * refuses them from callers for the same reason) would take as that object's prototype. The walk runs
+ * only when the text could hold one: the key written out, or any `\u` escape.
+ */
+export function parseUpstreamJson(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  if (typeof value === 'object' && value !== null && (text.includes('__proto__') || text.includes('\\u')))
+    dropProtoKeys(value, 0);
+  return value;
+}
+
+function dropProtoKeys(value: object, depth: number): void {
+  if (depth > MAX_JSON_DEPTH) return;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[])
+      if (typeof item === 'object' && item !== null) dropProtoKeys(item, depth + 1);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  if (Object.hasOwn(record, '__proto__')) delete record['__proto__'];
+  for (const key of Object.keys(record)) {
+    const item = record[key];
+    if (typeof item === 'object' && item !== null) dropProtoKeys(item, depth + 1);
+  }
+}
+
 /** Deeper than this, an upstream's JSON is refused: no real answer comes close, and re-serialising it could overflow the stack. */
 export const MAX_JSON_DEPTH = 256;
 /** JSON text shorter than this cannot nest deeper than MAX_JSON_DEPTH (each level takes two characters). */

@@ -17,7 +17,7 @@ import { scrubbingAdapter, SecretScrubber } from './secret-scrubber.js';
 import { CompletionAggregator, completionToEvents } from './stream-aggregate.js';
 import type { ExecuteDeps } from './execute-deps.js';
 import { failureFromThrown, invalidResponse, isTransportError } from './failure.js';
-import { nestsTooDeeply } from '../providers/json-shape.js';
+import { nestsTooDeeply, parseUpstreamJson } from '../providers/json-shape.js';
 import { UnsendablePartError } from '../providers/openai-input.js';
 import { firstTokenLimitMs } from './first-token-limit.js';
 import type { PlannedAttempt } from './plan.js';
@@ -396,7 +396,7 @@ function parseCompletion(
 ): NormalizedCompletion | { kind: 'malformed'; reason: string } {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseUpstreamJson(text);
   } catch {
     return { kind: 'malformed', reason: 'response body is not JSON' };
   }

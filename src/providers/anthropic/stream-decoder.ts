@@ -9,7 +9,7 @@
  * arrives whole at its start.
  */
 import { plainStreamError, unreadable } from '../http-error.js';
-import { isRecord, stringOrNull } from '../json-shape.js';
+import { isRecord, parseUpstreamJson, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type NormalizedUsage, type StreamDecoder, type StreamEvent } from '../types.js';
 import { classifyAnthropicStreamError } from './classify-error.js';
 import { normalizeAnthropicStopReason } from './finish-reason.js';
@@ -38,7 +38,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
   parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
     try {
-      json = JSON.parse(data);
+      json = parseUpstreamJson(data);
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return KEEPALIVE;

@@ -7,7 +7,7 @@
  * marker: the last event carries `finishReason` and the stream ends with the HTTP body.
  */
 import { plainStreamError, unreadable } from '../http-error.js';
-import { isRecord, stringOrNull } from '../json-shape.js';
+import { isRecord, parseUpstreamJson, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
 import {
   blockReasonOf,
@@ -34,7 +34,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
   parseStreamEvent(data: string, event: string | null): StreamEvent {
     let json: unknown;
     try {
-      json = JSON.parse(data);
+      json = parseUpstreamJson(data);
     } catch {
       if (event === 'error') return { kind: 'error', failure: plainStreamError(data) };
       if (data.trim() === '') return KEEPALIVE;

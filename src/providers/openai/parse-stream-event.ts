@@ -1,4 +1,4 @@
-import { isRecord, stringOrNull } from '../json-shape.js';
+import { isRecord, parseUpstreamJson, stringOrNull } from '../json-shape.js';
 import { plainStreamError, unreadable } from '../http-error.js';
 import { KEEPALIVE, type ChunkChoice, type StreamEvent } from '../types.js';
 import { classifyOpenAiStreamError } from './classify-error.js';
@@ -13,7 +13,7 @@ export function parseOpenAiStreamEvent(data: string, event: string | null): Stre
   if (data === '[DONE]') return { kind: 'done' };
   let json: unknown;
   try {
-    json = JSON.parse(data);
+    json = parseUpstreamJson(data);
   } catch {
     // Rare paths kept off the per-chunk fast path: padded [DONE], blank keep-alive data.
     const text = data.trim();

@@ -56,8 +56,16 @@ describe('__proto__ keys from an upstream', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push(
-          { id: 'pp', name: 'Plain', kind: 'openai', base_url: upstream.url, api_key: '', stream_upstream: false },
-          { id: 'ps', name: 'Streamed', kind: 'openai', base_url: upstream.url, api_key: '' },
+          {
+            id: 'pp',
+            name: 'Plain',
+            kind: 'openai',
+            base_url: upstream.url,
+            api_key: '',
+            timeouts: {},
+            stream_upstream: false,
+          },
+          { id: 'ps', name: 'Streamed', kind: 'openai', base_url: upstream.url, api_key: '', timeouts: {} },
         );
         for (const provider of ['pp', 'ps'])
           file.models.push({

@@ -417,6 +417,45 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await screenshot(p, 'api-reference');
   });
 
+  // Outside check: at 1280-1920 px the table (ten columns) outgrew its box and pushed the actions out
+  // of view. With the holder's keys from the tests above it was 1,139 px in a 1,050 px box.
+  it('the keys page fits a desktop screen (1280 px) with app keys, limits and expiry dates: every action in view', async () => {
+    const expires = new Date(Date.now() + 90 * 86_400_000).toISOString();
+    const appKey = await gw.createKey(holder.id, {
+      name: 'Research assistant (staging)',
+      limit: 12.5,
+      limit_reset: 'monthly',
+      expires_at: expires,
+    });
+    // Issued to an OAuth app, as an approval makes it: the row carries the app's badge.
+    const driver = gw.database.openDriver();
+    await driver.run('INSERT INTO oauth_apps (id, origin, created_at) VALUES (?, ?, ?)', [
+      4242,
+      'https://research-assistant.staging.example.com',
+      Date.now(),
+    ]);
+    await driver.run(
+      'INSERT INTO oauth_grants (id, account_id, app_id, app_name, key_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ['grant_wide_screen', holder.id, 4242, 'https://research-assistant.staging.example.com', appKey.hash, Date.now()],
+    );
+    await gw.createKey(holder.id, { name: 'nightly batch export', limit: 1_000_000_000, expires_at: expires });
+    // A key reported leaked: the longest status word.
+    const leaked = await gw.createKey(holder.id, { name: 'pasted in a gist' });
+    expect((await gw.admin('POST', `/keys/${leaked.hash}/compromised`, {})).status).toBe(200);
+    const p = await signedInPage({ width: 1280, height: 900 });
+    await p.getByRole('row', { name: 'Key Research assistant (staging)' }).getByText('App:').waitFor();
+    const fits = await p.evaluate(() => {
+      const table = document.querySelector('table')!;
+      return { table: table.scrollWidth, box: table.parentElement!.clientWidth };
+    });
+    await screenshot(p, 'keys-desktop');
+    expect(fits.table, JSON.stringify(fits)).toBeLessThanOrEqual(fits.box);
+    for (const name of ['Research assistant (staging)', 'nightly batch export', 'pasted in a gist']) {
+      const box = await p.getByRole('button', { name: `Delete ${name}` }).boundingBox();
+      expect(box!.x + box!.width, name).toBeLessThanOrEqual(1280);
+    }
+  });
+
   it('the keys page works at phone width (390 px): no horizontal scrolling, every action reachable', async () => {
     await gw.createKey(holder.id, { name: 'phone key', limit: 2, limit_reset: 'daily' });
     const p = await signedInPage({ width: 390, height: 844 });

@@ -178,9 +178,8 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
             {key.app ? <span className="badge">App: {key.app.name}</span> : null}
           </>
         )}
-      </td>
-      <td data-label="Key" className="mono small nowrap">
-        {key.label}
+        {/* Under the name rather than a column of its own, for the table to fit a desktop screen. */}
+        <div className="mono small muted nowrap key-label">{key.label}</div>
       </td>
       <td data-label="Status">
         <span className={`status status-${status.toLowerCase()}`}>{status}</span>
@@ -198,14 +197,13 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
           limitText(key)
         )}
       </td>
-      <td data-label="Usage today" className="num">
-        {formatUsd(key.usage_daily)}
-      </td>
-      <td data-label="This week" className="num">
-        {formatUsd(key.usage_weekly)}
-      </td>
-      <td data-label="This month" className="num">
-        {formatUsd(key.usage_monthly)}
+      <td data-label="Usage" className="num">
+        {/* One column for the three windows: ten columns did not fit a desktop screen. */}
+        <div className="usage-lines">
+          <span>{formatUsd(key.usage_daily)} today</span>
+          <span>{formatUsd(key.usage_weekly)} this week</span>
+          <span>{formatUsd(key.usage_monthly)} this month</span>
+        </div>
       </td>
       <td data-label="Created" className="nowrap">
         {formatDate(key.created_at)}
@@ -226,7 +224,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
             onCancel={() => setMode('view')}
           />
         ) : (
-          <div className="actions compact">
+          <div className="actions compact key-actions">
             <button
               type="button"
               ref={buttons.rename}
@@ -343,17 +341,10 @@ export function KeysPage() {
             <thead>
               <tr>
                 <th scope="col">Name</th>
-                <th scope="col">Key</th>
                 <th scope="col">Status</th>
                 <th scope="col">Limit</th>
                 <th scope="col" className="num">
-                  Today
-                </th>
-                <th scope="col" className="num">
-                  This week
-                </th>
-                <th scope="col" className="num">
-                  This month
+                  Usage
                 </th>
                 <th scope="col">Created</th>
                 <th scope="col">Expires</th>

@@ -29,6 +29,7 @@ describe('null provider preferences', () => {
       max_price: null,
       require_parameters: null,
       data_collection: null,
+      quantizations: null,
     };
     const r = await chat(gw, key, { model: 'test/chat', messages: MESSAGES, provider });
     expect(r.status, r.text).toBe(200);
@@ -41,5 +42,20 @@ describe('null provider preferences', () => {
       provider: { order: ['mock'], allow_fallbacks: null, sort: null },
     });
     expect(r.status, r.text).toBe(200);
+  });
+
+  it('quantizations filters endpoints (one without a declared quantization is unknown); a value OpenRouter does not know is a 400', async () => {
+    const unknown = await chat(gw, key, {
+      model: 'test/chat',
+      messages: MESSAGES,
+      provider: { quantizations: ['unknown'] },
+    });
+    expect(unknown.status, unknown.text).toBe(200);
+    const fp4 = await chat(gw, key, { model: 'test/chat', messages: MESSAGES, provider: { quantizations: ['fp4'] } });
+    expect(fp4.status, fp4.text).toBe(404);
+    expect(fp4.json.error.message).toContain('provider.quantizations');
+    const bad = await chat(gw, key, { model: 'test/chat', messages: MESSAGES, provider: { quantizations: ['fp3'] } });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.json.error.message).toContain('provider.quantizations');
   });
 });

@@ -151,6 +151,10 @@ const providerPreferences = z.looseObject({
   // Endpoint filters on the providers' declared data policies (config `data_collection`, `zdr`).
   data_collection: nullMeansAbsent(z.enum(['allow', 'deny'])),
   zdr: nullMeansAbsent(z.boolean()),
+  // OpenRouter's quantization filter: endpoints serving one of these (config `quantization`; none declared: `unknown`).
+  quantizations: nullMeansAbsent(
+    boundedArray(z.enum(['int4', 'int8', 'fp4', 'fp6', 'fp8', 'fp16', 'bf16', 'fp32', 'unknown']), 9),
+  ),
 });
 
 export const chatRequestSchema = z.looseObject({

@@ -23,7 +23,7 @@ const endpoint = (p: string, prompt: string, completion: string, supported?: str
   model: `${p}-model`,
   pricing: { prompt, completion, request: '0' },
   max_completion_tokens: null,
-  quantization: null,
+  quantization: null as string | null,
   supports_prefill: false,
   ...(supported ? { supported_parameters: supported } : {}),
 });
@@ -162,6 +162,24 @@ describe('planAttempts', () => {
       'provider.data_collection=deny excludes silent',
     );
     expectError(() => plan('x/q', { zdr: true }), 'routing.no_endpoint', 'provider.zdr excludes zdr');
+  });
+
+  it('filters by quantizations; an endpoint that declares none is unknown', () => {
+    const quantized = buildCatalog({
+      providers: [provider('a'), provider('b'), provider('c')],
+      models: [
+        model('x/q', [
+          { ...endpoint('a', '0.000001', '0.000001'), quantization: 'FP8' },
+          { ...endpoint('b', '0.000002', '0.000002'), quantization: 'bf16' },
+          endpoint('c', '0.000003', '0.000003'),
+        ]),
+      ],
+    });
+    const plan = (quantizations: string[]) =>
+      ids(planAttempts(quantized, { model: 'x/q', provider: { quantizations } }, anyKey));
+    expect(plan(['fp8'])).toEqual(['x/q@a']);
+    expect(plan(['bf16', 'unknown'])).toEqual(['x/q@b', 'x/q@c']);
+    expectError(() => plan(['fp4']), 'routing.no_endpoint', 'provider.quantizations excludes a (FP8)');
   });
 
   it('filters by max_price (USD per million tokens) and require_parameters', () => {

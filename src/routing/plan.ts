@@ -40,6 +40,8 @@ export interface ProviderPreferences {
   data_collection?: 'allow' | 'deny' | undefined;
   /** Only zero-data-retention endpoints. */
   zdr?: boolean | undefined;
+  /** Only endpoints serving one of these quantizations (an endpoint without a declared one is `unknown`). */
+  quantizations?: string[] | undefined;
 }
 
 export interface PlannedAttempt {
@@ -201,6 +203,8 @@ function eligible(
       return (why.add(`provider.data_collection=deny excludes ${id} (it may store or train on prompts)`), false);
     if (prefs.zdr === true && !e.dataPolicy.zdr)
       return (why.add(`provider.zdr excludes ${id} (not a zero-data-retention endpoint)`), false);
+    if (prefs.quantizations && !prefs.quantizations.includes((e.quantization ?? 'unknown').toLowerCase()))
+      return (why.add(`provider.quantizations excludes ${id} (${e.quantization ?? 'unknown'})`), false);
     if (maxPrompt !== null && e.prices.prompt > maxPrompt)
       return (why.add(`${id} costs more than max_price.prompt`), false);
     if (maxCompletion !== null && e.prices.completion > maxCompletion)

@@ -238,8 +238,9 @@ export class CreditGate {
       : await this.decideByShare(check, key, now);
     if (trusted && decision.admitted && this.reports.epoch !== epoch) {
       // An outage began (or began and ended) while Redis admitted this: the report this process made
-      // for it misses the hold, so it is taken back and decided again by what holds now.
-      if (hold.amount > 0n) this.holds.release(check).catch(() => undefined);
+      // for it misses the hold, so it is taken back and decided again by what holds now — awaited: the
+      // second decision adds a hold under the same id (the generation id), which this must not remove.
+      if (hold.amount > 0n) await this.holds.release(check).catch(() => undefined);
       throw new OutageMoved();
     }
     if (!decision.admitted) throw refusal(decision, key, isPaid);

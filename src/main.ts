@@ -27,6 +27,7 @@ import { ensureDemoAccount } from './pipeline/demo-setup.js';
 import { startMockProvider, type MockProvider } from './providers/mock-server.js';
 import { buildCatalog } from './routing/catalog.js';
 import { UpstreamAgents } from './routing/upstream-client.js';
+import { prepareDataDir } from './boot-data-dir.js';
 import { openPostgresStore, openSqliteStoreWhenOpen } from './store/open-store.js';
 import { PgChangeBus } from './store/pg-change-bus.js';
 import type { Store } from './store/types.js';
@@ -189,6 +190,7 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   tuneGarbageCollector();
   const config = loadConfig(env);
+  prepareDataDir(config.dataDir, logger);
   let demo: MockProvider | null = null;
   if (config.providers.some((p) => p.kind === 'demo')) {
     // The demo provider is the simulator on a private loopback port: realistic pacing, no network.

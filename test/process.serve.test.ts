@@ -3,7 +3,7 @@
  * shutdown, configuration errors, and PostgreSQL mode with two processes starting together.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -105,6 +105,29 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
     expect(result.stderr).toContain('providers.0.kind');
     expect(result.stderr).toContain('PORT');
     expect(result.stderr).toContain('TOLLGATE_LOG_LEVEL');
+  });
+
+  it('a data directory that is a file is a configuration problem (exit 78), not a crash', async () => {
+    const file = join(dir, 'not-a-directory');
+    await writeFile(file, 'x');
+    const result = await runCli(['serve'], { TOLLGATE_DATA_DIR: file, PORT: '0' });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain(`env TOLLGATE_DATA_DIR: ${file} cannot be created as a directory`);
+  });
+
+  it('the data directory is private to its owner: created 0700, narrowed to 0700 when wider', async () => {
+    const wide = join(dir, 'wide-data');
+    await mkdir(wide, { mode: 0o755 });
+    await chmod(wide, 0o755);
+    const fresh = join(dir, 'fresh-data');
+    for (const dataDir of [wide, fresh]) {
+      const gw = await startServe({ TOLLGATE_DATA_DIR: dataDir });
+      try {
+        expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+      } finally {
+        expect(await gw.stop()).toBe(0);
+      }
+    }
   });
 
   it('refuses to start on a database file it cannot open, saying why, and exits 1', async () => {

@@ -41,7 +41,7 @@ const bearerSecret = z
   .transform((text) => text.trim())
   .refine(
     (text) => text.length >= 16 && !/\s/.test(text),
-    'must be at least 16 characters without whitespace (blank or padded tokens are refused)',
+    'must be at least 16 characters with no whitespace inside (surrounding whitespace is trimmed)',
   );
 
 const envSchema = z.object({

@@ -90,7 +90,7 @@ export function scrubKeysFromRequest(step: KeyLeakStep | null | undefined, reque
     const labels = keys.map(maskKey);
     throw new TollgateError(
       'request.contains_key',
-      `The request contains a Tollgate API key (${labels.join(', ')}) in ${[...new Set(where)].join(', ')}; it was not forwarded. Remove the key and send the request again; the key's holder has been notified.`,
+      `The request contains a Tollgate API key (${labels.join(', ')}) in ${[...new Set(where)].join(', ')}; it was not forwarded. Remove the key and send the request again; if the key is one of this gateway's, its holder is notified.`,
       { metadata: { reason: 'api_key_in_content', labels } },
     );
   }

@@ -281,7 +281,7 @@ describe('free-model rate limits when Redis is unreachable (REDIS_URL on a close
       expect((await chat(gw, key, { model: 'test/chat', messages: HELLO })).status).toBe(200); // paid models have no platform cap
       const ready = await getJson(gw, '/../../readyz');
       expect(ready.status).toBe(503);
-      expect(ready.json).toMatchObject({ status: 'unavailable', redis: 'unavailable' });
+      expect(ready.json).toMatchObject({ status: 'unavailable', redis: 'unavailable', reasons: ['redis_unavailable'] });
       expect((await getJson(gw, '/key', key)).status).toBe(503);
     } finally {
       await close();

@@ -44,7 +44,10 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
         };
         return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
       }
-      if (!storeOk) return reply.code(503).send({ status: 'unavailable', store: services.store.dialect });
+      if (!storeOk)
+        return reply
+          .code(503)
+          .send({ status: 'unavailable', store: services.store.dialect, reasons: ['store_unavailable'] });
       // Redis (REDIS_URL) holds the shared counters. Without it a process that serves paid requests from
       // its share (docs/architecture.md, "Redis outages") is degraded but ready: taking every process out
       // of the load balancer would turn a Redis outage into a full one. Otherwise it is not ready.
@@ -61,7 +64,12 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
               reasons: ['redis_unavailable'],
             };
           }
-          return reply.code(503).send({ status: 'unavailable', store: services.store.dialect, redis: 'unavailable' });
+          return reply.code(503).send({
+            status: 'unavailable',
+            store: services.store.dialect,
+            redis: 'unavailable',
+            reasons: ['redis_unavailable'],
+          });
         }
         if (services.fleet && !services.fleet.trusted)
           return {

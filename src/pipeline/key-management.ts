@@ -46,7 +46,7 @@ export const expiresAtSchema = z.string().superRefine((text, ctx) => {
 const slugList = z.array(z.string().min(1)).max(1000);
 
 export const createKeySchema = z.strictObject({
-  name: z.string().trim().min(1, 'name must be a non-empty string').max(200),
+  name: z.string().trim().min(1, 'name must be a non-empty string').max(200, 'must be at most 200 characters'),
   limit: limitSchema.nullable().optional(),
   limit_reset: z
     .enum(LIMIT_RESETS as [string, ...string[]])
@@ -78,7 +78,12 @@ export const createKeySchema = z.strictObject({
 export const adminCreateKeySchema = createKeySchema.extend({ management: z.boolean().optional() });
 
 export const updateKeySchema = z.strictObject({
-  name: z.string().trim().min(1, 'name must be a non-empty string').max(200).optional(),
+  name: z
+    .string()
+    .trim()
+    .min(1, 'name must be a non-empty string')
+    .max(200, 'must be at most 200 characters')
+    .optional(),
   disabled: z.boolean().optional(),
   limit: limitSchema.nullable().optional(),
   limit_reset: z

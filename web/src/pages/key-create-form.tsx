@@ -68,7 +68,6 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
         <input
           name="name"
           required
-
           value={name}
           onChange={(e) => setName(e.target.value)}
           placeholder="e.g. production server"

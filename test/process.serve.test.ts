@@ -276,6 +276,8 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
         const listed = await run('keys', 'list', '--account', account, '--json');
         expect(JSON.parse(listed.stdout).data.map((k: { hash: string }) => k.hash)).toContain(hash);
         expect(listed.stdout).not.toContain(plaintext);
+        // The plain listing says the limit's window too (outside check: `limit=1`, its reset unsaid).
+        expect((await run('keys', 'list', '--account', account)).stdout).toContain('limit=1/monthly');
         expect((await run('keys', 'disable', hash)).code).toBe(0);
         expect(
           (await post(gw.url, plaintext, { model: 'sim/paced', messages: [{ role: 'user', content: 'x' }] })).status,

@@ -52,6 +52,7 @@ type ApiKey = {
   label: string;
   disabled: boolean;
   limit: number | null;
+  limit_reset?: string | null;
   usage: number;
   is_management_key?: boolean;
   /** In listings: reported exposed (disabled for good). */
@@ -60,7 +61,7 @@ type ApiKey = {
 
 function describeKey(k: ApiKey): string {
   const state = k.compromised ? '  (compromised)' : k.disabled ? '  (disabled)' : '';
-  return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${state}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'} usage=${k.usage}`;
+  return `${k.hash}  ${k.label}  ${JSON.stringify(k.name)}${state}${k.is_management_key ? '  [management]' : ''}  limit=${k.limit ?? 'none'}${k.limit_reset ? `/${k.limit_reset}` : ''} usage=${k.usage}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** The page frame (header, navigation) and which page a path shows; account pages need a session. */
 import { Unreachable } from './components/unreachable';
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { ErrorNotice } from './components/error-notice';
 import { ActivityPage } from './pages/activity';
 import { ApiReferencePage } from './pages/api-reference';
@@ -45,6 +45,13 @@ function Header(props: { path: string }) {
   const { state, signOut } = useSession();
   const [error, setError] = useState<unknown>(null);
   const signedIn = state.status === 'signed-in';
+  // On a narrow screen the tab bar scrolls sideways: the current page's tab is brought into view
+  // (on /rankings or /docs at 390 px it was off the edge).
+  const nav = useRef<HTMLElement>(null);
+  useEffect(() => {
+    const current = nav.current?.querySelector<HTMLElement>('[aria-current="page"]');
+    current?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  }, [props.path, signedIn]);
   return (
     <header className="site-header">
       <div className="header-row">
@@ -72,7 +79,7 @@ function Header(props: { path: string }) {
         ) : null}
       </div>
       {signedIn ? (
-        <nav aria-label="Dashboard">
+        <nav aria-label="Dashboard" ref={nav}>
           <ul>
             {NAV.map((item) => (
               <li key={item.to}>

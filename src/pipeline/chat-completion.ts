@@ -211,10 +211,11 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
     end: { cancelled: boolean; finishReason: string | null; nativeFinishReason: string | null },
   ) => settle(deps, chargeInput(answer, attempts, end), admitted.hold, admitted.capacity);
   // An answer folded from an upstream stream is journaled now and then, as a streamed one is: the
-  // provider produced it, so a process killed before the answer is done still charges it.
+  // provider produced it, so a process killed before the answer is done still charges it. (A plan of
+  // `stream_upstream: false` endpoints only has nothing to fold: no timer.)
   let folding: FoldingAnswer | null = null;
   const checkpoints =
-    deps.checkpointMs === undefined
+    deps.checkpointMs === undefined || !admitted.plan.some((p) => p.endpoint.provider.streamUpstream)
       ? null
       : startCheckpoints(
           deps,

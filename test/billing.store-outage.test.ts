@@ -125,6 +125,21 @@ describe('checkpoints of non-streamed answers', { timeout: 60_000 }, () => {
   });
 });
 
+describe('/readyz and a silent store', { timeout: 60_000 }, () => {
+  it('answers 503 within its one-second wait when the store does not answer at all (SIGSTOP), then ready again', async () => {
+    const broken = breakableStore();
+    const g = await start(broken);
+    expect((await readyz(g.url)).status).toBe(200);
+    broken.mode = 'silent';
+    // A probe gets an answer rather than hanging with the store (the test's timeout is what fails otherwise).
+    const silent = await readyz(g.url);
+    expect(silent.status).toBe(503);
+    expect(silent.json.reasons).toEqual(['store_unavailable']);
+    broken.mode = 'ok';
+    expect((await readyz(g.url)).status).toBe(200);
+  });
+});
+
 describe('charges while the store is unreachable', { timeout: 60_000 }, () => {
   it('answers produced during the outage are journaled, applied when the store returns, totals exact; closed mode refuses paid requests meanwhile', async () => {
     const broken = breakableStore();

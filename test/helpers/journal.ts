@@ -11,8 +11,11 @@ import type { SqlDriver } from '../../src/store/sql-driver.js';
 import type { Settlement, Store } from '../../src/store/types.js';
 
 export interface Breakable {
-  /** `all`: every call fails as an unreachable database would; `writes`: only charges (a full or read-only disk). */
-  mode: 'ok' | 'all' | 'writes';
+  /**
+   * `all`: every call fails as an unreachable database would; `writes`: only charges (a full or
+   * read-only disk); `silent`: `ping` never answers (a database stopped with SIGSTOP).
+   */
+  mode: 'ok' | 'all' | 'writes' | 'silent';
   wrap(store: Store): Store;
 }
 
@@ -27,6 +30,7 @@ export function breakableStore(): Breakable {
           const value: unknown = Reflect.get(target, property, target);
           if (typeof value !== 'function') return value;
           return (...args: unknown[]) => {
+            if (state.mode === 'silent' && property === 'ping') return new Promise(() => undefined);
             const failing =
               state.mode === 'all'
                 ? property === 'settle' || READS.has(String(property))

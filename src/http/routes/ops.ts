@@ -9,6 +9,24 @@ import { json } from '../route-doc.js';
 import { readinessSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 
+/**
+ * How long /readyz waits for the store: a load balancer's probe (often 1–2 s) must get the 503, not a
+ * timeout of its own (outside check: 5–15 s while PostgreSQL was stopped with SIGSTOP).
+ */
+const PING_WAIT_MS = 1_000;
+
+/** Whether `promise` settled within `ms` (its rejection is rethrown; a late one is ignored). */
+async function answersWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
   routes.add('GET', '/healthz', async () => ({ status: 'ok' }), {
     auth: 'none',
@@ -24,10 +42,12 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
     '/readyz',
     async (_request, reply) => {
       if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
-      let storeOk = true;
+      let storeOk: boolean;
       try {
-        await services.store.ping();
-        services.admission?.storeAnswered();
+        // A store that is merely silent (SIGSTOP, a network partition) is not ready, but not yet an
+        // outage either: the requests that meet it decide that, with their own deadlines.
+        storeOk = await answersWithin(services.store.ping(), PING_WAIT_MS);
+        if (storeOk) services.admission?.storeAnswered();
       } catch (error) {
         storeOk = false;
         services.admission?.storeFailed(error);

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalChangeBus } from '../core/change-bus.js';
 import { TollgateError } from '../core/errors.js';
@@ -8,6 +9,7 @@ import { CreditGate } from './credit-gate.js';
 import type { HoldStore } from './hold-store.js';
 import { ZERO_USAGE } from './key-view.js';
 import { MemoryHoldStore } from './memory-hold-store.js';
+import { RedisHoldStore } from './redis-hold-store.js';
 
 const X = 1_000_000n;
 
@@ -253,6 +255,65 @@ describe('CreditGate', () => {
       // 3X each; a paid request needs share − held > 0: three of X each per process.
       expect(admitted).toBe(9);
       expect(processes.every((p) => !p.fleet.trusted)).toBe(true); // the failed call made each one stop trusting Redis
+    });
+
+    describe('against Redis: a count below the process’s own live holds', () => {
+      const url = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+      const prefix = `tollgate:test:${Math.random().toString(36).slice(2)}:hold:`;
+      const stores: RedisHoldStore[] = [];
+      const emptyRedis = async () => {
+        const client = new Redis(url);
+        try {
+          const keys = await client.keys(`${prefix}*`);
+          if (keys.length > 0) await client.del(...keys);
+        } finally {
+          client.disconnect();
+        }
+      };
+      afterEach(async () => {
+        await emptyRedis();
+        await Promise.all(stores.splice(0).map((h) => h.close()));
+      });
+      const redisHolds = async () => {
+        const holds = new RedisHoldStore({ url, keyPrefix: prefix });
+        await holds.ready();
+        stores.push(holds);
+        return holds;
+      };
+
+      it('Redis emptied with holds in flight and no charge to miss (FLUSHALL): the next admission has the fleet look, and the share decides', async () => {
+        let looked = 0;
+        const fleet = Object.assign(fakeFleet(2), {
+          suspect: () => undefined,
+          checkNow: async () => {
+            looked++;
+            fleet.setTrusted(false); // the heartbeat it asks for finds the new epoch
+          },
+        });
+        const holds = await redisHolds();
+        const reports = memoryOutageHolds();
+        const mine = fleetGate(fakeStore(account(4n * X), reports).store, holds, fleet);
+        const other = fleetGate(fakeStore(account(4n * X), reports).store, holds, fakeFleet(2));
+        await mine.admit(key('acct'), true, X);
+        await other.admit(key('acct'), true, X);
+        expect(await holds.held('acct', Date.now())).toBe(2n * X);
+        await emptyRedis();
+        // Outside check: a burst here admitted on the emptied count, past the bound by the lost holds.
+        await codeOf(mine.admit(key('acct'), true, X));
+        expect(looked).toBe(1);
+        expect(fleet.trusted).toBe(false);
+      });
+
+      it('one of its holds gone but no new epoch (a renewal that failed past the TTL): it is put back and the request decided again', async () => {
+        const fleet = Object.assign(fakeFleet(1), { suspect: () => undefined, checkNow: async () => undefined });
+        const holds = await redisHolds();
+        const gate = fleetGate(fakeStore(account(4n * X)).store, holds, fleet);
+        const first = await gate.admit(key('acct'), true, X);
+        await holds.release(first); // gone from Redis, still live here
+        expect(await codeOf(gate.admit(key('acct'), true, X))).toBe('admitted');
+        expect(await holds.held('acct', Date.now())).toBe(2n * X);
+        expect(fleet.trusted).toBe(true);
+      });
     });
 
     it('Redis lost its data on a live connection: the gate has the fleet look now and decides from the share, not from an empty Redis', async () => {

@@ -232,6 +232,8 @@ export class CreditGate {
       keyRemaining: usage && key.limit !== null ? key.limit - limitedUsage(key, usage.usage) : null,
       keyMark: usage?.mark ?? 0n,
       expiresAt: now + this.holdTtlMs,
+      // What this process holds there by its own count: Redis holding less lost its data (FLUSHALL).
+      ...(trusted && this.own ? { ownHeld: this.own.heldNow(key.accountId, key.hash, now) } : {}),
     };
     const decision = trusted
       ? await this.decide(check, account.mark !== null && (usage === null || usage.mark !== null), now)
@@ -254,7 +256,13 @@ export class CreditGate {
     return hold;
   }
 
-  private async decide(check: HoldCheck, marksKnown: boolean, now: number): Promise<HoldDecision> {
+  private async decideAgain(check: HoldCheck, now: number): Promise<HoldDecision> {
+    const mine = [...this.live].filter((h) => h.accountId === check.accountId && h.state !== 'done');
+    await this.holds.restore(mine, now + this.holdTtlMs, now).catch(() => undefined);
+    return this.decide(check, true, now, true);
+  }
+
+  private async decide(check: HoldCheck, marksKnown: boolean, now: number, retried = false): Promise<HoldDecision> {
     // Only a free request gets here without marks (a paid one reloads its snapshots or fails).
     if (!marksKnown) return snapshotOnly(check);
     try {
@@ -263,7 +271,12 @@ export class CreditGate {
       if (isUnavailable(error)) this.fleet?.suspect();
       // Redis lost its data on a live connection: the fleet looks at its epoch now (a new one starts the
       // resync window), so `admit` decides this request again from the share instead of an empty Redis.
-      if (isTollgateError(error) && error.metadata?.reason === 'redis_resyncing') await this.fleet?.checkNow?.();
+      if (isTollgateError(error) && error.metadata?.reason === 'redis_resyncing') {
+        await this.fleet?.checkNow?.();
+        // No new epoch: Redis did not lose everything, only some of this process's holds (a renewal
+        // that failed past their TTL). They are put back, and the request is decided once more.
+        if (this.fleet?.trusted && !retried) return this.decideAgain(check, now);
+      }
       if (check.paid || !isUnavailable(error)) {
         // A timed-out call may still have added the hold: take it back, or let it expire.
         if (check.amount > 0n) this.holds.release(check).catch(() => undefined);

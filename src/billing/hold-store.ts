@@ -53,6 +53,11 @@ export interface HoldCheck extends HoldRef {
   keyMark: ChargeMark;
   /** Epoch ms after which the hold no longer counts unless renewed. */
   expiresAt: number;
+  /**
+   * What this process itself holds live on the account and on the key, by its own count. A shared
+   * store holding less lost its data (it cannot lose a live hold otherwise): nothing is decided from it.
+   */
+  ownHeld?: { account: Units; key: Units };
 }
 
 export type HoldDecision =

@@ -59,7 +59,8 @@ local function since(counter, mark)
 end
 
 if mode == 'admit' then
-  -- ARGV: 4 id, 5 key, 6 amount, 7 paid (1/0), 8 balance, 9 account mark, 10 key remaining ('' = no limit), 11 key mark, 12 expiresAt, 13 epoch ('' = none)
+  -- ARGV: 4 id, 5 key, 6 amount, 7 paid (1/0), 8 balance, 9 account mark, 10 key remaining ('' = no limit), 11 key mark, 12 expiresAt, 13 epoch ('' = none),
+  -- 14 / 15 what the caller's process holds live on the account / the key (µUSD, rounded down)
   local id, key, amount = ARGV[4], ARGV[5], ARGV[6]
   prune()
   local s = redis.call('HMGET', sums, 'held', 'c', 'kh:' .. key, 'kc:' .. key)
@@ -72,6 +73,10 @@ if mode == 'admit' then
     return {0, 3, 0, held}
   end
   if newerEpoch(ARGV[13]) then return {0, 3, 0, held} end
+  -- So does holding less than the caller's own live holds: a live hold leaves only when its process
+  -- settles, releases or stops renewing it. (After FLUSHALL with no charge since the caller's snapshot
+  -- there is no counter to miss, and no epoch mark survives: the holds are what is left to tell.)
+  if held < tonumber(ARGV[14] or '0') or keyHeld < tonumber(ARGV[15] or '0') then return {0, 3, 0, held} end
   local balance = tonumber(ARGV[8]) - since(charged, tonumber(ARGV[9]))
   if balance < 0 or (ARGV[7] == '1' and balance - held <= 0) then return {0, 1, balance, held} end
   if ARGV[10] ~= '' and tonumber(ARGV[10]) - since(keyCharged, tonumber(ARGV[11])) - keyHeld <= 0 then

@@ -71,7 +71,7 @@ export class RedisHoldStore implements HoldStore {
     this.client = new RedisScriptClient({
       ...options,
       lua: HOLD_LUA,
-      commandName: 'tollgateHoldsV5',
+      commandName: 'tollgateHoldsV6',
       unavailableMessage: 'The credit hold store (Redis) is unavailable',
     });
   }
@@ -113,6 +113,9 @@ export class RedisHoldStore implements HoldStore {
       check.keyMark.toString(),
       check.expiresAt,
       this.epoch() ?? '',
+      // Rounded down: Redis holds each hold rounded up, so an intact count is never below it.
+      floorMicros(check.ownHeld?.account ?? 0n).toString(),
+      floorMicros(check.ownHeld?.key ?? 0n).toString(),
     ]);
     if (!Array.isArray(reply) || reply.length !== 4) throw new Error('hold script returned a bad decision');
     if (Number(reply[0]) === 1) return { admitted: true };

@@ -85,6 +85,21 @@ describe('settler with a charge journal', () => {
     expect(journal.syncs).toBe(syncsBefore);
   });
 
+  it('a charge committed while the journal could not take its record (a full disk) leaves no checkpoint of it behind', async () => {
+    const { store, committed } = scriptedStore();
+    const settler = new Settler({ store, journal, log: quietLog });
+    // A stream's checkpoint went in before the disk filled up.
+    expect(await settler.checkpoint(journalSettlement('s', 1n))).toBe(true);
+    expect(journal.depth).toBe(1);
+    vi.spyOn(journal, 'appendCharges').mockRejectedValue(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC' }));
+    const outcome = await settler.settle(journalSettlement('s', 3n));
+    expect(outcome.applied).toBe(true);
+    expect(committed.get('s')).toBe(3n);
+    await settler.drain();
+    // Outside check: the entry stayed live (depth and oldest age growing) until the next start.
+    expect(journal.depth).toBe(0);
+  });
+
   it("store slower than journalSyncAfterMs: the journal entry is fsync'd while the store still works on it", async () => {
     const { store, committed, state } = scriptedStore();
     const settler = new Settler({ store, journal, log: quietLog, journalSyncAfterMs: 10 });

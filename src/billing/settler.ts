@@ -235,13 +235,18 @@ export class Settler {
      */
     const withoutJournal = async (settle: () => Promise<void>): Promise<void> => {
       await settle();
-      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
+      await journaled;
+      // Also when the charge's own record was not written (a full disk): the stream's checkpoints are
+      // entries of the same id, and would stay live (and counted in the journal's depth) for ever.
+      journal.markDone(settlements.map((s) => s.generation.id));
     };
 
     if (waited && waited.ok) {
       this.committed(settlements, waited.outcomes);
       batch.forEach((p, i) => p.resolve(waited.outcomes[i]!));
-      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
+      // After the charge's own record when it was written; also when it was not (see withoutJournal).
+      await journaled;
+      journal.markDone(settlements.map((s) => s.generation.id));
       return;
     }
     if (waited && !isStoreUnavailable(waited.error)) {

@@ -175,11 +175,11 @@ export class CreditGate {
     return account;
   }
 
-  /** Checks the §5 credit rules against snapshot + live holds + recent charges and, when they pass, holds `estimate`. */
   /**
-   * `id`: the hold's id, unique per request — the generation id (a continuation's extra hold: a suffix
-   * of it), so that a process that restarts after a crash can settle the hold its journaled charge was
-   * kept under (`keepForJournal`, `settleRecovered`). Default: one of this process's own.
+   * Checks the §5 credit rules against snapshot + live holds + recent charges and, when they pass,
+   * holds `estimate`. `id`: the hold's id, unique per request — the request's generation id, so that a
+   * process that restarts after a crash can settle the hold its journaled charge was kept under
+   * (`keepForJournal`, `settleRecovered`). Default (a continuation's extra hold): one of this process's own.
    */
   async admit(key: KeyRecord, isPaid: boolean, estimate: Units, id?: string): Promise<Hold> {
     let trusted = this.trustShared();

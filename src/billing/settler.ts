@@ -235,16 +235,17 @@ export class Settler {
      */
     const withoutJournal = async (settle: () => Promise<void>): Promise<void> => {
       await settle();
-      await journaled;
-      // Also when the charge's own record was not written (a full disk): the stream's checkpoints are
-      // entries of the same id, and would stay live (and counted in the journal's depth) for ever.
-      journal.markDone(settlements.map((s) => s.generation.id));
+      // Only a copy that was written: when it was not, a stream's checkpoint of the same id stays, and
+      // charges what was delivered at the next start should this charge have failed too.
+      if (await journaled) journal.markDone(settlements.map((s) => s.generation.id));
     };
 
     if (waited && waited.ok) {
       this.committed(settlements, waited.outcomes);
       batch.forEach((p, i) => p.resolve(waited.outcomes[i]!));
-      // After the charge's own record when it was written; also when it was not (see withoutJournal).
+      // After the charge's own record when it was written; also when it was not (a full disk): the
+      // store has the charge, so a stream's checkpoints of the same id go too, or they stay live (and
+      // counted in the journal's depth) until the next start.
       await journaled;
       journal.markDone(settlements.map((s) => s.generation.id));
       return;

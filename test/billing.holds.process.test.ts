@@ -20,26 +20,14 @@ import { startMockProvider, type MockProvider } from '../src/providers/mock-serv
 import { burst, fixedBody, fixedCostModel, X_UNITS, X_USD } from './helpers/holds.js';
 import { deleteKeys, REDIS_TEST_URL } from './helpers/limiter-targets.js';
 import { createPgTestSchema, type PgTestSchema } from './helpers/pg.js';
-import { buildOnce, startServe, waitReady, type ServeProcess } from './helpers/process.js';
+import { adminClient, buildOnce, type ServeProcess, startServe, waitReady } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-hold-tests-01';
 const HOLD_TTL_MS = 1_000;
 const BURST = 500;
 const N = 10;
 
-async function admin(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${url}/api/v1/admin${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await response.body.json()) as any;
-  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+const admin = adminClient(ADMIN);
 
 async function accountWithKey(url: string, usd: number): Promise<{ accountId: string; key: string }> {
   const account = await admin(url, 'POST', '/accounts', {

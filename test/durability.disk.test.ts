@@ -16,26 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { fixedBody, fixedCostModel } from './helpers/holds.js';
 import { metric, readyz, until } from './helpers/journal.js';
-import { buildOnce, startServe, waitForOutput, type ServeProcess } from './helpers/process.js';
+import { adminClient, buildOnce, type ServeProcess, startServe, waitForOutput } from './helpers/process.js';
 
 const run = promisify(execFile);
 const ADMIN = 'admin-token-for-disk-tests-01';
 const FIXED = fixedCostModel('test/fixed', 'mock-chat');
 const MIN_FREE = 2 * 1024 * 1024;
 
-async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${url}/api/v1/admin${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await response.body.json()) as any;
-  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+const adminCall = adminClient(ADMIN);
 
 async function freeBytes(path: string): Promise<number> {
   const stats = await statfs(path);

@@ -15,7 +15,7 @@ import { estimateCompletionTokens } from '../src/billing/token-estimate.js';
 import { startMockProvider, type MockProvider } from '../src/providers/mock-server.js';
 import { fixedBody, fixedCostModel, X_UNITS } from './helpers/holds.js';
 import { metric, readyz, until } from './helpers/journal.js';
-import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
+import { adminClient, buildOnce, type ServeProcess, startServe } from './helpers/process.js';
 
 const ADMIN = 'admin-token-for-kill-tests-01';
 const FIXED = fixedCostModel('test/fixed', 'mock-chat');
@@ -23,19 +23,7 @@ const FIXED = fixedCostModel('test/fixed', 'mock-chat');
 const LONG = fixedCostModel('test/long', 'mock@tps=50,tokens=4000');
 const PRICE_UNITS_PER_TOKEN = 100_000;
 
-async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${url}/api/v1/admin${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await response.body.json()) as any;
-  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+const adminCall = adminClient(ADMIN);
 
 function integrityCheck(path: string): string {
   const db = new Database(path);

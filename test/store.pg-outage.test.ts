@@ -22,7 +22,7 @@ import { fixedCostModel, X_UNITS } from './helpers/holds.js';
 import { metric, readyz, until } from './helpers/journal.js';
 import { createPgTestSchema } from './helpers/pg.js';
 import { startPrivatePostgres, type PrivatePostgres } from './helpers/private-pg.js';
-import { buildOnce, startServe, type ServeProcess } from './helpers/process.js';
+import { adminClient, buildOnce, type ServeProcess, startServe } from './helpers/process.js';
 import { parseSse } from './helpers/gateway.js';
 
 describe('a checked-out PostgreSQL client losing its connection', () => {
@@ -64,19 +64,7 @@ describe('a checked-out PostgreSQL client losing its connection', () => {
 const ADMIN = 'admin-token-for-pg-outage-01';
 const MODEL = fixedCostModel('test/fixed', 'mock@latency=40,tps=200');
 
-async function adminCall(url: string, method: 'GET' | 'POST', path: string, body?: unknown) {
-  const response = await request(`${url}/api/v1/admin${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await response.body.json()) as any;
-  if (response.statusCode >= 300) throw new Error(`${method} ${path}: ${response.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+const adminCall = adminClient(ADMIN);
 
 interface Answer {
   status: number;

@@ -273,13 +273,8 @@ export class ChargeJournal {
    * fsync — losing it in a crash only replays charges the store already has, which changes nothing.
    */
   markDone(ids: readonly string[]): void {
-    const known = ids.filter((id) => this.entries.has(id));
-    if (known.length === 0) return;
-    for (const id of known) {
-      this.liveBytes -= this.entries.get(id)!.bytes;
-      this.entries.delete(id);
-    }
-    this.write([{ t: 'done', ids: known }], false).catch(() => undefined);
+    const known = this.forget(ids);
+    if (known.length > 0) this.write([{ t: 'done', ids: known }], false).catch(() => undefined);
   }
 
   /**
@@ -287,11 +282,18 @@ export class ChargeJournal {
    * go, and the marker is synced, since a replay would otherwise charge them.
    */
   async withdraw(id: string): Promise<void> {
-    const entry = this.entries.get(id);
-    if (entry?.kind !== 'checkpoint') return;
-    this.liveBytes -= entry.bytes;
-    this.entries.delete(id);
-    await this.write([{ t: 'done', ids: [id] }], true);
+    if (this.entries.get(id)?.kind !== 'checkpoint') return;
+    await this.write([{ t: 'done', ids: this.forget([id]) }], true);
+  }
+
+  /** Drops the live entries of these ids; the ids it had. */
+  private forget(ids: readonly string[]): string[] {
+    const known = ids.filter((id) => this.entries.has(id));
+    for (const id of known) {
+      this.liveBytes -= this.entries.get(id)!.bytes;
+      this.entries.delete(id);
+    }
+    return known;
   }
 
   /**

@@ -19,6 +19,7 @@
  * 500 req/s.
  * Without a journal (unit tests of buildApp), a batch is retried for a few seconds and then fails.
  */
+import { TIMED_OUT, within } from '../core/within.js';
 import type { Logger } from '../observability/logger.js';
 import type { SettleOutcome, Settlement, Store } from '../store/types.js';
 import type { ChargeJournal, RefusedCaller } from './charge-journal.js';
@@ -314,14 +315,8 @@ export class Settler {
   }
 
   private async withinWait(storing: Promise<StoreAttempt>): Promise<StoreAttempt | null> {
-    const waitMs = this.options.storeWaitMs ?? 3000;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)));
-    try {
-      return await Promise.race([storing, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const attempt = await within(storing, this.options.storeWaitMs ?? 3000);
+    return attempt === TIMED_OUT ? null : attempt;
   }
 
   private async storeAttempt(settlements: readonly Settlement[]): Promise<StoreAttempt> {

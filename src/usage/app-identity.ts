@@ -31,7 +31,8 @@ const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
 /**
  * Node hands header values over as latin1; a value sent as UTF-8 is decoded back when it is valid
  * UTF-8. Applied where the headers are read (http/request-context.ts), and again to titles read back
- * (rows stored before that kept the latin1 form; decoding decoded text leaves it as it is).
+ * (rows stored before that kept the latin1 form). Decoding decoded text leaves it as it is, unless its
+ * characters, read as latin1 bytes, happen to be valid UTF-8 themselves (mojibake typed on purpose).
  */
 export function decodeHeader(value: string): string {
   if (!/[\u0080-\u00ff]/.test(value) || /[^ -\u00ff]/.test(value)) return value;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { request } from 'undici';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = `${ROOT}bin/tollgate.js`;
@@ -169,4 +170,22 @@ export async function waitForOutput(gw: ServeProcess, pattern: RegExp, timeoutMs
   while (!pattern.test(gw.stdout()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   if (!pattern.test(gw.stdout()))
     throw new Error(`no output matching ${pattern} within ${timeoutMs} ms:\n${gw.stdout().slice(-2000)}`);
+}
+
+/** The admin API of a running gateway, as a test calls it: the JSON answer, or an error naming the status. */
+export function adminClient(token: string) {
+  return async (url: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> => {
+    const response = await request(`${url}/api/v1/admin${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await response.body.json()) as any;
+    if (response.statusCode >= 300)
+      throw new Error(`${method} ${path}: ${response.statusCode} ${JSON.stringify(json)}`);
+    return json;
+  };
 }

@@ -4,6 +4,7 @@
  * gives it a listener of its own, see metrics-listener.ts).
  */
 import { z } from 'zod';
+import { TIMED_OUT, within } from '../../core/within.js';
 import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import { readinessSchema } from '../../pipeline/response-schemas.js';
@@ -14,18 +15,6 @@ import type { Services } from '../services.js';
  * timeout of its own (outside check: 5–15 s while PostgreSQL was stopped with SIGSTOP).
  */
 const PING_WAIT_MS = 1_000;
-
-/** Whether `promise` settled within `ms` (its rejection is rethrown; a late one is ignored). */
-async function answersWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  promise.catch(() => undefined);
-  try {
-    return await Promise.race([promise.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 export function registerOpsRoutes(routes: RouteTable, services: Services, isShuttingDown: () => boolean): void {
   routes.add('GET', '/healthz', async () => ({ status: 'ok' }), {
@@ -46,7 +35,7 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       try {
         // A store that is merely silent (SIGSTOP, a network partition) is not ready, but not yet an
         // outage either: the requests that meet it decide that, with their own deadlines.
-        storeOk = await answersWithin(services.store.ping(), PING_WAIT_MS);
+        storeOk = (await within(services.store.ping(), PING_WAIT_MS)) !== TIMED_OUT;
         if (storeOk) services.admission?.storeAnswered();
       } catch (error) {
         storeOk = false;

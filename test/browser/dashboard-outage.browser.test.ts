@@ -3,7 +3,8 @@
  * answers 503), in Debian's Chromium. Before, a signed-in holder who opened a page then was sent to
  * the sign-in page with the error, as if signed out, and stayed there. Now the page says the gateway
  * cannot be reached, keeps its address, tries again by itself (backing off) or on request, and shows
- * the page once the session can be read.
+ * the page once the session can be read. A page whose data cannot be loaded mid-session says so and
+ * offers to try again.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -82,5 +83,20 @@ describe.skipIf(!chromiumAvailable)('the dashboard while the session cannot be r
     broken.mode = 'ok';
     // The first tries come 1, then 2 s apart: the page returns without a click.
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  });
+
+  it('offers to try again when a page cannot load its data mid-session', async () => {
+    const page = await signedInOnKeys();
+    broken.mode = 'all';
+    await page.getByRole('link', { name: 'Credits' }).click();
+    const notice = page.getByRole('alert').filter({ hasText: 'Could not load your account' });
+    await notice.waitFor();
+    expect(await notice.textContent()).toContain('Storage is unavailable');
+    expect(await page.locator('[aria-label="Credit balance"]').count()).toBe(0); // no balance shown
+
+    broken.mode = 'ok';
+    await notice.getByRole('button', { name: 'Try again' }).click();
+    await notice.waitFor({ state: 'detached' });
+    await page.locator('[aria-label="Credit balance"]').getByText('Balance').waitFor();
   });
 });

@@ -11,12 +11,24 @@ export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function ErrorNotice(props: { error: unknown; title?: string }) {
+/**
+ * A failure in words. `onRetry` (a load's `reload`): the notice offers to try again — a page that
+ * could not load (the gateway restarting, the network gone) is one click from working again.
+ */
+export function ErrorNotice(props: { error: unknown; title?: string; onRetry?: () => void }) {
   if (props.error === null || props.error === undefined) return null;
   return (
     <p className="notice notice-error" role="alert">
       {props.title ? <strong>{props.title}: </strong> : null}
       {describeError(props.error)}
+      {props.onRetry ? (
+        <>
+          {' '}
+          <button type="button" className="link-button" onClick={props.onRetry}>
+            Try again
+          </button>
+        </>
+      ) : null}
     </p>
   );
 }

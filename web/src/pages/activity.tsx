@@ -33,7 +33,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
   return (
     <section aria-labelledby="generations-title">
       <h2 id="generations-title">Recent generations</h2>
-      <ErrorNotice error={page.error} title="Could not load generations" />
+      <ErrorNotice error={page.error} title="Could not load generations" onRetry={page.reload} />
       {rows.length === 0 && !page.loading && !page.error ? <p className="empty">No generations yet.</p> : null}
       {rows.length > 0 ? (
         <div className="table-scroll">
@@ -162,9 +162,9 @@ export function ActivityPage() {
           </select>
         </div>
       </form>
-      <ErrorNotice error={keys.error} title="Could not load your keys" />
-      <ErrorNotice error={models.error} title="Could not load the models" />
-      <ErrorNotice error={daily.error} title="Could not load daily activity" />
+      <ErrorNotice error={keys.error} title="Could not load your keys" onRetry={keys.reload} />
+      <ErrorNotice error={models.error} title="Could not load the models" onRetry={models.reload} />
+      <ErrorNotice error={daily.error} title="Could not load daily activity" onRetry={daily.reload} />
       <dl className="stats" aria-label="Last 30 days">
         <div>
           <dt>Spend, last {DAYS} days</dt>

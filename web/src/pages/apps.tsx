@@ -77,7 +77,7 @@ export function AppsPage() {
         Apps
       </h1>
       <p className="muted">Apps you approved through OAuth. Each holds its own key drawing on your credits.</p>
-      <ErrorNotice error={apps.error} title="Could not load your apps" />
+      <ErrorNotice error={apps.error} title="Could not load your apps" onRetry={apps.reload} />
       {apps.data === null ? (
         apps.loading ? (
           <p className="muted">Loading…</p>

@@ -24,7 +24,7 @@ export function CreditsPage() {
   return (
     <section>
       <h1>Credits</h1>
-      <ErrorNotice error={account.error} title="Could not load your account" />
+      <ErrorNotice error={account.error} title="Could not load your account" onRetry={account.reload} />
       {a ? (
         <dl className="stats" aria-label="Credit balance">
           <div className="stat-main">
@@ -52,7 +52,7 @@ export function CreditsPage() {
       ) : null}
       <p className="muted">Credits are added by the operator of this gateway. 1 credit = 1 USD.</p>
       <h2>History</h2>
-      <ErrorNotice error={history.error} title="Could not load the credit history" />
+      <ErrorNotice error={history.error} title="Could not load the credit history" onRetry={history.reload} />
       {entries.length === 0 && !history.loading && !history.error ? (
         <p className="empty">No credit entries yet.</p>
       ) : null}

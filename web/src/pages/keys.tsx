@@ -327,7 +327,7 @@ export function KeysPage() {
           }}
         />
       ) : null}
-      <ErrorNotice error={keys.error} title="Could not load your keys" />
+      <ErrorNotice error={keys.error} title="Could not load your keys" onRetry={keys.reload} />
       {keys.data === null ? (
         keys.loading ? (
           <p className="muted">Loading keys…</p>

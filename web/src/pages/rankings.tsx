@@ -40,7 +40,7 @@ export function RankingsPage() {
           </button>
         ))}
       </div>
-      <ErrorNotice error={summary.error} title="Could not load the rankings" />
+      <ErrorNotice error={summary.error} title="Could not load the rankings" onRetry={summary.reload} />
       {summary.loading && !data ? <p className="muted">Loading…</p> : null}
       {!summary.loading && data === null && !summary.error ? (
         <p className="empty">Rankings are not public on this gateway.</p>

@@ -173,7 +173,8 @@ function NotificationSettings() {
     }
   };
 
-  if (loaded.error) return <ErrorNotice error={loaded.error} title="Could not load notification settings" />;
+  if (loaded.error)
+    return <ErrorNotice error={loaded.error} title="Could not load notification settings" onRetry={loaded.reload} />;
   if (loaded.loading) return null;
   if (loaded.data === null) {
     return (

@@ -250,6 +250,24 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
     expect((await call(gw, 'GET', '/key', { key: bareKey })).status).toBe(200);
   });
 
+  it('an app’s label loses the characters that would make it read as something else (bidi overrides, zero-width)', async () => {
+    // "Budget helper \u202Egro.elgoog//:sptth" renders as "Budget helper https://google.org" (outside check).
+    const created = await owner.oAuth.createAuthCode({
+      requestBody: {
+        callbackUrl: 'https://bidi.example/cb',
+        keyLabel: 'Budget\u200b helper \u202egro.elgoog//:sptth\u2066',
+      },
+    });
+    const key = (await app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: created.data.id } })).key;
+    const listed = await call(gw, 'GET', '/keys', { key: managementKey });
+    const row = listed.json.data.find(
+      (k: { app: { origin: string } | null }) => k.app?.origin === 'https://bidi.example',
+    );
+    expect(row.name).toBe('Budget helper gro.elgoog//:sptth');
+    expect(row.app.name).toBe('Budget helper gro.elgoog//:sptth');
+    expect((await call(gw, 'GET', '/key', { key })).status).toBe(200);
+  });
+
   it('apps get integer ids: one per origin, stable, distinct under concurrent first sight', async () => {
     const origins = Array.from({ length: 6 }, (_, i) => `https://concurrent-${i}.example`);
     const created = await Promise.all(

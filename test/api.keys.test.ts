@@ -243,6 +243,10 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     expect(patched.json.data.updated_at).not.toBeNull();
     expect(patched.json.data.created_at).toBe(created.json.data.created_at);
     expect(patched.text).not.toContain(created.json.key.slice(9));
+    // Shown as it reads: a bidi override would make "after\u202Etxet" read as "aftertext" reversed.
+    const renamed = await keys('PATCH', `/${hash}`, { name: ' after\u202e  txet\u202c\t\u200f ' });
+    expect(renamed.json.data.name).toBe('after txet');
+    await keys('PATCH', `/${hash}`, { name: 'after' });
 
     const cleared = await keys('PATCH', `/${hash}`, { limit: null, limit_reset: null });
     expect(cleared.status).toBe(200);
@@ -303,6 +307,10 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
       { name: 'x', unknown_field: true },
     ];
     for (const body of bad) expectError(await keys('POST', '', body), 400);
+    // A name only of invisible characters would show as no name (outside check: U+200B accepted).
+    expect((await keys('POST', '', { name: '\u200b\u200b\u2066' })).json.error.message).toBe(
+      'Invalid request: name: name must be a non-empty string',
+    );
     // In words a dashboard can show as it is (outside check: zod's "Too big: expected string to have <=200 characters").
     expect((await keys('POST', '', { name: 'x'.repeat(201) })).json.error.message).toBe(
       'Invalid request: name: must be at most 200 characters',

@@ -7,6 +7,7 @@ import type { apiKeySchema, keyInfoSchema } from './response-schemas.js';
 import { z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import { parseUtcDateTime } from '../core/utc-date-time.js';
+import { displayText } from '../core/display-text.js';
 import type { ChangeBus } from '../core/change-bus.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
@@ -45,8 +46,15 @@ export const expiresAtSchema = z.string().superRefine((text, ctx) => {
 
 const slugList = z.array(z.string().min(1)).max(1000);
 
+/** A key's name, as it will be shown (core/display-text.ts): one made only of invisible characters is empty. */
+const keyNameSchema = z
+  .string()
+  .overwrite(displayText)
+  .min(1, 'name must be a non-empty string')
+  .max(200, 'must be at most 200 characters');
+
 export const createKeySchema = z.strictObject({
-  name: z.string().trim().min(1, 'name must be a non-empty string').max(200, 'must be at most 200 characters'),
+  name: keyNameSchema,
   limit: limitSchema.nullable().optional(),
   limit_reset: z
     .enum(LIMIT_RESETS as [string, ...string[]])
@@ -78,12 +86,7 @@ export const createKeySchema = z.strictObject({
 export const adminCreateKeySchema = createKeySchema.extend({ management: z.boolean().optional() });
 
 export const updateKeySchema = z.strictObject({
-  name: z
-    .string()
-    .trim()
-    .min(1, 'name must be a non-empty string')
-    .max(200, 'must be at most 200 characters')
-    .optional(),
+  name: keyNameSchema.optional(),
   disabled: z.boolean().optional(),
   limit: limitSchema.nullable().optional(),
   limit_reset: z

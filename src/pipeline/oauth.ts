@@ -13,6 +13,7 @@ import { generateKey, hashKey, maskKey } from '../auth/key-format.js';
 import { CODE_TTL_MS, hashAuthorizationCode, newAuthorizationCode, PKCE_VALUE, verifierMatches } from '../auth/pkce.js';
 import { LIMIT_RESETS, type LimitReset } from '../core/usage-window.js';
 import { TollgateError } from '../core/errors.js';
+import { displayText } from '../core/display-text.js';
 import { deleteKey, expiresAtSchema } from './key-management.js';
 import { unitsToUsd, usdToUnits, type Units } from '../core/money.js';
 import type { CodeChallengeMethod } from '../store/account-auth-store.js';
@@ -131,14 +132,9 @@ export async function assertMayAuthorize(deps: OAuthDeps, key: KeyRecord): Promi
     );
 }
 
-/** An app title from a header, made safe to store and show: no control characters, at most 100 characters; null if nothing is left. */
+/** An app title from a header, made safe to store and show (display-text.ts), at most 100 characters; null if nothing is left. */
 export function cleanAppTitle(raw: string | null): string | null {
-  const text =
-    raw
-      // eslint-disable-next-line no-control-regex
-      ?.replace(/[\u0000-\u001f\u007f]+/g, ' ')
-      .trim()
-      .slice(0, 100) ?? '';
+  const text = raw === null ? '' : displayText(raw).slice(0, 100).trim();
   return text === '' ? null : text;
 }
 
@@ -161,9 +157,8 @@ export function checkAuthorization(
   const keyExpiresAt = input.expires_at ? Date.parse(input.expires_at) : null;
   if (keyExpiresAt !== null && keyExpiresAt <= now) throw invalid('expires_at must be in the future');
   const origin = appOriginOf(callback.url);
-  // The app names its key: shown in the dashboard and in mails, so without control characters.
-  // eslint-disable-next-line no-control-regex
-  const keyLabel = input.key_label?.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim() || null;
+  // The app names its key: shown in the dashboard, on the approval page and in mails (display-text.ts).
+  const keyLabel = (input.key_label === undefined ? '' : displayText(input.key_label)) || null;
   return {
     callbackUrl: callback.url,
     origin,

@@ -5,6 +5,7 @@
  * is dropped rather than repaired.
  */
 import { createHash } from 'node:crypto';
+import { INVISIBLE } from '../core/display-text.js';
 
 export interface AppIdentity {
   /** Stable numeric id (the SDK's `app_id` is an integer): 52 bits of SHA-256 of `key`, a safe integer on every store. */
@@ -26,7 +27,6 @@ export const MAX_TITLE_LENGTH = 80;
 // removed: they let a name render as something else.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
-const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
 
 /**
  * Node hands header values over as latin1; a value sent as UTF-8 is decoded back when it is valid

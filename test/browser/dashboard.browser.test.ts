@@ -301,6 +301,10 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect(new URL(p.url()).pathname).toBe('/auth');
     await p.getByText(new URL(callback.url).origin).first().waitFor();
     expect(await p.getByLabel('Credit limit for this app (USD, optional)').inputValue(), p.url()).toBe('3');
+    // Which account pays, in the approval itself: at phone width the header does not show it.
+    expect(await p.locator('form.authorize').textContent()).toContain(
+      `spends the credits of your account ${holder.email}`,
+    );
     await screenshot(p, 'oauth-approve');
     await p.getByRole('button', { name: 'Approve' }).click();
     await p.getByRole('heading', { name: 'Back in the demo app' }).waitFor();

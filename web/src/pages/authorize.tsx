@@ -36,7 +36,7 @@ const PARAMS = [
 
 const RESETS: Record<string, string> = { daily: 'every day', weekly: 'every week', monthly: 'every month' };
 
-function Approval(props: { params: Record<(typeof PARAMS)[number], string | null> }) {
+function Approval(props: { params: Record<(typeof PARAMS)[number], string | null>; account: string }) {
   const { params } = props;
   const request = useLoader(() => api<{ data: AuthorizeRequest }>('GET', `/oauth/authorize${query(params)}`), []);
   const [limit, setLimit] = useState(params.limit ?? '');
@@ -73,7 +73,8 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
       onSubmit={(event) => void decide('approve', event)}
       aria-labelledby="authorize-title"
     >
-      {/* The origin, not the name the app gives itself: the callback is what the holder can trust. */}
+      {/* The origin, not the name the app gives itself: the callback is what the holder can trust. The
+          account that pays is named here too: at phone width the header does not show it. */}
       <h1 id="authorize-title">Authorize {app.origin}</h1>
       <p>
         <strong>{app.name || app.origin}</strong>
@@ -83,7 +84,7 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
             at <span className="mono">{app.origin}</span>
           </>
         ) : null}{' '}
-        asks for an API key that spends your credits
+        asks for an API key that spends the credits of your account <strong>{props.account}</strong>
         {request.data.data.key_label ? (
           <>
             {' '}
@@ -165,7 +166,7 @@ export function AuthorizePage() {
   if (state.status !== 'signed-in') return <p className="muted">Loading…</p>;
   return (
     <section className="narrow">
-      <Approval params={params} />
+      <Approval params={params} account={state.session.account.email} />
     </section>
   );
 }

@@ -11,9 +11,20 @@ describe('finish reasons from upstreams', () => {
     ['tool_calls', 'tool_calls'],
     ['content_filter', 'content_filter'],
     ['function_call', 'tool_calls'],
-    ['eos_token', 'eos_token'], // unknown but a plain short token: passes through
-    ['End_Turn', 'End_Turn'],
-  ])('keeps a known or plain value: %s → %s', (raw, normalized) => {
+    // Other servers' names for them, in any case.
+    ['eos_token', 'stop'],
+    ['End_Turn', 'stop'],
+    ['STOP', 'stop'],
+    ['max_tokens', 'length'],
+    ['MAX_TOKENS', 'length'],
+    ['model_length', 'length'],
+    ['tool_use', 'tool_calls'],
+    ['SAFETY', 'content_filter'],
+    ['error', 'error'],
+    ['ERROR', 'ERROR'], // only the exact "error" is a provider failing (stream-reader.ts, isProviderError)
+    ['some_future_reason', 'some_future_reason'], // unknown but a plain short token: passes through
+    ['constructor', 'constructor'],
+  ])('normalizes a known value and keeps a plain unknown one: %s → %s', (raw, normalized) => {
     expect(normalizeOpenAiFinishReason(raw)).toBe(normalized);
   });
 

@@ -61,7 +61,9 @@ describe('the OpenAPI document', () => {
   it('takes its request schemas from the ones the handlers parse with', () => {
     const chat = (document.paths['/api/v1/chat/completions'] as any).post;
     const body = chat.requestBody.content['application/json'].schema;
-    expect(body.required).toEqual(expect.arrayContaining(['model', 'messages']));
+    expect(body.required).toEqual(['messages']);
+    // `models` without `model` is a request OpenRouter takes and @openrouter/sdk sends.
+    expect(body.properties.model).toMatchObject({ type: 'string', description: expect.stringContaining('`models`') });
     expect(body.properties.temperature.anyOf[0]).toMatchObject({ type: 'number', minimum: 0, maximum: 2 });
     expect(chat.responses['200'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ChatCompletion',

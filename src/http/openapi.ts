@@ -77,14 +77,14 @@ const ERROR_STATUS: Record<number, string> = {
   401: 'Missing or invalid credentials',
   402: 'Not enough credits, or the key’s limit is reached',
   403: 'Forbidden (admin API disabled, CSRF check failed, guardrail, moderation, feature disabled)',
-  404: 'Not found (another account’s resource answers the same)',
+  404: 'Not found (another account’s resource answers the same); for a completion, no endpoint meets the request’s routing requirements (`metadata.reasons`)',
   408: 'Every upstream attempt timed out',
   409: 'Conflict with the current state',
   413: 'The body is larger than the route’s limit',
   415: 'A `Content-Encoding` other than identity',
   429: 'Rate limited (`Retry-After` and `X-RateLimit-*` say until when)',
   502: 'The model’s providers failed',
-  503: 'Temporarily unavailable (no endpoint, store outage, shutting down)',
+  503: 'Temporarily unavailable (store outage, moderation unavailable, shutting down)',
 };
 
 function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {

@@ -205,6 +205,19 @@ export const chatRequestSchema = z.looseObject({
 
 export type ChatRequest = z.output<typeof chatRequestSchema>;
 
+/**
+ * The body as the OpenAPI document describes it: `model` may be left out when `models` is given (the
+ * first of `models` is then the model; chat-completion.ts fills it in before `chatRequestSchema` checks
+ * the body), as OpenRouter takes it and @openrouter/sdk sends it.
+ */
+export const chatRequestDocSchema = chatRequestSchema.extend({
+  model: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: 'The model; may be left out when `models` is given (its first is then the model)' }),
+});
+
 /** One precise sentence for the first problems of a failed parse: "messages[3].content[0].text: must be a string". */
 export function describeIssues(error: z.ZodError): string {
   return error.issues

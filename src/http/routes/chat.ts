@@ -8,7 +8,7 @@ import { renderError } from '../error-table.js';
 import { appAttribution } from '../request-context.js';
 import { requestKey } from '../route-auth.js';
 import type { RouteTable } from '../route-table.js';
-import { chatRequestSchema } from '../../pipeline/chat-request.js';
+import { chatRequestDocSchema } from '../../pipeline/chat-request.js';
 import { chatCompletionChunkSchema, chatCompletionSchema } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import { SseSink } from '../sse-sink.js';
@@ -129,7 +129,7 @@ export function registerChatRoutes(routes: RouteTable, services: Services): void
         description:
           'OpenAI Chat Completions plus OpenRouter’s extensions (`models`, `provider`, …). With `stream: true` the answer is server-sent events: chunks, a usage chunk, `[DONE]`; an error after the first byte arrives in-band as a chunk with `error` and `finish_reason: "error"`.',
         tag: 'Inference',
-        body: chatRequestSchema,
+        body: chatRequestDocSchema,
         responses: {
           200: {
             description: 'The completion, or its stream',

@@ -363,6 +363,21 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
         usage_limit_type: null,
         expires_at: null,
       });
+      // What the page shows of a bad request is the message: in words, not a validator's (outside check).
+      const badLimit = new URL(url);
+      badLimit.searchParams.set('limit', 'abc');
+      expectError(
+        await asBrowser(gw, session, 'GET', `/oauth/authorize${badLimit.search}`),
+        400,
+        'Invalid request: limit: limit must be a number of USD',
+      );
+      expectError(
+        await asBrowser(gw, session, 'POST', '/oauth/authorize', {
+          json: { callback_url: CALLBACK, decision: 'deny', state: 's'.repeat(1025) },
+        }),
+        400,
+        'Invalid request: state: state must be at most 1024 characters',
+      );
 
       const params = Object.fromEntries(url.searchParams);
       const body = {

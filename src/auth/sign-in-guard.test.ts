@@ -2,7 +2,17 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { TollgateError } from '../core/errors.js';
 import { MemoryRateLimiter } from '../limits/memory-rate-limiter.js';
-import { familiarAddressTag, SignInGuard } from './sign-in-guard.js';
+import { familiarAddressTag, SignInGuard, waitInWords } from './sign-in-guard.js';
+
+describe('waitInWords', () => {
+  it('says seconds under a minute and a half, whole minutes (rounded up) past it', () => {
+    expect(waitInWords(1)).toBe('1 second');
+    expect(waitInWords(60)).toBe('60 seconds');
+    expect(waitInWords(89)).toBe('89 seconds');
+    expect(waitInWords(90)).toBe('2 minutes');
+    expect(waitInWords(897)).toBe('15 minutes');
+  });
+});
 
 describe('familiarAddressTag', () => {
   it('is 20 bits: too few to give an address back (about 4,096 IPv4 addresses share each value)', () => {

@@ -176,8 +176,15 @@ export function credentialTag(passwordHash: string | null): string {
 
 function throttled(retryAfterMs: number, what = 'sign-in attempts'): TollgateError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new TollgateError('limits.rate_limited', `Too many ${what}; try again in ${seconds} seconds`, {
+  return new TollgateError('limits.rate_limited', `Too many ${what}; try again in ${waitInWords(seconds)}`, {
     headers: { 'Retry-After': String(seconds) },
     metadata: { error_type: 'rate_limit_exceeded' },
   });
+}
+
+/** A wait as people say it: "45 seconds", "1 minute", "15 minutes" (rounded up: never sooner than true). */
+export function waitInWords(seconds: number): string {
+  if (seconds < 90) return seconds === 1 ? '1 second' : `${seconds} seconds`;
+  const minutes = Math.ceil(seconds / 60);
+  return `${minutes} minutes`;
 }

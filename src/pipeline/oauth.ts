@@ -47,7 +47,12 @@ const authorizationFields = {
   callback_url: z.string().max(4096),
   code_challenge: z.string().max(256).optional(),
   code_challenge_method: z.enum(METHODS).optional(),
-  key_label: z.string().trim().min(1, 'key_label must not be empty').max(200).optional(),
+  key_label: z
+    .string()
+    .trim()
+    .min(1, 'key_label must not be empty')
+    .max(200, 'key_label must be at most 200 characters')
+    .optional(),
   limit: limitSchema.nullable().optional(),
   usage_limit_type: z
     .enum(LIMIT_RESETS as [LimitReset, ...LimitReset[]])
@@ -78,14 +83,14 @@ const pageFields = {
 /** The approval page's preview: the same fields as query parameters (strings; unknown ones ignored). */
 export const previewQuerySchema = z.object({
   ...pageFields,
-  limit: blankIsAbsent(z.coerce.number().pipe(limitSchema).optional()),
+  limit: blankIsAbsent(z.coerce.number({ error: 'limit must be a number of USD' }).pipe(limitSchema).optional()),
 });
 
 export const approveSchema = z.strictObject({
   ...pageFields,
   limit: blankIsAbsent(authorizationFields.limit),
   /** The app's own `state` from /auth, given back on the callback as OAuth 2.0 clients expect (RFC 6749 §4.1.2). */
-  state: blankIsAbsent(z.string().max(1024).optional()),
+  state: blankIsAbsent(z.string().max(1024, 'state must be at most 1024 characters').optional()),
   decision: z.enum(['approve', 'deny']),
 });
 

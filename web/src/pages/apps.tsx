@@ -28,7 +28,7 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
         {name !== a.app.origin ? <div className="muted small key-name-detail">{a.app.origin}</div> : null}
       </td>
       <td data-label="Key" className="mono">
-        <span className="key-name-detail">{a.key_label}</span>
+        <span className="masked-key">{a.key_label}</span>
       </td>
       <td data-label="Limit">{formatLimit(a.limit, a.limit_reset)}</td>
       <td data-label="Created" className="nowrap">

@@ -179,7 +179,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
           </>
         )}
         {/* Under the name rather than a column of its own, for the table to fit a desktop screen. */}
-        <div className="mono small muted nowrap key-label">{key.label}</div>
+        <div className="mono small muted key-label">{key.label}</div>
       </td>
       <td data-label="Status">
         <span className={`status status-${status.toLowerCase()}`}>{status}</span>

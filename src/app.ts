@@ -161,7 +161,9 @@ export function buildApp(deps: AppDeps): Gateway {
   const { config, store, catalog, bus, clock } = deps;
   const now = () => clock.now();
   const metrics = deps.metrics ?? new Metrics();
-  const app = createHttpServer(config.server, deps.logger ?? pino({ level: 'silent' }));
+  const app = createHttpServer(config.server, deps.logger ?? pino({ level: 'silent' }), (outcome) =>
+    metrics.connectionSlots.inc({ outcome }),
+  );
 
   const shutdownController = new AbortController();
   let shuttingDown = false;

@@ -5,11 +5,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startMetricsListener } from '../src/http/metrics-listener.js';
 import { call, expectError, HELLO } from './helpers/api.js';
 import { ADMIN_TOKEN, chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { jsonBodyOf, rawExchange } from './helpers/raw-http.js';
+import { jsonBodyOf, rawExchange, type RawExchange } from './helpers/raw-http.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 describe('HTTP surface', () => {
@@ -194,6 +194,66 @@ describe('connection cap', () => {
       for (const conn of open) conn.socket.destroy();
       await gw.close();
     }
+  });
+});
+
+describe('connection cap shared between addresses', () => {
+  let gw: TestGateway;
+  const open: RawExchange[] = [];
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => Object.assign(file.server, { max_connections: 3 }),
+    });
+  });
+  afterEach(async () => {
+    for (const conn of open.splice(0)) conn.socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  });
+  afterAll(async () => {
+    await gw?.close();
+  });
+
+  // On a connection closed after the answer: a kept-alive one would hold a slot in the next test.
+  const slots = async () => (await request(`${gw.url}/metrics`, { reset: true })).body.text();
+
+  it('one address holding every slot with idle kept-alive connections does not lock another address out', async () => {
+    // The outside check's flood: thousands of connections, one request each, then kept alive.
+    const closed: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const conn = await rawExchange(gw.url, (event) => event === 'closed' && closed.push(i), '127.0.0.1');
+      await conn.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      expect(await conn.status).toBe(200);
+      open.push(conn);
+    }
+    const other = await rawExchange(gw.url, undefined, '127.0.0.2');
+    open.push(other);
+    await other.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    expect(await other.status).toBe(200);
+    // One of the largest holder's idle connections made room.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(closed).toHaveLength(1);
+    for (const conn of open.splice(0)) conn.socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await slots()).toMatch(/tollgate_connection_slots_total\{outcome="made_room"\} 1\b/);
+  });
+
+  it('a connection with a request in progress is never closed to make room: the newcomer is refused', async () => {
+    for (let i = 0; i < 3; i++) {
+      const conn = await rawExchange(gw.url, undefined, '127.0.0.1');
+      // Headers in, the body still to come: the request is in progress.
+      await conn.write(
+        'POST /api/v1/password-reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+      );
+      open.push(conn);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const events: string[] = [];
+    const other = await rawExchange(gw.url, (event) => events.push(event), '127.0.0.2');
+    await other.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await other.closed;
+    expect(events).toEqual(['closed']);
+    for (const conn of open) expect(conn.socket.destroyed).toBe(false);
   });
 });
 

@@ -20,6 +20,7 @@ import { loggableUrl } from './loggable-url.js';
 import type { Metrics } from '../observability/metrics.js';
 import { trustProxyOption } from './client-address.js';
 import { clientErrorHandler, handleExpect, timeoutOptions } from './edge.js';
+import { ConnectionSlots, type SlotOutcome } from './connection-slots.js';
 import { renderError } from './error-table.js';
 import type { RouteTable } from './route-table.js';
 
@@ -71,7 +72,11 @@ class AccessLineLogController extends LogController {
 }
 
 /** The Fastify instance: routes declare their own body limit (route-table.ts), deadlines from the edge guard. */
-export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger): FastifyInstance {
+export function createHttpServer(
+  server: ServerConfig,
+  logger: FastifyBaseLogger,
+  onConnectionSlot?: (outcome: SlotOutcome) => void,
+): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
     // Per-request loggers are built only when something is logged; one access line per request
@@ -88,8 +93,9 @@ export function createHttpServer(server: ServerConfig, logger: FastifyBaseLogger
     // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
     frameworkErrors: replyWithError,
   });
-  // Slow clients hold sockets: beyond this many, new connections are closed at once.
-  app.server.maxConnections = server.max_connections;
+  // Slow clients hold sockets: at the cap, room is made by closing an idle connection of the address
+  // holding the most, else the new connection is closed at once (connection-slots.ts).
+  new ConnectionSlots(server.max_connections, onConnectionSlot).attach(app.server);
   // `100 Continue` only after authentication (edge.ts).
   handleExpect(app);
   app.setErrorHandler(replyWithError);

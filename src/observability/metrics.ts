@@ -62,6 +62,12 @@ export class Metrics {
     labelNames: ['limit'],
     registers: [this.registry],
   });
+  readonly connectionSlots = new Counter({
+    name: 'tollgate_connection_slots_total',
+    help: 'At server.max_connections: new client connections refused, and idle connections of the address holding the most closed to make room for another address (outcome: refused, made_room)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly moderation = new Counter({
     name: 'tollgate_moderation_checks_total',
     help: 'Moderated chat requests by outcome (passed, flagged, error_blocked, error_allowed)',

@@ -17,13 +17,18 @@ export interface RawExchange {
   write(data: string | Buffer): Promise<boolean>;
 }
 
-export function rawExchange(url: string, onEvent: (event: string) => void = () => undefined): Promise<RawExchange> {
+export function rawExchange(
+  url: string,
+  onEvent: (event: string) => void = () => undefined,
+  /** The client's own address (another loopback address: another client to the gateway). */
+  localAddress?: string,
+): Promise<RawExchange> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     let data = '';
     let statusSeen: (code: number) => void = () => undefined;
     const status = new Promise<number>((done) => (statusSeen = done));
-    const socket = connect({ host: hostname, port: Number(port) }, () =>
+    const socket = connect({ host: hostname, port: Number(port), ...(localAddress ? { localAddress } : {}) }, () =>
       resolve({
         socket,
         received: () => data,

@@ -1,6 +1,6 @@
 /** `tollgate keys scan` as a pre-commit hook would run it: real process, real files, stdin. */
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,6 +44,29 @@ describe('tollgate keys scan', () => {
     ]);
     expect(result.stdout + result.stderr).not.toContain(key.slice(9));
     expect(result.stderr).toMatch(/found 3 Tollgate keys/);
+  });
+
+  it('follows a symbolic link it is given (a dangling one is a missing file), and says which links in a folder it did not follow', async () => {
+    const links = await mkdtemp(join(tmpdir(), 'tollgate-scan-links-'));
+    try {
+      await symlink(join(dir, 'src'), join(links, 'current'));
+      await symlink(join(dir, 'src', 'deep', 'config.ts'), join(links, 'linked.ts'));
+      await symlink(join(links, 'nowhere'), join(links, 'dangling'));
+      // Before, each of these exited 0 with nothing said (outside check).
+      const folder = await runCli(['keys', 'scan', join(links, 'current')], {});
+      expect(folder.code, folder.stderr).toBe(1);
+      expect(folder.stdout.trim().split('\n')).toHaveLength(3);
+      const file = await runCli(['keys', 'scan', join(links, 'linked.ts')], {});
+      expect(file.code, file.stderr).toBe(1);
+      const dangling = await runCli(['keys', 'scan', join(links, 'dangling')], {});
+      expect(dangling.code).toBe(2);
+      expect(dangling.stderr).toContain(`${join(links, 'dangling')}: not scanned (ENOENT)`);
+      // Inside a folder a link is not followed (a loop, or another tree), and the scan says so.
+      const inside = await runCli(['keys', 'scan', links], {});
+      expect(inside.stderr).toContain(`${join(links, 'current')}: symbolic link, not followed`);
+    } finally {
+      await rm(links, { recursive: true, force: true });
+    }
   });
 
   it('exits 0 when nothing is found (look-alikes with a bad checksum are ignored)', async () => {

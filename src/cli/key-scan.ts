@@ -6,7 +6,7 @@
  *   git diff --cached --name-only -z --diff-filter=ACM | xargs -0 -r npx tollgate keys scan
  */
 import { createReadStream } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { maskKey } from '../auth/key-format.js';
 import { findKeys } from '../auth/key-search.js';
@@ -88,11 +88,24 @@ function countNewlines(text: string, from: number, to: number): number {
   return n;
 }
 
-/** Scans `path` (a file or a folder); returns false when some of it could not be read. */
-async function scanPath(path: string, hits: ScanHit[], warn: (message: string) => void): Promise<boolean> {
+/**
+ * Scans `path` (a file or a folder); returns false when some of it could not be read. A path named on
+ * the command line is followed when it is a symbolic link (a deploy folder `current -> releases/…`;
+ * a dangling link is a missing file); inside a folder, links are said and not followed (a loop, or a
+ * tree outside the one asked for).
+ */
+async function scanPath(
+  path: string,
+  hits: ScanHit[],
+  warn: (message: string) => void,
+  named = false,
+): Promise<boolean> {
   try {
-    const info = await lstat(path);
-    if (info.isSymbolicLink()) return true;
+    const info = named ? await stat(path) : await lstat(path);
+    if (info.isSymbolicLink()) {
+      warn(`${path}: symbolic link, not followed`);
+      return true;
+    }
     if (info.isDirectory()) {
       const entries = await readdir(path, { withFileTypes: true });
       entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -131,7 +144,7 @@ export async function runKeyScan(
   let whole = true;
   if (paths.length === 0 || (paths.length === 1 && paths[0] === '-'))
     hits.push(...scanText('(stdin)', await readStdin()));
-  else for (const path of paths) whole = (await scanPath(path, hits, warn)) && whole;
+  else for (const path of paths) whole = (await scanPath(path, hits, warn, true)) && whole;
   for (const hit of hits) out(`${hit.file}:${hit.line}: ${hit.label}`);
   if (hits.length > 0)
     warn(

@@ -4,6 +4,7 @@
  * mails the key's holder once; `block` refuses it (400 naming the reason) and forwards nothing.
  * Look-alikes with a bad checksum pass untouched.
  */
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,6 +152,38 @@ describe.each(['redact', 'block'] as const)('a Tollgate key inside a chat reques
       ).toBe(200);
     },
   );
+
+  it('the notice says what a disabled key can do, and a key already reported compromised gets no second mail', async () => {
+    const caller = await gw.createAccount(5);
+    const callerKey = await gw.createKey(caller);
+    const owner = await gw.createAccount(5);
+    const ownerEmail = (await gw.admin('GET', `/accounts/${owner}`)).json.data.email as string;
+    const disabled = await gw.createKey(owner, { name: 'old' });
+    const hashOf = (key: string) => createHash('sha256').update(key).digest('hex');
+    expect((await gw.admin('PATCH', `/keys/${hashOf(disabled.key)}`, { disabled: true })).status).toBe(200);
+    const reported = await gw.createKey(owner, { name: 'leaked' });
+    expect((await gw.admin('POST', `/keys/${hashOf(reported.key)}/compromised`, {})).status).toBe(200);
+    const mailsTo = async (count: number) => {
+      for (let i = 0; i < 300 && inbox.messages.filter((m) => m.to.includes(ownerEmail)).length < count; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      return inbox.messages.filter((m) => m.to.includes(ownerEmail));
+    };
+    const [compromisedNotice] = await mailsTo(1);
+    expect(compromisedNotice!.subject).toContain('was exposed and has been disabled');
+
+    await chat(gw, callerKey.key, {
+      model: 'rec/chat',
+      messages: [{ role: 'user', content: `${disabled.key} and ${reported.key}` }],
+    });
+    const notices = await mailsTo(2);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(inbox.messages.filter((m) => m.to.includes(ownerEmail))).toHaveLength(2);
+    const notice = notices[1]!;
+    expect(notice.subject).toBe(`Your Tollgate API key ${label(disabled.key)} appeared inside a chat request`);
+    // Before, every such notice said "The key is still enabled" (outside check).
+    expect(notice.decoded).toContain('The key is disabled, so requests made with it are refused');
+    expect(notice.decoded).not.toContain('still enabled');
+  });
 
   it(`a key in an assistant's tool call arguments or in \`user\` is ${mode === 'redact' ? 'redacted' : 'refused'} too`, async () => {
     const caller = await gw.createAccount(5);

@@ -82,18 +82,25 @@ export function keyCompromisedMail(input: {
   ]);
 }
 
-export function keyInRequestMail(input: { key: KeyNaming; action: 'redact' | 'block' }): RenderedMail {
+export function keyInRequestMail(input: {
+  key: KeyNaming;
+  action: 'redact' | 'block';
+  /** What the key can do now: the advice differs for a key that no longer works. */
+  state: 'enabled' | 'disabled' | 'expired';
+}): RenderedMail {
   const handled =
     input.action === 'redact'
       ? 'We replaced it by its masked label before the request was forwarded to the model provider.'
       : 'We refused that request, so it was not forwarded to the model provider.';
+  const advice =
+    input.state === 'enabled'
+      ? 'The key is still enabled. If you did not expect it to be shared (for example in a prompt, a log or a document sent to a model), delete it and create a new one.'
+      : `The key is ${input.state === 'disabled' ? 'disabled' : 'expired'}, so requests made with it are refused; delete it if you no longer need it. If you did not expect it to be shared, check where it was copied from.`;
   return render(`Your Tollgate API key ${input.key.label} appeared inside a chat request`, [
     [
       `Your API key ${keyName(input.key)} was pasted into the content of a chat request sent to this gateway. ${handled}`,
     ],
-    [
-      'The key is still enabled. If you did not expect it to be shared (for example in a prompt, a log or a document sent to a model), delete it and create a new one.',
-    ],
+    [advice],
   ]);
 }
 

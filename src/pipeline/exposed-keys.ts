@@ -9,7 +9,7 @@ import type { ChangeBus } from '../core/change-bus.js';
 import type { MailOutbox } from '../mail/mail-outbox.js';
 import { keyCompromisedMail, keyInRequestMail } from '../mail/templates.js';
 import type { Logger } from '../observability/logger.js';
-import type { CompromisedKey, Store } from '../store/types.js';
+import type { CompromisedKey, KeyRecord, Store } from '../store/types.js';
 import type { KeyLeakAction } from './key-leak-step.js';
 
 export interface ExposedKeyDeps {
@@ -130,7 +130,8 @@ export async function notifyKeysInRequest(
     const hash = hashKey(plaintext);
     try {
       const key = await deps.store.getKey(hash);
-      if (!key) continue;
+      // A key reported compromised is disabled for good and its holder was told: nothing new to say.
+      if (!key || key.compromisedAt !== null) continue;
       const account = await deps.store.getAccount(key.accountId);
       if (!account) continue;
       log.warn(
@@ -138,7 +139,7 @@ export async function notifyKeysInRequest(
         'a Tollgate key appeared inside a chat request',
       );
       await deps.mail.enqueue([
-        deps.mail.compose(keyInRequestMail({ key, action }), {
+        deps.mail.compose(keyInRequestMail({ key, action, state: keyState(key, deps.now()) }), {
           kind: 'key_in_request',
           recipient: account.email,
           accountId: account.id,
@@ -149,4 +150,9 @@ export async function notifyKeysInRequest(
       log.warn({ err: error, key: hash.slice(0, 12) }, 'could not queue the notice about a key found in a request');
     }
   }
+}
+
+function keyState(key: KeyRecord, now: number): 'enabled' | 'disabled' | 'expired' {
+  if (key.disabled) return 'disabled';
+  return key.expiresAt !== null && key.expiresAt <= now ? 'expired' : 'enabled';
 }

@@ -158,6 +158,15 @@ describe('notifications', () => {
     expect(mailTo(h.email)).toHaveLength(2);
   });
 
+  it('a free model’s request charges nothing and sends no low-balance notice, even to an account with no credits', async () => {
+    // Before, every free-tier account heard "balance below 1.00 USD" on its first free request (outside check).
+    const h = await holder(0);
+    const key = await gw.createKey(h.id);
+    expect((await chat(gw, key.key, { model: 'test/chat:free', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    await quiet();
+    expect(mailTo(h.email)).toHaveLength(0);
+  });
+
   it("a key's limit: one notice at 80 % and one at 100 % of its window, then 402 and no more", async () => {
     const h = await holder(10);
     const probe = await gw.createKey(h.id, { name: 'probe' });

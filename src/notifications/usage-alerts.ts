@@ -40,7 +40,9 @@ export class UsageAlerts {
   /** The settler's hook: cheap, synchronous, never throws. */
   noteCharges(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
     settlements.forEach((settlement, i) => {
-      if (outcomes[i]?.applied === false) return;
+      // A charge of nothing (a `:free` model) lowers no balance and no key's usage: a free-tier
+      // account with no credits was told its balance is low on its first free request (outside check).
+      if (outcomes[i]?.applied === false || settlement.generation.totalCost <= 0n) return;
       this.accounts.add(settlement.generation.accountId);
       this.keys.add(settlement.generation.keyHash);
     });

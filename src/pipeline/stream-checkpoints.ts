@@ -18,7 +18,7 @@ export interface Checkpoints<T> {
 }
 
 export function startCheckpoints<T extends { generated: string }>(
-  deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints'>,
+  deps: Pick<ChatDeps, 'settler' | 'checkpointMs' | 'byokFeeBasisPoints' | 'log'>,
   inputOf: (live: T) => ChargeInput,
   /** After a checkpoint reached the journal: the request's hold is kept past this process (CreditGate.keepForJournal). */
   journaled: () => void = () => undefined,
@@ -34,12 +34,20 @@ export function startCheckpoints<T extends { generated: string }>(
           // Nothing delivered yet, or nothing new since the last checkpoint: nothing to write.
           if (live === null || live.generated.length === 0 || live.generated.length === lastLength) return;
           lastLength = live.generated.length;
-          const input = inputOf(live);
-          const record = buildCharge(input, deps.byokFeeBasisPoints).record;
-          written = written.then(async () => {
-            if (await deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }))
-              journaled();
-          });
+          // A timer's exception would end the process and every request in it: a checkpoint that
+          // cannot be made is logged, and the stream's final charge still comes.
+          try {
+            const input = inputOf(live);
+            const record = buildCharge(input, deps.byokFeeBasisPoints).record;
+            written = written
+              .then(async () => {
+                if (await deps.settler.checkpoint({ generation: record, periods: usagePeriods(input.createdAt) }))
+                  journaled();
+              })
+              .catch((error: unknown) => deps.log.error({ err: error }, 'a stream checkpoint could not be written'));
+          } catch (error) {
+            deps.log.error({ err: error }, 'a stream checkpoint could not be made');
+          }
         }, interval);
   timer?.unref();
   return {

@@ -307,7 +307,7 @@ export async function attemptStream(
     onClose: () => scope.close(),
     outliveCaller: () => scope.outliveCaller(),
     health: { registry: deps.health, key: planned.healthKey, attemptStartedAt: deps.now() },
-    output: outputBudget(deps, body),
+    output: outputBudget(deps, body, planned.endpoint.contextLength),
   };
   let committed = false;
   try {
@@ -378,9 +378,13 @@ export async function attemptStream(
 }
 
 /** A stop for an upstream that writes far past the completion limit this attempt sends (output-budget.ts). */
-function outputBudget(deps: ExecuteDeps, body: Readonly<Record<string, unknown>>): OutputBudget | null {
-  const limit = completionLimitOf(body);
-  return limit === null || deps.countTokens === undefined ? null : new OutputBudget(limit, deps.countTokens);
+function outputBudget(
+  deps: ExecuteDeps,
+  body: Readonly<Record<string, unknown>>,
+  contextLength: number,
+): OutputBudget | null {
+  if (deps.countTokens === undefined) return null;
+  return new OutputBudget(completionLimitOf(body), deps.countTokens, contextLength);
 }
 
 /** Every upstream text of this attempt is scrubbed of the configured keys, the request's BYOK keys and this attempt's own key. */

@@ -33,6 +33,21 @@ describe('OutputBudget', () => {
     expect(budget.add(event('y'.repeat(100)))).toBe(true);
   });
 
+  it('bounds everything generated, reasoning included, at 16 characters a token of the context window (at least 1 Mi)', () => {
+    const thinking = (n: number) => ({
+      choices: [{ index: 0, delta: { reasoning: 'x'.repeat(n) }, finish_reason: null, native_finish_reason: null }],
+    });
+    const window = new OutputBudget(50, () => 1, 128_000); // 2,048,000 characters
+    expect(window.maxGeneratedChars).toBe(2_048_000);
+    for (let i = 0; i < 2_048; i++) expect(window.add(thinking(1_000))).toBe(false);
+    expect(window.add(thinking(1))).toBe(true);
+    // No completion limit, no known window: the answer is not counted in tokens, the floor still holds.
+    const unlimited = new OutputBudget(null, () => 1);
+    expect(unlimited.cutAt).toBe(Infinity);
+    expect(unlimited.add(event('y'.repeat(1024 * 1024)))).toBe(false);
+    expect(unlimited.add(thinking(1))).toBe(true);
+  });
+
   it('counts reasoning, refusals and tool calls as output', () => {
     expect(
       generatedText({

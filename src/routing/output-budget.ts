@@ -6,6 +6,12 @@
  * tokens — far enough past it that a provider whose tokenizer counts fewer tokens than ours is never
  * cut while it keeps to the limit — and ends the answer as a provider that honours the limit would:
  * `finish_reason: "length"`.
+ *
+ * Reasoning has a bound of its own, as all the text does: no honest model writes more than its
+ * context window holds, and MAX_CHARS_PER_TOKEN characters a token is more than any tokenizer's
+ * longest. An upstream that thinks on without end (a reasoning delta every few ms) was kept in
+ * memory, all of it, until the process ran out of heap or of string length and died with every
+ * request in it (outside check); it is cut there, with or without a completion limit.
  */
 import type { ChunkChoice } from '../providers/types.js';
 
@@ -31,20 +37,34 @@ function textOf(part: Record<string, unknown>, fields: readonly string[]): strin
 
 /** A typical English density, for the text read before counting began (see `add`). */
 const CHARS_PER_TOKEN = 4;
+/** Generous: a run of spaces or repeated characters can be one long token. */
+const MAX_CHARS_PER_TOKEN = 16;
+/** The bound on all generated text is never below this many characters (a small or unknown window). */
+const MIN_GENERATED_CHARS = 1 << 20;
 
 export class OutputBudget {
   /** Output read so far, in UTF-16 code units. */
   private chars = 0;
   /** Our token count of the output, once counting began. */
   private tokens = 0;
-  /** Past this many tokens the stream is cut. */
+  /** Everything generated so far, reasoning included, in UTF-16 code units. */
+  private generated = 0;
+  /** Past this many tokens of answer the stream is cut (Infinity: no completion limit). */
   readonly cutAt: number;
+  /** Past this many characters of everything generated the stream is cut. */
+  readonly maxGeneratedChars: number;
 
   constructor(
-    limit: number,
+    limit: number | null,
     private readonly countTokens: (text: string) => number,
+    /** The endpoint's context window in tokens (what any answer, its reasoning included, fits in). */
+    contextLength: number | null = null,
   ) {
-    this.cutAt = 2 * limit + 64;
+    this.cutAt = limit === null ? Infinity : 2 * limit + 64;
+    this.maxGeneratedChars = Math.max(
+      MIN_GENERATED_CHARS,
+      MAX_CHARS_PER_TOKEN * Math.max(contextLength ?? 0, limit ?? 0),
+    );
   }
 
   /**
@@ -56,17 +76,20 @@ export class OutputBudget {
    */
   add(event: { readonly choices: readonly ChunkChoice[] }): boolean {
     for (const choice of event.choices) {
+      const reasoning = choice.delta.reasoning;
+      if (typeof reasoning === 'string') this.generated += reasoning.length;
       // Not the reasoning: some providers' limits cover only the answer (DeepSeek's first reasoner API
       // streamed up to 32K tokens of it past `max_tokens`), and an honest one must not be stopped mid-thought.
       const text = textOf(choice.delta, ANSWER_TEXT);
-      if (text.length === 0) continue;
+      this.generated += text.length;
+      if (text.length === 0 || this.cutAt === Infinity) continue;
       const before = this.chars;
       this.chars += text.length;
       if (3 * this.chars <= this.cutAt) continue;
       if (3 * before <= this.cutAt) this.tokens += Math.ceil(before / CHARS_PER_TOKEN);
       this.tokens += this.countTokens(text);
     }
-    return this.tokens > this.cutAt;
+    return this.tokens > this.cutAt || this.generated > this.maxGeneratedChars;
   }
 }
 

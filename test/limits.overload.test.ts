@@ -86,67 +86,8 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
   afterAll(async () => gw?.close());
 
   it('keeps the normal client at 200 while the flood from another address gets 429 from the edge', async () => {
-    // node:http, because it binds the client's source address (`localAddress`).
-    const flood = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-    const normal = new HttpAgent({ keepAlive: true, maxSockets: 1 });
-    const body = BODY.replace('test/chat', 'test/slowish');
-    const { port } = new URL(gw.url);
-    const post = (agent: HttpAgent, localAddress: string) =>
-      new Promise<{
-        status: number;
-        meta?: { limit_source?: string; error_type?: string };
-        retryAfter?: string | string[];
-      }>((resolve, reject) => {
-        const req = httpRequest(
-          {
-            host: '127.0.0.1',
-            port: Number(port),
-            path: '/api/v1/chat/completions',
-            method: 'POST',
-            agent,
-            localAddress,
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          },
-          (res) => {
-            let text = '';
-            res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-            res.on('end', () => {
-              const json = JSON.parse(text) as {
-                error?: { metadata?: { limit_source?: string; error_type?: string } };
-              };
-              resolve({
-                status: res.statusCode ?? 0,
-                ...(json.error?.metadata ? { meta: json.error.metadata } : {}),
-                ...(res.headers['retry-after'] ? { retryAfter: res.headers['retry-after'] } : {}),
-              });
-            });
-          },
-        );
-        req.on('error', reject);
-        req.end(body);
-      });
-    let flooding = true;
-    const floodStatuses: number[] = [];
-    const floodRefusals: unknown[] = [];
-    const floodWorkers = Array.from({ length: 64 }, async () => {
-      while (flooding) {
-        const r = await post(flood, '127.0.0.2');
-        floodStatuses.push(r.status);
-        if (r.status === 429) floodRefusals.push(r);
-      }
-    });
-    try {
-      const normalStatuses: number[] = [];
-      // The normal client starts once the flood is under way, and sends one request at a time.
-      while (floodStatuses.length < 200) await new Promise((resolve) => setTimeout(resolve, 20));
-      for (let i = 0; i < 15; i++) normalStatuses.push((await post(normal, '127.0.0.1')).status);
-      expect(normalStatuses).toEqual(Array(15).fill(200));
-    } finally {
-      flooding = false;
-      await Promise.all(floodWorkers);
-      flood.destroy();
-      normal.destroy();
-    }
+    const { normalStatuses, floodRefusals } = await floodBeside(gw.url, key, BODY.replace('test/chat', 'test/slowish'));
+    expect(normalStatuses).toEqual(Array(15).fill(200));
     expect(floodRefusals.length).toBeGreaterThan(0);
     expect(floodRefusals[0]).toMatchObject({
       status: 429,
@@ -155,3 +96,93 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
     });
   }, 120_000);
 });
+
+describe('edge guard defaults: a flood that saturates the process is shed, however short each turn of its loop', () => {
+  let gw: TestGateway;
+  let key: string;
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) => ((file.limits as Record<string, unknown>).edge = {}),
+    });
+    key = (await gw.createKey(await gw.createAccount(1000))).key;
+  }, 30_000);
+  afterAll(async () => gw?.close());
+
+  it('the busy loop (utilization past 0.9) is pressure: the flood gets 429s, the normal client none', async () => {
+    // Instant answers: the loop's delay stays short, but it is never idle (outside check: a normal
+    // client's answers took 40 times longer while the delay stayed under its threshold).
+    const { normalStatuses, floodRefusals } = await floodBeside(gw.url, key, BODY);
+    expect(normalStatuses).toEqual(Array(15).fill(200));
+    expect(floodRefusals.length).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+interface Answer {
+  status: number;
+  meta?: { limit_source?: string; error_type?: string };
+  retryAfter?: string | string[];
+}
+
+/**
+ * 64 workers flooding from 127.0.0.2 and, once the flood is under way, a normal client at 127.0.0.1
+ * sending 15 requests one at a time. node:http, because it binds the client's source address.
+ */
+async function floodBeside(
+  url: string,
+  key: string,
+  body: string,
+): Promise<{ normalStatuses: number[]; floodRefusals: Answer[] }> {
+  const flood = new HttpAgent({ keepAlive: true, maxSockets: 64 });
+  const normal = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  const { port } = new URL(url);
+  const post = (agent: HttpAgent, localAddress: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: Number(port),
+          path: '/api/v1/chat/completions',
+          method: 'POST',
+          agent,
+          localAddress,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => {
+            const json = JSON.parse(text) as { error?: { metadata?: { limit_source?: string; error_type?: string } } };
+            resolve({
+              status: res.statusCode ?? 0,
+              ...(json.error?.metadata ? { meta: json.error.metadata } : {}),
+              ...(res.headers['retry-after'] ? { retryAfter: res.headers['retry-after'] } : {}),
+            });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  let flooding = true;
+  let floodAnswers = 0;
+  const floodRefusals: Answer[] = [];
+  const floodWorkers = Array.from({ length: 64 }, async () => {
+    while (flooding) {
+      const r = await post(flood, '127.0.0.2');
+      floodAnswers++;
+      if (r.status === 429) floodRefusals.push(r);
+    }
+  });
+  const normalStatuses: number[] = [];
+  try {
+    while (floodAnswers < 200) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 15; i++) normalStatuses.push((await post(normal, '127.0.0.1')).status);
+  } finally {
+    flooding = false;
+    await Promise.all(floodWorkers);
+    flood.destroy();
+    normal.destroy();
+  }
+  return { normalStatuses, floodRefusals };
+}

@@ -251,6 +251,11 @@ const edgeSchema = z
         enabled: z.boolean().default(true),
         /** p99 event-loop delay over a 250 ms window beyond which the process counts as overloaded. */
         max_event_loop_delay_ms: z.number().positive().default(200),
+        /**
+         * Share of a 250 ms window the event loop spent working beyond which the process counts as
+         * overloaded (saturated: requests queue though each turn is short); 1 turns the signal off.
+         */
+        max_event_loop_utilization: z.number().gt(0).max(1).default(0.9),
         /** Requests in flight beyond which the process counts as overloaded; default derived from the heap limit. */
         max_in_flight: z.number().int().positive().nullable().default(null),
         /** Share of V8's heap limit in use beyond which the process counts as overloaded. */

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { EdgeGuard } from './edge-guard.js';
 
-const NO_OVERLOAD = { enabled: false, max_event_loop_delay_ms: 200, max_in_flight: null, max_heap_ratio: 0.85 };
+const NO_OVERLOAD = {
+  enabled: false,
+  max_event_loop_delay_ms: 200,
+  max_event_loop_utilization: 1,
+  max_in_flight: null,
+  max_heap_ratio: 0.85,
+};
 
 describe('EdgeGuard', () => {
   it('lets a burst through per address, then refuses with the 429 record until tokens refill', () => {

@@ -22,6 +22,7 @@ export interface EdgeGuardConfig {
   readonly overload: {
     readonly enabled: boolean;
     readonly max_event_loop_delay_ms: number;
+    readonly max_event_loop_utilization: number;
     readonly max_in_flight: number | null;
     readonly max_heap_ratio: number;
   };
@@ -61,6 +62,7 @@ export class EdgeGuard {
     this.monitor = overload.enabled
       ? new OverloadMonitor({
           maxEventLoopDelayMs: overload.max_event_loop_delay_ms,
+          maxEventLoopUtilization: overload.max_event_loop_utilization,
           maxInFlight: overload.max_in_flight ?? derivedMaxInFlight(),
           maxHeapRatio: overload.max_heap_ratio,
         })

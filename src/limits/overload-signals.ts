@@ -1,22 +1,28 @@
 /**
- * Is this process overloaded? Three signals, sampled a few times a second off the request path:
- * the event loop's delay (p99 over the last sample window, from `monitorEventLoopDelay`), the number
- * of requests in flight, and the heap's use of its limit. Thresholds not given in the config are
+ * Is this process overloaded? Four signals, sampled a few times a second off the request path:
+ * the event loop's delay (p99 over the last sample window, from `monitorEventLoopDelay`), its
+ * utilization over the window (the share of time it was busy: a saturated loop queues requests though
+ * each turn is short — a flood of 256 connections kept the delay under its threshold while a normal
+ * client's answers took 40 times longer, outside check), the number of requests in flight, and the
+ * heap's use of its limit. Thresholds not given in the config are
  * derived from the machine: in-flight requests from the heap limit (an open stream costs tens of
  * KiB), the heap share as a fixed fraction of V8's own limit.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import type { Pressure } from './load-shedder.js';
 
 export interface OverloadThresholds {
   maxEventLoopDelayMs: number;
+  /** 1: never (a utilization is at most 1). */
+  maxEventLoopUtilization: number;
   maxInFlight: number;
   maxHeapRatio: number;
 }
 
 export interface LoadSignals {
   eventLoopDelayMs: number;
+  eventLoopUtilization: number;
   inFlight: number;
   heapRatio: number;
 }
@@ -32,6 +38,7 @@ export function derivedMaxInFlight(heapLimitBytes: number = getHeapStatistics().
 export function pressureOf(signals: LoadSignals, thresholds: OverloadThresholds): Pressure {
   const over =
     signals.eventLoopDelayMs > thresholds.maxEventLoopDelayMs ||
+    (thresholds.maxEventLoopUtilization < 1 && signals.eventLoopUtilization > thresholds.maxEventLoopUtilization) ||
     signals.inFlight > thresholds.maxInFlight ||
     signals.heapRatio > thresholds.maxHeapRatio;
   return over ? 'overloaded' : 'none';
@@ -41,6 +48,8 @@ export class OverloadMonitor {
   private histogram: IntervalHistogram | null = null;
   private timer: NodeJS.Timeout | null = null;
   private delayMs = 0;
+  private utilization = 0;
+  private lastUtilization: EventLoopUtilization | null = null;
   private heapRatio = 0;
   /** Requests being handled now (maintained by the HTTP layer). */
   inFlight = 0;
@@ -51,6 +60,7 @@ export class OverloadMonitor {
     if (this.timer) return;
     this.histogram = monitorEventLoopDelay({ resolution: 10 });
     this.histogram.enable();
+    this.lastUtilization = performance.eventLoopUtilization();
     this.timer = setInterval(() => this.sample(), SAMPLE_EVERY_MS);
     this.timer.unref();
   }
@@ -68,12 +78,22 @@ export class OverloadMonitor {
       this.delayMs = this.histogram.count > 0 ? this.histogram.percentile(99) / 1e6 : 0;
       this.histogram.reset();
     }
+    if (this.lastUtilization) {
+      const now = performance.eventLoopUtilization();
+      this.utilization = performance.eventLoopUtilization(now, this.lastUtilization).utilization;
+      this.lastUtilization = now;
+    }
     const heap = getHeapStatistics();
     this.heapRatio = heap.used_heap_size / heap.heap_size_limit;
   }
 
   signals(): LoadSignals {
-    return { eventLoopDelayMs: this.delayMs, inFlight: this.inFlight, heapRatio: this.heapRatio };
+    return {
+      eventLoopDelayMs: this.delayMs,
+      eventLoopUtilization: this.utilization,
+      inFlight: this.inFlight,
+      heapRatio: this.heapRatio,
+    };
   }
 
   pressure(): Pressure {

@@ -87,7 +87,7 @@ describe('who may ask for an authorization code with a key', { timeout: 60_000 }
     });
     expect(minted.key).not.toBeNull();
     const apps = await call(gw, 'GET', '/apps', { key: management });
-    expect(apps.json.data[0].app.name).toBe('Invoice Bcc: x@evil.example  app');
+    expect(apps.json.data[0].app.name).toBe('Invoice Bcc: x@evil.example app');
   });
 
   it('codes not yet exchanged are void once the holder signs out everywhere', async () => {

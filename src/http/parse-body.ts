@@ -10,6 +10,9 @@ import { formatInputPath } from '../pipeline/input-path.js';
 import { findBadText } from '../core/storable-text.js';
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  // What was sent, before any schema tidies it (a name's control characters become spaces): a NUL is
+  // refused, not quietly changed.
+  refuseBadText(body);
   const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) {
     const message = parsed.error.issues
@@ -18,11 +21,15 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
       .join('; ');
     throw new TollgateError('request.invalid_body', `Invalid request: ${message}`);
   }
-  const bad = findBadText(parsed.data, []);
+  refuseBadText(parsed.data);
+  return parsed.data;
+}
+
+function refuseBadText(value: unknown): void {
+  const bad = findBadText(value, []);
   if (bad !== null)
     throw new TollgateError(
       'request.invalid_body',
       `Invalid request: ${formatInputPath(bad.path)}: ${bad.nul ? 'contains a NUL character' : 'is not valid Unicode text (an unpaired surrogate)'}`,
     );
-  return parsed.data;
 }

@@ -367,7 +367,10 @@ async function pump(
   if (end.kind === 'broken' && end.cause === 'event') {
     result.fault = end.failure.type;
     const message = isServerSide(end.failure) ? serverSideMessage(end.failure) : end.failure.message;
-    result.failure = new TollgateError('upstream.unavailable', message, {
+    // The in-band chunk's code as the status the same failure gets before the first byte (429 for a
+    // rate limit, as `exhaustedError` answers it), not 502 for everything.
+    const code = end.failure.type === 'rate_limited' ? 'upstream.rate_limited' : 'upstream.unavailable';
+    result.failure = new TollgateError(code, message, {
       metadata: { error_type: errorTypeOf(end.failure), provider_code: end.failure.providerCode },
     });
   } else if (end.kind === 'broken' && end.cause === 'malformed') {

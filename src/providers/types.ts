@@ -156,13 +156,15 @@ export type FailureType =
 
 export interface UpstreamFailure {
   type: FailureType;
-  status: number | null; // upstream HTTP status when there was one
+  status: number | null; // upstream HTTP status when there was one, or the code an error event inside a stream gave (`inStream`)
   message: string;
   providerCode: string | number | null; // the upstream's own error code
   retryAfterMs: number | null;
   raw: unknown; // the upstream error body (parsed JSON when possible), never our secrets
   /** The message is the gateway's own words about what the provider did, not the provider's text. */
   ours?: true;
+  /** An error event inside a 200 stream: its `status` is the event's code, no HTTP status was sent. */
+  inStream?: true;
 }
 
 /** Reads the events of one stream in order; may keep state from one event to the next. */

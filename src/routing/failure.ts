@@ -195,7 +195,8 @@ export function isServerSide(failure: UpstreamFailure): boolean {
  * strings in its error message, in an HTTP 5xx body or in an error event mid-stream alike.
  */
 export function serverSideMessage(failure: UpstreamFailure): string {
-  return (failure.status ?? 0) >= 500
+  // An error event's code is no HTTP status: "HTTP 500" would tell of an answer that never came.
+  return (failure.status ?? 0) >= 500 && failure.inStream !== true
     ? `Provider returned error: HTTP ${failure.status}`
     : 'Provider returned error: server error';
 }

@@ -46,6 +46,7 @@ export function classifyGeminiStreamError(payload: Record<string, unknown>): Ups
     providerCode: detail.status ?? detail.code,
     retryAfterMs: detail.retryDelayMs,
     raw: payload,
+    inStream: true,
   };
 }
 

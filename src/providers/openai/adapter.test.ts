@@ -306,6 +306,7 @@ describe('openAiAdapter.parseStreamEvent', () => {
         providerCode: 'server_error',
         retryAfterMs: null,
         raw: JSON.parse(data),
+        inStream: true,
       },
     });
   });

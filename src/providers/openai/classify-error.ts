@@ -52,6 +52,7 @@ export function classifyOpenAiStreamError(payload: Record<string, unknown>): Ups
     providerCode: detail.code ?? detail.type,
     retryAfterMs: null,
     raw: payload,
+    inStream: true,
   };
 }
 

@@ -28,6 +28,15 @@ describe('Anthropic cache usage', () => {
 
   beforeAll(async () => {
     upstream = await startScriptedProvider();
+    // Counts past any real prompt: the prompt is charged at most 4 × the context window (400,000 here).
+    upstream.scripts.set('claude-absurd', () => [
+      A.start({ input_tokens: 10, cache_creation_input_tokens: 1e9, cache_read_input_tokens: 1e9, output_tokens: 1 }),
+      A.textStart(0),
+      A.text(0, 'Hi'),
+      A.blockStop(0),
+      A.messageDelta('end_turn', { output_tokens: 3 }),
+      A.messageStop(),
+    ]);
     upstream.scripts.set('claude-cache', () => [
       A.start(START_USAGE),
       A.textStart(0),
@@ -38,7 +47,10 @@ describe('Anthropic cache usage', () => {
     ]);
     gw = await startNativeGateway(upstream, {
       providers: [{ id: 'anth', kind: 'anthropic' }],
-      models: [{ id: 'native/claude-cache', endpoints: [{ provider: 'anth', model: 'claude-cache' }] }],
+      models: [
+        { id: 'native/claude-cache', endpoints: [{ provider: 'anth', model: 'claude-cache' }] },
+        { id: 'native/claude-absurd', endpoints: [{ provider: 'anth', model: 'claude-absurd' }] },
+      ],
       timeouts: FAST,
     });
     key = (await gw.createKey(await gw.createAccount(10))).key;
@@ -61,5 +73,13 @@ describe('Anthropic cache usage', () => {
     const usage = r.events.find((e) => e.usage)?.usage;
     expect(usage.prompt_tokens_details.cached_tokens).toBe(50);
     expect(usage.prompt_tokens_details, JSON.stringify(usage)).toMatchObject({ cache_write_tokens: 100 });
+  });
+
+  it('cache counts are parts of the prompt charged: never more than it, together (outside check: 1e9 relayed)', async () => {
+    const r = await chat(gw, key, { model: 'native/claude-absurd', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(r.status, r.text).toBe(200);
+    const { prompt_tokens: prompt, prompt_tokens_details: details } = r.json.usage;
+    expect(prompt).toBe(400_000);
+    expect(details.cached_tokens + details.cache_write_tokens).toBeLessThanOrEqual(prompt);
   });
 });

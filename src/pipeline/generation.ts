@@ -233,8 +233,13 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
   const completionOverLimit = count((s) => s.overLimit);
   const charge: Charge = { record, cost, promptTokens, completionTokens, completionOverLimit };
+  // Part of the prompt charged, as the cached count is (docs/api.md §2.3: both are in `prompt_tokens`):
+  // an absurd count (1e9 beside a prompt capped at 400,000) is not reported as ours.
   if (finalPromptCounted && input.usage?.cacheWriteTokens !== undefined)
-    charge.cacheWriteTokens = input.usage.cacheWriteTokens;
+    charge.cacheWriteTokens = Math.max(
+      0,
+      Math.min(input.usage.cacheWriteTokens, promptTokens - (record.tokensCached ?? 0)),
+    );
   return charge;
 }
 

@@ -70,6 +70,30 @@ describe('in-flight holds, one process (in-memory hold store)', () => {
     expect(balance).toBe((N + 0.5) * X_UNITS - result.admitted * X_UNITS);
   });
 
+  it('a refusal for what requests in flight hold says so (GET /credits still shows a positive balance)', async () => {
+    const accountId = await gw.createAccount(X_USD);
+    const { key } = await gw.createKey(accountId);
+    const first = chat(gw, key, fixedBody(MODEL.id, 0));
+    await expect.poll(() => gw.gateway.services.gate.held(accountId), { interval: 5 }).toBeGreaterThan(0n);
+    const second = await chat(gw, key, fixedBody(MODEL.id, 1));
+    expect(second.status).toBe(402);
+    expect(second.json.error.message).toBe(
+      `Insufficient credits: the account balance is ${X_USD} USD and requests in flight hold ${X_USD} USD of it; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`,
+    );
+    expect((await first).status).toBe(200);
+
+    const rich = await gw.createAccount(100 * X_USD);
+    const limited = await gw.createKey(rich, { limit: X_USD });
+    const inFlight = chat(gw, limited.key, fixedBody(MODEL.id, 2));
+    await expect.poll(() => gw.gateway.services.gate.held(rich), { interval: 5 }).toBeGreaterThan(0n);
+    const refused = await chat(gw, limited.key, fixedBody(MODEL.id, 3));
+    expect(refused.status).toBe(402);
+    expect(refused.json.error.message).toBe(
+      `Key limit exceeded (total limit): requests in flight hold ${X_USD} USD of it; retry when they finish`,
+    );
+    expect((await inFlight).status).toBe(200);
+  });
+
   it('a key limit holds the same way: the key admits what its limit allows, the account keeps the rest', async () => {
     const accountId = await gw.createAccount(100 * X_USD);
     const { key } = await gw.createKey(accountId, { limit: 3 * X_USD });

@@ -592,16 +592,27 @@ function snapshotOnly(check: HoldCheck): HoldDecision {
 }
 
 function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyRecord, isPaid: boolean): TollgateError {
+  // Refused for what requests in flight hold (GET /key or /credits still shows some left): said so,
+  // or the message contradicts what the caller reads there (outside check).
+  const held = decision.held > 0n ? unitsToUsd(decision.held) : null;
   if (decision.reason === 'key_limit') {
-    return new TollgateError('billing.key_limit_exceeded', `Key limit exceeded (${windowName(key.limitReset)} limit)`, {
-      metadata: { limit: unitsToUsd(key.limit!), limit_reset: key.limitReset },
-    });
+    const why = held === null ? '' : `: requests in flight hold ${held} USD of it; retry when they finish`;
+    return new TollgateError(
+      'billing.key_limit_exceeded',
+      `Key limit exceeded (${windowName(key.limitReset)} limit)${why}`,
+      {
+        metadata: { limit: unitsToUsd(key.limit!), limit_reset: key.limitReset },
+      },
+    );
   }
-  return new TollgateError(
-    'billing.insufficient_credits',
-    `Insufficient credits: the account balance is ${unitsToUsd(decision.balance)} USD${isPaid ? '; paid models need a positive balance' : ''}. Add credits and retry.`,
-    { metadata: { balance: unitsToUsd(decision.balance), in_flight: unitsToUsd(decision.held) } },
-  );
+  const balance = `the account balance is ${unitsToUsd(decision.balance)} USD`;
+  const detail =
+    held !== null && decision.balance > 0n
+      ? `${balance} and requests in flight hold ${held} USD of it; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`
+      : `${balance}${isPaid ? '; paid models need a positive balance' : ''}. Add credits and retry.`;
+  return new TollgateError('billing.insufficient_credits', `Insufficient credits: ${detail}`, {
+    metadata: { balance: unitsToUsd(decision.balance), in_flight: unitsToUsd(decision.held) },
+  });
 }
 
 /** A paid request refused because the shared hold store (Redis) cannot be relied on (503, `metadata.reason`). */

@@ -761,7 +761,8 @@ describe('failover scenarios', () => {
       expect(second.status).toBe(502);
       expect(second.attempts).toEqual(first.attempts); // nothing sent upstream
       expect(second.headers['retry-after']).toBe('1');
-      expect(second.json.error.metadata).toMatchObject({ error_type: 'provider_unavailable' });
+      // Nothing was called: no provider is named as the one that failed (outside check).
+      expect(second.json.error.metadata).toMatchObject({ error_type: 'provider_unavailable', provider_name: null });
       expect(second.json.error.message).toContain('temporarily unavailable');
 
       await sleep(OPEN_MS + 150);

@@ -274,7 +274,8 @@ export function circuitOpenError(planned: PlannedAttempt, retryInMs: number): To
       headers,
       metadata: {
         error_type: 'provider_unavailable',
-        provider_name: planned.endpoint.provider.name,
+        // No provider was called: naming the first blocked one ("[Prov A] …" in the AI SDK) said one failed now.
+        provider_name: null,
         provider_code: null,
         raw: null,
       },

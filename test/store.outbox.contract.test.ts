@@ -63,6 +63,16 @@ describe.each(STORE_TARGETS)('outbox store contract ($name)', (target) => {
     expect(await store.outbox.stats()).toEqual({ undelivered: 1, oldestUndeliveredAt: 3_000 });
   });
 
+  it('a password reset is claimed before mail due earlier (a holder waits for it; its link expires)', async () => {
+    const notices = [1, 2, 3].map(() => message({ kind: 'key_compromised', createdAt: 10_000 }));
+    const reset = message({ kind: 'password_reset', createdAt: 20_000 });
+    await store.outbox.enqueue([...notices, reset]);
+    const order: string[] = [];
+    for (let entry; (entry = await store.outbox.claim('w', 30_000, 90_000));) order.push(entry.id);
+    expect(order.indexOf(reset.id)).toBeGreaterThanOrEqual(0);
+    for (const notice of notices) expect(order.indexOf(reset.id)).toBeLessThan(order.indexOf(notice.id));
+  });
+
   it('an expired lease can be taken over, and the late sender can no longer mark it', async () => {
     const m = message({ createdAt: 100 });
     await store.outbox.enqueue([m]);

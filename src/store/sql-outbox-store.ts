@@ -18,6 +18,11 @@ const DROP_RESET_BODIES =
   "html_body = CASE WHEN kind = 'password_reset' THEN '' ELSE html_body END";
 const DUE =
   'sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)';
+/**
+ * A password reset first: its link lives 30 minutes, and a holder is waiting for it, where a report of
+ * a thousand exposed keys queues a thousand notices ahead of it (outside check); then by due time.
+ */
+const DUE_ORDER = "CASE WHEN kind = 'password_reset' THEN 0 ELSE 1 END, next_attempt_at, id";
 
 export class SqlOutboxStore implements OutboxStore {
   constructor(private readonly driver: SqlDriver) {}
@@ -31,7 +36,7 @@ export class SqlOutboxStore implements OutboxStore {
     const lock = this.driver.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
     const [row] = await this.driver.all(
       `UPDATE mail_outbox SET lease_owner = ?, lease_until = ?, attempts = attempts + 1 ` +
-        `WHERE id = (SELECT id FROM mail_outbox WHERE ${DUE} ORDER BY next_attempt_at, id LIMIT 1${lock}) ` +
+        `WHERE id = (SELECT id FROM mail_outbox WHERE ${DUE} ORDER BY ${DUE_ORDER} LIMIT 1${lock}) ` +
         `RETURNING ${OUTBOX_COLUMNS}`,
       [owner, leaseUntil, now, now],
     );

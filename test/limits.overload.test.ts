@@ -27,17 +27,19 @@ async function send(dispatcher: Agent | Pool, url: string, key: string): Promise
   };
 }
 
+/** A gateway with the shipped edge guard (the test harness turns it off) and a funded key. */
+async function withEdgeDefaults(): Promise<{ gw: TestGateway; key: string }> {
+  const gw = await startTestGateway({
+    target: sqliteTarget,
+    configure: (file) => ((file.limits as Record<string, unknown>).edge = {}),
+  });
+  return { gw, key: (await gw.createKey(await gw.createAccount(1000))).key };
+}
+
 describe('edge guard defaults: no per-address cap while the gateway has capacity', () => {
   let gw: TestGateway;
   let key: string;
-  beforeAll(async () => {
-    // The test harness turns the edge guard off; put the shipped defaults back.
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => ((file.limits as Record<string, unknown>).edge = {}),
-    });
-    key = (await gw.createKey(await gw.createAccount(100))).key;
-  }, 30_000);
+  beforeAll(async () => ({ gw, key } = await withEdgeDefaults()), 30_000);
   afterAll(async () => gw?.close());
 
   it('one client at full rate (well past the old 200-burst / 100 per second) gets no 429', async () => {
@@ -100,13 +102,7 @@ describe('edge guard under overload: the flooding address is shed, the normal cl
 describe('edge guard defaults: a flood that saturates the process is shed, however short each turn of its loop', () => {
   let gw: TestGateway;
   let key: string;
-  beforeAll(async () => {
-    gw = await startTestGateway({
-      target: sqliteTarget,
-      configure: (file) => ((file.limits as Record<string, unknown>).edge = {}),
-    });
-    key = (await gw.createKey(await gw.createAccount(1000))).key;
-  }, 30_000);
+  beforeAll(async () => ({ gw, key } = await withEdgeDefaults()), 30_000);
   afterAll(async () => gw?.close());
 
   it('the busy loop (utilization past 0.9) is pressure: the flood gets 429s, the normal client none', async () => {

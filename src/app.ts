@@ -201,7 +201,7 @@ export function buildApp(deps: AppDeps): Gateway {
       ),
   });
   const mailMetrics = registerMailMetrics(metrics.registry, store.outbox, now);
-  const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from);
+  const mail = new MailOutbox(store.outbox, mailMetrics, now, config.mail.from, config.mail.public_url);
   const exposed: ExposedKeyDeps = { store, bus, mail, now };
   const usageAlerts = new UsageAlerts({
     store,

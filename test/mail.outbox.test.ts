@@ -99,7 +99,7 @@ describe('outbox: stale messages', () => {
         MAIL.from,
       );
       const compose = (recipient: string) =>
-        mail.compose(lowBalanceMail({ balanceUsd: '0', thresholdUsd: '1' }), {
+        mail.compose(lowBalanceMail({ balanceUsd: '0', thresholdUsd: '1', dashboard: null }), {
           kind: 'password_reset',
           recipient,
           accountId: null,
@@ -164,7 +164,7 @@ describe('outbox on PostgreSQL: several senders', () => {
     const [a, b] = await twoStores();
     const mail = outboxOf(a);
     const messages = Array.from({ length: 20 }, (_, i) =>
-      mail.compose(lowBalanceMail({ balanceUsd: '0.5', thresholdUsd: '1' }), {
+      mail.compose(lowBalanceMail({ balanceUsd: '0.5', thresholdUsd: '1', dashboard: null }), {
         kind: 'low_balance',
         recipient: `u${i}@example.test`,
         accountId: null,
@@ -206,7 +206,7 @@ describe('outbox on PostgreSQL: several senders', () => {
     );
     for (const sender of senders) cleanup.push(() => sender.stop());
     const messages = Array.from({ length: 30 }, (_, i) =>
-      mail.compose(lowBalanceMail({ balanceUsd: String(i), thresholdUsd: '100' }), {
+      mail.compose(lowBalanceMail({ balanceUsd: String(i), thresholdUsd: '100', dashboard: null }), {
         kind: 'low_balance',
         recipient: `u${i}@example.test`,
         accountId: null,

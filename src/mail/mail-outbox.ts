@@ -32,6 +32,8 @@ export class MailOutbox {
     private readonly metrics: MailMetrics,
     private readonly now: () => number,
     from: string,
+    /** `mail.public_url`: the dashboard notices point to (null: they name its pages without a link). */
+    readonly dashboardUrl: string | null = null,
   ) {
     this.domain = senderDomain(from);
   }

@@ -60,6 +60,21 @@ function linkOrText(url: string): Part {
   return /^https?:\/\/[^\s]+$/i.test(url) ? { link: url } : url;
 }
 
+/** The dashboard's address (`mail.public_url`), or null when the operator set none. */
+export type Dashboard = string | null;
+
+/** Where in the dashboard to act: a link when its address is known, else the page's name. */
+function goTo(dashboard: Dashboard, page: 'keys' | 'credits' | 'settings', what: string): Paragraph {
+  const name = { keys: 'API keys', credits: 'Credits', settings: 'Settings' }[page];
+  if (dashboard === null) return [`${what}: the dashboard's ${name} page.`];
+  return [`${what}: `, { link: `${dashboard.replace(/\/+$/, '')}/${page}` }];
+}
+
+/** The end of every notice an account holder can turn off (Settings → notifications). */
+function turnOff(dashboard: Dashboard): Paragraph {
+  return goTo(dashboard, 'settings', 'To change or turn off these notices');
+}
+
 const REPLACE_KEY =
   'Delete this key and create a new one for the applications that used it: it can never be enabled again. Review your usage for requests you did not make.';
 
@@ -68,6 +83,7 @@ export function keyCompromisedMail(input: {
   url: string | null;
   source: string | null;
   reason: string | null;
+  dashboard: Dashboard;
 }): RenderedMail {
   const where: Paragraph[] = [];
   if (input.url) where.push(['Where it was found: ', linkOrText(input.url)]);
@@ -79,6 +95,7 @@ export function keyCompromisedMail(input: {
     ],
     ...where,
     [REPLACE_KEY],
+    goTo(input.dashboard, 'keys', 'Your keys'),
   ]);
 }
 
@@ -87,6 +104,7 @@ export function keyInRequestMail(input: {
   action: 'redact' | 'block';
   /** What the key can do now: the advice differs for a key that no longer works. */
   state: 'enabled' | 'disabled' | 'expired';
+  dashboard: Dashboard;
 }): RenderedMail {
   const handled =
     input.action === 'redact'
@@ -101,10 +119,15 @@ export function keyInRequestMail(input: {
       `Your API key ${keyName(input.key)} was pasted into the content of a chat request sent to this gateway. ${handled}`,
     ],
     [advice],
+    goTo(input.dashboard, 'keys', 'Your keys'),
   ]);
 }
 
-export function lowBalanceMail(input: { balanceUsd: string; thresholdUsd: string }): RenderedMail {
+export function lowBalanceMail(input: {
+  balanceUsd: string;
+  thresholdUsd: string;
+  dashboard: Dashboard;
+}): RenderedMail {
   return render(`Your Tollgate balance is below ${input.thresholdUsd} USD`, [
     [
       `Your account's credit balance is ${input.balanceUsd} USD, below your alert threshold of ${input.thresholdUsd} USD.`,
@@ -112,6 +135,8 @@ export function lowBalanceMail(input: { balanceUsd: string; thresholdUsd: string
     [
       'Requests to paid models are refused once the balance reaches zero. Add credits to keep them running. You will not hear about this again until credits are added.',
     ],
+    goTo(input.dashboard, 'credits', 'Your balance and credit history'),
+    turnOff(input.dashboard),
   ]);
 }
 
@@ -121,6 +146,7 @@ export function keyLimitMail(input: {
   limitUsd: string;
   usedUsd: string;
   window: string;
+  dashboard: Dashboard;
 }): RenderedMail {
   const reached =
     input.percent === 100
@@ -131,13 +157,17 @@ export function keyLimitMail(input: {
       `Your API key ${keyName(input.key)} has used ${input.usedUsd} USD of its ${input.window} limit of ${input.limitUsd} USD.`,
     ],
     [reached],
+    goTo(input.dashboard, 'keys', 'Your keys and their limits'),
+    turnOff(input.dashboard),
   ]);
 }
 
-export function keyExpiryMail(input: { key: KeyNaming; expiresAt: string }): RenderedMail {
+export function keyExpiryMail(input: { key: KeyNaming; expiresAt: string; dashboard: Dashboard }): RenderedMail {
   return render(`Your Tollgate API key ${input.key.label} expires on ${input.expiresAt.slice(0, 10)}`, [
     [`Your API key ${keyName(input.key)} expires at ${input.expiresAt}. After that its requests are refused.`],
     ['Create a new key before then and switch your applications over to it.'],
+    goTo(input.dashboard, 'keys', 'Your keys'),
+    turnOff(input.dashboard),
   ]);
 }
 

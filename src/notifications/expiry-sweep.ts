@@ -53,12 +53,15 @@ export class ExpirySweep {
     if (expiring.length === 0) return 0;
     return mail.enqueue(
       expiring.map((key) =>
-        mail.compose(keyExpiryMail({ key, expiresAt: new Date(key.expiresAt).toISOString() }), {
-          kind: 'key_expiry',
-          recipient: key.email,
-          accountId: key.accountId,
-          dedupeKey: `key_expiry:${key.hash}:${key.expiresAt}`,
-        }),
+        mail.compose(
+          keyExpiryMail({ key, expiresAt: new Date(key.expiresAt).toISOString(), dashboard: mail.dashboardUrl }),
+          {
+            kind: 'key_expiry',
+            recipient: key.email,
+            accountId: key.accountId,
+            dedupeKey: `key_expiry:${key.hash}:${key.expiresAt}`,
+          },
+        ),
       ),
     );
   }

@@ -97,12 +97,15 @@ export class UsageAlerts {
     const balance = account.totalCredits - account.totalUsage;
     if (balance >= threshold) return;
     await mail.enqueue([
-      mail.compose(lowBalanceMail({ balanceUsd: usd(balance), thresholdUsd: usd(threshold) }), {
-        kind: 'low_balance',
-        recipient: account.email,
-        accountId,
-        dedupeKey: `low_balance:${accountId}:${account.totalCredits}`,
-      }),
+      mail.compose(
+        lowBalanceMail({ balanceUsd: usd(balance), thresholdUsd: usd(threshold), dashboard: mail.dashboardUrl }),
+        {
+          kind: 'low_balance',
+          recipient: account.email,
+          accountId,
+          dedupeKey: `low_balance:${accountId}:${account.totalCredits}`,
+        },
+      ),
     ]);
   }
 
@@ -130,12 +133,22 @@ export class UsageAlerts {
             : ALL_TIME;
     const window = windowName(key.limitReset);
     await mail.enqueue([
-      mail.compose(keyLimitMail({ key, percent, limitUsd: usd(key.limit), usedUsd: usd(used), window }), {
-        kind: 'key_limit',
-        recipient: account.email,
-        accountId: account.id,
-        dedupeKey: `key_limit:${percent}:${hash}:${period}:${key.limit}`,
-      }),
+      mail.compose(
+        keyLimitMail({
+          key,
+          percent,
+          limitUsd: usd(key.limit),
+          usedUsd: usd(used),
+          window,
+          dashboard: mail.dashboardUrl,
+        }),
+        {
+          kind: 'key_limit',
+          recipient: account.email,
+          accountId: account.id,
+          dedupeKey: `key_limit:${percent}:${hash}:${period}:${key.limit}`,
+        },
+      ),
     ]);
   }
 }

@@ -44,7 +44,7 @@ export async function disableExposedKey(
     reason: exposureText(exposure.reason, 500),
   };
   const result = await deps.store.markKeyCompromised(hash, deps.now(), (key, account) => [
-    deps.mail.compose(keyCompromisedMail({ key, ...details }), {
+    deps.mail.compose(keyCompromisedMail({ key, ...details, dashboard: deps.mail.dashboardUrl }), {
       kind: 'key_compromised',
       recipient: account.email,
       accountId: account.id,
@@ -139,12 +139,15 @@ export async function notifyKeysInRequest(
         'a Tollgate key appeared inside a chat request',
       );
       await deps.mail.enqueue([
-        deps.mail.compose(keyInRequestMail({ key, action, state: keyState(key, deps.now()) }), {
-          kind: 'key_in_request',
-          recipient: account.email,
-          accountId: account.id,
-          dedupeKey: `key_in_request:${hash}`,
-        }),
+        deps.mail.compose(
+          keyInRequestMail({ key, action, state: keyState(key, deps.now()), dashboard: deps.mail.dashboardUrl }),
+          {
+            kind: 'key_in_request',
+            recipient: account.email,
+            accountId: account.id,
+            dedupeKey: `key_in_request:${hash}`,
+          },
+        ),
       ]);
     } catch (error) {
       log.warn({ err: error, key: hash.slice(0, 12) }, 'could not queue the notice about a key found in a request');

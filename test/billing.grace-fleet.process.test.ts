@@ -168,6 +168,17 @@ describe('grace admissions counted for the fleet', { timeout: 240_000 }, () => {
   it('Redis restarted without its data during the outage: no second allowance', async () => {
     const admitted = await outage(redisServer.url, async (urls, key) => {
       await redisServer.stop();
+      // Grace counts in Redis: without it every paid request is refused, and /readyz says so (it said
+      // 200 "degraded", outside check).
+      for (const url of urls)
+        await until(
+          async () => {
+            const ready = await readyz(url);
+            return ready.status === 503 && ready.json.status === 'unavailable' && ready.json.redis === 'unavailable';
+          },
+          10_000,
+          'not ready without Redis',
+        );
       await redisServer.start(); // empty
       // Each process refuses (store_unavailable) until the fleet trusts the new Redis, then finds the
       // count its processes put back: grace_exposure, not a fresh allowance.

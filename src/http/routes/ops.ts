@@ -51,6 +51,16 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
           reasons: admission.reasons,
           journal: admission.journal,
         };
+        if (admission.state === 'degraded' && services.freeModels.store === 'redis') {
+          // Grace counts its exposure in Redis: with Redis unreachable or resyncing too, every paid
+          // request is refused (README: "Redis unreachable too: no grace"), and `degraded` would keep
+          // the load balancer sending them here (outside check).
+          const redis = await redisTrouble(services);
+          if (redis !== null)
+            return reply
+              .code(503)
+              .send({ ...body, status: 'unavailable', redis, reasons: [...admission.reasons, `redis_${redis}`] });
+        }
         return reply.code(admission.state === 'degraded' ? 200 : 503).send(body);
       }
       if (!storeOk)
@@ -123,4 +133,14 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
       },
     },
   );
+}
+
+/** Redis (REDIS_URL) unreachable, or reachable but not yet trusted after a loss of its data; null: fine. */
+async function redisTrouble(services: Services): Promise<'unavailable' | 'resyncing' | null> {
+  try {
+    await services.freeModels.ping();
+  } catch {
+    return 'unavailable';
+  }
+  return services.fleet && !services.fleet.trusted ? 'resyncing' : null;
 }

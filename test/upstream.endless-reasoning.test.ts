@@ -20,13 +20,19 @@ describe('an upstream whose reasoning never ends', () => {
 
   beforeAll(async () => {
     upstream = createServer((req, res) => {
-      req.resume();
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
+        // The second model thinks in `reasoning_details`, as an OpenRouter upstream sends it.
+        const asDetails = (JSON.parse(body) as { model: string }).model === 'd';
+        const thought = asDetails
+          ? { reasoning_details: [{ type: 'reasoning.text', text: PIECE }] }
+          : { reasoning: PIECE };
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const chunk = (delta: Record<string, unknown>) =>
           `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
         res.write(chunk({ role: 'assistant', content: 'Well' }));
-        const timer = setInterval(() => res.write(chunk({ reasoning: PIECE })), 2);
+        const timer = setInterval(() => res.write(chunk(thought)), 2);
         res.on('close', () => {
           clearInterval(timer);
           closedEarly++;
@@ -39,12 +45,16 @@ describe('an upstream whose reasoning never ends', () => {
       target: sqliteTarget,
       configure: (file) => {
         file.providers.push({ id: 'thinker', name: 'Thinker', kind: 'openai', base_url: url, timeouts: {} });
-        file.models.push({
-          id: 'test/thinker',
-          name: 'thinker',
-          context_length: 8192,
-          endpoints: [{ provider: 'thinker', model: 'm', pricing: { prompt: '0.000001', completion: '0.000001' } }],
-        });
+        for (const [id, model] of [
+          ['test/thinker', 'm'],
+          ['test/detailed-thinker', 'd'],
+        ])
+          file.models.push({
+            id: id!,
+            name: id!,
+            context_length: 8192,
+            endpoints: [{ provider: 'thinker', model, pricing: { prompt: '0.000001', completion: '0.000001' } }],
+          });
       },
     });
   });
@@ -84,5 +94,16 @@ describe('an upstream whose reasoning never ends', () => {
     const reasoning = answer.events.map((e) => e.choices?.[0]?.delta?.reasoning ?? '').join('');
     expect(reasoning.length).toBeLessThanOrEqual(1024 * 1024 + PIECE.length);
     expect((await chat(gw, key, ask)).status).toBe(200);
+  });
+
+  it('reasoning sent as reasoning_details is bounded the same way (an OpenRouter upstream)', async () => {
+    const { key } = await gw.createKey(await gw.createAccount(5));
+    const answer = await chat(gw, key, { ...ask, model: 'test/detailed-thinker' });
+    expect(answer.status, answer.text.slice(0, 300)).toBe(200);
+    expect(answer.json.choices[0].finish_reason).toBe('length');
+    const thought = (answer.json.choices[0].message.reasoning_details as { text?: string }[])
+      .map((d) => d.text ?? '')
+      .join('');
+    expect(thought.length).toBeLessThanOrEqual(1024 * 1024 + PIECE.length);
   });
 });

@@ -41,6 +41,20 @@ describe('OutputBudget', () => {
     expect(window.maxGeneratedChars).toBe(2_048_000);
     for (let i = 0; i < 2_048; i++) expect(window.add(thinking(1_000))).toBe(false);
     expect(window.add(thinking(1))).toBe(true);
+    // Reasoning sent as `reasoning_details` (an OpenRouter upstream's form) counts the same.
+    const details = new OutputBudget(50, () => 1, 1_000);
+    const detailed = (n: number) => ({
+      choices: [
+        {
+          index: 0,
+          delta: { reasoning_details: [{ type: 'reasoning.text', text: 'x'.repeat(n) }] },
+          finish_reason: null,
+          native_finish_reason: null,
+        },
+      ],
+    });
+    for (let i = 0; i < 1_024; i++) expect(details.add(detailed(1_024))).toBe(false);
+    expect(details.add(detailed(1))).toBe(true);
     // No completion limit, no known window: the answer is not counted in tokens, the floor still holds.
     const unlimited = new OutputBudget(null, () => 1);
     expect(unlimited.cutAt).toBe(Infinity);

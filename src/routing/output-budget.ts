@@ -35,6 +35,29 @@ function textOf(part: Record<string, unknown>, fields: readonly string[]): strin
   return text;
 }
 
+/**
+ * What a delta carries beside its answer, in UTF-16 code units: `reasoning`, each `reasoning_details`
+ * item's text, summary or data — an upstream that is an OpenRouter (or another Tollgate) sends its
+ * thinking there, and it is relayed and kept as the rest is (outside check: 1.2 GB, then the process's
+ * string length, with `reasoning_details` alone) — and any images or annotations.
+ */
+function reasoningLength(delta: Readonly<Record<string, unknown>>): number {
+  let length = typeof delta.reasoning === 'string' ? delta.reasoning.length : 0;
+  const details = delta.reasoning_details;
+  if (Array.isArray(details))
+    for (const item of details as unknown[]) {
+      if (typeof item !== 'object' || item === null) continue;
+      for (const field of ['text', 'summary', 'data'] as const) {
+        const value = (item as Record<string, unknown>)[field];
+        if (typeof value === 'string') length += value.length;
+      }
+    }
+  // Images and annotations stream rarely: their whole size, however they nest it.
+  for (const field of ['images', 'annotations'] as const)
+    if (Array.isArray(delta[field])) length += JSON.stringify(delta[field]).length;
+  return length;
+}
+
 /** A typical English density, for the text read before counting began (see `add`). */
 const CHARS_PER_TOKEN = 4;
 /** Generous: a run of spaces or repeated characters can be one long token. */
@@ -76,8 +99,7 @@ export class OutputBudget {
    */
   add(event: { readonly choices: readonly ChunkChoice[] }): boolean {
     for (const choice of event.choices) {
-      const reasoning = choice.delta.reasoning;
-      if (typeof reasoning === 'string') this.generated += reasoning.length;
+      this.generated += reasoningLength(choice.delta);
       // Not the reasoning: some providers' limits cover only the answer (DeepSeek's first reasoner API
       // streamed up to 32K tokens of it past `max_tokens`), and an honest one must not be stopped mid-thought.
       const text = textOf(choice.delta, ANSWER_TEXT);

@@ -11,10 +11,13 @@
  * behind one load balancer without `trust_proxy`) is refused as Node refused it; so is any newcomer
  * when the largest holder's connections are all busy: a request in progress is never cut.
  *
- * The address is the socket's peer: `X-Forwarded-For` is a request's, not a connection's.
+ * The address is the socket's peer (an IPv6 one as its /64): `X-Forwarded-For` is a request's, not a
+ * connection's. A connection is busy from the arrival of a request's headers to its response's end; one
+ * whose request is still arriving, slowly, is idle here.
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { addressSubject } from '../limits/address-subject.js';
 
 /** Requests in progress on a connection (absent: none). */
 const BUSY = Symbol('tollgate.requestsInProgress');
@@ -50,7 +53,9 @@ export class ConnectionSlots {
   }
 
   admit(socket: TrackedSocket): void {
-    const address = socket.remoteAddress ?? '';
+    // An IPv6 client as its /64, as the edge guard counts it: a subscriber picks any address inside it,
+    // and one connection from each of thousands would be "equal shares".
+    const address = addressSubject(socket.remoteAddress ?? '');
     if (this.open >= this.max && !this.makeRoomFor(address)) {
       this.onOutcome('refused');
       socket.destroy();

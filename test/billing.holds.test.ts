@@ -78,7 +78,7 @@ describe('in-flight holds, one process (in-memory hold store)', () => {
     const second = await chat(gw, key, fixedBody(MODEL.id, 1));
     expect(second.status).toBe(402);
     expect(second.json.error.message).toBe(
-      `Insufficient credits: the account balance is ${X_USD} USD and requests in flight hold ${X_USD} USD of it; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`,
+      `Insufficient credits: the account balance is ${X_USD} USD and requests in flight hold ${X_USD} USD; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`,
     );
     expect((await first).status).toBe(200);
 
@@ -89,7 +89,7 @@ describe('in-flight holds, one process (in-memory hold store)', () => {
     const refused = await chat(gw, limited.key, fixedBody(MODEL.id, 3));
     expect(refused.status).toBe(402);
     expect(refused.json.error.message).toBe(
-      `Key limit exceeded (total limit): requests in flight hold ${X_USD} USD of it; retry when they finish`,
+      `Key limit exceeded (total limit): requests in flight hold ${X_USD} USD; retry when they finish`,
     );
     expect((await inFlight).status).toBe(200);
   });

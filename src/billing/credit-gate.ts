@@ -596,7 +596,7 @@ function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyR
   // or the message contradicts what the caller reads there (outside check).
   const held = decision.held > 0n ? unitsToUsd(decision.held) : null;
   if (decision.reason === 'key_limit') {
-    const why = held === null ? '' : `: requests in flight hold ${held} USD of it; retry when they finish`;
+    const why = held === null ? '' : `: requests in flight hold ${held} USD; retry when they finish`;
     return new TollgateError(
       'billing.key_limit_exceeded',
       `Key limit exceeded (${windowName(key.limitReset)} limit)${why}`,
@@ -608,7 +608,7 @@ function refusal(decision: Extract<HoldDecision, { admitted: false }>, key: KeyR
   const balance = `the account balance is ${unitsToUsd(decision.balance)} USD`;
   const detail =
     held !== null && decision.balance > 0n
-      ? `${balance} and requests in flight hold ${held} USD of it; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`
+      ? `${balance} and requests in flight hold ${held} USD; paid models need a positive balance beyond what is held. Retry when they finish, or add credits.`
       : `${balance}${isPaid ? '; paid models need a positive balance' : ''}. Add credits and retry.`;
   return new TollgateError('billing.insufficient_credits', `Insufficient credits: ${detail}`, {
     metadata: { balance: unitsToUsd(decision.balance), in_flight: unitsToUsd(decision.held) },

@@ -7,6 +7,10 @@ describe('displayText', () => {
     expect(displayText('a\u2066b\u2069c\u200bd\ufeffe\u200ef')).toBe('abcdef');
     expect(displayText('\u200b\u200b')).toBe('');
     expect(displayText('\u200d \u200c')).toBe('');
+    // Others that show nothing (outside check: each was accepted as a whole key name).
+    for (const blank of ['\u3164', '\u2800', '\u00ad', '\u115f\u1160', '\udb40\udc41', '\u034f', '\ufe0f', '\u061c'])
+      expect(displayText(blank), JSON.stringify(blank)).toBe('');
+    expect(displayText('a\u061cb\u00adc')).toBe('abc');
   });
 
   it('turns controls and line separators into single spaces, trimmed', () => {

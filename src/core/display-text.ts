@@ -10,12 +10,18 @@
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const BREAKING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/gu;
 /**
- * The zero-width space, direction marks, overrides and isolates, invisible operators, the BOM: removed.
- * Not the zero-width joiner and non-joiner, which emoji sequences and some scripts need.
+ * Removed: the zero-width space, direction marks (U+200E, U+200F, the Arabic letter mark U+061C),
+ * overrides and isolates, invisible operators, the BOM, the soft hyphen, the combining grapheme joiner,
+ * the Hangul and Khmer fillers and the Mongolian vowel separator — characters that show nothing, or
+ * reorder what is shown. Not the zero-width joiner and non-joiner, variation selectors or tag
+ * characters, which emoji sequences and some scripts need.
  */
-export const INVISIBLE = /[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
-/** Nothing a reader would see. */
-const BLANK = /^[\s\u200c\u200d]*$/u;
+export const INVISIBLE =
+  // eslint-disable-next-line no-misleading-character-class -- single invisible characters, listed one by one on purpose
+  /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\u3164\uffa0\ufeff]/gu;
+/** Nothing a reader would see: spaces, joiners, variation selectors, tags, the blank braille pattern. */
+// eslint-disable-next-line no-misleading-character-class -- joiners and selectors one by one: a name made only of them
+const BLANK = /^[\s\u200c\u200d\u2800\ufe00-\ufe0f\u{e0000}-\u{e007f}]*$/u;
 
 /** The text as it can be shown: controls as spaces, invisible characters gone, runs of spaces as one, trimmed. */
 export function displayText(raw: string): string {

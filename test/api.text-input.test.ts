@@ -63,6 +63,15 @@ describe('text the store would change', () => {
     }
   });
 
+  it('a query parameter the route ignores is not read, NUL or not (a tracking parameter on a link)', async () => {
+    const models = await call(gw, 'GET', '/models?utm_source=a%00b');
+    expect(models.status, models.text).toBe(200);
+    // One it reads still is.
+    const read = await call(gw, 'GET', '/models?supported_parameters=to%00ols');
+    expect(read.status, read.text).toBe(400);
+    expect(read.json.error.message).toContain('supported_parameters');
+  });
+
   it('a JSON null body is a 400, not an empty patch', async () => {
     const r = await admin('PATCH', `/keys/${keyHash}`, 'null');
     expect(r.status, r.text).toBe(400);

@@ -10,9 +10,6 @@ import { formatInputPath } from '../pipeline/input-path.js';
 import { findBadText } from '../core/storable-text.js';
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  // What was sent, before any schema tidies it (a name's control characters become spaces): a NUL is
-  // refused, not quietly changed.
-  refuseBadText(body);
   const parsed = schema.safeParse(body === undefined ? {} : body);
   if (!parsed.success) {
     const message = parsed.error.issues
@@ -21,8 +18,24 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
       .join('; ');
     throw new TollgateError('request.invalid_body', `Invalid request: ${message}`);
   }
-  refuseBadText(parsed.data);
+  // What was sent of each value kept, before a schema tidied it (a name's control characters become
+  // spaces): a NUL is refused, not quietly changed; a field the route ignores (a `utm_source` in a
+  // query) is not looked at.
+  refuseBadText(keptAsSent(body, parsed.data));
   return parsed.data;
+}
+
+/** `sent` cut to the object keys and array items `kept` has (a schema's output), values as sent. */
+function keptAsSent(sent: unknown, kept: unknown): unknown {
+  if (Array.isArray(kept) && Array.isArray(sent)) return kept.map((item, i) => keptAsSent(sent[i], item));
+  if (kept !== null && typeof kept === 'object' && sent !== null && typeof sent === 'object' && !Array.isArray(sent)) {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(kept))
+      if (Object.hasOwn(sent, key))
+        out[key] = keptAsSent((sent as Record<string, unknown>)[key], (kept as Record<string, unknown>)[key]);
+    return out;
+  }
+  return typeof sent === 'string' ? sent : kept;
 }
 
 function refuseBadText(value: unknown): void {

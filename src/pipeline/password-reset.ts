@@ -36,8 +36,8 @@ export interface PasswordResetDeps {
 }
 
 export const resetRequestSchema = z.strictObject({ email: z.string().max(320) });
-/** Any string up to 4 KB: one that is not a token of ours gets the invalid-link answer below, in words (not zod's). */
-export const resetConfirmSchema = z.strictObject({ token: z.string().max(4096), new_password: passwordSchema });
+/** Any string (the body limit bounds it): one that is not a token of ours gets the invalid-link answer below, in words (not zod's). */
+export const resetConfirmSchema = z.strictObject({ token: z.string(), new_password: passwordSchema });
 
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 

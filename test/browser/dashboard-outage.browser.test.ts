@@ -99,4 +99,24 @@ describe.skipIf(!chromiumAvailable)('the dashboard while the session cannot be r
     await notice.waitFor({ state: 'detached' });
     await page.locator('[aria-label="Credit balance"]').getByText('Balance').waitFor();
   });
+
+  it('an approval page whose request cannot be loaded for now offers to try again (not "cannot be used")', async () => {
+    const page = await signedInOnKeys();
+    let refusals = 1;
+    await page.route('**/api/v1/oauth/authorize?**', (route) =>
+      refusals-- > 0
+        ? route.fulfill({
+            status: 503,
+            contentType: 'application/json',
+            body: JSON.stringify({ error: { code: 503, message: 'Storage is unavailable' } }),
+          })
+        : route.continue(),
+    );
+    await page.goto(`/auth?${new URLSearchParams({ callback_url: 'http://localhost:9/cb' }).toString()}`);
+    const notice = page.getByRole('alert').filter({ hasText: 'Could not load this authorization request' });
+    await notice.waitFor();
+    expect(await page.getByText('This authorization request cannot be used').count()).toBe(0);
+    await notice.getByRole('button', { name: 'Try again' }).click();
+    await page.getByRole('heading', { name: 'Authorize http://localhost:9' }).waitFor();
+  });
 });

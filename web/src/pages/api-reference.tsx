@@ -212,7 +212,7 @@ export function ApiReferencePage() {
   return (
     <section className="api-reference">
       <h1>API reference</h1>
-      <ErrorNotice error={loaded.error} title="Could not load the API description" />
+      <ErrorNotice error={loaded.error} title="Could not load the API description" onRetry={loaded.reload} />
       {loaded.loading && !doc ? <p className="muted">Loading…</p> : null}
       {doc ? (
         <>

@@ -5,7 +5,7 @@
  */
 import { Unreachable } from '../components/unreachable';
 import { useEffect, useState, type FormEvent } from 'react';
-import { api, query } from '../api/client';
+import { api, ApiError, query } from '../api/client';
 import type { AuthorizeRequest } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
 import { formatTime } from '../format';
@@ -64,7 +64,16 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
     }
   };
 
-  if (request.error) return <ErrorNotice error={request.error} title="This authorization request cannot be used" />;
+  if (request.error) {
+    // A request the gateway refused (400: a bad callback, a bad limit) cannot be used; one it could not
+    // answer (5xx, no connection) may work in a moment.
+    const refused = request.error instanceof ApiError && request.error.status < 500;
+    return refused ? (
+      <ErrorNotice error={request.error} title="This authorization request cannot be used" />
+    ) : (
+      <ErrorNotice error={request.error} title="Could not load this authorization request" onRetry={request.reload} />
+    );
+  }
   if (!request.data) return <p className="muted">Loading…</p>;
   const app = request.data.data.app;
   return (

@@ -283,6 +283,26 @@ describe('grace exposure', () => {
     }
   });
 
+  it('Redis emptied between heartbeats, then a process with no admissions of its own there: it looks before admitting', async () => {
+    // Heartbeats a minute apart: only the admission itself can notice. A filled the cap; B never admitted.
+    const { server, processes, trusted } = await privateFleet(300, 60_000);
+    const [a, b] = processes;
+    try {
+      await trusted();
+      const request = base();
+      for (let i = 0; i < 3; i++) expect(await a.grace.reserve(request)).toBe('admitted');
+      await a.redis.flushall();
+      // Before, B found no count, no epoch mark and no share of its own, and admitted three more.
+      await expect(b.grace.reserve(request)).rejects.toMatchObject({ metadata: { reason: 'redis_resyncing' } });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await Promise.all(processes.map((p) => p.fleet.heartbeat()));
+      await trusted();
+      expect(await b.grace.reserve(request)).toBe('grace_exposure');
+    } finally {
+      await closeFleet(server, processes);
+    }
+  });
+
   it('a process remembers its admissions while another process keeps the count alive, and forgets them once it lapses', async () => {
     const { server, processes, trusted } = await privateFleet(300);
     const [a, b] = processes;

@@ -41,6 +41,7 @@ const GRACE_LUA = `
 local h = KEYS[1]
 local amount, room, cap = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local used = tonumber(redis.call('HGET', h, 'a') or '0')
+if ARGV[10] ~= '1' and ARGV[9] ~= '' and redis.call('EXISTS', h) == 0 then return 5 end
 if ARGV[10] ~= '1' then
   local ep = redis.call('HGET', h, 'ep')
   if ARGV[9] ~= '' and ep and tonumber(ep) > tonumber(ARGV[9]) then return 4 end
@@ -101,9 +102,16 @@ interface OwnAdmissions {
 const GONE_CONFIRM_MS = 2_500;
 
 const DECISIONS: GraceDecision[] = ['admitted', 'grace_not_covered', 'grace_exposure'];
-/** The script's answers that decide nothing (see GRACE_LUA): below this process's own share, another epoch. */
+/**
+ * The script's answers that decide nothing (see GRACE_LUA): below this process's own share, another
+ * epoch, or no count at all. The last is an account's first grace request in this outage — or a Redis
+ * emptied on a live connection (FLUSHALL), which also took every epoch mark: a process with no
+ * admissions of its own there had nothing to tell the two apart by, and admitted a second allowance
+ * until its next heartbeat (outside check). So the fleet looks first, once per fresh count.
+ */
 const BELOW_OWN_SHARE = 3;
 const OTHER_EPOCH = 4;
+const NO_COUNT = 5;
 
 /** How often this process asks whether the counts its own requests no longer renew still live. */
 const REFRESH_EVERY_MS = 5_000;
@@ -197,7 +205,7 @@ export class RedisGraceExposure implements GraceExposure {
         ],
       );
     let reply = await ask(false);
-    if (Number(reply) === BELOW_OWN_SHARE || Number(reply) === OTHER_EPOCH) {
+    if (Number(reply) === BELOW_OWN_SHARE || Number(reply) === OTHER_EPOCH || Number(reply) === NO_COUNT) {
       // Redis lost its data on a live connection (FLUSHALL, an eviction, a failover behind a proxy): the
       // fleet looks now, sees the new epoch, and nobody admits until every process's share is back. Or,
       // the fleet still trusting Redis after looking, the count lapsed while this process remembered its

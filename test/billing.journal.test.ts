@@ -88,6 +88,20 @@ describe('charge journal', () => {
     await second.journal.close();
   });
 
+  it('a checkpoint still being written when its charge is marked done does not come back live', async () => {
+    const first = await open();
+    const writing = first.journal.appendCheckpoint(journalSettlement('s1', 10n));
+    first.journal.markDone(['s1']); // the final charge committed meanwhile
+    await writing;
+    expect(first.journal.depth).toBe(0);
+    await first.journal.close();
+    // Nor after a restart: the late record has a done marker of its own.
+    const second = await open();
+    expect(second.journal.charges()).toEqual([]);
+    expect(second.report.checkpointsCharged).toBe(0);
+    await second.journal.close();
+  });
+
   it('live processes get their own slots; a dead process slot is taken over by the next start', async () => {
     const a = await open();
     const b = await open();

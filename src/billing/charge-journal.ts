@@ -92,6 +92,10 @@ export class ChargeJournal {
   private writing: Promise<void> | null = null;
   private size: number;
   private liveBytes = 0;
+  /** Checkpoint writes in flight, per generation id. */
+  private readonly checkpointing = new Map<string, number>();
+  /** Ids marked done while one of their checkpoints was being written (it must not come back live). */
+  private readonly doneWhileCheckpointing = new Set<string>();
   private closed = false;
   /** False after a write or sync failed, until one succeeds again (readiness, admission). */
   private lastWriteOk = true;
@@ -256,11 +260,29 @@ export class ChargeJournal {
 
   /** A running stream's usage so far (superseded by the next checkpoint or its final charge). */
   async appendCheckpoint(settlement: Settlement): Promise<void> {
-    const previous = this.entries.get(settlement.generation.id);
+    const id = settlement.generation.id;
+    const previous = this.entries.get(id);
     if (previous?.kind === 'charge') return; // the final charge is already here
     const record = { t: 'checkpoint', s: settlement, at: previous?.at ?? this.options.now() } as const;
-    await this.write([record], true);
-    if (this.entries.get(settlement.generation.id)?.kind !== 'charge') this.track(this.entryOf(record));
+    this.checkpointing.set(id, (this.checkpointing.get(id) ?? 0) + 1);
+    let doneMeanwhile: boolean;
+    try {
+      await this.write([record], true);
+    } finally {
+      const left = this.checkpointing.get(id)! - 1;
+      if (left > 0) this.checkpointing.set(id, left);
+      else this.checkpointing.delete(id);
+      doneMeanwhile = this.doneWhileCheckpointing.has(id);
+      if (left === 0) this.doneWhileCheckpointing.delete(id);
+    }
+    if (doneMeanwhile) {
+      // Its charge was committed (markDone) while this record was on its way: the record follows the
+      // done marker in the file, so it gets one of its own, and it is not live (outside check: after a
+      // full disk during a store outage, such entries stayed live until the next start).
+      this.write([{ t: 'done', ids: [id] }], false).catch(() => undefined);
+      return;
+    }
+    if (this.entries.get(id)?.kind !== 'charge') this.track(this.entryOf(record));
   }
 
   /** Makes everything written to the journal so far durable (one fdatasync, after the writes queued before it). */
@@ -273,6 +295,7 @@ export class ChargeJournal {
    * fsync — losing it in a crash only replays charges the store already has, which changes nothing.
    */
   markDone(ids: readonly string[]): void {
+    for (const id of ids) if (this.checkpointing.has(id)) this.doneWhileCheckpointing.add(id);
     const known = this.forget(ids);
     if (known.length > 0) this.write([{ t: 'done', ids: known }], false).catch(() => undefined);
   }

@@ -53,8 +53,23 @@ describe('OutputBudget', () => {
         },
       ],
     });
-    for (let i = 0; i < 1_024; i++) expect(details.add(detailed(1_024))).toBe(false);
-    expect(details.add(detailed(1))).toBe(true);
+    // Each item's JSON is ~50 characters more than its text: 1,000 items of 1,000 fit, the next ones not.
+    for (let i = 0; i < 1_000; i++) expect(details.add(detailed(1_000))).toBe(false);
+    let more = 0;
+    while (more < 100 && !details.add(detailed(1_000))) more++;
+    expect(more).toBeLessThan(50);
+    // A signature, a field no one named, a tool call's id: counted the same (outside check).
+    for (const delta of [
+      { reasoning_details: [{ type: 'reasoning.text', text: '', signature: 'x'.repeat(64 * 1024) }] },
+      { reasoning_details: [{ type: 'reasoning.other', blob: 'x'.repeat(64 * 1024) }] },
+      { tool_calls: [{ index: 0, id: 'x'.repeat(64 * 1024), type: 'function', function: { name: 'f' } }] },
+    ]) {
+      const budget = new OutputBudget(50, () => 1, 1_000);
+      const event = { choices: [{ index: 0, delta, finish_reason: null, native_finish_reason: null }] };
+      let events = 0;
+      while (events < 100 && !budget.add(event)) events++;
+      expect(events).toBe(15); // 64 KiB and a little JSON each: the 16th passes 1 Mi
+    }
     // No completion limit, no known window: the answer is not counted in tokens, the floor still holds.
     const unlimited = new OutputBudget(null, () => 1);
     expect(unlimited.cutAt).toBe(Infinity);

@@ -36,26 +36,21 @@ function textOf(part: Record<string, unknown>, fields: readonly string[]): strin
 }
 
 /**
- * What a delta carries beside its answer, in UTF-16 code units: `reasoning`, each `reasoning_details`
- * item's text, summary or data — an upstream that is an OpenRouter (or another Tollgate) sends its
- * thinking there, and it is relayed and kept as the rest is (outside check: 1.2 GB, then the process's
- * string length, with `reasoning_details` alone) — and any images or annotations.
+ * Everything a delta carries, in UTF-16 code units (its role aside): strings by length, anything else
+ * — `reasoning_details` items with their signatures, tool calls with their ids, images, annotations,
+ * fields no one named yet — by its JSON size. What is relayed or kept is counted, whatever its field:
+ * an upstream thinking without end in `reasoning`, then in `reasoning_details`, then in a signature
+ * field, each grew the process to gigabytes (outside checks).
  */
-function reasoningLength(delta: Readonly<Record<string, unknown>>): number {
-  let length = typeof delta.reasoning === 'string' ? delta.reasoning.length : 0;
-  const details = delta.reasoning_details;
-  if (Array.isArray(details))
-    for (const item of details as unknown[]) {
-      if (typeof item !== 'object' || item === null) continue;
-      for (const field of ['text', 'summary', 'data'] as const) {
-        const value = (item as Record<string, unknown>)[field];
-        if (typeof value === 'string') length += value.length;
-      }
-    }
-  // Images and annotations stream rarely: their whole size, however they nest it.
-  for (const field of ['images', 'annotations'] as const)
-    if (Array.isArray(delta[field])) length += JSON.stringify(delta[field]).length;
-  return length;
+function deltaSize(delta: Readonly<Record<string, unknown>>): number {
+  let size = 0;
+  for (const field in delta) {
+    if (field === 'role') continue;
+    const value = delta[field];
+    if (typeof value === 'string') size += value.length;
+    else if (typeof value === 'object' && value !== null) size += JSON.stringify(value).length;
+  }
+  return size;
 }
 
 /** A typical English density, for the text read before counting began (see `add`). */
@@ -99,11 +94,10 @@ export class OutputBudget {
    */
   add(event: { readonly choices: readonly ChunkChoice[] }): boolean {
     for (const choice of event.choices) {
-      this.generated += reasoningLength(choice.delta);
+      this.generated += deltaSize(choice.delta);
       // Not the reasoning: some providers' limits cover only the answer (DeepSeek's first reasoner API
       // streamed up to 32K tokens of it past `max_tokens`), and an honest one must not be stopped mid-thought.
       const text = textOf(choice.delta, ANSWER_TEXT);
-      this.generated += text.length;
       if (text.length === 0 || this.cutAt === Infinity) continue;
       const before = this.chars;
       this.chars += text.length;

@@ -66,6 +66,10 @@ describe('text the store would change', () => {
   it('a query parameter the route ignores is not read, NUL or not (a tracking parameter on a link)', async () => {
     const models = await call(gw, 'GET', '/models?utm_source=a%00b');
     expect(models.status, models.text).toBe(200);
+    // A route whose query schema keeps unknown keys reads only the ones it declares (outside re-check).
+    const { key } = await gw.createKey(accountId);
+    const generation = await call(gw, 'GET', '/generation?id=gen-none&utm_source=a%00b', { key });
+    expect(generation.status, generation.text).toBe(404);
     // One it reads still is.
     const read = await call(gw, 'GET', '/models?supported_parameters=to%00ols');
     expect(read.status, read.text).toBe(400);

@@ -4,7 +4,7 @@
  * read back) and no unpaired surrogate (stored as U+FFFD, so two different credit references or
  * passwords became one). A body of JSON `null` is not an empty object.
  */
-import type { z } from 'zod';
+import { ZodObject, type z } from 'zod';
 import { TollgateError } from '../core/errors.js';
 import { formatInputPath } from '../pipeline/input-path.js';
 import { findBadText } from '../core/storable-text.js';
@@ -21,17 +21,19 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   // What was sent of each value kept, before a schema tidied it (a name's control characters become
   // spaces): a NUL is refused, not quietly changed; a field the route ignores (a `utm_source` in a
   // query) is not looked at.
-  refuseBadText(keptAsSent(body, parsed.data));
+  // A loose object keeps every key it was sent; only the ones it declares are read.
+  const declared = schema instanceof ZodObject ? new Set(Object.keys(schema.shape as object)) : null;
+  refuseBadText(keptAsSent(body, parsed.data, declared));
   return parsed.data;
 }
 
 /** `sent` cut to the object keys and array items `kept` has (a schema's output), values as sent. */
-function keptAsSent(sent: unknown, kept: unknown): unknown {
+function keptAsSent(sent: unknown, kept: unknown, declared: ReadonlySet<string> | null = null): unknown {
   if (Array.isArray(kept) && Array.isArray(sent)) return kept.map((item, i) => keptAsSent(sent[i], item));
   if (kept !== null && typeof kept === 'object' && sent !== null && typeof sent === 'object' && !Array.isArray(sent)) {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(kept))
-      if (Object.hasOwn(sent, key))
+      if (Object.hasOwn(sent, key) && (declared === null || declared.has(key)))
         out[key] = keptAsSent((sent as Record<string, unknown>)[key], (kept as Record<string, unknown>)[key]);
     return out;
   }

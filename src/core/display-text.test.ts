@@ -11,6 +11,12 @@ describe('displayText', () => {
     for (const blank of ['\u3164', '\u2800', '\u00ad', '\u115f\u1160', '\udb40\udc41', '\u034f', '\ufe0f', '\u061c'])
       expect(displayText(blank), JSON.stringify(blank)).toBe('');
     expect(displayText('a\u061cb\u00adc')).toBe('abc');
+    // Those a list by hand missed (outside re-check): every default-ignorable or format character.
+    for (const blank of ['\u180b', '\u{1d173}\u{1d17a}', '\u{1bca0}', '\ufff9', '\u206a', '\u{13430}', '\u{16fe4}'])
+      expect(displayText(blank), JSON.stringify(blank)).toBe('');
+    // Mongolian keeps its vowel separator; a flag built from tags and ❤️ keep theirs.
+    for (const kept of ['ᠭᠣᠯ\u180eᠠ', '🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f}', '❤\ufe0f', '👨‍👩‍👧'])
+      expect(displayText(kept)).toBe(kept);
   });
 
   it('turns controls and line separators into single spaces, trimmed', () => {

@@ -10,21 +10,31 @@
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const BREAKING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/gu;
 /**
- * Removed: the zero-width space, direction marks (U+200E, U+200F, the Arabic letter mark U+061C),
- * overrides and isolates, invisible operators, the BOM, the soft hyphen, the combining grapheme joiner,
- * the Hangul and Khmer fillers and the Mongolian vowel separator — characters that show nothing, or
- * reorder what is shown. Not the zero-width joiner and non-joiner, variation selectors or tag
- * characters, which emoji sequences and some scripts need.
+ * Unicode's default-ignorable code points (`\p{Default_Ignorable_Code_Point}`: the zero-width space,
+ * direction marks, overrides and isolates, invisible operators, the BOM, the soft hyphen, fillers,
+ * format controls of every script), which show nothing or reorder what is shown, are removed — all
+ * but those a visible text needs (KEEP). A list by hand missed some each time (outside checks).
  */
-export const INVISIBLE =
-  // eslint-disable-next-line no-misleading-character-class -- single invisible characters, listed one by one on purpose
-  /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2069\u3164\uffa0\ufeff]/gu;
-/** Nothing a reader would see: spaces, joiners, variation selectors, tags, the blank braille pattern. */
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
+/**
+ * Kept: the zero-width joiner and non-joiner (emoji sequences, Persian, Indic scripts), variation
+ * selectors (❤️, Mongolian's free variation selectors), tags (subdivision flags) and the Mongolian
+ * vowel separator (it shapes the letters around it).
+ */
+// eslint-disable-next-line no-misleading-character-class -- joiners and selectors one by one, on purpose
+const KEEP = /^[\u200c\u200d\u180b-\u180f\ufe00-\ufe0f\u{e0000}-\u{e0fff}]$/u;
+
+/** The text without its invisible characters (KEEP aside). */
+export function withoutInvisible(text: string): string {
+  return text.replace(IGNORABLE, (c) => (KEEP.test(c) ? c : ''));
+}
+
+/** Nothing a reader would see: spaces, format characters, what KEEP keeps, the blank braille pattern. */
 // eslint-disable-next-line no-misleading-character-class -- joiners and selectors one by one: a name made only of them
-const BLANK = /^[\s\u200c\u200d\u2800\ufe00-\ufe0f\u{e0000}-\u{e007f}]*$/u;
+const BLANK = /^[\s\p{Cf}\p{Default_Ignorable_Code_Point}\u2800\u{16fe4}]*$/u;
 
 /** The text as it can be shown: controls as spaces, invisible characters gone, runs of spaces as one, trimmed. */
 export function displayText(raw: string): string {
-  const text = raw.replace(BREAKING, ' ').replace(INVISIBLE, '').replace(/\s+/gu, ' ').trim();
+  const text = withoutInvisible(raw.replace(BREAKING, ' ')).replace(/\s+/gu, ' ').trim();
   return BLANK.test(text) ? '' : text;
 }

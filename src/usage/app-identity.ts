@@ -5,7 +5,7 @@
  * is dropped rather than repaired.
  */
 import { createHash } from 'node:crypto';
-import { INVISIBLE } from '../core/display-text.js';
+import { withoutInvisible } from '../core/display-text.js';
 
 export interface AppIdentity {
   /** Stable numeric id (the SDK's `app_id` is an integer): 52 bits of SHA-256 of `key`, a safe integer on every store. */
@@ -47,7 +47,7 @@ export function normaliseTitle(raw: string | null | undefined): string | null {
   if (typeof raw !== 'string') return null;
   const text = decodeHeader(raw);
   if (CONTROL.test(text)) return null;
-  const cleaned = text.replace(INVISIBLE, '').replace(/\s+/gu, ' ').trim();
+  const cleaned = withoutInvisible(text).replace(/\s+/gu, ' ').trim();
   if (cleaned.length === 0) return null;
   const codePoints = [...cleaned];
   return codePoints.length <= MAX_TITLE_LENGTH ? cleaned : codePoints.slice(0, MAX_TITLE_LENGTH).join('').trimEnd();

@@ -130,6 +130,7 @@ async function openHoldStore(
     // Logged by the fleet's first heartbeat below.
   }
   await fleet.start();
+  void warnOfEviction(redis, logger);
   // Endpoint health shared by the fleet (routing/fleet-health.ts); closed by the gateway's shutdown.
   const healthChannel = new RedisHealthChannel({
     publisher: redis,
@@ -328,4 +329,24 @@ function errorWithoutStack(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const { stack: _stack, ...rest } = pino.stdSerializers.err(error);
   return rest;
+}
+
+/**
+ * Redis evicting keys under `maxmemory` would drop a hold or a grace count while the fleet's epoch key
+ * (no TTL) stays: nothing tells such a loss from a count that was never there, and an outside check
+ * spent a second grace cap through it. Said once at boot; a Redis that refuses CONFIG (a managed
+ * one) is left to the operator (README, "Redis").
+ */
+async function warnOfEviction(redis: Redis, logger: PinoLogger): Promise<void> {
+  try {
+    const reply = (await redis.config('GET', 'maxmemory-policy')) as unknown;
+    const policy = Array.isArray(reply) ? reply[1] : undefined;
+    if (typeof policy === 'string' && policy !== 'noeviction')
+      logger.warn(
+        { maxmemory_policy: policy },
+        'Redis (REDIS_URL) may evict keys under memory pressure (maxmemory-policy is not noeviction): an evicted hold or grace count lets the fleet admit past its bounds; set maxmemory-policy noeviction',
+      );
+  } catch {
+    // CONFIG refused or Redis not reachable yet: nothing to say.
+  }
 }

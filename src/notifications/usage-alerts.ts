@@ -40,13 +40,16 @@ export class UsageAlerts {
   /** The settler's hook: cheap, synchronous, never throws. */
   noteCharges(settlements: readonly Settlement[], outcomes: readonly SettleOutcome[]): void {
     settlements.forEach((settlement, i) => {
-      // A charge of nothing (a `:free` model) lowers no balance and no key's usage: a free-tier
-      // account with no credits was told its balance is low on its first free request (outside check).
-      if (outcomes[i]?.applied === false || settlement.generation.totalCost <= 0n) return;
-      this.accounts.add(settlement.generation.accountId);
-      this.keys.add(settlement.generation.keyHash);
+      if (outcomes[i]?.applied === false) return;
+      // A charge of nothing (a `:free` model) lowers no balance: a free-tier account with no credits
+      // was told its balance is low on its first free request (outside check). Nor a key's usage —
+      // unless it is an own-key request, whose list cost a key's limit may count (`include_byok_in_limit`).
+      const generation = settlement.generation;
+      if (generation.totalCost <= 0n && !generation.isByok) return;
+      if (generation.totalCost > 0n) this.accounts.add(generation.accountId);
+      this.keys.add(generation.keyHash);
     });
-    if (this.accounts.size > 0 && this.timer === null) {
+    if ((this.accounts.size > 0 || this.keys.size > 0) && this.timer === null) {
       this.timer = setTimeout(() => {
         this.timer = null;
         void this.flush();

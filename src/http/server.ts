@@ -21,6 +21,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { trustProxyOption } from './client-address.js';
 import { clientErrorHandler, handleExpect, timeoutOptions } from './edge.js';
 import { ConnectionSlots, type SlotOutcome } from './connection-slots.js';
+import { lingerBeforeClose } from './lingering-close.js';
 import { renderError } from './error-table.js';
 import type { RouteTable } from './route-table.js';
 
@@ -96,6 +97,10 @@ export function createHttpServer(
   // Slow clients hold sockets: at the cap, room is made by closing an idle connection of the address
   // holding the most, else the new connection is closed at once (connection-slots.ts).
   new ConnectionSlots(server.max_connections, onConnectionSlot).attach(app.server);
+  // An answer given before the body was read is not lost to a reset while the client still sends it;
+  // a shutdown does not wait for lingering connections (they have nothing more to give).
+  const lingering = lingerBeforeClose(app.server);
+  app.addHook('preClose', async () => lingering.stop());
   // `100 Continue` only after authentication (edge.ts).
   handleExpect(app);
   app.setErrorHandler(replyWithError);

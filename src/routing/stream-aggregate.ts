@@ -12,6 +12,7 @@ import type {
   NormalizedUsage,
   StreamEvent,
 } from '../providers/types.js';
+import { mergeReasoningDetail } from '../providers/reasoning-details.js';
 
 /**
  * Delta fields that arrive as lists, folded into the message in order: OpenRouter's
@@ -180,46 +181,6 @@ function addLogprobs(parts: ChoiceParts, logprobs: ChoiceLogprobs): void {
   const folded = (parts.logprobs ??= { content: null, refusal: null });
   if (Array.isArray(logprobs.content)) append((folded.content ??= []), logprobs.content);
   if (Array.isArray(logprobs.refusal)) append((folded.refusal ??= []), logprobs.refusal);
-}
-
-/** The fragment fields of a streamed reasoning detail, by type: concatenated when fragments merge. */
-const REASONING_FRAGMENT_FIELD = new Map([
-  ['reasoning.text', 'text'],
-  ['reasoning.summary', 'summary'],
-]);
-
-/**
- * Adds one streamed `reasoning_details` item to the folded list. A reasoning block streams as
- * fragments of one detail — `reasoning.text` pieces (the signature on the last one) or
- * `reasoning.summary` pieces — each carrying the same `index`; the whole answer carries the block
- * once, as OpenRouter's own non-streamed answer does. So a fragment of the same type and `index` as
- * the last item is merged into it: its text (or summary) appended, its other fields (signature,
- * format, id) filling those the item lacks. Anything else — an encrypted block, a new index, another
- * type — starts a new item. Without this a client sending the details back on the next turn sent one
- * block per token, only the last of them signed (Anthropic refuses unsigned thinking blocks).
- */
-function mergeReasoningDetail(list: unknown[], item: unknown): void {
-  const fragment = isRecord(item) ? item : null;
-  const field = typeof fragment?.type === 'string' ? REASONING_FRAGMENT_FIELD.get(fragment.type) : undefined;
-  if (fragment === null || field === undefined) {
-    list.push(item);
-    return;
-  }
-  const last = list.at(-1);
-  if (!isRecord(last) || last.type !== fragment.type || last.index !== fragment.index) {
-    // A copy: merging into it must not change the object the relay was given.
-    list.push({ ...fragment });
-    return;
-  }
-  for (const [name, value] of Object.entries(fragment)) {
-    if (name === field) {
-      if (typeof value === 'string') last[field] = typeof last[field] === 'string' ? last[field] + value : value;
-    } else if (last[name] === undefined || last[name] === null) last[name] = value;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `push(...items)` without spreading a long list onto the stack. */

@@ -9,6 +9,7 @@
  */
 import { isRecord, stringOrNull } from '../json-shape.js';
 import { REASONING_EFFORT_RATIO } from '../openai-input.js';
+import { foldReasoningDetails } from '../reasoning-details.js';
 
 export const ANTHROPIC_DETAIL_FORMAT = 'anthropic-claude-v1';
 
@@ -63,7 +64,9 @@ export function redactedDetail(data: string, index: number): Record<string, unkn
 export function thinkingBlocks(details: unknown): Record<string, unknown>[] {
   const blocks: Record<string, unknown>[] = [];
   if (!Array.isArray(details)) return blocks;
-  for (const detail of details) {
+  // A streaming client may send the details back as they streamed: a block's text in pieces, the
+  // signature alone on the last. Sent as blocks, only that empty last one was signed (Anthropic: "Invalid signature").
+  for (const detail of foldReasoningDetails(details)) {
     if (!isRecord(detail) || detail.format !== ANTHROPIC_DETAIL_FORMAT) continue;
     if (detail.type === 'reasoning.text') {
       const signature = stringOrNull(detail.signature);

@@ -8,7 +8,7 @@
  */
 import { numberOrNull, readFunctionTools, readMaxTokens, readStopSequences, readToolChoice } from '../openai-input.js';
 import { isRecord } from '../json-shape.js';
-import { toAnthropicPrompt } from './messages.js';
+import { toAnthropicPrompt, type AnthropicMessage } from './messages.js';
 import { thinkingBudget } from './reasoning.js';
 
 /** Anthropic requires max_tokens; OpenAI callers may omit it. */
@@ -39,6 +39,27 @@ export interface AnthropicBodyOptions {
   structuredOutputs?: boolean;
 }
 
+/**
+ * Whether Anthropic takes thinking on this conversation. It refuses thinking (400, the whole request)
+ * with a prefill — a trailing assistant message: a caller's, or a broken stream's continuation — and
+ * in a tool loop whose assistant turn does not start with its thinking block ("Expected `thinking` or
+ * `redacted_thinking`"): a client that dropped the `reasoning_details`, or never saw them
+ * (`reasoning.exclude`). Such a request is sent without thinking — an ordinary request to Anthropic —
+ * rather than refused by this provider alone.
+ */
+function thinkingTakes(messages: readonly AnthropicMessage[]): boolean {
+  const last = messages.at(-1);
+  if (last?.role === 'assistant') return false;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role !== 'assistant') continue;
+    if (!message.content.some((block) => block.type === 'tool_use')) return true;
+    const first = message.content[0]?.type;
+    return first === 'thinking' || first === 'redacted_thinking';
+  }
+  return true;
+}
+
 export function toAnthropicBody(
   body: Record<string, unknown>,
   model: string,
@@ -50,7 +71,7 @@ export function toAnthropicBody(
   const maxTokens = readMaxTokens(body) ?? DEFAULT_ANTHROPIC_MAX_TOKENS;
   const out: Record<string, unknown> = { model, max_tokens: maxTokens, messages };
   if (system.length > 0) out.system = system;
-  const budget = thinkingBudget(body, maxTokens);
+  const budget = thinkingTakes(messages) ? thinkingBudget(body, maxTokens) : null;
   if (budget !== null) out.thinking = { type: 'enabled', budget_tokens: budget };
   // Same names as OpenAI's. Anthropic's temperature range is 0–1 where OpenAI's is 0–2: a higher one
   // is sent as 1, its most random, rather than refused by this provider alone (a request that may

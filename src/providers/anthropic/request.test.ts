@@ -399,6 +399,89 @@ describe('anthropicAdapter.buildRequest', () => {
     expect((other.messages as { content: unknown[] }[])[1]?.content).toEqual([{ type: 'text', text: 'Hello' }]);
   });
 
+  it('folds reasoning_details sent back as they streamed (text in pieces, the signature last) into whole blocks', () => {
+    const anthropic = (detail: Record<string, unknown>) => ({ ...detail, format: 'anthropic-claude-v1' });
+    const body = bodyOf({
+      reasoning: { max_tokens: 2000 },
+      max_tokens: 4000,
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          reasoning_details: [
+            anthropic({ type: 'reasoning.text', text: 'Think, ', index: 0 }),
+            anthropic({ type: 'reasoning.text', text: 'then call.', index: 0 }),
+            anthropic({ type: 'reasoning.text', text: '', signature: 'SIG', index: 0 }),
+            anthropic({ type: 'reasoning.encrypted', data: 'BLOB', index: 1 }),
+          ],
+          tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+      ],
+    });
+    expect((body.messages as { content: unknown[] }[])[1]?.content).toEqual([
+      { type: 'thinking', thinking: 'Think, then call.', signature: 'SIG' },
+      { type: 'redacted_thinking', data: 'BLOB' },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+    ]);
+    // The turn starts with its thinking block: thinking stays on.
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+  });
+
+  describe('thinking off where Anthropic refuses it, the request sent as an ordinary one', () => {
+    const reasoning = { reasoning: { max_tokens: 2000 }, max_tokens: 4000, temperature: 0.5 };
+    const call = { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } };
+
+    it('a tool loop whose assistant turn lost its thinking blocks (or never had them: reasoning.exclude)', () => {
+      const body = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          { role: 'assistant', content: 'Checking.', tool_calls: [call] },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+        ],
+      });
+      expect(body).not.toHaveProperty('thinking');
+      // Without thinking, what thinking left out is sent again.
+      expect(body.temperature).toBe(0.5);
+    });
+
+    it('a prefill (a trailing assistant message: a caller’s, or a continuation of a broken stream)', () => {
+      const body = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Count to ten.' },
+          { role: 'assistant', content: 'One, two,' },
+        ],
+      });
+      expect(body).not.toHaveProperty('thinking');
+    });
+
+    it('but not a new turn after a finished tool loop, nor an earlier assistant answer without tools', () => {
+      const afterLoop = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          { role: 'assistant', content: 'Checking.', tool_calls: [call] },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+          { role: 'assistant', content: 'It is sunny.' },
+          { role: 'user', content: 'And tomorrow?' },
+        ],
+      });
+      expect(afterLoop.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+      const plain = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: 'Hello' },
+          { role: 'user', content: 'How are you?' },
+        ],
+      });
+      expect(plain.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+    });
+  });
+
   it.each([
     ['max_tokens', { reasoning: { max_tokens: 2048 } }, 8000, 2048],
     ['xhigh effort', { reasoning: { effort: 'xhigh' } }, 10_000, 9500],

@@ -80,6 +80,13 @@ function withoutRole(choice: ChunkChoice): ChunkChoice {
   return { ...choice, delta };
 }
 
+/** A continuation opened (`segment`), or not: the attempts made either way. */
+export type Continuation =
+  | { segment: Segment; attempts: AttemptRecord[]; extraHold: Hold | null }
+  | { segment: null; attempts: AttemptRecord[]; extraHold: null };
+
+const NONE: Continuation = { segment: null, attempts: [], extraHold: null };
+
 /**
  * Opens a continuation: the same request plus the answer so far as a trailing assistant message
  * (prefill), on the plan's other endpoints that declare prefill support, through the ordinary
@@ -92,10 +99,10 @@ export async function continueElsewhere(
   used: readonly (Segment | PlannedAttempt)[],
   answerSoFar: string,
   spent: Units,
-): Promise<{ segment: Segment; attempts: AttemptRecord[]; extraHold: Hold | null } | null> {
+): Promise<Continuation> {
   const usedKeys = new Set(used.map((u) => ('served' in u ? u.served.healthKey : u.healthKey)));
   const plan = admitted.plan.filter((p) => p.endpoint.supportsPrefill && !usedKeys.has(p.healthKey));
-  if (plan.length === 0 || ctx.signal.aborted) return null;
+  if (plan.length === 0 || ctx.signal.aborted) return NONE;
   const prefill = answerSoFar.trimEnd();
   const messages = [...admitted.request.messages, { role: 'assistant', content: prefill }];
   const written = estimateCompletionTokens(answerSoFar);
@@ -119,7 +126,7 @@ export async function continueElsewhere(
     try {
       extraHold = await deps.gate.admit(ctx.key, true, excess);
     } catch {
-      return null;
+      return NONE;
     }
   }
   const bodyFor = (p: PlannedAttempt) =>
@@ -139,7 +146,8 @@ export async function continueElsewhere(
   }
   if (!outcome.ok) {
     if (extraHold) deps.gate.release(extraHold);
-    return null;
+    // Its attempts failed, and are listed with the generation's (`provider_responses`) all the same.
+    return { segment: null, attempts: outcome.attempts, extraHold: null };
   }
   return {
     extraHold,

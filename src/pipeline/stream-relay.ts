@@ -181,6 +181,10 @@ export async function relayStream(
         return null;
       });
       if (!next) break;
+      if (next.segment === null) {
+        attempts.push(...next.attempts);
+        break;
+      }
       if (next.extraHold) extraHolds.push(next.extraHold);
       segment.stream.reportEnd({
         fault: result.fault,

@@ -29,6 +29,15 @@ export interface CandidateParts {
 }
 
 /**
+ * A candidate's `index`. Absent is 0: protobuf's JSON leaves out a field at its default, so the first
+ * candidate may come without one (taking its place in the list instead made a later candidate 0 and
+ * this one a second 1, its text joined to that one's).
+ */
+export function candidateIndex(candidate: Record<string, unknown>): number {
+  return typeof candidate.index === 'number' ? candidate.index : 0;
+}
+
+/**
  * The candidate's parts, or why they cannot be read. A candidate without content (blocked) has none.
  * `hideThoughts` (the caller's `reasoning.exclude`): thought text is dropped even when Gemini sends it
  * despite `includeThoughts: false`; signatures are kept — they carry no thought, and Gemini refuses a

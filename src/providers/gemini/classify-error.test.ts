@@ -43,6 +43,23 @@ describe('classifyGeminiHttpError', () => {
     expect(failure.raw).toEqual(ERRORS[name]?.body);
   });
 
+  it('a request field named "safety…" in a validation message is a bad request, not a content refusal', () => {
+    const body = (message: string) => JSON.stringify({ error: { code: 400, message, status: 'INVALID_ARGUMENT' } });
+    expect(
+      classifyGeminiHttpError(
+        400,
+        {},
+        body(
+          `Invalid value at 'safety_settings[0].threshold' (type.googleapis.com/google.ai.generativelanguage.v1beta.HarmBlockThreshold), "BLOCK_EVERYTHING"`,
+        ),
+        NOW,
+      ).type,
+    ).toBe('bad_request');
+    expect(classifyGeminiHttpError(400, {}, body('Unknown name "blocked" at \'generation_config\''), NOW).type).toBe(
+      'bad_request',
+    );
+  });
+
   it('reads the retry delay from RetryInfo, a header winning over it', () => {
     expect(classify('rate_limit').retryAfterMs).toBe(38_000);
     const body = JSON.stringify(ERRORS.rate_limit?.body);

@@ -79,7 +79,7 @@ function bodyType(detail: ErrorDetail): FailureType | null {
 function clientErrorType(detail: ErrorDetail): FailureType | null {
   const byStatus = detail.status === null ? undefined : STATUS_FAILURES[detail.status];
   if (byStatus !== undefined && byStatus !== 'bad_request') return byStatus;
-  if (detail.message !== null && CONTENT_POLICY_MESSAGE.test(detail.message)) return 'content_policy';
+  if (detail.message !== null && refusedForContent(detail.message)) return 'content_policy';
   return byStatus ?? null;
 }
 
@@ -96,6 +96,13 @@ function failureType(status: number | null, detail: ErrorDetail): FailureType {
 const CONTEXT_LENGTH_MESSAGE =
   /input token count.*exceeds|exceeds the maximum number of tokens|context (window|length)/i;
 const CONTENT_POLICY_MESSAGE = /safety|prohibited content|blocked/i;
+// A field of the request named in a validation message: "Invalid value at 'safety_settings[0].threshold'".
+const FIELD_MESSAGE = /invalid value at|invalid json payload|unknown name|safety_?settings|safetySetting/i;
+
+/** A refusal of the content, not of a request field whose name happens to say "safety" or "blocked". */
+function refusedForContent(message: string): boolean {
+  return CONTENT_POLICY_MESSAGE.test(message) && !FIELD_MESSAGE.test(message);
+}
 
 function readErrorDetail(raw: unknown): ErrorDetail {
   const body = Array.isArray(raw) ? (raw[0] as unknown) : raw;

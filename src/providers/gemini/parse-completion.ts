@@ -1,6 +1,7 @@
 import { isRecord, stringOrNull } from '../json-shape.js';
 import type { CompletionChoice, NormalizedCompletion } from '../types.js';
 import {
+  candidateIndex,
   blockReasonOf,
   newDetailCursor,
   readCandidateParts,
@@ -56,7 +57,7 @@ export function parseGeminiResponse(
     if (details.length > 0) message.reasoning_details = details;
     const nativeFinish = stringOrNull(candidate.finishReason);
     choices.push({
-      index: typeof candidate.index === 'number' ? candidate.index : position,
+      index: candidateIndex(candidate),
       message,
       finish_reason: normalizeGeminiFinishReason(nativeFinish, toolCalls.length > 0),
       native_finish_reason: nativeFinish,

@@ -10,6 +10,7 @@ import { plainStreamError, unreadable } from '../http-error.js';
 import { isRecord, parseUpstreamJson, stringOrNull } from '../json-shape.js';
 import { KEEPALIVE, promptSide, type ChunkChoice, type StreamDecoder, type StreamEvent } from '../types.js';
 import {
+  candidateIndex,
   blockReasonOf,
   newDetailCursor,
   readCandidateParts,
@@ -60,7 +61,7 @@ export class GeminiStreamDecoder implements StreamDecoder {
     }
     for (const [position, candidate] of candidates.entries()) {
       if (!isRecord(candidate)) return malformed(`candidates[${position}] is not an object`);
-      const index = typeof candidate.index === 'number' ? candidate.index : position;
+      const index = candidateIndex(candidate);
       const parts = readCandidateParts(candidate, this.options.excludeReasoning === true);
       if (typeof parts === 'string') return malformed(`candidates[${position}]: ${parts}`);
       const delta: Record<string, unknown> = {};

@@ -227,6 +227,23 @@ describe('Gemini stream decoding', () => {
     });
   });
 
+  it('reads a candidate without an index as candidate 0 (protobuf JSON leaves a default out), wherever it is listed', () => {
+    const decoder = new GeminiStreamDecoder();
+    const event = decoder.parseStreamEvent(
+      JSON.stringify({
+        responseId: 'r',
+        candidates: [{ index: 1, content: { parts: [{ text: 'B' }] } }, { content: { parts: [{ text: 'A' }] } }],
+      }),
+      null,
+    );
+    expect(event).toMatchObject({
+      choices: [
+        { index: 1, delta: { content: 'B' } },
+        { index: 0, delta: { content: 'A' } },
+      ],
+    });
+  });
+
   it('passes a usage-only event on and ignores empty ones', () => {
     const decoder = new GeminiStreamDecoder();
     expect(

@@ -39,7 +39,12 @@ describe.each(STORE_TARGETS)('public rankings ($name)', (target) => {
 
   beforeAll(async () => {
     now = start - 10 * DAY;
-    gw = await startTestGateway({ target, clock });
+    // Apps of one account listed (the default asks for three accounts; see the min_accounts test).
+    gw = await startTestGateway({
+      target,
+      clock,
+      configure: (file) => Object.assign(file, { rankings: { min_accounts: 1 } }),
+    });
     const a = await gw.createAccount(10);
     const b = await gw.createAccount(10);
     const keyA = await gw.createKey(a);
@@ -215,6 +220,21 @@ describe('rankings configuration', () => {
       }
       const sdk = new OpenRouter({ serverURL: gw.api, retryConfig: NO_RETRIES });
       await expect(sdk.datasets.getAppRankings({})).rejects.toMatchObject({ statusCode: 404 });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('by default an app is listed once three accounts have used it: one or two accounts are not published under its name', async () => {
+    const gw = await startTestGateway({ target: sqliteTarget });
+    try {
+      const listed = async () =>
+        (await call(gw, 'GET', '/rankings/summary')).json.data.apps.map((app: { name: string }) => app.name);
+      for (let n = 1; n <= 3; n++) {
+        const key = (await gw.createKey(await gw.createAccount(10))).key;
+        expect((await chat(gw, key, { model: 'test/chat', messages: HELLO }, ALPHA)).status).toBe(200);
+        expect(await listed()).toEqual(n < 3 ? [] : ['Alpha']);
+      }
     } finally {
       await gw.close();
     }

@@ -376,8 +376,12 @@ export const fileConfigSchema = z
     rankings: z
       .object({
         public: z.boolean().default(true),
-        /** An app is listed only once this many accounts have used it, so that one account's volume is not published under its app's name. */
-        min_accounts: z.number().int().min(1).default(1),
+        /**
+         * An app is listed only once this many accounts have used it in the window, so that one
+         * account's volume is not published under its app's name (with two, each could read the
+         * other's off the total).
+         */
+        min_accounts: z.number().int().min(1).default(3),
       })
       .strict()
       .prefault({}),

@@ -69,6 +69,8 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       configure: (file) => {
+        // The rankings page lists the app of one account (the default asks for three).
+        Object.assign(file, { rankings: { min_accounts: 1 } });
         const chat = (file.models as { id: string }[]).find((m) => m.id === 'test/chat')!;
         file.models.push({ ...chat, id: LONG_MODEL, name: 'A model with a long id' });
       },

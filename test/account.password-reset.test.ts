@@ -207,3 +207,21 @@ describe('password reset', { timeout: 60_000 }, () => {
     );
   });
 });
+
+describe('password reset without mail.public_url', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({ target: sqliteTarget });
+  });
+  afterAll(() => gw?.close());
+
+  it('is refused with a 403 that says whom to ask, the same for every address, and queues nothing', async () => {
+    // It answered 202 "a link is on its way", and no link was ever made (outside check).
+    const holder = await createHolder(gw);
+    const known = await call(gw, 'POST', '/password-reset', { json: { email: holder.email } });
+    const unknown = await call(gw, 'POST', '/password-reset', { json: { email: 'nobody@example.test' } });
+    expectError(known, 403, /not set up on this gateway.*ask its operator/);
+    expect(known.text).toBe(unknown.text);
+    expect((await gw.admin('GET', '/outbox')).json.data).toEqual([]);
+  });
+});

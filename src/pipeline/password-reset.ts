@@ -42,6 +42,19 @@ export const resetConfirmSchema = z.strictObject({ token: z.string(), new_passwo
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
+ * Refuses a reset request outright when no link can be made (`mail.public_url` unset): the answer is
+ * the same for every address, so it tells nothing about accounts — and the holder learns to ask the
+ * operator, rather than wait for a mail that never comes ("a link is on its way").
+ */
+export function assertPasswordResetAvailable(deps: PasswordResetDeps): void {
+  if (deps.publicUrl === null)
+    throw new TollgateError(
+      'feature.disabled',
+      'Password reset by e-mail is not set up on this gateway (mail.public_url); ask its operator to set a new password for you',
+    );
+}
+
+/**
  * Takes the client address's slot of the request budget, or throws 429 (`limits.rate_limited`, with
  * Retry-After). Before anything is looked up, for every request: known and unknown e-mails spend
  * and are answered alike.

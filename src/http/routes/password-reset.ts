@@ -1,11 +1,13 @@
 /**
  * POST /api/v1/password-reset `{ email }` → always 202 `{ accepted: true }` (no account enumeration),
- * or 429 past the client address's budget (taken for every request, whatever the e-mail);
+ * or 429 past the client address's budget (taken for every request, whatever the e-mail), or 403 for
+ * every request when the gateway cannot make a link (`mail.public_url` unset);
  * POST /api/v1/password-reset/confirm `{ token, new_password }` → 200 `{ updated: true }`, or 400.
  * Neither needs a session; both check the Origin like sign-in does (a foreign page must not drive them).
  */
 import {
   admitPasswordResetRequest,
+  assertPasswordResetAvailable,
   confirmPasswordReset,
   requestPasswordReset,
   resetConfirmSchema,
@@ -24,6 +26,7 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
     '/api/v1/password-reset',
     async (request, reply) => {
       checkOrigin(request);
+      assertPasswordResetAvailable(deps);
       const { email } = parseBody(resetRequestSchema, request.body);
       await admitPasswordResetRequest(deps, request.ip);
       // After the answer: the same text and timing whether or not the address has an account.

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from 'pino';
 import { buildApp, type AppDeps, type Gateway } from './app.js';
+import { DEFAULT_MAIL_FROM } from './config/mail-schema.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisGraceExposure } from './billing/redis-grace-exposure.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
@@ -250,14 +251,23 @@ export async function startGateway(
     `free-model rate limits: counters ${freeLimits.store === 'redis' ? 'in Redis, shared by every process' : 'in this process'}; if the counter store is unreachable, free-model requests fail ${freeLimits.onStoreError}${freeLimits.onStoreError === 'closed' ? ' (503, nothing forwarded)' : ' (allowed, uncounted, warning logged)'}`,
   );
   // docs/architecture.md: mail leaves through the outbox; say at boot whether it is actually sent.
-  if (config.smtpUrl)
+  if (config.smtpUrl) {
     logger.info(
       { smtp: smtpEndpoint(config.smtpUrl), from: config.mail.from },
       'mail: sending the outbox through SMTP',
     );
-  else
+    if (config.mail.from === DEFAULT_MAIL_FROM)
+      logger.warn(
+        { from: config.mail.from },
+        'mail.from is not set: the default sender is on a domain that cannot exist (.invalid), which most relays refuse',
+      );
+  } else
     logger.warn(
       'mail is NOT being sent: TOLLGATE_SMTP_URL is not set; messages are recorded in the outbox (GET /api/v1/admin/outbox) and go out once it is set',
+    );
+  if (config.mail.public_url === null)
+    logger.warn(
+      'password reset by e-mail is off: mail.public_url is not set, so no link can be made; reset requests are refused (403) and the operator sets passwords (npx tollgate accounts set-password)',
     );
   const url = await gateway.app.listen({ port: config.port, host: config.host });
   const metricsListener = config.server.metrics

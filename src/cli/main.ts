@@ -95,8 +95,9 @@ async function serve(): Promise<void> {
         `  e-mail:   ${running.demoSignIn.email}`,
         `  password: ${running.demoSignIn.password}`,
         '',
-        'The password too is shown only once: change it in the dashboard (Settings), or, with TOLLGATE_ADMIN_TOKEN set,',
-        `  tollgate accounts set-password --account ${running.demoSignIn.accountId} --password-stdin`,
+        'The password too is shown only once: change it in the dashboard (Settings), or, with the gateway started',
+        'with TOLLGATE_ADMIN_TOKEN set, from this checkout (the same token in the environment):',
+        `  npx tollgate accounts set-password --account ${running.demoSignIn.accountId} --password-stdin`,
         '',
       );
     }

@@ -10,13 +10,16 @@ import { z } from 'zod';
 /** `Name <user@host>` or `user@host`. */
 const MAILBOX = /^(?:[^<>]*<\s*[^\s<>@]+@[^\s<>@]+\s*>|[^\s<>@]+@[^\s<>@]+)$/;
 
+/** The sender when none is set: a domain that cannot exist (RFC 2606), so an unset sender is plain to see. */
+export const DEFAULT_MAIL_FROM = 'Tollgate <noreply@tollgate.invalid>';
+
 export const mailSchema = z
   .object({
     /** The sender of every message. */
     from: z
       .string()
       .regex(MAILBOX, 'must be an address, e.g. "Tollgate <noreply@example.com>"')
-      .default('Tollgate <noreply@tollgate.invalid>'),
+      .default(DEFAULT_MAIL_FROM),
     /** Where account holders open the dashboard (links in messages, e.g. password reset); null: no links. */
     public_url: z.string().url().nullable().default(null),
     /** How often a sender looks for due messages (it is also woken when this process queues one). */

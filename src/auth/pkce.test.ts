@@ -20,6 +20,12 @@ describe('PKCE', () => {
     expect(verifierMatches(verifier, challenge, 'plain')).toBe(false);
   });
 
+  it('a verifier outside RFC 7636 §4.1 never matches, even when its S256 challenge does', () => {
+    for (const weak of ['abc', 'a'.repeat(42), 'a'.repeat(129), `${'a'.repeat(43)} `, `${'a'.repeat(42)}é`])
+      expect(verifierMatches(weak, challengeOf(weak, 'S256'), 'S256')).toBe(false);
+    expect(verifierMatches('a'.repeat(43), challengeOf('a'.repeat(43), 'S256'), 'S256')).toBe(true);
+  });
+
   it('values must be 43-128 unreserved characters', () => {
     expect(PKCE_VALUE.test(verifier)).toBe(true);
     expect(PKCE_VALUE.test('a'.repeat(42))).toBe(false);

@@ -23,8 +23,14 @@ export function challengeOf(verifier: string, method: CodeChallengeMethod): stri
   return method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
 }
 
-/** Constant-time comparison of the verifier's challenge with the stored one. */
+/**
+ * Whether `verifier` is a verifier (RFC 7636 §4.1: 43–128 unreserved characters, a high-entropy
+ * random string) whose challenge is the stored one, compared in constant time. A short or malformed
+ * verifier never matches: with S256 its challenge has a valid form, so only this check keeps an app
+ * from protecting its codes with a guessable verifier.
+ */
 export function verifierMatches(verifier: string, challenge: string, method: CodeChallengeMethod): boolean {
+  if (!PKCE_VALUE.test(verifier)) return false;
   // Hash both sides so lengths never differ and the comparison leaks nothing.
   const a = createHash('sha256').update(challengeOf(verifier, method)).digest();
   const b = createHash('sha256').update(challenge).digest();

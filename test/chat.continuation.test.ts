@@ -106,6 +106,14 @@ describe.each([true, false])('mid-stream continuation enabled=%s', (enabled) => 
       if (!enabled) {
         expect(finishes).toEqual(['error']);
         expect(continuer.bodies).toHaveLength(0);
+        // What the broken answer was charged comes in the stream, before the error that ends it.
+        const usageChunk = sse.events.at(-2);
+        expect(usageChunk.choices).toEqual([]);
+        expect(sse.events.at(-1).error).toBeDefined();
+        const generation = (await getJson(gw, `/generation?id=${sse.events[0].id}`, key)).json.data;
+        expect(usageChunk.usage.cost).toBeGreaterThan(0);
+        expect(Math.round(usageChunk.usage.cost * 1e9)).toBe(Math.round(generation.total_cost * 1e9));
+        expect(usageChunk.usage.completion_tokens).toBe(generation.tokens_completion);
         return;
       }
       expect(sse.events.some((e) => e.error)).toBe(false);

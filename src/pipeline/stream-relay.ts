@@ -256,11 +256,13 @@ export async function relayStream(
     (outcome.firstContentAt - outcome.startedAt) / 1000,
   );
   if (cancelled || sink.closed) return;
+  // What was charged comes before the end, whatever the end: an answer that broke off after content
+  // is charged what it generated, and the caller sees that in the stream as in /generation.
+  if (charge) await sink.write(renderUsageChunk(identity, charge));
   if (failure) {
     await sink.error(failure, identity);
     return;
   }
-  if (charge) await sink.write(renderUsageChunk(identity, charge));
   await sink.done();
 }
 

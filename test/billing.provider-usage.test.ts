@@ -60,6 +60,12 @@ const USAGES: Record<string, unknown> = {
   'fraction-completion': { prompt_tokens: 1500, completion_tokens: 0.4, total_tokens: 1500 },
   'zero-both': { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
   'no-prompt-cached': { completion_tokens: 5, total_tokens: 5, prompt_tokens_details: { cached_tokens: 300 } },
+  'cached-rest': {
+    prompt_tokens: 300,
+    completion_tokens: 5,
+    total_tokens: 305,
+    prompt_tokens_details: { cached_tokens: 1200 },
+  },
   'cached-only': {
     prompt_tokens: 0,
     completion_tokens: 5,
@@ -157,6 +163,16 @@ describe('provider usage and the charge', () => {
       native_tokens_cached: 1200,
       usage_estimated: false,
     });
+  });
+
+  it('cached tokens above prompt_tokens (a server counting only the rest there) are charged as the rest plus the cache', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const answer = await chat(gw, key, { model: 'usage/cached-rest', messages: MESSAGES });
+    expect(answer.status, answer.text).toBe(200);
+    // The larger of the two (1200) charged the 300 uncached tokens nothing (outside check).
+    expect(answer.json.usage).toMatchObject({ prompt_tokens: 1500, prompt_tokens_details: { cached_tokens: 1200 } });
+    expect(toUnits(answer.json.usage.cost)).toBe((1500 + 5) * 1000);
   });
 
   it('a prompt charged at our estimate reports no cached tokens (none were priced as such)', async () => {

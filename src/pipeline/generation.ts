@@ -98,13 +98,20 @@ export function chargedCompletionTokens(segment: EarlierSegment): { tokens: numb
 export function chargedPromptTokens(segment: EarlierSegment): number {
   const usage = segment.usage;
   return Math.min(
-    usage !== null && promptCounted(segment)
-      ? // The cache counts are parts of the prompt: a server that counts only the rest in
-        // `prompt_tokens` (0 for a prompt read whole from the cache) still had them read.
-        Math.max(usage.promptTokens, cacheTokensOf(usage))
-      : segment.promptEstimate,
+    usage !== null && promptCounted(segment) ? countedPrompt(usage) : segment.promptEstimate,
     tokenBound(segment.served),
   );
+}
+
+/**
+ * The prompt the provider counted. The cache counts are parts of it: OpenAI's `prompt_tokens` includes
+ * them; a server that counts only the rest in `prompt_tokens` says so by cache counts larger than it
+ * (0 for a prompt read whole from the cache), and its prompt is the rest plus the cache — taking the
+ * larger of the two charged nothing for the rest.
+ */
+function countedPrompt(usage: NormalizedUsage): number {
+  const cache = cacheTokensOf(usage);
+  return cache > usage.promptTokens ? usage.promptTokens + cache : usage.promptTokens;
 }
 
 function cacheTokensOf(usage: NormalizedUsage): number {

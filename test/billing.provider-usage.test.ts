@@ -9,7 +9,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimateCompletionTokens, estimatePromptTokens } from '../src/billing/token-estimate.js';
+import {
+  estimateCompletionTokens,
+  estimatePromptTokens,
+  PROVIDER_PROMPT_ALLOWANCE,
+} from '../src/billing/token-estimate.js';
 import {
   balanceUnits,
   chat,
@@ -60,6 +64,7 @@ const USAGES: Record<string, unknown> = {
   'fraction-completion': { prompt_tokens: 1500, completion_tokens: 0.4, total_tokens: 1500 },
   'zero-both': { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
   'no-prompt-cached': { completion_tokens: 5, total_tokens: 5, prompt_tokens_details: { cached_tokens: 300 } },
+  'inflated-prompt': { prompt_tokens: 30_000, completion_tokens: 5, total_tokens: 30_005 },
   'cached-rest': {
     prompt_tokens: 300,
     completion_tokens: 5,
@@ -173,6 +178,26 @@ describe('provider usage and the charge', () => {
     // The larger of the two (1200) charged the 300 uncached tokens nothing (outside check).
     expect(answer.json.usage).toMatchObject({ prompt_tokens: 1500, prompt_tokens_details: { cached_tokens: 1200 } });
     expect(toUnits(answer.json.usage.cost)).toBe((1500 + 5) * 1000);
+  });
+
+  it('a prompt count past what the request can hold (4 × our count + 8,192) is charged at that ceiling; with media, only the context bounds it', async () => {
+    const accountId = await gw.createAccount(1);
+    const { key } = await gw.createKey(accountId);
+    const ceiling = 4 * PROMPT_ESTIMATE + PROVIDER_PROMPT_ALLOWANCE;
+    expect(ceiling).toBeLessThan(30_000);
+    const text = await chat(gw, key, { model: 'usage/inflated-prompt', messages: MESSAGES });
+    expect(text.status, text.text).toBe(200);
+    // 30,000 for a prompt of ~1,200 was charged as counted, up to four times the context (outside check).
+    expect(text.json.usage.prompt_tokens).toBe(ceiling);
+    expect(toUnits(text.json.usage.cost)).toBe((ceiling + 5) * 1000);
+    // An image's real count can be anything our tokenizer cannot see: the provider's count stands.
+    const image = { type: 'image_url', image_url: { url: 'https://example.test/photo.png' } };
+    const withImage = await chat(gw, key, {
+      model: 'usage/inflated-prompt',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe it.' }, image] }],
+    });
+    expect(withImage.status, withImage.text).toBe(200);
+    expect(withImage.json.usage.prompt_tokens).toBe(30_000);
   });
 
   it('a prompt charged at our estimate reports no cached tokens (none were priced as such)', async () => {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AUDIO_PART_TOKENS, IMAGE_PART_TOKENS, OTHER_PART_TOKENS } from './media-token-estimate.js';
-import { estimateCompletionTokens, estimatePromptTokens } from './token-estimate.js';
+import {
+  estimateCompletionTokens,
+  estimatePromptTokens,
+  PROVIDER_PROMPT_ALLOWANCE,
+  promptCeilingOf,
+} from './token-estimate.js';
 
 describe('token estimates', () => {
   it('counts ordinary text with the tokenizer, special-token strings as text', () => {
@@ -56,5 +61,37 @@ describe('token estimates', () => {
     // Ordinary prose keeps the floor of one token per three characters.
     const prose = 'The quick brown fox jumps over the lazy dog. '.repeat(1000);
     expect(estimateCompletionTokens(prose)).toBe(Math.ceil(prose.length / 3));
+  });
+});
+
+describe('the prompt ceiling', () => {
+  it('is four times our count plus the allowance, plus the reasoning sent back at a token per byte', () => {
+    const messages = [{ role: 'user', content: 'Hello there' }];
+    const upper = estimatePromptTokens(messages);
+    expect(promptCeilingOf(messages, upper)).toBe(4 * upper + PROVIDER_PROMPT_ALLOWANCE);
+    const details = [
+      { type: 'reasoning.text', text: 'x'.repeat(50_000), signature: 'S', format: 'anthropic-claude-v1' },
+    ];
+    const loop = [
+      ...messages,
+      { role: 'assistant', content: null, reasoning_details: details, reasoning: 'x'.repeat(50_000) },
+    ];
+    const loopUpper = estimatePromptTokens(loop);
+    expect(promptCeilingOf(loop, loopUpper)).toBe(
+      4 * loopUpper + JSON.stringify(details).length + 50_000 + PROVIDER_PROMPT_ALLOWANCE,
+    );
+  });
+
+  it('is none when a message carries media (its real count can be anything up to the context)', () => {
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'file', file: { file_data: 'x' } },
+        ],
+      },
+    ];
+    expect(promptCeilingOf(messages, estimatePromptTokens(messages))).toBeNull();
   });
 });

@@ -15,7 +15,7 @@
  */
 import { isTollgateError, TollgateError } from '../core/errors.js';
 import type { Hold } from '../billing/credit-gate.js';
-import { estimatePromptTokenRange } from '../billing/token-estimate.js';
+import { estimatePromptTokenRange, promptCeilingOf } from '../billing/token-estimate.js';
 import { executeCompletion, executeStream, type FoldingAnswer } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
@@ -120,6 +120,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const prompt = estimatePromptTokenRange(request.messages, request);
   const promptEstimate = prompt.upper;
+  const promptCeiling = promptCeilingOf(request.messages, promptEstimate);
   let upstream = prepareUpstream(request, attempts, prompt);
   let hold: Hold;
   try {
@@ -156,6 +157,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
     plan: attempts,
     hold,
     promptEstimate,
+    promptCeiling,
     moderationLatencyMs,
     upstreamBody: request as Record<string, unknown>,
     bodyFor: upstream.bodyFor,
@@ -191,6 +193,7 @@ export async function completeChat(deps: ChatDeps, ctx: ChatContext): Promise<Js
       served: answer.served,
       usage: answer.completion.usage,
       promptEstimate: admitted.promptEstimate,
+      promptCeiling: admitted.promptCeiling,
       completionLimit: admitted.budgetFor(answer.served),
       completionText: generatedTextOf(answer.completion),
       streamed: false,

@@ -50,6 +50,8 @@ export interface Admitted {
   plan: PlannedAttempt[];
   hold: Hold;
   promptEstimate: number;
+  /** The most prompt tokens a provider's count is charged (billing/token-estimate.ts `promptCeilingOf`). */
+  promptCeiling: number | null;
   /** How long moderation took (ms); null when it did not run. The generation's `moderation_latency`. */
   moderationLatencyMs: number | null;
   /** The request as validated (continuations start from it). */

@@ -26,6 +26,8 @@ export interface ChargeInput {
   served: PlannedAttempt;
   usage: NormalizedUsage | null;
   promptEstimate: number;
+  /** See `EarlierSegment.promptCeiling`. */
+  promptCeiling?: number | null;
   /** The completion limit this segment's upstream request carried (its share of the held budget). */
   completionLimit: number;
   completionText: string;
@@ -52,6 +54,8 @@ export interface Charge {
   cacheWriteTokens?: number;
   /** Completion tokens the provider counted past the limit its request carried: not charged. */
   completionOverLimit: number;
+  /** Prompt tokens the provider counted past the request's ceiling (`promptCharge`): not charged. */
+  promptOverLimit: number;
 }
 
 /** The part of a stream served by an endpoint that died mid-answer, before another continued it. */
@@ -59,6 +63,8 @@ export interface EarlierSegment {
   served: PlannedAttempt;
   usage: NormalizedUsage | null;
   promptEstimate: number;
+  /** The most prompt tokens a provider's count is charged (billing/token-estimate.ts `promptCeilingOf`); null/absent: only the context's bound. */
+  promptCeiling?: number | null;
   /** The completion limit its upstream request carried: the most of its completion that is charged. */
   completionLimit: number;
   completionText: string;
@@ -74,6 +80,8 @@ interface SegmentCharge {
   byok: boolean;
   /** Completion tokens counted beyond the limit the upstream request carried (not charged). */
   overLimit: number;
+  /** Prompt tokens counted beyond the request's ceiling or the endpoint's bound (not charged). */
+  promptOverLimit: number;
 }
 
 /**
@@ -94,13 +102,21 @@ export function chargedCompletionTokens(segment: EarlierSegment): { tokens: numb
   return counted > limit ? { tokens: limit, overLimit: counted - limit } : { tokens: counted, overLimit: 0 };
 }
 
-/** The prompt tokens one segment is charged: the provider's count, else our estimate, within the endpoint's bound. */
-export function chargedPromptTokens(segment: EarlierSegment): number {
+/**
+ * The prompt tokens one segment is charged: the provider's count, else our estimate, within the
+ * endpoint's bound and the request's ceiling (`promptCeiling`); a count past them is the provider's
+ * overrun, reported to the operator (`overLimit`), not the caller's charge.
+ */
+export function promptCharge(segment: EarlierSegment): { tokens: number; overLimit: number } {
   const usage = segment.usage;
-  return Math.min(
-    usage !== null && promptCounted(segment) ? countedPrompt(usage) : segment.promptEstimate,
-    tokenBound(segment.served),
-  );
+  const counted = usage !== null && promptCounted(segment) ? countedPrompt(usage) : segment.promptEstimate;
+  const bound = Math.min(tokenBound(segment.served), segment.promptCeiling ?? Number.POSITIVE_INFINITY);
+  return counted > bound ? { tokens: bound, overLimit: counted - bound } : { tokens: counted, overLimit: 0 };
+}
+
+/** The prompt tokens one segment is charged (`promptCharge`). */
+export function chargedPromptTokens(segment: EarlierSegment): number {
+  return promptCharge(segment).tokens;
 }
 
 /**
@@ -140,7 +156,8 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
   // A prompt the provider did not count is charged at our estimate (never as zero), and a count past
   // any the endpoint can produce (a provider's bug: 1e30) at that bound — it would otherwise price
   // past what the store holds, and the served answer would go uncharged at all.
-  const promptTokens = chargedPromptTokens(segment);
+  const prompt = promptCharge(segment);
+  const promptTokens = prompt.tokens;
   const completion = chargedCompletionTokens(segment);
   const completionTokens = completion.tokens;
   // The upstream's cost at list price. On BYOK the provider bills the caller directly; we charge only the fee.
@@ -163,6 +180,7 @@ function chargeSegment(segment: EarlierSegment, basisPoints: number): SegmentCha
     estimated,
     byok: segment.served.byok !== null,
     overLimit: completion.overLimit,
+    promptOverLimit: prompt.overLimit,
   };
 }
 
@@ -180,6 +198,7 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
     served: input.served,
     usage: input.usage,
     promptEstimate: input.promptEstimate,
+    promptCeiling: input.promptCeiling ?? null,
     completionLimit: input.completionLimit,
     completionText: input.completionText,
   };
@@ -239,7 +258,8 @@ export function buildCharge(input: ChargeInput, byokFeeBasisPoints: number): Cha
   if (typeof input.moderationLatencyMs === 'number') record.moderationLatencyMs = input.moderationLatencyMs;
   if (isByok && byokSegments.length < segments.length) record.byokListCost = byokListCost;
   const completionOverLimit = count((s) => s.overLimit);
-  const charge: Charge = { record, cost, promptTokens, completionTokens, completionOverLimit };
+  const promptOverLimit = count((s) => s.promptOverLimit);
+  const charge: Charge = { record, cost, promptTokens, completionTokens, completionOverLimit, promptOverLimit };
   // Part of the prompt charged, as the cached count is (docs/api.md §2.3: both are in `prompt_tokens`):
   // an absurd count (1e9 beside a prompt capped at 400,000) is not reported as ours.
   if (finalPromptCounted && input.usage?.cacheWriteTokens !== undefined)

@@ -73,5 +73,15 @@ export async function settle(
       'the provider counted more completion tokens than the limit it was sent; charged up to the limit',
     );
   }
+  if (charge.promptOverLimit > 0)
+    deps.log.warn(
+      {
+        generation_id: charge.record.id,
+        provider,
+        byok: charge.record.isByok,
+        over_limit_tokens: charge.promptOverLimit,
+      },
+      'the provider counted more prompt tokens than the request can hold; charged up to its ceiling',
+    );
   return charge;
 }

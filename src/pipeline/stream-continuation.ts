@@ -29,6 +29,8 @@ export interface Segment {
   attemptStartedAt: number;
   firstContentAt: number;
   promptEstimate: number;
+  /** See `EarlierSegment.promptCeiling`. */
+  promptCeiling: number | null;
   /** The completion limit its upstream request carried (a continuation: what was left of the budget). */
   completionLimit: number;
   /** A continuation must not repeat the role delta the caller already has. */
@@ -159,6 +161,8 @@ export async function continueElsewhere(
       attemptStartedAt: outcome.attemptStartedAt,
       firstContentAt: outcome.firstContentAt,
       promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
+      // The answer so far is read as prompt too, as text is: up to four times our count of it.
+      promptCeiling: admitted.promptCeiling === null ? null : admitted.promptCeiling + 4 * written,
       completionLimit: limitFor(outcome.served),
       continuing: true,
       dropLeadingSpace: prefill.length < answerSoFar.length,

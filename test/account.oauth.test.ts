@@ -369,14 +369,14 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
       expectError(
         await asBrowser(gw, session, 'GET', `/oauth/authorize${badLimit.search}`),
         400,
-        'Invalid request: limit: limit must be a number of USD',
+        'Invalid request: limit must be a number of USD',
       );
       expectError(
         await asBrowser(gw, session, 'POST', '/oauth/authorize', {
           json: { callback_url: CALLBACK, decision: 'deny', state: 's'.repeat(1025) },
         }),
         400,
-        'Invalid request: state: state must be at most 1024 characters',
+        'Invalid request: state must be at most 1024 characters',
       );
 
       const params = Object.fromEntries(url.searchParams);

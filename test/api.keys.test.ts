@@ -309,7 +309,7 @@ describe.each(STORE_TARGETS)('key management ($name)', (target) => {
     for (const body of bad) expectError(await keys('POST', '', body), 400);
     // A name only of invisible characters would show as no name (outside check: U+200B accepted).
     expect((await keys('POST', '', { name: '\u200b\u200b\u2066' })).json.error.message).toBe(
-      'Invalid request: name: name must be a non-empty string',
+      'Invalid request: name must be a non-empty string',
     );
     // In words a dashboard can show as it is (outside check: zod's "Too big: expected string to have <=200 characters").
     expect((await keys('POST', '', { name: 'x'.repeat(201) })).json.error.message).toBe(

@@ -14,7 +14,7 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   if (!parsed.success) {
     const message = parsed.error.issues
       .slice(0, 3)
-      .map((issue) => `${formatInputPath(issue.path)}: ${issue.message}`)
+      .map((issue) => withPath(formatInputPath(issue.path), issue.message))
       .join('; ');
     throw new TollgateError('request.invalid_body', `Invalid request: ${message}`);
   }
@@ -25,6 +25,12 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.outp
   const declared = schema instanceof ZodObject ? new Set(Object.keys(schema.shape as object)) : null;
   refuseBadText(keptAsSent(body, parsed.data, declared));
   return parsed.data;
+}
+
+/** "field: message", unless the message names the field already ("expires_at must be in UTC"). */
+function withPath(path: string, message: string): string {
+  if (message === path || message.startsWith(`${path} `) || message.startsWith(`${path}:`)) return message;
+  return `${path}: ${message}`;
 }
 
 /** `sent` cut to the object keys and array items `kept` has (a schema's output), values as sent. */

@@ -178,7 +178,12 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
         runCli([...args, '--json', '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
       const account = JSON.parse((await cli('accounts', 'create', '--email', 'graceful@example.test')).stdout).data
         .id as string;
-      await cli('credits', 'add', '--account', account, '--amount', '5');
+      // A credit replayed with its reference changes nothing, and the CLI says so (it printed the same as a new one).
+      const human = (...args: string[]) =>
+        runCli([...args, '--url', gw.url], { TOLLGATE_ADMIN_TOKEN: env.TOLLGATE_ADMIN_TOKEN });
+      const credit = ['credits', 'add', '--account', account, '--amount', '5', '--reference', 'invoice-1'];
+      expect((await human(...credit)).stdout).not.toContain('recorded before');
+      expect((await human(...credit)).stdout).toContain('reference "invoice-1" was recorded before: nothing changed');
       const key = JSON.parse((await cli('keys', 'create', '--account', account, '--name', 'g')).stdout).key as string;
 
       const streaming = post(gw.url, key, {

@@ -10,6 +10,8 @@ export class AdminApiError extends Error {
   }
 }
 
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
 export class AdminClient {
   constructor(
     private readonly baseUrl: string,
@@ -17,7 +19,12 @@ export class AdminClient {
     private readonly token: () => Promise<string | undefined>,
   ) {}
 
-  async call(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  async call(method: Method, path: string, body?: unknown): Promise<unknown> {
+    return (await this.send(method, path, body)).json;
+  }
+
+  /** The same, with the answer's status (201 created, 200 a replay that changed nothing). */
+  async send(method: Method, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
     const token = await this.token();
     if (!token)
       throw new AdminApiError(
@@ -49,6 +56,6 @@ export class AdminClient {
         (json as { error?: { message?: string } } | null)?.error?.message ?? `HTTP ${response.statusCode}`;
       throw new AdminApiError(response.statusCode, message);
     }
-    return json;
+    return { status: response.statusCode, json };
   }
 }

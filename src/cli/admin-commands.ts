@@ -146,7 +146,7 @@ export async function runCredits(args: string[], env: NodeJS.ProcessEnv): Promis
   });
   if (sub !== 'add')
     throw new UsageError(
-      'usage: tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]',
+      'usage: tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment (default grant)] [--reference R]',
     );
   const out = output(values.json);
   const account = need(values.account, 'account');
@@ -155,14 +155,16 @@ export async function runCredits(args: string[], env: NodeJS.ProcessEnv): Promis
     kind: values.kind,
     ...(values.reference ? { reference: values.reference } : {}),
   };
-  const result = (await client(values, env).call(
-    'POST',
-    `/accounts/${encodeURIComponent(account)}/credits`,
-    body,
-  )) as Data<Account>;
+  const answer = await client(values, env).send('POST', `/accounts/${encodeURIComponent(account)}/credits`, body);
+  const result = answer.json as Data<Account>;
+  // 200, not 201: this reference was recorded before, with the same amount and kind.
+  const replay =
+    answer.status === 200
+      ? ` — reference ${JSON.stringify(values.reference)} was recorded before: nothing changed`
+      : '';
   out.print(
     result,
-    `account ${result.data.id}: balance ${result.data.balance} USD (credits ${result.data.total_credits}, usage ${result.data.total_usage})`,
+    `account ${result.data.id}: balance ${result.data.balance} USD (credits ${result.data.total_credits}, usage ${result.data.total_usage})${replay}`,
   );
 }
 

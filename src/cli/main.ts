@@ -12,7 +12,7 @@ const HELP = `tollgate — an OpenRouter-compatible LLM gateway
   tollgate mock-provider --port P     run the simulated OpenAI-compatible provider
   tollgate accounts create --email E [--password-stdin] | accounts get ID
   tollgate accounts set-password --account ID --password-stdin
-  tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment] [--reference R]
+  tollgate credits add --account ID --amount USD [--kind purchase|grant|adjustment (default grant)] [--reference R]
   tollgate keys create|list|disable|enable|delete ...
   tollgate keys scan [PATH…]          find Tollgate keys in files, folders or stdin (offline; exit 1 when found)
 

@@ -45,19 +45,22 @@ export interface AnthropicBodyOptions {
  * in a tool loop whose assistant turn does not start with its thinking block ("Expected `thinking` or
  * `redacted_thinking`"): a client that dropped the `reasoning_details`, or never saw them
  * (`reasoning.exclude`). Such a request is sent without thinking — an ordinary request to Anthropic —
- * rather than refused by this provider alone.
+ * rather than refused by this provider alone. The turn is the trailing run of assistant tool calls
+ * and their results: the model thinks at its start (later steps carry thinking only when it is
+ * interleaved), so its first assistant message is the one that must start with thinking.
  */
 function thinkingTakes(messages: readonly AnthropicMessage[]): boolean {
-  const last = messages.at(-1);
-  if (last?.role === 'assistant') return false;
+  if (messages.at(-1)?.role === 'assistant') return false;
+  let turnStart: AnthropicMessage | null = null;
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!;
-    if (message.role !== 'assistant') continue;
-    if (!message.content.some((block) => block.type === 'tool_use')) return true;
-    const first = message.content[0]?.type;
-    return first === 'thinking' || first === 'redacted_thinking';
+    const kind = message.role === 'assistant' ? 'tool_use' : 'tool_result';
+    if (!message.content.some((block) => block.type === kind)) break;
+    if (message.role === 'assistant') turnStart = message;
   }
-  return true;
+  if (turnStart === null) return true;
+  const first = turnStart.content[0]?.type;
+  return first === 'thinking' || first === 'redacted_thinking';
 }
 
 export function toAnthropicBody(

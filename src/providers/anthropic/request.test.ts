@@ -458,6 +458,40 @@ describe('anthropicAdapter.buildRequest', () => {
       expect(body).not.toHaveProperty('thinking');
     });
 
+    it('but not a later step of a loop whose turn started with thinking (steps after it carry none unless interleaved)', () => {
+      const signed = {
+        type: 'reasoning.text',
+        text: 'Weather, then time.',
+        signature: 'SIG',
+        format: 'anthropic-claude-v1',
+        index: 0,
+      };
+      const second = { id: 'toolu_2', type: 'function', function: { name: 'get_time', arguments: '{}' } };
+      const body = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Weather and time?' },
+          { role: 'assistant', content: null, reasoning_details: [signed], tool_calls: [call] },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+          { role: 'assistant', content: null, tool_calls: [second] },
+          { role: 'tool', tool_call_id: 'toolu_2', content: 'Noon' },
+        ],
+      });
+      expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+      // The same loop whose first step lost its thinking block: off.
+      const lost = bodyOf({
+        ...reasoning,
+        messages: [
+          { role: 'user', content: 'Weather and time?' },
+          { role: 'assistant', content: null, tool_calls: [call] },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'Sunny' },
+          { role: 'assistant', content: null, reasoning_details: [signed], tool_calls: [second] },
+          { role: 'tool', tool_call_id: 'toolu_2', content: 'Noon' },
+        ],
+      });
+      expect(lost).not.toHaveProperty('thinking');
+    });
+
     it('but not a new turn after a finished tool loop, nor an earlier assistant answer without tools', () => {
       const afterLoop = bodyOf({
         ...reasoning,

@@ -83,6 +83,7 @@ export function lingerBeforeClose(server: Server, limits: LingerLimits = DEFAULT
     const nodeDestroySoon = socket.destroySoon;
     socket.destroySoon = function destroySoon(this: LingeringSocket) {
       if (stopped) return nodeDestroySoon.call(this);
+      if (this[LINGERING]) return;
       lingering.add(this);
       this.once('close', () => lingering.delete(this));
       lingerThenDestroy(this, limits);
@@ -92,15 +93,15 @@ export function lingerBeforeClose(server: Server, limits: LingerLimits = DEFAULT
   // answer could never be written, so it is not served at all (else a chat completion would run and
   // be charged, its answer thrown away). Caught before any listener — the framework's included — sees it.
   const emit = server.emit;
-  server.emit = function emitUnlessLingering(this: Server, event: string | symbol, ...args: unknown[]): boolean {
-    const request = args[0] as IncomingMessage;
-    if (event === 'request' && (request.socket as LingeringSocket)[LINGERING]) {
+  server.emit = function emitUnlessLingering(this: Server, ...args: unknown[]): boolean {
+    const request = args[1] as IncomingMessage;
+    if (args[0] === 'request' && (request.socket as LingeringSocket)[LINGERING]) {
       // Its bytes are read and thrown away like the rest; the close waits for the answer before it to leave.
       if (request.socket.writableFinished) request.socket.destroy();
       else request.resume();
       return true;
     }
-    return emit.apply(this, [event, ...args] as Parameters<Server['emit']>);
+    return Reflect.apply(emit, this, args) as boolean;
   } as Server['emit'];
   return {
     stop() {

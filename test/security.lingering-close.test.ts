@@ -94,6 +94,20 @@ describe('lingering close after a refusal', () => {
     expect(upload.received).toMatch(/^HTTP\/1\.1 413 /);
   });
 
+  it('the same for a body refused while it is read (400 for nesting), whose reader gave up on it', async () => {
+    // The scanner's refusal left the request paused, Node stopped reading the socket, and the idle
+    // clock reset the connection with the rest of the body unread: a broken pipe, again (outside re-check).
+    const body = Buffer.alloc(UNDER_LIMIT, '[');
+    const upload = await sendThenRead(
+      gw.url,
+      head({ authorization: `Bearer ${key}`, 'content-length': String(body.length) }),
+      body,
+    );
+    expect(upload.allWritten).toBe(true);
+    expect(upload.received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(upload.received).toContain('JSON body nests deeper than 64 levels');
+  });
+
   it('a request pipelined after the refused one is not served (its answer could never be written)', async () => {
     const requestsBefore = gw.provider.stats.requests;
     const chatBody = JSON.stringify({ model: 'test/chat', messages: [{ role: 'user', content: 'hi' }] });

@@ -28,7 +28,9 @@ export interface LingerLimits {
 export const DEFAULT_LINGER: LingerLimits = { idleMs: 2_000, maxMs: 30_000 };
 
 const LINGERING = Symbol('tollgate.lingering');
-type LingeringSocket = Socket & { [LINGERING]?: true };
+/** The last request that arrived on the connection: its unread body is what lingering reads away. */
+const LAST_REQUEST = Symbol('tollgate.lastRequest');
+type LingeringSocket = Socket & { [LINGERING]?: true; [LAST_REQUEST]?: IncomingMessage };
 
 function lingerThenDestroy(socket: LingeringSocket, limits: LingerLimits): void {
   if (socket[LINGERING]) return;
@@ -39,6 +41,15 @@ function lingerThenDestroy(socket: LingeringSocket, limits: LingerLimits): void 
   });
   if (socket.writable) socket.end();
   if (socket.destroyed) return;
+  // The request's body must flow for the socket to be read: one left paused by a consumer that gave
+  // up on it (the JSON scanner's refusal unpipes it) stops Node's parser, and with it the reading —
+  // the client's writes then fill the buffers and the idle clock resets the connection.
+  const request = socket[LAST_REQUEST];
+  if (request && !request.complete) {
+    request.unpipe();
+    request.removeAllListeners('data');
+    request.resume();
+  }
   // The clocks start once the answer has left (a large one to a slow reader takes its time, as before).
   if (socket.writableFinished) linger(socket, limits);
   else socket.once('finish', () => linger(socket, limits));
@@ -94,12 +105,16 @@ export function lingerBeforeClose(server: Server, limits: LingerLimits = DEFAULT
   // be charged, its answer thrown away). Caught before any listener — the framework's included — sees it.
   const emit = server.emit;
   server.emit = function emitUnlessLingering(this: Server, ...args: unknown[]): boolean {
-    const request = args[1] as IncomingMessage;
-    if (args[0] === 'request' && (request.socket as LingeringSocket)[LINGERING]) {
-      // Its bytes are read and thrown away like the rest; the close waits for the answer before it to leave.
-      if (request.socket.writableFinished) request.socket.destroy();
-      else request.resume();
-      return true;
+    if (args[0] === 'request') {
+      const request = args[1] as IncomingMessage;
+      const socket = request.socket as LingeringSocket;
+      if (socket[LINGERING]) {
+        // Its bytes are read and thrown away like the rest; the close waits for the answer before it to leave.
+        if (socket.writableFinished) socket.destroy();
+        else request.resume();
+        return true;
+      }
+      socket[LAST_REQUEST] = request;
     }
     return Reflect.apply(emit, this, args) as boolean;
   } as Server['emit'];

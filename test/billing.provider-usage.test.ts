@@ -9,11 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  estimateCompletionTokens,
-  estimatePromptTokens,
-  PROVIDER_PROMPT_ALLOWANCE,
-} from '../src/billing/token-estimate.js';
+import { estimateCompletionTokens, estimatePromptTokens, promptCeilingOf } from '../src/billing/token-estimate.js';
 import {
   balanceUnits,
   chat,
@@ -180,10 +176,10 @@ describe('provider usage and the charge', () => {
     expect(toUnits(answer.json.usage.cost)).toBe((1500 + 5) * 1000);
   });
 
-  it('a prompt count past what the request can hold (4 × our count + 8,192) is charged at that ceiling; with media, only the context bounds it', async () => {
+  it('a prompt count past what the request can hold (its bytes + 8,192) is charged at that ceiling; with media, only the context bounds it', async () => {
     const accountId = await gw.createAccount(1);
     const { key } = await gw.createKey(accountId);
-    const ceiling = 4 * PROMPT_ESTIMATE + PROVIDER_PROMPT_ALLOWANCE;
+    const ceiling = promptCeilingOf(MESSAGES)!;
     expect(ceiling).toBeLessThan(30_000);
     const text = await chat(gw, key, { model: 'usage/inflated-prompt', messages: MESSAGES });
     expect(text.status, text.text).toBe(200);

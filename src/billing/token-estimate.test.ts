@@ -65,21 +65,25 @@ describe('token estimates', () => {
 });
 
 describe('the prompt ceiling', () => {
-  it('is four times our count plus the allowance, plus the reasoning sent back at a token per byte', () => {
-    const messages = [{ role: 'user', content: 'Hello there' }];
-    const upper = estimatePromptTokens(messages);
-    expect(promptCeilingOf(messages, upper)).toBe(4 * upper + PROVIDER_PROMPT_ALLOWANCE);
+  it('is the bytes of what is sent — every message whole, reasoning and legacy calls included, and the definitions — plus the allowance', () => {
     const details = [
       { type: 'reasoning.text', text: 'x'.repeat(50_000), signature: 'S', format: 'anthropic-claude-v1' },
     ];
-    const loop = [
-      ...messages,
-      { role: 'assistant', content: null, reasoning_details: details, reasoning: 'x'.repeat(50_000) },
+    const messages = [
+      { role: 'user', content: 'తెలుగు '.repeat(1000) },
+      { role: 'assistant', content: null, reasoning_details: details },
+      {
+        role: 'assistant',
+        content: null,
+        function_call: { name: 'rows', arguments: JSON.stringify({ rows: 'r'.repeat(9000) }) },
+      },
     ];
-    const loopUpper = estimatePromptTokens(loop);
-    expect(promptCeilingOf(loop, loopUpper)).toBe(
-      4 * loopUpper + JSON.stringify(details).length + 50_000 + PROVIDER_PROMPT_ALLOWANCE,
-    );
+    const tools = [{ type: 'function', function: { name: 'rows', parameters: { type: 'object' } } }];
+    const bytes =
+      messages.reduce((sum, m) => sum + Buffer.byteLength(JSON.stringify(m)), 0) + JSON.stringify(tools).length;
+    expect(promptCeilingOf(messages, { tools, response_format: undefined })).toBe(bytes + PROVIDER_PROMPT_ALLOWANCE);
+    // Telugu is 3 bytes a character: several times o200k's count (which an older tokenizer needs).
+    expect(promptCeilingOf(messages.slice(0, 1))!).toBeGreaterThan(8 * estimatePromptTokens(messages.slice(0, 1)));
   });
 
   it('is none when a message carries media (its real count can be anything up to the context)', () => {
@@ -92,6 +96,6 @@ describe('the prompt ceiling', () => {
         ],
       },
     ];
-    expect(promptCeilingOf(messages, estimatePromptTokens(messages))).toBeNull();
+    expect(promptCeilingOf(messages)).toBeNull();
   });
 });

@@ -86,23 +86,27 @@ export const PROVIDER_PROMPT_ALLOWANCE = 8192;
 /**
  * The most prompt tokens a provider's count is charged for this request, or null when it carries
  * media (an image, a recording, a document: what they cost can be anything up to the context).
- * Text is counted by our tokenizer; another model's tokenizer may need several times as many tokens
- * (up to one per byte), so four times our upper count, plus the reasoning sent back (which our count
- * leaves out: a tool loop's thinking blocks, read as prompt) at a token per byte, plus what a
- * provider adds to every prompt. A count past it is a provider's bug, not the caller's prompt:
- * reporting 32,000 prompt tokens for 13 charged the caller some 2,400 times the prompt (outside check).
+ * A token covers at least one byte of the text a model reads (byte-level tokenizers, and SentencePiece
+ * with byte fallback), so the prompt's bytes as sent — every message whole (tool calls, legacy
+ * `function_call`s, reasoning sent back), the tool and function definitions, the tool choice, the
+ * response format — bound any tokenizer's count; plus what a provider adds to every prompt (its chat
+ * template, a tool-use system prompt). A count past it is a provider's bug, not the caller's prompt:
+ * reporting 32,000 prompt tokens for 13 charged the caller some 2,400 times the prompt (outside
+ * check). A multiple of our own count would not do: an older tokenizer needs 8 times o200k's tokens
+ * for Telugu (outside re-check).
  */
-export function promptCeilingOf(messages: readonly Record<string, unknown>[], upper: number): number | null {
-  let sentBack = 0;
+export function promptCeilingOf(
+  messages: readonly Record<string, unknown>[],
+  extras: Readonly<Record<string, unknown>> = {},
+): number | null {
+  let bytes = 0;
   for (const message of messages) {
     if (mediaTokens(message.content) > 0) return null;
-    for (const field of ['reasoning_details', 'reasoning', 'reasoning_content'] as const)
-      if (message[field] !== undefined && message[field] !== null)
-        sentBack += Buffer.byteLength(
-          typeof message[field] === 'string' ? message[field] : JSON.stringify(message[field]),
-        );
+    bytes += Buffer.byteLength(JSON.stringify(message));
   }
-  return 4 * upper + sentBack + PROVIDER_PROMPT_ALLOWANCE;
+  for (const value of Object.values(extras))
+    if (value !== undefined && value !== null) bytes += Buffer.byteLength(JSON.stringify(value));
+  return bytes + PROVIDER_PROMPT_ALLOWANCE;
 }
 
 export function estimateCompletionTokens(text: string): number {

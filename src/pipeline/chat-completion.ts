@@ -120,7 +120,14 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const prompt = estimatePromptTokenRange(request.messages, request);
   const promptEstimate = prompt.upper;
-  const promptCeiling = promptCeilingOf(request.messages, promptEstimate);
+  const { tools, functions, tool_choice, function_call, response_format } = request as Record<string, unknown>;
+  const promptCeiling = promptCeilingOf(request.messages, {
+    tools,
+    functions,
+    tool_choice,
+    function_call,
+    response_format,
+  });
   let upstream = prepareUpstream(request, attempts, prompt);
   let hold: Hold;
   try {

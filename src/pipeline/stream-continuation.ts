@@ -161,8 +161,8 @@ export async function continueElsewhere(
       attemptStartedAt: outcome.attemptStartedAt,
       firstContentAt: outcome.firstContentAt,
       promptEstimate: admitted.promptEstimate + estimateCompletionTokens(answerSoFar),
-      // The answer so far is read as prompt too, as text is: up to four times our count of it.
-      promptCeiling: admitted.promptCeiling === null ? null : admitted.promptCeiling + 4 * written,
+      // The answer so far is read as prompt too: up to a token per byte of it.
+      promptCeiling: admitted.promptCeiling === null ? null : admitted.promptCeiling + Buffer.byteLength(answerSoFar),
       completionLimit: limitFor(outcome.served),
       continuing: true,
       dropLeadingSpace: prefill.length < answerSoFar.length,

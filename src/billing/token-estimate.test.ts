@@ -64,6 +64,17 @@ describe('token estimates', () => {
   });
 });
 
+describe('legacy function calling', () => {
+  it('counts an assistant function_call and the top-level functions as prompt, as tool_calls and tools are', () => {
+    const args = JSON.stringify({ rows: 'row '.repeat(2000) });
+    const plain = [{ role: 'user', content: 'hi' }];
+    const withCall = [...plain, { role: 'assistant', content: null, function_call: { name: 'rows', arguments: args } }];
+    expect(estimatePromptTokens(withCall) - estimatePromptTokens(plain)).toBeGreaterThan(2000);
+    const functions = [{ name: 'rows', parameters: { type: 'object', description: 'word '.repeat(500) } }];
+    expect(estimatePromptTokens(plain, { functions }) - estimatePromptTokens(plain)).toBeGreaterThan(500);
+  });
+});
+
 describe('the prompt ceiling', () => {
   it('is the bytes of what is sent — every message whole, reasoning and legacy calls included, and the definitions — plus the allowance', () => {
     const details = [

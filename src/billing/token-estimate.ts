@@ -40,6 +40,9 @@ export interface PromptExtras {
   tools?: unknown;
   tool_choice?: unknown;
   response_format?: unknown;
+  /** The legacy forms of `tools` and `tool_choice`, still accepted and forwarded. */
+  functions?: unknown;
+  function_call?: unknown;
 }
 
 export function estimatePromptTokens(messages: readonly Record<string, unknown>[], extras: PromptExtras = {}): number {
@@ -71,11 +74,18 @@ export function estimatePromptTokenRange(
     upper += mediaTokens(message.content);
     likely += likelyMediaTokens(message.content);
     if (message.tool_calls) add(JSON.stringify(message.tool_calls));
+    if (message.function_call) add(JSON.stringify(message.function_call));
     if (typeof message.name === 'string') add(message.name);
     if (typeof message.tool_call_id === 'string') add(message.tool_call_id);
   }
   // Words alone (`tool_choice: "auto"`, `response_format: "text"`) are the request's framing, not text.
-  for (const extra of [extras.tools, extras.tool_choice, extras.response_format])
+  for (const extra of [
+    extras.tools,
+    extras.tool_choice,
+    extras.response_format,
+    extras.functions,
+    extras.function_call,
+  ])
     if (extra && typeof extra === 'object') add(JSON.stringify(extra));
   return { upper, likely };
 }

@@ -15,6 +15,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorType, TollgateError } from '../core/errors.js';
 import type { ResponseIdentity } from '../pipeline/completion-shapes.js';
 import { renderErrorChunk } from '../pipeline/completion-shapes.js';
+import type { Charge } from '../pipeline/generation.js';
 import type { StreamSink } from '../pipeline/stream-relay.js';
 import { SSE_DONE, SSE_PROCESSING_COMMENT, formatSseData, formatSseJson } from '../streaming/sse-writer.js';
 import { renderError } from './error-table.js';
@@ -148,17 +149,23 @@ export class SseSink implements StreamSink {
     return this.send(formatSseJson(json));
   }
 
-  async error(error: TollgateError, identity: ResponseIdentity): Promise<void> {
+  async error(error: TollgateError, identity: ResponseIdentity, charge: Charge | null = null): Promise<void> {
     const rendered = renderError(error);
     const metadata = (rendered.body.error.metadata ?? {}) as { error_type?: ErrorType; provider_code?: unknown };
     const errorType: ErrorType = metadata.error_type ?? 'server';
-    const chunk = renderErrorChunk(identity, rendered.status, rendered.body.error.message, {
-      error_type: errorType,
-      // Upstreams give numeric codes too; @openrouter/sdk accepts only a string here.
-      ...(metadata.provider_code !== undefined && metadata.provider_code !== null
-        ? { provider_code: String(metadata.provider_code) }
-        : {}),
-    });
+    const chunk = renderErrorChunk(
+      identity,
+      rendered.status,
+      rendered.body.error.message,
+      {
+        error_type: errorType,
+        // Upstreams give numeric codes too; @openrouter/sdk accepts only a string here.
+        ...(metadata.provider_code !== undefined && metadata.provider_code !== null
+          ? { provider_code: String(metadata.provider_code) }
+          : {}),
+      },
+      charge,
+    );
     await this.send(formatSseData(chunk));
     await this.done();
   }

@@ -134,6 +134,8 @@ export function renderErrorChunk(
   status: number,
   message: string,
   metadata: { error_type: ErrorType; provider_code?: string },
+  /** What the broken answer was charged, when it was (content was generated and the charge recorded). */
+  charge: Charge | null = null,
 ) {
   return {
     id: identity.id,
@@ -144,5 +146,6 @@ export function renderErrorChunk(
     error: { code: status, message, metadata },
     // `logprobs` as on every other chunk (req,null in docs/api.md).
     choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error', native_finish_reason: null, logprobs: null }],
+    ...(charge ? { usage: renderUsage(charge) } : {}),
   };
 }

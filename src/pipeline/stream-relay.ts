@@ -18,7 +18,7 @@ import type { Admitted, ChatContext, ChatDeps } from './chat-types.js';
 import { identityOf, settle } from './settle.js';
 import { chunkHead, chunkJson, renderUsageChunk, type ResponseIdentity } from './completion-shapes.js';
 import { generatedText } from '../routing/output-budget.js';
-import type { ChargeInput, EarlierSegment } from './generation.js';
+import type { Charge, ChargeInput, EarlierSegment } from './generation.js';
 import { startCheckpoints } from './stream-checkpoints.js';
 import {
   continuableRequest,
@@ -43,8 +43,8 @@ export interface StreamSink {
    * for (the common case: no await, no microtask hop per token), else the wait for the socket.
    */
   writeJson(json: string): Promise<void> | null;
-  /** One in-band error chunk, `[DONE]`, end. */
-  error(error: TollgateError, identity: ResponseIdentity): Promise<void>;
+  /** One in-band error chunk (with the usage of what was charged, when there is a charge), `[DONE]`, end. */
+  error(error: TollgateError, identity: ResponseIdentity, charge?: Charge | null): Promise<void>;
   /** `data: [DONE]`, end. */
   done(): Promise<void>;
 }
@@ -260,13 +260,14 @@ export async function relayStream(
     (outcome.firstContentAt - outcome.startedAt) / 1000,
   );
   if (cancelled || sink.closed) return;
-  // What was charged comes before the end, whatever the end: an answer that broke off after content
-  // is charged what it generated, and the caller sees that in the stream as in /generation.
-  if (charge) await sink.write(renderUsageChunk(identity, charge));
   if (failure) {
-    await sink.error(failure, identity);
+    // An answer that broke off after content is charged what it generated: the error chunk says how
+    // much (`usage`), as /generation does. Not a usage chunk before it: the error stays the stream's
+    // one last word, and no usage chunk ever reads as the end of a finished answer.
+    await sink.error(failure, identity, charge);
     return;
   }
+  if (charge) await sink.write(renderUsageChunk(identity, charge));
   await sink.done();
 }
 

@@ -377,9 +377,10 @@ export const fileConfigSchema = z
       .object({
         public: z.boolean().default(true),
         /**
-         * An app is listed only once this many accounts have used it in the window, so that one
-         * account's volume is not published under its app's name (with two, each could read the
-         * other's off the total).
+         * An app is listed only once this many accounts have used it (over all time: usage_app_accounts
+         * keeps no day), so that a single account's app is not published under its name (with two,
+         * each could read the other's off the total). Within a window its row may still be one
+         * account's usage (docs/api.md §6).
          */
         min_accounts: z.number().int().min(1).default(3),
       })

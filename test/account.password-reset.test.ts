@@ -197,6 +197,10 @@ describe('password reset', { timeout: 60_000 }, () => {
     expectError(await call(gw, 'POST', '/session', { json: { email: holder.email, password: NEW_PASSWORD } }), 429);
   });
 
+  it('is available where mail.public_url is set (GET /password-reset)', async () => {
+    expect((await call(gw, 'GET', '/password-reset')).json).toEqual({ data: { available: true } });
+  });
+
   it('refuses a cross-origin page', async () => {
     expectError(
       await call(gw, 'POST', '/password-reset', {
@@ -223,5 +227,9 @@ describe('password reset without mail.public_url', () => {
     expectError(known, 403, /not set up on this gateway.*ask its operator/);
     expect(known.text).toBe(unknown.text);
     expect((await gw.admin('GET', '/outbox')).json.data).toEqual([]);
+  });
+
+  it('says so to the dashboard before anything is sent (GET /password-reset)', async () => {
+    expect((await call(gw, 'GET', '/password-reset')).json).toEqual({ data: { available: false } });
   });
 });

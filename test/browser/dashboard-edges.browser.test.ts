@@ -158,6 +158,14 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  it('without mail.public_url, "Forgot your password?" says to ask the operator, and offers no form that cannot work', async () => {
+    const { page: p } = await page();
+    await p.goto('/forgot-password');
+    await p.getByText('Password reset by e-mail is not set up on this gateway').waitFor(PATIENT);
+    expect(await p.getByLabel('E-mail').count()).toBe(0);
+    expect(await p.getByRole('button', { name: 'Send reset link' }).count()).toBe(0);
+  });
+
   it("the OAuth approval at phone width: an app's long origin in the heading wraps, nothing is wider than the phone", async () => {
     const holder = await createHolder(gw, 'a long demo password 123');
     const origin = 'https://a-rather-long-application-name.integrations.example.com';

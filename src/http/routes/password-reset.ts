@@ -1,4 +1,5 @@
 /**
+ * GET /api/v1/password-reset → `{ data: { available } }` (whether a link can be made: the dashboard's form);
  * POST /api/v1/password-reset `{ email }` → always 202 `{ accepted: true }` (no account enumeration),
  * or 429 past the client address's budget (taken for every request, whatever the e-mail), or 403 for
  * every request when the gateway cannot make a link (`mail.public_url` unset);
@@ -41,6 +42,23 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
         body: resetRequestSchema,
         responses: { 202: json(z.object({ accepted: z.literal(true) }), 'Accepted') },
         errors: [403, 429],
+      },
+    },
+  );
+
+  routes.add(
+    'GET',
+    '/api/v1/password-reset',
+    // The dashboard offers its form only where a link can be made.
+    () => ({ data: { available: deps.publicUrl !== null } }),
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Whether password reset by e-mail is set up on this gateway (`mail.public_url`)',
+        tag: 'Session',
+        responses: {
+          200: json(z.object({ data: z.object({ available: z.boolean() }) }), 'Password reset is set up or not'),
+        },
       },
     },
   );

@@ -3,14 +3,33 @@
  * (`/reset-password?token=…`). The gateway answers the request the same way whether or not the
  * address has an account, and so does this page.
  */
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 
+/** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking, or when it did not answer. */
+function useResetAvailable(): boolean | null {
+  const [available, setAvailable] = useState<boolean | null>(null);
+  useEffect(() => {
+    let current = true;
+    api<{ data: { available: boolean } }>('GET', '/password-reset', undefined, { quiet401: true }).then(
+      (answer) => {
+        if (current) setAvailable(answer.data.available === true);
+      },
+      () => undefined, // the form is offered then; submitting it reports what the gateway says
+    );
+    return () => {
+      current = false;
+    };
+  }, []);
+  return available;
+}
+
 export function ForgotPasswordPage() {
+  const available = useResetAvailable();
   const [email, setEmail] = useState('');
   const [busy, setBusy] = useState(false);
   const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
@@ -35,7 +54,11 @@ export function ForgotPasswordPage() {
   return (
     <section className="narrow">
       <h1>Reset your password</h1>
-      {sent ? (
+      {available === false ? (
+        <p className="notice notice-warning" role="status">
+          Password reset by e-mail is not set up on this gateway. Ask its operator to set a new password for you.
+        </p>
+      ) : sent ? (
         <p className="notice notice-ok" role="status">
           If an account uses {email.trim()}, a link to set a new password is on its way. It works once, for 30 minutes.
         </p>

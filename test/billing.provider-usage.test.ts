@@ -179,7 +179,8 @@ describe('provider usage and the charge', () => {
   it('a prompt count past what the request can hold (its bytes + 8,192) is charged at that ceiling; with media, only the context bounds it', async () => {
     const accountId = await gw.createAccount(1);
     const { key } = await gw.createKey(accountId);
-    const ceiling = promptCeilingOf(MESSAGES)!;
+    // Every field of the request counts, the model's name too.
+    const ceiling = promptCeilingOf(MESSAGES, { model: 'usage/inflated-prompt' })!;
     expect(ceiling).toBeLessThan(30_000);
     const text = await chat(gw, key, { model: 'usage/inflated-prompt', messages: MESSAGES });
     expect(text.status, text.text).toBe(200);
@@ -194,6 +195,12 @@ describe('provider usage and the charge', () => {
     });
     expect(withImage.status, withImage.text).toBe(200);
     expect(withImage.json.usage.prompt_tokens).toBe(30_000);
+    // A field beside the messages an endpoint may read as prompt (vLLM's `documents`, rendered by a RAG
+    // template) counts towards the ceiling: 100 KB of documents were capped at the messages' bytes.
+    const documents = [{ title: 'd1', text: 'The quick brown fox jumps over the lazy dog. '.repeat(2300) }];
+    const withDocuments = await chat(gw, key, { model: 'usage/inflated-prompt', messages: MESSAGES, documents });
+    expect(withDocuments.status, withDocuments.text).toBe(200);
+    expect(withDocuments.json.usage.prompt_tokens).toBe(30_000);
   });
 
   it('a prompt charged at our estimate reports no cached tokens (none were priced as such)', async () => {

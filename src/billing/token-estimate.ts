@@ -98,9 +98,10 @@ export const PROVIDER_PROMPT_ALLOWANCE = 8192;
  * media (an image, a recording, a document: what they cost can be anything up to the context).
  * A token covers at least one byte of the text a model reads (byte-level tokenizers, and SentencePiece
  * with byte fallback), so the prompt's bytes as sent — every message whole (tool calls, legacy
- * `function_call`s, reasoning sent back), the tool and function definitions, the tool choice, the
- * response format — bound any tokenizer's count; plus what a provider adds to every prompt (its chat
- * template, a tool-use system prompt). A count past it is a provider's bug, not the caller's prompt:
+ * `function_call`s, reasoning sent back) and every other field of the request (`extras`: the tool and
+ * function definitions, the response format, and whatever an endpoint is sent that it may read as
+ * prompt, such as vLLM's `documents`) — bound any tokenizer's count; plus what a provider adds to
+ * every prompt (its chat template, a tool-use system prompt). A count past it is a provider's bug, not the caller's prompt:
  * reporting 32,000 prompt tokens for 13 charged the caller some 2,400 times the prompt (outside
  * check). A multiple of our own count would not do: an older tokenizer needs 8 times o200k's tokens
  * for Telugu (outside re-check).

@@ -120,14 +120,10 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
   const prompt = estimatePromptTokenRange(request.messages, request);
   const promptEstimate = prompt.upper;
-  const { tools, functions, tool_choice, function_call, response_format } = request as Record<string, unknown>;
-  const promptCeiling = promptCeilingOf(request.messages, {
-    tools,
-    functions,
-    tool_choice,
-    function_call,
-    response_format,
-  });
+  // Every field beside the messages too: an endpoint may be sent fields it reads as prompt that no
+  // schema here knows (vLLM's `documents`, rendered into the prompt by a RAG chat template).
+  const { messages: _messages, ...besideMessages } = request as Record<string, unknown>;
+  const promptCeiling = promptCeilingOf(request.messages, besideMessages);
   let upstream = prepareUpstream(request, attempts, prompt);
   let hold: Hold;
   try {

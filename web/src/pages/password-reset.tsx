@@ -10,7 +10,7 @@ import { useFocusReturn } from '../components/use-focus-return';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 
-/** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking, or when it did not answer. */
+/** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it did not answer. */
 function useResetAvailable(): boolean | null {
   const [available, setAvailable] = useState<boolean | null>(null);
   useEffect(() => {
@@ -19,7 +19,10 @@ function useResetAvailable(): boolean | null {
       (answer) => {
         if (current) setAvailable(answer.data.available === true);
       },
-      () => undefined, // the form is offered then; submitting it reports what the gateway says
+      () => {
+        // The form is offered then; submitting it reports what the gateway says.
+        if (current) setAvailable(true);
+      },
     );
     return () => {
       current = false;
@@ -54,7 +57,9 @@ export function ForgotPasswordPage() {
   return (
     <section className="narrow">
       <h1>Reset your password</h1>
-      {available === false ? (
+      {available === null ? (
+        <p className="muted">Loading…</p>
+      ) : available === false ? (
         <p className="notice notice-warning" role="status">
           Password reset by e-mail is not set up on this gateway. Ask its operator to set a new password for you.
         </p>

@@ -139,6 +139,12 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const appRow = apps.getByRole('row').filter({ has: apps.getByRole('button', { name: /^Revoke / }) });
     await appRow.waitFor();
     expect(await appRow.textContent()).toContain('$2.00 per day');
+    // Keys names the moment the app's key stops, not a day (an expiry at 00:00 named the day after
+    // its last; the dashboard's own keys run to their day's end and show the day).
+    await apps.goto('/keys');
+    const keyRow = apps.getByRole('row').filter({ hasText: 'Tollgate Official CLI' });
+    await keyRow.waitFor();
+    expect(await keyRow.textContent()).toContain(`${expires.toISOString().slice(0, 16).replace('T', ' ')} UTC`);
   });
 
   it('signed out, a page load logs no error in the console', async () => {

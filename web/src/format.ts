@@ -43,6 +43,18 @@ export function formatDate(iso: string | null | undefined): string {
   return Number.isNaN(date.getTime()) ? iso : date.toISOString().slice(0, 10);
 }
 
+/**
+ * When a key stops working: its last day (`2027-01-15`) when it runs to that day's end, as the
+ * dashboard's own keys do (23:59:59 UTC); otherwise the moment (`2027-03-01 00:00 UTC`: an app's key
+ * given a midnight expiry stops as 03-01 begins, and a day alone would name the wrong last day).
+ */
+export function formatExpiry(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toISOString().slice(11, 19) === '23:59:59' ? formatDate(iso) : formatTime(iso);
+}
+
 /** Latency arrives in milliseconds. */
 export function formatLatency(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return '—';

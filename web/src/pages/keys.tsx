@@ -6,7 +6,7 @@ import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
 import { useLoader } from '../components/use-loader';
-import { formatDate, formatLimit, formatUsd } from '../format';
+import { formatDate, formatExpiry, formatLimit, formatUsd } from '../format';
 import { KeyCreateForm, NewKeyNotice, type CreatedKey } from './key-create-form';
 import { loadKeys } from '../api/keys';
 import { LimitResetSelect, parseLimit } from './key-limit';
@@ -209,7 +209,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
         {formatDate(key.created_at)}
       </td>
       <td data-label="Expires" className="nowrap">
-        {key.expires_at ? formatDate(key.expires_at) : 'Never'}
+        {key.expires_at ? formatExpiry(key.expires_at) : 'Never'}
       </td>
       <td data-label="Actions">
         {mode === 'delete' ? (

@@ -102,4 +102,32 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       await context.close();
     }
   });
+
+  it('a tab signed in as the account shows it signed out once the reset ended its sessions', async () => {
+    const holder = await createHolder(gw, 'the old password 456');
+    const { context, page, problems } = await newPage(browser, gw.url);
+    try {
+      await page.goto('/signin');
+      await signInThroughPage(page, holder.email, holder.password);
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      const asked = await call(gw, 'POST', '/password-reset', { json: { email: holder.email } });
+      expect(asked.status).toBe(202);
+      let mail = inbox.messages.find((m) => m.to.includes(holder.email));
+      for (let i = 0; i < 200 && !mail; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        mail = inbox.messages.find((m) => m.to.includes(holder.email));
+      }
+      const token = /\/reset-password\?token=([A-Za-z0-9_-]+)/.exec(mail!.decoded)![1]!;
+      await page.goto(`/reset-password?token=${token}`);
+      await page.getByLabel('New password (10 to 256 characters)').fill(NEW_PASSWORD);
+      await page.getByLabel('Repeat the new password').fill(NEW_PASSWORD);
+      await page.getByRole('button', { name: 'Set new password' }).click();
+      await page.getByRole('status').filter({ hasText: 'Your password was changed' }).waitFor();
+      // The header went on showing the account, with "Sign out", until the next click (outside check).
+      await expect.poll(() => page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -9,6 +9,7 @@ import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
+import { useSession } from '../session';
 
 /** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it did not answer. */
 function useResetAvailable(): boolean | null {
@@ -96,6 +97,7 @@ export function ForgotPasswordPage() {
 
 export function ResetPasswordPage() {
   const { search } = useLocation();
+  const { retry: rereadSession } = useSession();
   const token = search.get('token') ?? '';
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
@@ -117,6 +119,9 @@ export function ResetPasswordPage() {
     try {
       await api('POST', '/password-reset/confirm', { token, new_password: password }, { quiet401: true });
       setDone(true);
+      // The reset ended every session of the account: this tab's too, when it was signed in as it
+      // (the header went on showing the account until the next click).
+      rereadSession();
     } catch (failure) {
       setError(failure);
     } finally {

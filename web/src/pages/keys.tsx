@@ -208,9 +208,7 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
       <td data-label="Created" className="nowrap">
         {formatDate(key.created_at)}
       </td>
-      <td data-label="Expires" className="nowrap">
-        {key.expires_at ? formatExpiry(key.expires_at) : 'Never'}
-      </td>
+      <td data-label="Expires">{key.expires_at ? <Expiry iso={key.expires_at} /> : 'Never'}</td>
       <td data-label="Actions">
         {mode === 'delete' ? (
           <Confirm
@@ -369,5 +367,21 @@ export function KeysPage() {
         </div>
       )}
     </section>
+  );
+}
+
+/** An expiry: its day, and its time when it is not the day's end — on a line of its own where the column is narrow. */
+function Expiry(props: { iso: string }) {
+  const [day, ...time] = formatExpiry(props.iso).split(' ');
+  return (
+    <>
+      <span className="nowrap">{day}</span>
+      {time.length > 0 ? (
+        <>
+          {' '}
+          <span className="nowrap">{time.join(' ')}</span>
+        </>
+      ) : null}
+    </>
   );
 }

@@ -370,18 +370,17 @@ export function KeysPage() {
   );
 }
 
-/** An expiry: its day, and its time when it is not the day's end — on a line of its own where the column is narrow. */
+/**
+ * An expiry: its day, and its time when it is not the day's end, which wraps under the day where the
+ * column is narrow. One element: the phone layout spreads a cell's children apart.
+ */
 function Expiry(props: { iso: string }) {
   const [day, ...time] = formatExpiry(props.iso).split(' ');
   return (
-    <>
-      <span className="nowrap">{day}</span>
-      {time.length > 0 ? (
-        <>
-          {' '}
-          <span className="nowrap">{time.join(' ')}</span>
-        </>
-      ) : null}
-    </>
+    <span>
+      <span className="unbroken">{day}</span>
+      {time.length > 0 ? ' ' : null}
+      {time.length > 0 ? <span className="unbroken">{time.join(' ')}</span> : null}
+    </span>
   );
 }

@@ -109,9 +109,12 @@ export function chargedCompletionTokens(segment: EarlierSegment): { tokens: numb
  */
 export function promptCharge(segment: EarlierSegment): { tokens: number; overLimit: number } {
   const usage = segment.usage;
-  const counted = usage !== null && promptCounted(segment) ? countedPrompt(usage) : segment.promptEstimate;
+  const fromProvider = usage !== null && promptCounted(segment);
+  const counted = fromProvider ? countedPrompt(usage) : segment.promptEstimate;
   const bound = Math.min(tokenBound(segment.served), segment.promptCeiling ?? Number.POSITIVE_INFINITY);
-  return counted > bound ? { tokens: bound, overLimit: counted - bound } : { tokens: counted, overLimit: 0 };
+  if (counted <= bound) return { tokens: counted, overLimit: 0 };
+  // Our own estimate past the bound is no provider's overrun to report.
+  return { tokens: bound, overLimit: fromProvider ? counted - bound : 0 };
 }
 
 /** The prompt tokens one segment is charged (`promptCharge`). */

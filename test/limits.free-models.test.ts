@@ -137,6 +137,13 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
 
     const info = await getJson(gw, '/key', b.key);
     expect(info.json.data.free_model_daily_requests).toEqual({ limit: 50, used: 20, remaining: 30 });
+    // The account holder's view (the dashboard's Credits page) counts the same.
+    const manager = await gw.createKey(account, { management: true });
+    expect((await getJson(gw, '/account', manager.key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 20,
+      remaining: 30,
+    });
     expect((await getJson(gw, '/key', otherKey.key)).json.data.free_model_daily_requests).toEqual({
       limit: 50,
       used: 1,
@@ -228,6 +235,30 @@ describe.each(LIMITER_TARGETS)('free-model rate limits through the gateway: $nam
       limit: 50,
       used: 1,
       remaining: 49,
+    });
+  });
+});
+
+describe('a gateway without a free model', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      target: sqliteTarget,
+      configure: (file) =>
+        void (file.models = file.models.filter((model) => !(model as { id: string }).id.endsWith(':free'))),
+    });
+  });
+  afterAll(() => gw?.close());
+
+  it('GET /account has no free-model allowance to show (null), while GET /key keeps its OpenRouter shape', async () => {
+    const account = await gw.createAccount(1);
+    const manager = await gw.createKey(account, { management: true });
+    expect((await getJson(gw, '/account', manager.key)).json.data.free_model_daily_requests).toBeNull();
+    const { key } = await gw.createKey(account);
+    expect((await getJson(gw, '/key', key)).json.data.free_model_daily_requests).toEqual({
+      limit: 50,
+      used: 0,
+      remaining: 50,
     });
   });
 });

@@ -8,6 +8,7 @@ import { newAccountId, newEntryId } from '../core/ids.js';
 import { unitsToUsd, usdToUnits } from '../core/money.js';
 import type { AccountRecord, CreditKind, Store } from '../store/types.js';
 import { CREDIT_KINDS } from '../store/types.js';
+import type { FreeModelDaily } from './key-management.js';
 import { passwordSchema } from './sign-in.js';
 
 export interface AccountDeps {
@@ -91,17 +92,25 @@ export function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: str
   return accountOr(deps, accountId, () => new TollgateError('auth.invalid_key', 'Invalid API key'));
 }
 
-/** GET /account: the account and the credit granted to its OAuth apps. */
+/**
+ * GET /account: the account, the credit granted to its OAuth apps, and today's free-model requests
+ * (`freeDaily`: null on a gateway without a free model, where there is nothing to count).
+ */
 export async function accountOverview(
   deps: Pick<AccountDeps, 'store'>,
   accountId: string,
+  freeDaily: ((account: AccountRecord) => Promise<FreeModelDaily>) | null,
 ): Promise<z.output<typeof accountOverviewSchema>> {
   const [account, granted] = await Promise.all([
     deps.store.getAccount(accountId),
     deps.store.accountAuth.totalGranted(accountId),
   ]);
   if (!account) throw new TollgateError('resource.not_found', 'Account not found');
-  return { ...renderAccount(account), total_granted: unitsToUsd(granted) };
+  return {
+    ...renderAccount(account),
+    total_granted: unitsToUsd(granted),
+    free_model_daily_requests: freeDaily ? await freeDaily(account) : null,
+  };
 }
 
 /** The account of a live session; one deleted meanwhile ends the session. */

@@ -81,6 +81,8 @@ export const ownedApiKeySchema = apiKeySchema
   })
   .meta({ id: 'OwnedApiKey' });
 
+export const freeModelDailySchema = z.object({ limit: z.int(), used: z.int(), remaining: z.int() });
+
 export const keyInfoSchema = z
   .object({
     label: z.string(),
@@ -89,7 +91,7 @@ export const keyInfoSchema = z
     is_free_tier: z.boolean(),
     is_management_key: z.boolean(),
     is_provisioning_key: z.boolean(),
-    free_model_daily_requests: z.object({ limit: z.int(), used: z.int(), remaining: z.int() }),
+    free_model_daily_requests: freeModelDailySchema,
     rate_limit: z.object({ requests: z.int(), interval: z.string(), note: z.string() }),
     creator_user_id: z.string().nullable(),
     organization_id: z.null(),
@@ -113,7 +115,12 @@ export const accountSchema = z
   .meta({ id: 'Account' });
 
 export const accountOverviewSchema = accountSchema
-  .extend({ total_granted: usd.meta({ description: 'Credit limits granted to OAuth apps' }) })
+  .extend({
+    total_granted: usd.meta({ description: 'Credit limits granted to OAuth apps' }),
+    free_model_daily_requests: freeModelDailySchema.nullable().meta({
+      description: "Today's (UTC) free-model requests of the account; null when the gateway serves no free model",
+    }),
+  })
   .meta({ id: 'AccountOverview' });
 
 export const appGrantSchema = z

@@ -241,6 +241,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await expect.poll(async () => (await balance.textContent()) ?? '').toMatch(/^\$\d+\.\d+/);
     const granted = p.locator('.stats > div').filter({ hasText: 'Granted' });
     expect(await granted.textContent()).toContain('$25.00');
+    // The gateway serves a free model: today's allowance as it counts it (no purchase yet: the day's 50).
+    await p.getByText(/^Free models: \d+ of 50 requests left today \(UTC\)\.$/).waitFor();
     await screenshot(p, 'credits');
   });
 

@@ -10,6 +10,7 @@ import type { RouteTable } from '../route-table.js';
 import { json } from '../route-doc.js';
 import { accountOverviewSchema, appGrantSchema, deletedResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
+import type { AccountRecord } from '../../store/types.js';
 
 export function registerAccountHolderRoutes(routes: RouteTable, services: Services): void {
   routes.add(
@@ -17,7 +18,9 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
     '/api/v1/account',
     async (request, reply) => {
       const caller = await authenticateAccount(services, request, reply);
-      return { data: await accountOverview(services.keys, caller.accountId) };
+      const servesFree = [...services.catalog.models.values()].some((model) => model.isFree);
+      const freeDaily = servesFree ? (account: AccountRecord) => services.freeModels.daily(account) : null;
+      return { data: await accountOverview(services.keys, caller.accountId, freeDaily) };
     },
     {
       auth: 'account',

@@ -16,6 +16,8 @@ export interface Account {
   total_granted: number;
   total_usage: number;
   is_free_tier: boolean;
+  /** Today's (UTC) free-model requests; null when the gateway serves no free model. */
+  free_model_daily_requests: { limit: number; used: number; remaining: number } | null;
 }
 
 export type LimitReset = 'daily' | 'weekly' | 'monthly';

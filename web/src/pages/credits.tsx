@@ -47,9 +47,7 @@ export function CreditsPage() {
       ) : account.loading ? (
         <p className="muted">Loading…</p>
       ) : null}
-      {a?.is_free_tier ? (
-        <p className="muted">Free tier: no credits purchased yet, so free models allow 50 requests per UTC day.</p>
-      ) : null}
+      {a?.free_model_daily_requests ? <FreeModelNote daily={a.free_model_daily_requests} /> : null}
       <p className="muted">Credits are added by the operator of this gateway. 1 credit = 1 USD.</p>
       <h2>History</h2>
       <ErrorNotice error={history.error} title="Could not load the credit history" onRetry={history.reload} />
@@ -93,5 +91,15 @@ export function CreditsPage() {
         </button>
       ) : null}
     </section>
+  );
+}
+
+/** Today's free-model allowance, as the gateway counts it (the operator sets the limits). */
+function FreeModelNote(props: { daily: NonNullable<Account['free_model_daily_requests']> }) {
+  const { limit, remaining } = props.daily;
+  return (
+    <p className="muted">
+      Free models: {remaining.toLocaleString('en-US')} of {limit.toLocaleString('en-US')} requests left today (UTC).
+    </p>
   );
 }

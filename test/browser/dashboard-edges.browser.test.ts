@@ -264,6 +264,25 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(await focused()).toBe('h1:API keys');
   });
 
+  it('one delete confirmation at a time: opening a second closes the first, and Delete deletes the key it names', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'first key' });
+    await gw.createKey(holder.id, { name: 'second key' });
+    const p = await signedIn(holder, '/keys');
+    await p.getByRole('heading', { name: 'API keys' }).waitFor(PATIENT);
+    await p.getByRole('button', { name: 'Delete first key' }).click();
+    await p.getByRole('alertdialog', { name: 'Delete key “first key”?' }).waitFor();
+    await p.getByRole('button', { name: 'Delete second key' }).click();
+    await p.getByRole('alertdialog', { name: 'Delete key “second key”?' }).waitFor();
+    expect(await p.getByRole('alertdialog').count()).toBe(1);
+    // The first row is back to its buttons; the focus stayed in the open confirmation.
+    await p.getByRole('button', { name: 'Delete first key' }).waitFor();
+    expect((await focusedElement(p)).name).toBe('button:Cancel');
+    await p.getByRole('alertdialog').getByRole('button', { name: 'Delete key' }).click();
+    await p.getByRole('row', { name: 'Key second key' }).waitFor({ state: 'detached' });
+    await p.getByRole('row', { name: 'Key first key' }).waitFor();
+  });
+
   it('a page whose session was replaced in another tab still acts (its CSRF token is read again)', async () => {
     const holder = await createHolder(gw, 'a long demo password 123');
     await gw.createKey(holder.id, { name: 'tab key' });

@@ -15,9 +15,15 @@ function statusOf(a: AppAuthorization, now: number): 'Active' | 'Disabled' | 'Ex
   return 'Active';
 }
 
-function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
+function AppRow(props: {
+  authorization: AppAuthorization;
+  /** This row's revoke confirmation is the page's one open (opening another closes this one). */
+  confirming: boolean;
+  onConfirming(open: boolean): void;
+  onRevoked(): void;
+}) {
   const a = props.authorization;
-  const [confirming, setConfirming] = useState(false);
+  const { confirming, onConfirming: setConfirming } = props;
   const name = a.app.name || a.app.origin;
   // A confirmation closed without revoking gives the focus back to the button that opened it.
   const revokeFocus = useFocusReturn<HTMLButtonElement>(!confirming);
@@ -69,6 +75,8 @@ function AppRow(props: { authorization: AppAuthorization; onRevoked(): void }) {
 
 export function AppsPage() {
   const apps = useLoader(() => api<{ data: AppAuthorization[] }>('GET', '/apps'), []);
+  // One revoke confirmation at a time, as on the Keys page.
+  const [revoking, setRevoking] = useState<string | null>(null);
   // The revoked app's row (and the focus in it) goes: the focus moves to the heading, not the page's body.
   const heading = useRef<HTMLHeadingElement>(null);
   return (
@@ -104,6 +112,8 @@ export function AppsPage() {
                 <AppRow
                   key={a.id}
                   authorization={a}
+                  confirming={revoking === a.id}
+                  onConfirming={(open) => setRevoking((current) => (open ? a.id : current === a.id ? null : current))}
                   onRevoked={() => {
                     heading.current?.focus();
                     apps.reload();

@@ -121,7 +121,15 @@ function LimitForm(props: { keyRecord: ApiKey; onDone(changed: boolean): void })
 
 type RowMode = 'view' | 'rename' | 'limit' | 'delete';
 
-function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDeleted(): void }) {
+function KeyRow(props: {
+  keyRecord: ApiKey;
+  now: number;
+  /** This row's delete confirmation is the page's one open (opening another closes this one). */
+  deleting: boolean;
+  onDeleting(open: boolean): void;
+  onChanged(): void;
+  onDeleted(): void;
+}) {
   const key = props.keyRecord;
   const [mode, setMode] = useState<RowMode>('view');
   const [busy, setBusy] = useState(false);
@@ -137,7 +145,14 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
   const open = (next: Exclude<RowMode, 'view'>) => {
     openedFrom.current = next;
     setMode(next);
+    props.onDeleting(next === 'delete');
   };
+  // Another row's confirmation opened: this one closes, and the focus stays where it went.
+  useEffect(() => {
+    if (mode !== 'delete' || props.deleting) return;
+    openedFrom.current = null;
+    setMode('view');
+  }, [mode, props.deleting]);
   useEffect(() => {
     if (mode !== 'view' || openedFrom.current === null) return;
     buttons[openedFrom.current].current?.focus();
@@ -219,7 +234,10 @@ function KeyRow(props: { keyRecord: ApiKey; now: number; onChanged(): void; onDe
               await api('DELETE', `/keys/${key.hash}`);
               props.onDeleted();
             }}
-            onCancel={() => setMode('view')}
+            onCancel={() => {
+              setMode('view');
+              props.onDeleting(false);
+            }}
           />
         ) : (
           <div className="actions compact key-actions">
@@ -274,6 +292,8 @@ export function KeysPage() {
   const keys = useLoader(loadKeys, []);
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<CreatedKey | null>(null);
+  // One delete confirmation at a time: two open side by side read as one decision about two keys.
+  const [deleting, setDeleting] = useState<string | null>(null);
   const now = Date.now();
   // Where the focus goes once the element is there: back to "Create key" when its form or the new
   // key's notice closes, to the heading when the focused row was deleted (never to the page's body).
@@ -355,6 +375,10 @@ export function KeysPage() {
                   key={key.hash}
                   keyRecord={key}
                   now={now}
+                  deleting={deleting === key.hash}
+                  onDeleting={(open) =>
+                    setDeleting((current) => (open ? key.hash : current === key.hash ? null : current))
+                  }
                   onChanged={keys.reload}
                   onDeleted={() => {
                     setFocusTo('heading');

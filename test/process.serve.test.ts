@@ -78,6 +78,23 @@ describe('tollgate serve (process)', { timeout: 90_000 }, () => {
       expect(logLines.join('\n')).not.toContain(key!);
       expect(logLines.some((l) => /"key":"[0-9a-f]{12}"/.test(l))).toBe(true);
       expect(first.stderr()).not.toContain(key!);
+      // The demo model lists what the simulator honours, and honours it: `stop` ends the answer.
+      const models = await request(`${first.url}/api/v1/models`);
+      const demo = ((await models.body.json()) as { data: { id: string; supported_parameters: string[] }[] }).data.find(
+        (model) => model.id === 'tollgate/demo-chat',
+      );
+      expect(demo?.supported_parameters).toEqual(expect.arrayContaining(['max_tokens', 'stop']));
+      for (const unheeded of ['tools', 'tool_choice', 'response_format'])
+        expect(demo?.supported_parameters).not.toContain(unheeded);
+      const stopped = await post(first.url, key!, {
+        model: 'tollgate/demo-chat',
+        messages: [{ role: 'user', content: 'Hello!' }],
+        stop: [' fox'],
+      });
+      expect(JSON.parse(stopped.text).choices[0]).toMatchObject({
+        message: { content: 'The quick brown' },
+        finish_reason: 'stop',
+      });
     } finally {
       expect(await first.stop()).toBe(0);
     }

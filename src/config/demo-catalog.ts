@@ -3,6 +3,13 @@ import type { FileConfig } from './schema.js';
 
 export const DEMO_PROVIDER_ID = 'tollgate-demo';
 
+/**
+ * What the simulator honours (it ends at `stop` and `max_tokens`; sampling parameters change nothing a
+ * generated text could show). Not tools or `response_format`: listed, a client choosing models by
+ * `supported_parameters` would pick it for tool calls or structured output and get prose.
+ */
+const DEMO_PARAMETERS = ['max_tokens', 'temperature', 'top_p', 'stop', 'seed', 'frequency_penalty', 'presence_penalty'];
+
 export const demoFileConfig = {
   providers: [
     {
@@ -31,6 +38,7 @@ export const demoFileConfig = {
           model: 'demo-chat',
           pricing: { prompt: '0.000001', completion: '0.000002' },
           max_completion_tokens: 4096,
+          supported_parameters: DEMO_PARAMETERS,
         },
       ],
     },
@@ -45,6 +53,7 @@ export const demoFileConfig = {
           model: 'demo-chat',
           pricing: { prompt: '0', completion: '0' },
           max_completion_tokens: 4096,
+          supported_parameters: DEMO_PARAMETERS,
         },
       ],
     },

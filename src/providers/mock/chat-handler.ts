@@ -5,7 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { isRecord } from '../json-shape.js';
-import { countPromptTokens, planCompletion, type CountTokens, type PlannedCompletion } from './completion-text.js';
+import {
+  countPromptTokens,
+  planCompletion,
+  stopSequencesOf,
+  type CountTokens,
+  type PlannedCompletion,
+} from './completion-text.js';
 import { closeSignal, dropConnection, firstHeader, pause, readBody, sendJson } from './http-io.js';
 import { applyFailFirst, parseHeaderScript, parseModelScript, type MockScript } from './script.js';
 import {
@@ -85,7 +91,7 @@ export async function handleChatCompletion(
       sendJson(res, rejection.status, rejection.body, rejection.headers);
       return;
     }
-    const plan = planCompletion(script, maxTokensOf(body));
+    const plan = planCompletion(script, maxTokensOf(body), stopSequencesOf(body.stop));
     const who: ResponseIdentity = {
       id: `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 29)}`,
       created: Math.floor(Date.now() / 1000),

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { countPromptTokens, mockCompletionText, mockPieces, planCompletion, splitContent } from './completion-text.js';
+import {
+  countPromptTokens,
+  mockCompletionText,
+  mockPieces,
+  planCompletion,
+  splitContent,
+  stopSequencesOf,
+} from './completion-text.js';
 
 describe('mock completion text', () => {
   it('cycles a fixed sentence one word per piece', () => {
@@ -28,6 +35,22 @@ describe('mock completion text', () => {
       pieces: ['a', ' b', ' c'],
       finishReason: 'stop',
     });
+  });
+
+  it('ends before the first stop sequence, mid-piece too, with finish_reason stop', () => {
+    const plan = (stop: string[], max: number | null = null) =>
+      planCompletion({ completionTokens: null, content: null }, max, stop);
+    expect(plan(['fox'])).toEqual({ pieces: ['The', ' quick', ' brown', ' '], finishReason: 'stop' });
+    expect(plan(['lazy', 'quick'])).toEqual({ pieces: ['The', ' '], finishReason: 'stop' });
+    expect(plan(['The'])).toEqual({ pieces: [], finishReason: 'stop' });
+    expect(plan(['ick br'])).toEqual({ pieces: ['The', ' qu'], finishReason: 'stop' });
+    // Not in the text (or past max tokens): no effect.
+    expect(plan(['zebra']).pieces).toHaveLength(40);
+    expect(plan(['dog'], 3)).toEqual({ pieces: ['The', ' quick', ' brown'], finishReason: 'length' });
+    expect(plan(['', 'dog'], null).pieces.join('')).toBe('The quick brown fox jumps over the lazy ');
+    expect(stopSequencesOf('x')).toEqual(['x']);
+    expect(stopSequencesOf(['x', 1, null])).toEqual(['x']);
+    expect(stopSequencesOf(undefined)).toEqual([]);
   });
 
   it('counts prompt tokens with per-message overhead, ignoring non-text parts', () => {

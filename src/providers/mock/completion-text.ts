@@ -34,11 +34,14 @@ export interface PlannedCompletion {
 
 /**
  * How much to generate: the scripted count, else the content's length, else 40 — cut to the
- * request's `max_completion_tokens`/`max_tokens`, which makes the finish reason `length`.
+ * request's `max_completion_tokens`/`max_tokens`, which makes the finish reason `length` — and ended
+ * before the first of the request's `stop` sequences, as OpenAI does (the sequence itself is not
+ * sent; the finish reason is `stop`).
  */
 export function planCompletion(
   script: { completionTokens: number | null; content: string | null },
   maxTokens: number | null,
+  stop: readonly string[] = [],
 ): PlannedCompletion {
   const contentPieces = script.content === null ? null : splitContent(script.content);
   let wanted = script.completionTokens ?? contentPieces?.length ?? DEFAULT_COMPLETION_TOKENS;
@@ -46,7 +49,37 @@ export function planCompletion(
   wanted = Math.floor(wanted);
   const produced = maxTokens === null ? wanted : Math.min(wanted, maxTokens);
   const pieces = contentPieces === null ? mockPieces(produced) : contentPieces.slice(0, produced);
+  const stopped = cutAtStop(pieces, stop);
+  if (stopped !== null) return { pieces: stopped, finishReason: 'stop' };
   return { pieces, finishReason: produced < wanted ? 'length' : 'stop' };
+}
+
+/** The pieces up to the first stop sequence in their text (the piece it starts in cut short), or null without one. */
+function cutAtStop(pieces: readonly string[], stop: readonly string[]): string[] | null {
+  const text = pieces.join('');
+  let at = -1;
+  for (const sequence of stop) {
+    const found = sequence === '' ? -1 : text.indexOf(sequence);
+    if (found !== -1 && (at === -1 || found < at)) at = found;
+  }
+  if (at === -1) return null;
+  const kept: string[] = [];
+  let offset = 0;
+  for (const piece of pieces) {
+    if (offset + piece.length > at) {
+      if (at > offset) kept.push(piece.slice(0, at - offset));
+      break;
+    }
+    kept.push(piece);
+    offset += piece.length;
+  }
+  return kept;
+}
+
+/** A request's `stop`: one string or a list of them (anything else stops nothing). */
+export function stopSequencesOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
 }
 
 export type CountTokens = (text: string) => number;

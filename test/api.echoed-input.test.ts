@@ -5,6 +5,7 @@
  * model name came back whole.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from './helpers/api.js';
 import { chat, chatStream, getJson, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
@@ -30,6 +31,21 @@ describe('input echoed in error messages', () => {
       expect(text).not.toContain(key.slice(9));
       expect(text).toContain('[redacted]');
     }
+  });
+
+  it("the error's metadata quotes input the same way: keys redacted, each text cut short", async () => {
+    const manager = await gw.createKey(await gw.createAccount(5), { management: true });
+    const created = await call(gw, 'POST', '/keys', {
+      key: manager.key,
+      json: {
+        name: 'k',
+        allowed_models: [key, ...Array.from({ length: 5 }, (_, i) => `a/${String(i).repeat(3_000)}`)],
+      },
+    });
+    expect(created.status, created.text).toBe(400);
+    expect(created.text).not.toContain(key.slice(9));
+    expect(created.json.error.metadata.unknown[0]).toBe('[redacted]');
+    expect(created.text.length).toBeLessThan(7_000); // 15,000 characters of names, each quoted in part
   });
 
   it('a long input is quoted in part', async () => {

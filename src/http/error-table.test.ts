@@ -20,6 +20,23 @@ describe('error table', () => {
     expect(rendered.body).toEqual({ error: { code: 402, message: 'Insufficient credits', metadata: { a: 1 } } });
   });
 
+  it('treats every text in the metadata as the message: keys redacted, echoed input cut at 1,000 characters', () => {
+    const key = `sk-tg-v1-${'ab'.repeat(32)}`;
+    const long = 'm'.repeat(5_000);
+    const rendered = renderError(
+      new TollgateError('request.invalid_body', `allowed_models: "${key}" is not a valid model ID`, {
+        metadata: { field: 'allowed_models', unknown: [key, long], nested: { email: `${key}@example.com`, n: 3 } },
+      }),
+    );
+    const text = JSON.stringify(rendered.body);
+    expect(text).not.toContain(key.slice(9, 30));
+    expect(rendered.body.error.metadata).toEqual({
+      field: 'allowed_models',
+      unknown: ['[redacted]', `${'m'.repeat(1_000)}…`],
+      nested: { email: '[redacted]@example.com', n: 3 },
+    });
+  });
+
   it('hides unexpected errors behind a generic 500', () => {
     const rendered = renderError(new Error('secret connection string postgres://u:p@h'));
     expect(rendered.status).toBe(500);

@@ -68,10 +68,23 @@ function wireMessage(message: string): string {
   return redacted.length <= MAX_MESSAGE_CHARS ? redacted : `${redacted.slice(0, MAX_MESSAGE_CHARS)}…`;
 }
 
+/**
+ * Metadata as the caller may see it: every text in it treated as the message is (the names a field
+ * refused, an e-mail a 409 repeats, an upstream's own error text quote the caller's input too).
+ */
+function wireValue(value: unknown): unknown {
+  if (typeof value === 'string') return wireMessage(value);
+  if (Array.isArray(value)) return value.map(wireValue);
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(value)) copy[name] = wireValue(field);
+  return copy;
+}
+
 export function renderError(error: unknown): RenderedError {
   const known = error instanceof TollgateError ? error : new TollgateError('internal', 'Internal server error');
   const status = statusOf(known);
   const body: RenderedError['body'] = { error: { code: status, message: wireMessage(known.message) } };
-  if (known.metadata) body.error.metadata = known.metadata;
+  if (known.metadata) body.error.metadata = wireValue(known.metadata) as Record<string, unknown>;
   return { status, headers: known.headers ?? {}, body };
 }

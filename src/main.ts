@@ -12,7 +12,7 @@ import { DEFAULT_MAIL_FROM } from './config/mail-schema.js';
 import { startMetricsListener } from './http/metrics-listener.js';
 import { RedisGraceExposure } from './billing/redis-grace-exposure.js';
 import { RedisHoldStore } from './billing/redis-hold-store.js';
-import { RedisFleet } from './store/redis-fleet.js';
+import { fleetKeys, RedisFleet } from './store/redis-fleet.js';
 import { RedisHealthChannel } from './store/redis-health-channel.js';
 import { failFastRedisOptions } from './store/redis-script-client.js';
 import { Redis } from 'ioredis';
@@ -97,6 +97,8 @@ async function openHoldStore(
     // The fleet's epoch, marked on the holds: a process that has not seen Redis come back empty yet
     // finds a newer one there, and looks (credit-gate.ts) instead of admitting from an emptied Redis.
     epoch: () => fleet.epoch,
+    // And read where the fleet keeps it: gone or changed, Redis lost its data since this process looked.
+    epochKey: fleetKeys(config.limits.redis_prefix).epoch,
   });
   const fleet = new RedisFleet({
     redis,

@@ -333,6 +333,34 @@ describe('RedisHoldStore specifics', () => {
     }
   });
 
+  it("the fleet's epoch key gone or changed (Redis emptied on a live connection) decides nothing, even for an account with nothing else to show it", async () => {
+    const keyPrefix = `tollgate:test:hold-epoch-key:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}:`;
+    const epochKey = `${keyPrefix}{fleet}:epoch`;
+    const raw = new Redis(REDIS_TEST_URL);
+    let seen = '2000';
+    const holds = new RedisHoldStore({ url: REDIS_TEST_URL, keyPrefix, timeoutMs: 2_000, epoch: () => seen, epochKey });
+    try {
+      await holds.ready();
+      await raw.set(epochKey, '2000');
+      const account = newAccount();
+      expect((await holds.admit(await paid(holds, account, X, 10n * X), T0)).admitted).toBe(true);
+      // Another process's snapshot: no charge on the account, no hold of this process's own there.
+      const fresh = newAccount();
+      const check = await paid(holds, fresh, X, 10n * X);
+      await raw.del(epochKey); // FLUSHALL took it (and everything else)
+      await expect(holds.admit(check, T0)).rejects.toMatchObject({ metadata: { reason: 'redis_resyncing' } });
+      await raw.set(epochKey, '3000'); // the first heartbeat after wrote a new one
+      await expect(holds.admit(check, T0)).rejects.toMatchObject({ metadata: { reason: 'redis_resyncing' } });
+      expect(await holds.held(fresh, T0)).toBe(0n);
+      seen = '3000'; // this process's heartbeat saw it too
+      expect((await holds.admit(check, T0)).admitted).toBe(true);
+    } finally {
+      raw.disconnect();
+      await deleteKeys(REDIS_TEST_URL, keyPrefix);
+      await holds.close();
+    }
+  });
+
   it('refuses amounts beyond its exact range instead of rounding them', async () => {
     const check = await paid(store, newAccount(), X, 10n ** 19n);
     await expect(store.admit(check, T0)).rejects.toThrow(/exact range/);

@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -206,6 +207,43 @@ describe('Redis outages under three gateway processes', { timeout: 120_000 }, ()
     expect(result.admitted).toBeLessThanOrEqual(2);
     expect((await Promise.all(streams)).map((a) => a.status)).toEqual(Array(n - 1).fill(200));
     expect(await balanceUnits(urls[1]!, accountId)).toBe(n * X_UNITS - (n - 1 + result.admitted) * X_UNITS);
+    await until(
+      async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'),
+      20_000,
+      'trusting Redis again',
+    );
+  });
+
+  it('Redis emptied on a live connection (FLUSHALL) while one process holds the whole balance: a burst at the others spends none of it', async () => {
+    const n = 6;
+    const { accountId, key } = await accountWithKey(urls[0]!, n * X_USD);
+    // The whole balance held by the first process alone: the others have no hold of their own on the
+    // account, and it has no charge since their snapshots — nothing on the account tells them.
+    const streams = Array.from({ length: n }, (_, i) =>
+      post(urls[0]!, key, fixedBody('test/slow', i, { stream: true })),
+    );
+    const probe = new RedisHoldStore({ url: redis.url, keyPrefix: `${prefix}hold:` });
+    const raw = new Redis(redis.url);
+    try {
+      await until(
+        async () => (await probe.held(accountId, Date.now()).catch(() => 0n)) === BigInt(n * X_UNITS),
+        5_000,
+        'all held',
+      );
+      await raw.flushall();
+      const after = await burst(urls.slice(1), key, 'test/fixed', 40);
+      console.log(
+        `[redis-outage] after FLUSHALL: ${after.admitted}/40 admitted, statuses ${JSON.stringify([...after.statuses])}`,
+      );
+      expect(after.admitted).toBe(0);
+    } finally {
+      raw.disconnect();
+      await probe.close();
+    }
+    const answers = await Promise.all(streams);
+    expect(answers.map((a) => a.status)).toEqual(Array(n).fill(200));
+    expect(await balanceUnits(urls[0]!, accountId)).toBe(0);
+    // Trusting Redis again before the next test (the resync window after the new epoch).
     await until(
       async () => (await Promise.all(urls.map(readyz))).every((r) => r.body.status === 'ready'),
       20_000,

@@ -1,10 +1,12 @@
 /**
- * The hold store's Lua script: one atomic step per call. The keys of one account share a hash tag,
- * so the script stays on one node of a Redis Cluster.
+ * The hold store's Lua script: one atomic step per call. The keys of one account share a hash tag;
+ * an admission also reads the fleet's epoch key (another slot: a standalone Redis, or one behind a
+ * proxy, not a Redis Cluster).
  *
  *   KEYS[1] exp   ZSET  hold id → expiresAt (epoch ms)
  *   KEYS[2] hold  HASH  hold id → "<amount µUSD>:<key hash>"
  *   KEYS[3] sum   HASH  held (µUSD of live holds), kh:<key> (same per key), c / kc:<key> (charge counters, µUSD)
+ *   KEYS[4] epoch STRING the fleet's epoch (redis-fleet.ts), admissions only, when the caller has seen one
  *   ARGV[1] mode, ARGV[2] now (epoch ms), ARGV[3] retention (ms), then per mode (see redis-hold-store.ts).
  *
  * Precision: Redis Lua numbers are doubles. Amounts are µUSD (1e-6 USD, not the 1e-9 units of the
@@ -73,6 +75,10 @@ if mode == 'admit' then
     return {0, 3, 0, held}
   end
   if newerEpoch(ARGV[13]) then return {0, 3, 0, held} end
+  -- So does a fleet epoch other than the one the caller last saw, or none: Redis lost its data (the
+  -- epoch key with it) since the caller's last heartbeat, whatever this account's keys still tell —
+  -- an account with no charge since the snapshot and no hold of the caller's has nothing else to show.
+  if ARGV[13] ~= '' and KEYS[4] ~= nil and redis.call('GET', KEYS[4]) ~= ARGV[13] then return {0, 3, 0, held} end
   -- So does holding less than the caller's own live holds: a live hold leaves only when its process
   -- settles, releases or stops renewing it. (After FLUSHALL with no charge since the caller's snapshot
   -- there is no counter to miss, and no epoch mark survives: the holds are what is left to tell.)

@@ -40,6 +40,11 @@ export type RedisHoldStoreOptions = RedisConnectionOptions & {
   retentionMs?: number;
   /** The fleet epoch this process last saw (main.ts: the fleet's), marked on what it writes. */
   epoch?: () => string | null;
+  /**
+   * The Redis key the fleet keeps its epoch in (`fleetKeys(prefix).epoch`): an admission that finds
+   * there anything but the epoch this process last saw decides nothing (Redis lost its data since).
+   */
+  epochKey?: string;
 };
 
 /** Units → µUSD, rounded up (amounts a check adds: rounding errs toward refusing). */
@@ -63,15 +68,17 @@ export class RedisHoldStore implements HoldStore {
   private readonly prefix: string;
   private readonly retentionMs: number;
   private readonly epoch: () => string | null;
+  private readonly epochKey: string | null;
 
   constructor(options: RedisHoldStoreOptions) {
     this.epoch = options.epoch ?? (() => null);
+    this.epochKey = options.epochKey ?? null;
     this.prefix = options.keyPrefix ?? 'tollgate:hold:';
     this.retentionMs = options.retentionMs ?? 24 * 3_600_000;
     this.client = new RedisScriptClient({
       ...options,
       lua: HOLD_LUA,
-      commandName: 'tollgateHoldsV6',
+      commandName: 'tollgateHoldsV7',
       unavailableMessage: 'The credit hold store (Redis) is unavailable',
     });
   }
@@ -99,7 +106,9 @@ export class RedisHoldStore implements HoldStore {
   }
 
   async admit(check: HoldCheck, now: number): Promise<HoldDecision> {
-    const reply = await this.run(check.accountId, [
+    const keys: string[] = this.keys(check.accountId);
+    if (this.epochKey !== null) keys.push(this.epochKey);
+    const reply = await this.client.run(keys, [
       'admit',
       now,
       this.retentionMs,

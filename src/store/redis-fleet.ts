@@ -27,6 +27,11 @@ redis.call('SET', KEYS[2], now, 'NX')
 return {redis.call('ZCARD', KEYS[1]), redis.call('GET', KEYS[2]), now}
 `;
 
+/** The fleet's keys under `prefix`: the live processes, and the epoch (read by hold admissions too). */
+export function fleetKeys(prefix: string): { procs: string; epoch: string } {
+  return { procs: `${prefix}{fleet}:procs`, epoch: `${prefix}{fleet}:epoch` };
+}
+
 export interface RedisFleetOptions {
   /** The connection shared with the hold store (created with `failFastRedisOptions`). */
   redis: Redis;
@@ -78,7 +83,8 @@ export class RedisFleet implements FleetView {
     this.leaseMs = options.leaseMs ?? 5 * this.heartbeatMs;
     this.resyncMs = options.resyncMs ?? 5_000;
     this.now = options.now ?? Date.now;
-    this.keys = [`${options.keyPrefix}{fleet}:procs`, `${options.keyPrefix}{fleet}:epoch`];
+    const keys = fleetKeys(options.keyPrefix);
+    this.keys = [keys.procs, keys.epoch];
     this.client = new RedisScriptClient({
       redis: options.redis,
       lua: FLEET_LUA,

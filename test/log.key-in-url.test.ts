@@ -37,4 +37,18 @@ describe('a key in the request URL', () => {
       'log lines carrying the key',
     ).toEqual([]);
   });
+
+  it('a path the router refuses (bad percent-encoding, an over-long segment) is logged like every request, nosniff like every answer', async () => {
+    const paths = ['/api/v1/keys/%E0%A4%A', `/api/v1/keys/${'a'.repeat(5_000)}`];
+    for (const path of paths) {
+      const r = await request(`${gw.url}${path}`);
+      expect(r.statusCode).toBeGreaterThanOrEqual(400);
+      expect(r.headers['x-content-type-options']).toBe('nosniff');
+      await r.body.text();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const logged = lines.filter((line) => line.includes('request completed') && line.includes('/api/v1/keys/'));
+    expect(logged.some((line) => line.includes('%E0%A4%A') && line.includes('"statusCode":400'))).toBe(true);
+    expect(logged.some((line) => line.includes('aaaa') && line.includes('"statusCode":404'))).toBe(true);
+  });
 });

@@ -54,6 +54,27 @@ describe('HTTP surface', () => {
     expect(old.received()).toMatch(/^HTTP\/1\.1 200 /);
   });
 
+  it('a repeated Host, or one that is not a host → 400 before anything else (RFC 9112 §3.2); valid forms pass', async () => {
+    const ask = async (hostLines: string) => {
+      const exchange = await rawExchange(gw.url);
+      await exchange.write(`GET /api/v1/models HTTP/1.1\r\n${hostLines}Connection: close\r\n\r\n`);
+      const status = await exchange.status;
+      await exchange.closed;
+      return { status, body: status === 400 ? jsonBodyOf(exchange.received()) : null };
+    };
+    expect(await ask('Host: a\r\nHost: b\r\n')).toEqual({
+      status: 400,
+      body: { error: { code: 400, message: 'A request may carry one Host header only' } },
+    });
+    for (const bad of ['a b', 'evil.com/path', '[::1', 'a@b', 'a:8o'])
+      expect(await ask(`Host: ${bad}\r\n`), bad).toEqual({
+        status: 400,
+        body: { error: { code: 400, message: 'The Host header is not a valid host' } },
+      });
+    for (const good of ['example.com', '127.0.0.1:8080', '[::1]:80', 'xn--bcher-kva.example', 'a.b-c_d~e'])
+      expect((await ask(`Host: ${good}\r\n`)).status, good).toBe(200);
+  });
+
   it('offset=1e20 (and other non-integers) on key listings → 400, never a 500', async () => {
     for (const offset of ['1e20', '1e3', '0x10', '-1', '1.5', '99999999']) {
       expectError(

@@ -77,18 +77,37 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   socket.destroy();
 }
 
+/** RFC 3986 §3.2.2–3 `host [ ":" port ]`: an IP literal or a reg-name (empty allowed), digits for the port. */
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+
+/** Why the request's Host is refused (RFC 9112 §3.2: "MUST respond with a 400"), or null. */
+export function hostProblem(rawHeaders: readonly string[], httpVersion: string): string | null {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length !== 4 || name.toLowerCase() !== 'host') continue;
+    if (value !== undefined) return 'A request may carry one Host header only';
+    value = rawHeaders[i + 1]!;
+  }
+  if (value === undefined) return httpVersion === '1.0' ? null : 'HTTP/1.1 requests need a Host header';
+  return HOST_VALUE.test(value) ? null : 'The Host header is not a valid host';
+}
+
 /**
- * An HTTP/1.1 request without `Host` (RFC 9112 §3.2: "MUST respond with a 400") gets the 400 in the
- * error record, before any route, guard or authentication runs; HTTP/1.0 may leave it out.
+ * A request whose `Host` is missing (HTTP/1.1; 1.0 may leave it out), repeated or not a host (RFC 9112
+ * §3.2: "MUST respond with a 400") gets the 400 in the error record, before any route, guard or
+ * authentication runs: the origin checks compare against it, and a proxy in front may have read
+ * another of the values.
  */
 export function requireHost(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (request.headers.host !== undefined || request.raw.httpVersion === '1.0') return;
+    const problem = hostProblem(request.raw.rawHeaders, request.raw.httpVersion);
+    if (problem === null) return;
     return reply
       .code(400)
       .header('connection', 'close')
       .type('application/json; charset=utf-8')
-      .send(JSON.stringify({ error: { code: 400, message: 'HTTP/1.1 requests need a Host header' } }));
+      .send(JSON.stringify({ error: { code: 400, message: problem } }));
   });
 }
 

@@ -72,6 +72,22 @@ class AccessLineLogController extends LogController {
   }
 }
 
+/**
+ * Router failures (bad percent-encoding, an over-long path segment) are answered before any hook
+ * runs: what every answer gets from a hook — counted and logged (installRequestMetrics), nosniff —
+ * is done here for them. Observers are added once the app is composed.
+ */
+const routerFailureObservers = new WeakMap<
+  FastifyInstance,
+  Array<(request: FastifyRequest, reply: FastifyReply) => void>
+>();
+
+function onRouterFailure(app: FastifyInstance, observe: (request: FastifyRequest, reply: FastifyReply) => void): void {
+  const observers = routerFailureObservers.get(app) ?? [];
+  observers.push(observe);
+  routerFailureObservers.set(app, observers);
+}
+
 /** The Fastify instance: routes declare their own body limit (route-table.ts), deadlines from the edge guard. */
 export function createHttpServer(
   server: ServerConfig,
@@ -92,7 +108,10 @@ export function createHttpServer(
     ...timeoutOptions(server),
     clientErrorHandler,
     // Router failures (bad percent-encoding, an over-long path segment) answer with the error record too.
-    frameworkErrors: replyWithError,
+    frameworkErrors: (error, request, reply) => {
+      for (const observe of routerFailureObservers.get(app) ?? []) observe(request, reply);
+      return replyWithError(error, request, reply.header('x-content-type-options', 'nosniff'));
+    },
   });
   // Slow clients hold sockets: at the cap, room is made by closing an idle connection of the address
   // holding the most, else the new connection is closed at once (connection-slots.ts).
@@ -112,7 +131,7 @@ export function createHttpServer(
  * included): one access line when it ends, with the client address the edge guard used.
  */
 export function installRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onRequest', async (request, reply) => {
+  const observe = (request: FastifyRequest, reply: FastifyReply): void => {
     const started = process.hrtime.bigint();
     reply.raw.once('close', () => {
       const route = request.routeOptions.url ?? 'unmatched';
@@ -132,7 +151,9 @@ export function installRequestMetrics(app: FastifyInstance, metrics: Metrics): v
       };
       request.log.info({ req, res: reply, responseTime: seconds * 1000 }, 'request completed');
     });
-  });
+  };
+  app.addHook('onRequest', async (request, reply) => observe(request, reply));
+  onRouterFailure(app, observe);
 }
 
 /** No route: 405 with `Allow` when the path exists with other methods, else 404 — both in the error record. */

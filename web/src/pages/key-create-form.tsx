@@ -15,6 +15,11 @@ function endOfUtcDay(day: string): string {
   return `${day}T23:59:59Z`;
 }
 
+/** Today as a date input's value, in UTC (the day a key's expiry is counted in). */
+function todayUtc(): string {
+  return new Date().toISOString().slice(0, 10);
+}
+
 export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onCancel(): void }) {
   const formId = useId();
   const [name, setName] = useState('');
@@ -38,6 +43,10 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
     if (limitValue !== null) {
       body.limit = limitValue;
       body.limit_reset = reset === '' ? null : reset;
+    }
+    if (expires !== '' && expires < todayUtc()) {
+      setError(new Error('The expiry day has passed (days are UTC): choose today or a later day.'));
+      return;
     }
     if (expires !== '') body.expires_at = endOfUtcDay(expires);
     if (management) body.management = true;
@@ -94,7 +103,13 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
       </div>
       <label>
         Expires after (UTC day, optional)
-        <input name="expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
+        <input
+          name="expires"
+          type="date"
+          min={todayUtc()}
+          value={expires}
+          onChange={(e) => setExpires(e.target.value)}
+        />
       </label>
       <label className="check">
         <input type="checkbox" checked={includeByok} onChange={(e) => setIncludeByok(e.target.checked)} />

@@ -314,6 +314,11 @@ describe('free-model rate limits when Redis is unreachable (REDIS_URL on a close
       expect(ready.status).toBe(503);
       expect(ready.json).toMatchObject({ status: 'unavailable', redis: 'unavailable', reasons: ['redis_unavailable'] });
       expect((await getJson(gw, '/key', key)).status).toBe(503);
+      // The account's own page still answers (the dashboard's balance), without today's count.
+      const manager = await gw.createKey(account, { management: true });
+      const overview = await getJson(gw, '/account', manager.key);
+      expect(overview.status).toBe(200);
+      expect(overview.json.data).toMatchObject({ id: account, free_model_daily_requests: null });
     } finally {
       await close();
     }

@@ -94,12 +94,13 @@ export function accountOfCaller(deps: Pick<AccountDeps, 'store'>, accountId: str
 
 /**
  * GET /account: the account, the credit granted to its OAuth apps, and today's free-model requests
- * (`freeDaily`: null on a gateway without a free model, where there is nothing to count).
+ * (`freeDaily`: null on a gateway without a free model, where there is nothing to count; it answers
+ * null when the counters cannot be read).
  */
 export async function accountOverview(
   deps: Pick<AccountDeps, 'store'>,
   accountId: string,
-  freeDaily: ((account: AccountRecord) => Promise<FreeModelDaily>) | null,
+  freeDaily: ((account: AccountRecord) => Promise<FreeModelDaily | null>) | null,
 ): Promise<z.output<typeof accountOverviewSchema>> {
   const [account, granted] = await Promise.all([
     deps.store.getAccount(accountId),

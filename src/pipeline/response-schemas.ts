@@ -118,7 +118,8 @@ export const accountOverviewSchema = accountSchema
   .extend({
     total_granted: usd.meta({ description: 'Credit limits granted to OAuth apps' }),
     free_model_daily_requests: freeModelDailySchema.nullable().meta({
-      description: "Today's (UTC) free-model requests of the account; null when the gateway serves no free model",
+      description:
+        "Today's (UTC) free-model requests of the account; null when the gateway serves no free model, or its counters cannot be read right now",
     }),
   })
   .meta({ id: 'AccountOverview' });

@@ -11,6 +11,7 @@ import { json } from '../route-doc.js';
 import { accountOverviewSchema, appGrantSchema, deletedResponse } from '../../pipeline/response-schemas.js';
 import type { Services } from '../services.js';
 import type { AccountRecord } from '../../store/types.js';
+import { isStoreUnavailable } from '../../billing/store-health.js';
 
 export function registerAccountHolderRoutes(routes: RouteTable, services: Services): void {
   routes.add(
@@ -19,7 +20,15 @@ export function registerAccountHolderRoutes(routes: RouteTable, services: Servic
     async (request, reply) => {
       const caller = await authenticateAccount(services, request, reply);
       const servesFree = [...services.catalog.models.values()].some((model) => model.isFree);
-      const freeDaily = servesFree ? (account: AccountRecord) => services.freeModels.daily(account) : null;
+      // The counters' store (Redis) down fails free requests and GET /key; the account's own page
+      // still answers, without today's count.
+      const freeDaily = servesFree
+        ? (account: AccountRecord) =>
+            services.freeModels.daily(account).catch((error: unknown) => {
+              if (isStoreUnavailable(error)) return null;
+              throw error;
+            })
+        : null;
       return { data: await accountOverview(services.keys, caller.accountId, freeDaily) };
     },
     {

@@ -29,6 +29,11 @@ export class StoreHealth {
     return this.outageSince !== null;
   }
 
+  /** Reads are failing (the store is down or not answering; a full disk fails writes only). */
+  get readsFailing(): boolean {
+    return this.failing.has('read');
+  }
+
   /** Charges cannot be committed (the store is down, or its disk full or read-only). */
   get writesFailing(): boolean {
     return this.failing.has('write');

@@ -158,6 +158,28 @@ describe('notifications', () => {
     expect(mailTo(h.email)).toHaveLength(2);
   });
 
+  it('low balance: a top-up that brings the credits back to an earlier total opens a new window; a downward adjustment opens none', async () => {
+    const h = await holder(1);
+    const key = await gw.createKey(h.id);
+    await call(gw, 'PATCH', '/account/notifications', { key: h.management, json: { low_balance: { threshold: 5 } } });
+    expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    await waitForMail(h.email, 1);
+    // Credits taken away (an operator's correction): not credits added, no new notice.
+    const down = { amount: -0.25, kind: 'adjustment', reference: `down-${h.id}` };
+    expect((await gw.admin('POST', `/accounts/${h.id}/credits`, down)).status).toBe(201);
+    expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    await quiet();
+    expect(mailTo(h.email)).toHaveLength(1);
+    // A purchase back to the first total: credits added, a new window, one notice.
+    const up = { amount: 0.25, kind: 'purchase', reference: `up-${h.id}` };
+    expect((await gw.admin('POST', `/accounts/${h.id}/credits`, up)).status).toBe(201);
+    expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    await waitForMail(h.email, 2);
+    expect((await chat(gw, key.key, { model: 'test/chat', messages: HELLO, max_tokens: 5 })).status).toBe(200);
+    await quiet();
+    expect(mailTo(h.email)).toHaveLength(2);
+  });
+
   it('a free model’s request charges nothing and sends no low-balance notice, even to an account with no credits', async () => {
     // Before, every free-tier account heard "balance below 1.00 USD" on its first free request (outside check).
     const h = await holder(0);

@@ -99,6 +99,9 @@ export class UsageAlerts {
     const threshold = settings.lowBalanceThreshold ?? this.deps.defaultThreshold;
     const balance = account.totalCredits - account.totalUsage;
     if (balance >= threshold) return;
+    // One notice per window, and a window per top-up: the total of credits would name a window
+    // again when a top-up brings it back to an earlier total (after a downward adjustment).
+    const window = (await store.notifications.lastTopUp(accountId)) ?? 'none';
     await mail.enqueue([
       mail.compose(
         lowBalanceMail({ balanceUsd: usd(balance), thresholdUsd: usd(threshold), dashboard: mail.dashboardUrl }),
@@ -106,7 +109,7 @@ export class UsageAlerts {
           kind: 'low_balance',
           recipient: account.email,
           accountId,
-          dedupeKey: `low_balance:${accountId}:${account.totalCredits}`,
+          dedupeKey: `low_balance:${accountId}:${window}`,
         },
       ),
     ]);

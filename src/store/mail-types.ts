@@ -99,6 +99,11 @@ export interface NotificationStore {
   updateSettings(accountId: string, patch: NotificationSettingsPatch, at: number): Promise<NotificationSettings>;
   /** Live (not deleted, not disabled) keys with `from < expires_at <= to` whose holder wants expiry notices. */
   expiringKeys(from: number, to: number): Promise<ExpiringKey[]>;
+  /**
+   * The id of the account's latest credit entry that added credits (a purchase, a grant, an upward
+   * adjustment), or null: what opens a new low-balance window.
+   */
+  lastTopUp(accountId: string): Promise<string | null>;
 }
 
 /** Inserting outbox rows inside a transaction another store opened (the state change that causes the mail). */

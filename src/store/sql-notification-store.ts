@@ -1,4 +1,4 @@
-/** Account holders' notification settings and the key-expiry query, over either SQL driver. */
+/** Account holders' notification settings, the key-expiry query and the last top-up, over either SQL driver. */
 import {
   DEFAULT_NOTIFICATION_SETTINGS,
   type ExpiringKey,
@@ -43,6 +43,14 @@ export class SqlNotificationStore implements NotificationStore {
       );
       return next;
     });
+  }
+
+  async lastTopUp(accountId: string): Promise<string | null> {
+    const [row] = await this.driver.all(
+      'SELECT id FROM credit_entries WHERE account_id = ? AND amount > 0 ORDER BY created_at DESC, id DESC LIMIT 1',
+      [accountId],
+    );
+    return row ? asString(row.id) : null;
   }
 
   async expiringKeys(from: number, to: number): Promise<ExpiringKey[]> {

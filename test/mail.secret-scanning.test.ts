@@ -121,7 +121,7 @@ describe('secret-scanning reports and exposed-key mail', () => {
     expect(mail!.decoded).toContain('"ci deploy"');
     expect(mail!.decoded).toContain(label);
     expect(mail!.decoded).toContain(REPORT_URL);
-    expect(mail!.decoded).toContain('Reported by: content');
+    expect(mail!.decoded).toContain('Found in: content');
     expect(mail!.decoded).toMatch(/Delete this key and create a new one/);
     expect(mail!.raw).not.toContain(victim.key.slice(9));
     expect(mail!.decoded).not.toContain(victim.key.slice(9));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { retryDelay } from './outbox-sender.js';
-import { isPermanentSendFailure } from './smtp-transport.js';
+import { describeSendFailure, isPermanentSendFailure } from './smtp-transport.js';
 
 describe('outbox sender policy', () => {
   it('backs off exponentially with jitter, capped', () => {
@@ -17,5 +17,13 @@ describe('outbox sender policy', () => {
     expect(isPermanentSendFailure({ responseCode: 451 })).toBe(false);
     expect(isPermanentSendFailure({ responseCode: 535, code: 'EAUTH' })).toBe(false);
     expect(isPermanentSendFailure({ code: 'ECONNECTION' })).toBe(false);
+  });
+
+  it("records the server's reply once: its line starts with the code already", () => {
+    expect(describeSendFailure({ responseCode: 550, response: '550 5.1.1 No such user', code: 'EENVELOPE' })).toBe(
+      '550 5.1.1 No such user',
+    );
+    expect(describeSendFailure({ responseCode: 451, response: 'Try later' })).toBe('451 Try later');
+    expect(describeSendFailure({ code: 'ECONNECTION' })).toBe('ECONNECTION');
   });
 });

@@ -68,8 +68,11 @@ export function describeSendFailure(error: unknown): string {
     code?: unknown;
     response?: unknown;
   };
-  if (typeof response === 'string')
-    return `${typeof responseCode === 'number' ? responseCode : ''} ${response}`.trim().slice(0, 300);
+  if (typeof response === 'string') {
+    // nodemailer's `response` is the server's line, which starts with the code already ("550 5.1.1 …").
+    const code = typeof responseCode === 'number' ? String(responseCode) : '';
+    return (response.startsWith(code) ? response : `${code} ${response}`).trim().slice(0, 300);
+  }
   if (typeof code === 'string') return code;
   return 'send failed';
 }

@@ -32,7 +32,7 @@ describe('mail templates', () => {
     });
     expect(mail.text).not.toMatch(/prod[\r\n]/);
     expect(mail.text).toContain('"prod    Click https://evil.example to restore it " (sk-tg-v1-abc...xyz)');
-    expect(mail.text).toContain('Reported by: scanner Bcc: x');
+    expect(mail.text).toContain('Found in: scanner Bcc: x');
     expect(mail.text).toContain('Reason: a b');
     expect(mail.html).not.toContain('\u202e');
     // The template's own paragraph breaks stay.
@@ -45,10 +45,34 @@ describe('mail templates', () => {
     expect(mail.html).toContain('javascript:alert(1)');
   });
 
-  it('names the level and window of a key limit', () => {
-    expect(
-      keyLimitMail({ key, percent: 80, limitUsd: '5.00', usedUsd: '4.00', window: 'monthly', dashboard: null }).subject,
-    ).toBe('Your Tollgate API key sk-tg-v1-abc...xyz has used 80 % of its monthly limit');
+  it('names the level and window of a key limit; a total limit is not said to reset', () => {
+    const monthly = { key, limitUsd: '5.00', usedUsd: '4.00', window: 'monthly', resets: true, dashboard: null };
+    expect(keyLimitMail({ ...monthly, percent: 80 }).subject).toBe(
+      'Your Tollgate API key sk-tg-v1-abc...xyz has used 80 % of its monthly limit',
+    );
+    expect(keyLimitMail({ ...monthly, percent: 100 }).text).toContain('until the window resets or the limit is raised');
+    const total = { ...monthly, window: 'total', resets: false };
+    for (const percent of [80, 100] as const) {
+      const text = keyLimitMail({ ...total, percent }).text;
+      expect(text).toContain('until the limit is raised');
+      expect(text).not.toContain('window');
+    }
+  });
+
+  it('a key the operator marked is not said to have been found anywhere', () => {
+    const marked = keyCompromisedMail({ key, url: null, source: null, reason: 'left in a laptop', dashboard: null });
+    expect(marked.text).toContain('The operator of this gateway reported your API key');
+    expect(marked.text).not.toContain('found where others can read it');
+    expect(marked.text).toContain('Reason: left in a laptop');
+    const scanned = keyCompromisedMail({
+      key,
+      url: 'https://github.com/o/r',
+      source: 'commit',
+      reason: null,
+      dashboard: null,
+    });
+    expect(scanned.text).toContain('was found where others can read it');
+    expect(scanned.text).toContain('Found in: commit');
   });
 
   it('ends a notice with where to act in the dashboard, and how to turn such notices off', () => {

@@ -87,12 +87,16 @@ export function keyCompromisedMail(input: {
 }): RenderedMail {
   const where: Paragraph[] = [];
   if (input.url) where.push(['Where it was found: ', linkOrText(input.url)]);
-  if (input.source) where.push([`Reported by: ${input.source}`]);
+  // A code host's `source` says where in it the key was (content, a commit, an issue…), not who reported it.
+  if (input.source) where.push([`Found in: ${input.source}`]);
   if (input.reason) where.push([`Reason: ${input.reason}`]);
+  // Neither place nor kind of place: the gateway's operator marked it, with a reason or none.
+  const how =
+    input.url === null && input.source === null
+      ? 'The operator of this gateway reported your API key KEY as exposed, so it has been disabled.'
+      : 'Your API key KEY was found where others can read it, so we disabled it.';
   return render(`Your Tollgate API key ${input.key.label} was exposed and has been disabled`, [
-    [
-      `Your API key ${keyName(input.key)} was found where others can read it, so we disabled it. Requests made with it are refused from now on.`,
-    ],
+    [`${how.replace('KEY', keyName(input.key))} Requests made with it are refused from now on.`],
     ...where,
     [REPLACE_KEY],
     goTo(input.dashboard, 'keys', 'Your keys'),
@@ -146,12 +150,15 @@ export function keyLimitMail(input: {
   limitUsd: string;
   usedUsd: string;
   window: string;
+  /** The limit starts again each day, week or month; a total limit never does. */
+  resets: boolean;
   dashboard: Dashboard;
 }): RenderedMail {
+  const until = input.resets ? 'until the window resets or the limit is raised' : 'until the limit is raised';
   const reached =
     input.percent === 100
-      ? 'Its requests are refused (402) until the window resets or the limit is raised.'
-      : 'Requests are refused once the limit is reached, until the window resets or the limit is raised.';
+      ? `Its requests are refused (402) ${until}.`
+      : `Requests are refused once the limit is reached, ${until}.`;
   return render(`Your Tollgate API key ${input.key.label} has used ${input.percent} % of its ${input.window} limit`, [
     [
       `Your API key ${keyName(input.key)} has used ${input.usedUsd} USD of its ${input.window} limit of ${input.limitUsd} USD.`,

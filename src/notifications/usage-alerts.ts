@@ -146,6 +146,7 @@ export class UsageAlerts {
           limitUsd: usd(key.limit),
           usedUsd: usd(used),
           window,
+          resets: key.limitReset !== null,
           dashboard: mail.dashboardUrl,
         }),
         {

@@ -71,7 +71,16 @@ describe('HTTP surface', () => {
         status: 400,
         body: { error: { code: 400, message: 'The Host header is not a valid host' } },
       });
-    for (const good of ['example.com', '127.0.0.1:8080', '[::1]:80', 'xn--bcher-kva.example', 'a.b-c_d~e'])
+    for (const good of [
+      'example.com',
+      '127.0.0.1:8080',
+      '[::1]:80',
+      '[fe80::1%25eth0]',
+      '[v1.fe80::a+en1]',
+      'xn--bcher-kva.example',
+      'a.b-c_d~e',
+      'example.com.',
+    ])
       expect((await ask(`Host: ${good}\r\n`)).status, good).toBe(200);
   });
 

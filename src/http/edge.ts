@@ -77,8 +77,12 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   socket.destroy();
 }
 
-/** RFC 3986 §3.2.2–3 `host [ ":" port ]`: an IP literal or a reg-name (empty allowed), digits for the port. */
-const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+/**
+ * RFC 3986 §3.2.2–3 `host [ ":" port ]`: an IP literal (IPv6, with RFC 6874's zone ID, or IPvFuture)
+ * or a reg-name (empty allowed), digits for the port.
+ */
+const HOST_VALUE =
+  /^(?:\[(?:[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9\-._~%]+)?|v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
 
 /** Why the request's Host is refused (RFC 9112 §3.2: "MUST respond with a 400"), or null. */
 export function hostProblem(rawHeaders: readonly string[], httpVersion: string): string | null {

@@ -54,6 +54,16 @@ describe('token estimates', () => {
     ).toBeGreaterThan(estimatePromptTokens([{ role: 'user', content: 'hi' }]) + 3);
   });
 
+  it('counts fields no schema knows, which an endpoint may read as prompt (vLLM documents), as their text', () => {
+    const messages = [{ role: 'user', content: 'answer from the documents' }];
+    const bare = estimatePromptTokens(messages);
+    const documents = Array.from({ length: 20 }, (_, i) => ({ title: `doc ${i}`, text: 'evidence '.repeat(100) }));
+    expect(estimatePromptTokens(messages, { others: [documents] }) - bare).toBeGreaterThan(2000);
+    expect(estimatePromptTokens(messages, { others: ['a system addendum '.repeat(100)] }) - bare).toBeGreaterThan(200);
+    // Numbers and booleans are settings, not text.
+    expect(estimatePromptTokens(messages, { others: [42, true, null] })).toBe(bare);
+  });
+
   it('estimates a text past 32 KB from samples of its density, not at a third of its length', () => {
     // One token per character in our tokenizer ("ꙮ" is three): 33,600 characters are ~33,600 tokens or more.
     const dense = 'ꙮ'.repeat(33_600);

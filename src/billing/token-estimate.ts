@@ -43,6 +43,11 @@ export interface PromptExtras {
   /** The legacy forms of `tools` and `tool_choice`, still accepted and forwarded. */
   functions?: unknown;
   function_call?: unknown;
+  /**
+   * Fields no schema here knows, which an endpoint may be sent and read as prompt (vLLM's `documents`,
+   * rendered into the prompt by a RAG chat template): each counted as its JSON text.
+   */
+  others?: readonly unknown[];
 }
 
 export function estimatePromptTokens(messages: readonly Record<string, unknown>[], extras: PromptExtras = {}): number {
@@ -87,6 +92,12 @@ export function estimatePromptTokenRange(
     extras.function_call,
   ])
     if (extra && typeof extra === 'object') add(JSON.stringify(extra));
+  // Held for (`upper`), but not taken from the completion's room (`likely`): an endpoint that does not
+  // list such a field is never sent it.
+  for (const other of extras.others ?? []) {
+    const text = typeof other === 'string' ? other : other && typeof other === 'object' ? JSON.stringify(other) : '';
+    if (text !== '') upper += boundedTokenRange(text, tokenizer).upper;
+  }
   return { upper, likely };
 }
 

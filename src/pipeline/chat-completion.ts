@@ -112,17 +112,24 @@ export function plan(
   );
 }
 
+/** The request fields the schema knows (what it reads as prompt is counted by name in the estimate). */
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(chatRequestSchema.shape));
+
 export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted> {
   const request = scrubKeysFromRequest(deps.keyLeaks, validate(ctx.body));
   let attempts = plan(deps, request, ctx.key, await deps.byok.forKey(ctx.key.accountId, ctx.key.hash));
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
-  const prompt = estimatePromptTokenRange(request.messages, request);
-  const promptEstimate = prompt.upper;
   // Every field beside the messages too: an endpoint may be sent fields it reads as prompt that no
-  // schema here knows (vLLM's `documents`, rendered into the prompt by a RAG chat template).
+  // schema here knows (vLLM's `documents`, rendered into the prompt by a RAG chat template) — held
+  // for, and within the ceiling of what a provider's count is charged.
   const { messages: _messages, ...besideMessages } = request as Record<string, unknown>;
+  const others = Object.entries(besideMessages)
+    .filter(([name]) => !KNOWN_FIELDS.has(name))
+    .map(([, value]) => value);
+  const prompt = estimatePromptTokenRange(request.messages, { ...request, others });
+  const promptEstimate = prompt.upper;
   const promptCeiling = promptCeilingOf(request.messages, besideMessages);
   let upstream = prepareUpstream(request, attempts, prompt);
   let hold: Hold;

@@ -343,6 +343,19 @@ describe('session cookie behind a proxy, and open sign-up', { timeout: 120_000 }
       headers: { 'x-forwarded-proto': 'https' },
     });
     expect(String(viaProxy.headers['set-cookie']).split('; ')).toContain('Secure');
+    // Over HTTPS the cookie is __Host- prefixed (no sibling subdomain can plant one), and only that name is read.
+    expect(String(viaProxy.headers['set-cookie'])).toMatch(
+      /^__Host-tg_session=[^;]+; Max-Age=\d+; Path=\/; HttpOnly; SameSite=Lax; Secure$/,
+    );
+    const token = cookieOf(viaProxy).split('=')[1]!;
+    const overHttps = { 'x-forwarded-proto': 'https' };
+    expect(
+      (await call(proxied, 'GET', '/session', { headers: { ...overHttps, cookie: `__Host-tg_session=${token}` } }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call(proxied, 'GET', '/session', { headers: { ...overHttps, cookie: `tg_session=${token}` } })).status,
+    ).toBe(401);
     const direct = await call(open, 'POST', '/session', {
       json: { email: 'x@example.test', password: 'whatever it is' },
       headers: { 'x-forwarded-proto': 'https' },
@@ -354,6 +367,7 @@ describe('session cookie behind a proxy, and open sign-up', { timeout: 120_000 }
       headers: { 'x-forwarded-proto': 'https' },
     });
     expect(String(notTrusted.headers['set-cookie']).split('; ')).not.toContain('Secure');
+    expect(String(notTrusted.headers['set-cookie'])).toMatch(/^tg_session=/);
     // Behind the proxy, the browser's origin is https://<forwarded host>: that is what Origin must equal.
     const session = { cookie: cookieOf(viaProxy), csrf: viaProxy.json.data.csrf_token as string };
     const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example' };

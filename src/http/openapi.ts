@@ -50,7 +50,7 @@ const SECURITY_SCHEMES = {
     in: 'cookie',
     name: 'tg_session',
     description:
-      'The dashboard’s session cookie. State-changing methods also need `X-CSRF-Token` (from `GET /api/v1/session`) and a same-origin `Origin`.',
+      'The dashboard’s session cookie (`__Host-tg_session` over HTTPS). State-changing methods also need `X-CSRF-Token` (from `GET /api/v1/session`) and a same-origin `Origin`.',
   },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The operator’s `TOLLGATE_ADMIN_TOKEN`.' },
   metricsToken: {

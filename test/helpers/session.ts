@@ -27,7 +27,7 @@ export async function createHolder(
   return { id: created.json.data.id as string, email, password };
 }
 
-/** The `tg_session=<token>` pair of a Set-Cookie header. */
+/** The `tg_session=<token>` (over HTTPS `__Host-tg_session=<token>`) pair of a Set-Cookie header. */
 export function cookieOf(result: CallResult): string {
   const header = result.headers['set-cookie'];
   const text = Array.isArray(header) ? header[0]! : String(header);

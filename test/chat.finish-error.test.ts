@@ -39,6 +39,14 @@ describe('an answer the provider ends with an error', () => {
       { write: usageChunk(10, 2) },
       { write: DONE },
     ]);
+    // vLLM's answer to a request its engine aborted (shutdown, pause, scale-down): 200, `abort`, [DONE].
+    upstream.scripts.set('aborted', () => [
+      { write: chunk({ role: 'assistant', content: 'aborted mid' }) },
+      { write: chunk({}, 'abort') },
+      { write: usageChunk(8, 3) },
+      { write: DONE },
+    ]);
+    upstream.scripts.set('aborted-json', () => [{ write: answerJson('aborted mid', 'abort') }]);
     upstream.scripts.set('broken-json', () => [{ write: answerJson('Partial ans', 'error') }]);
     upstream.scripts.set('healthy-json', () => [{ write: answerJson('Whole answer', 'stop') }]);
     gw = await startTestGateway({
@@ -73,6 +81,30 @@ describe('an answer the provider ends with an error', () => {
             name: 'broken only',
             context_length: 8192,
             endpoints: [{ provider: 'up-a', model: 'broken', pricing: PRICING }],
+          },
+          {
+            id: 'test/aborted-then-healthy',
+            name: 'aborted, then healthy',
+            context_length: 8192,
+            endpoints: [
+              { provider: 'up-a', model: 'aborted', pricing: PRICING },
+              { provider: 'up-b', model: 'healthy', pricing: PRICING },
+            ],
+          },
+          {
+            id: 'test/aborted-only',
+            name: 'aborted only',
+            context_length: 8192,
+            endpoints: [{ provider: 'up-a', model: 'aborted', pricing: PRICING }],
+          },
+          {
+            id: 'test/plain-aborted-then-healthy',
+            name: 'plain: aborted, then healthy',
+            context_length: 8192,
+            endpoints: [
+              { provider: 'plain', model: 'aborted-json', pricing: PRICING },
+              { provider: 'plain', model: 'healthy-json', pricing: PRICING },
+            ],
           },
           {
             id: 'test/plain-broken-then-healthy',
@@ -119,5 +151,19 @@ describe('an answer the provider ends with an error', () => {
     expect(error?.error.message).toContain('ended the answer with an error');
     expect(error?.choices[0].finish_reason).toBe('error');
     expect(s.events.filter((e) => e.choices?.[0]?.finish_reason === 'error')).toHaveLength(1);
+  });
+
+  it("vLLM's `abort` (its engine aborted the request) is a cut answer too: failover, the error, the in-band error", async () => {
+    const { key } = await gw.createKey(await gw.createAccount(1));
+    for (const model of ['test/aborted-then-healthy', 'test/plain-aborted-then-healthy']) {
+      const r = await chat(gw, key, ask(model));
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.choices[0].message.content).toBe('Whole answer');
+    }
+    expect((await chat(gw, key, ask('test/aborted-only'))).status).toBe(502);
+    const s = await chatStream(gw, key, ask('test/aborted-only'));
+    const error = s.events.find((e) => e.error !== undefined);
+    expect(error?.choices[0].finish_reason).toBe('error');
+    expect(s.events.some((e) => e.choices?.[0]?.finish_reason === 'abort')).toBe(false);
   });
 });

@@ -439,19 +439,19 @@ function finishedWithError(event: ChunkEvent): UpstreamFailure | null {
 
 /**
  * The provider's own `finish_reason: "error"` (an OpenAI-compatible server, or OpenRouter in front of
- * one). Reasons we map to "error" from another native value (Gemini's MALFORMED_FUNCTION_CALL or
- * LANGUAGE, an unreadable reason) come from the request or the model, not a failing provider: the
- * answer is served as it ended, as before — failing over would bill every endpoint for one caller's
- * request and count against their health.
+ * one), or vLLM's `abort` (its engine aborted the request: shutdown, pause, scale-down). Reasons we
+ * map to "error" from another native value (Gemini's MALFORMED_FUNCTION_CALL or LANGUAGE, an
+ * unreadable reason) come from the request or the model, not a failing provider: the answer is served
+ * as it ended, as before — failing over would bill every endpoint for one caller's request and count
+ * against their health.
  */
 export function isProviderError(choice: {
   finish_reason: string | null;
   native_finish_reason: string | null;
 }): boolean {
-  return (
-    choice.finish_reason === 'error' &&
-    (choice.native_finish_reason === null || choice.native_finish_reason === 'error')
-  );
+  if (choice.finish_reason !== 'error') return false;
+  const native = choice.native_finish_reason;
+  return native === null || native === 'error' || native.toLowerCase() === 'abort';
 }
 
 /** An answer the provider ended with `finish_reason: "error"`: a server failure. */

@@ -178,6 +178,45 @@ describe('classifyOpenAiHttpError', () => {
     expect(classify(400, CONTEXT_LENGTH_NO_CODE)).toMatchObject({ type: 'context_length_exceeded', providerCode: 400 });
   });
 
+  it.each([
+    [
+      'vLLM',
+      400,
+      {
+        object: 'error',
+        message:
+          'The decoder prompt (length 5000) is longer than the maximum model length of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.',
+        type: 'BadRequestError',
+        param: null,
+        code: 400,
+      },
+    ],
+    [
+      'llama.cpp server',
+      400,
+      {
+        error: {
+          code: 400,
+          message: 'the request exceeds the available context size, try increasing it',
+          type: 'exceed_context_size_error',
+          n_prompt_tokens: 5000,
+          n_ctx: 4096,
+        },
+      },
+    ],
+    [
+      'TGI',
+      422,
+      {
+        error:
+          'Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 21 `inputs` tokens and 5000 `max_new_tokens`',
+        error_type: 'validation',
+      },
+    ],
+  ])("recognises %s's context overflow (the models fallback moves on)", (_server, status, body) => {
+    expect(classify(status, JSON.stringify(body))).toMatchObject({ type: 'context_length_exceeded' });
+  });
+
   it('recognises content policy rejections by code, Azure content filter and moderation flags', () => {
     expect(classify(400, CONTENT_POLICY)).toMatchObject({
       type: 'content_policy',

@@ -85,13 +85,23 @@ function failureTypeWithoutStatus(detail: ErrorDetail): FailureType {
   return 'server';
 }
 
+/**
+ * A prompt (with its completion budget) past the model's context, as OpenAI-compatible servers word
+ * it: OpenAI's own, vLLM's "longer than the maximum model length", llama.cpp's "exceeds the available
+ * context size", TGI's "`inputs` tokens + `max_new_tokens` must be <= N".
+ */
 const CONTEXT_LENGTH_MESSAGE =
-  /maximum context length|context[ _]length|context window|prompt is too long|input is too long/i;
+  /maximum context length|context[ _]length|context window|context size|maximum model length|prompt is too long|input is too long|tokens \+ `?max_new_tokens`? must be <=/i;
+const CONTEXT_LENGTH_CODES = new Set(['context_length_exceeded', 'exceed_context_size_error']);
 const CONTENT_POLICY_CODES = new Set(['content_policy_violation', 'content_filter', 'content_policy']);
 const CONTENT_POLICY_MESSAGE = /content (management )?polic|content filter|safety system|flagged/i;
 
 function isContextLength(detail: ErrorDetail): boolean {
-  if (detail.code === 'context_length_exceeded' || detail.type === 'context_length_exceeded') return true;
+  if (
+    (typeof detail.code === 'string' && CONTEXT_LENGTH_CODES.has(detail.code)) ||
+    (typeof detail.type === 'string' && CONTEXT_LENGTH_CODES.has(detail.type))
+  )
+    return true;
   return detail.message !== null && CONTEXT_LENGTH_MESSAGE.test(detail.message);
 }
 

@@ -21,6 +21,7 @@ describe('finish reasons from upstreams', () => {
     ['tool_use', 'tool_calls'],
     ['SAFETY', 'content_filter'],
     ['error', 'error'],
+    ['abort', 'error'], // vLLM: its engine aborted the request (isProviderError: a cut answer)
     ['ERROR', 'ERROR'], // only the exact "error" is a provider failing (stream-reader.ts, isProviderError)
     ['some_future_reason', 'some_future_reason'], // unknown but a plain short token: passes through
     ['constructor', 'constructor'],

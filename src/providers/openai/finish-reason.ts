@@ -40,6 +40,9 @@ const SYNONYMS: ReadonlyMap<string, string> = new Map([
   ['prohibited_content', 'content_filter'],
   ['spii', 'content_filter'],
   ['refusal', 'content_filter'],
+  // vLLM ends a request its engine aborted (shutdown, pause, scale-down) with HTTP 200, `abort` and
+  // `[DONE]`: the answer was cut by the server, as an `error` finish says.
+  ['abort', 'error'],
 ]);
 
 export function normalizeOpenAiFinishReason(raw: string | null): string | null {

@@ -184,6 +184,56 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     expect(overflow).toBeLessThanOrEqual(0);
   });
 
+  it('Activity shows no figures before its data is known: "…" while loading, "—" when unreachable, never zeros and empty charts', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const p = await signedIn(holder, '/keys');
+    await p.getByRole('heading', { name: 'API keys' }).waitFor(PATIENT);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await p.route('**/api/v1/activity/daily*', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await p.getByRole('link', { name: 'Activity' }).click();
+    await p.getByText('Loading activity…').waitFor();
+    expect(await p.locator('.stats dd').allTextContents()).toEqual(['…', '…', '…']);
+    expect(await p.getByText('No activity').count()).toBe(0);
+    release();
+    await expect.poll(async () => (await p.locator('.stats dd').first().textContent()) ?? '').toMatch(/^\$/);
+    await p.unrouteAll();
+    // Unreachable: the error, and no zeros under it.
+    await p.route('**/api/v1/activity/daily*', (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 503, message: 'Storage is unavailable' } }),
+      }),
+    );
+    await p.reload();
+    await p.getByText('Could not load daily activity').waitFor(PATIENT);
+    expect(await p.locator('.stats dd').allTextContents()).toEqual(['—', '—', '—']);
+    expect(await p.getByText('No activity').count()).toBe(0);
+    expect(await p.getByText('$0.00').count()).toBe(0);
+  });
+
+  it('a long e-mail address wraps on Settings and is named whole in the header, at desktop and phone width', async () => {
+    const email = `${'averyveryverylongmailboxname'.repeat(2)}.${'x'.repeat(8)}@subdomain.of.a.very.long.example-domain-name.example.com`;
+    const password = 'a long demo password 123';
+    expect((await gw.admin('POST', '/accounts', { email, password })).status).toBe(201);
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      const { page: p } = await page(viewport);
+      await p.goto('/settings');
+      await signInThroughPage(p, email, password);
+      await p.getByText(`Signed in as ${email}.`).waitFor(PATIENT);
+      const overflow = await p.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      expect(overflow, `${viewport.width} px`).toBeLessThanOrEqual(0);
+      if (viewport.width > 700) expect(await p.locator('.account-email').getAttribute('title')).toBe(email);
+    }
+  });
+
   it('a sign-in refused after a mouse click gives the keyboard focus back to the button, not to the page', async () => {
     const holder = await createHolder(gw, 'a long demo password 123');
     const { page: p } = await page();

@@ -60,7 +60,9 @@ function Header(props: { path: string }) {
         </Link>
         {signedIn ? (
           <div className="account">
-            <span className="account-email">{state.session.account.email}</span>
+            <span className="account-email" title={state.session.account.email}>
+              {state.session.account.email}
+            </span>
             <button
               type="button"
               className="link-button"

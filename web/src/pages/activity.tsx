@@ -34,6 +34,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
     <section aria-labelledby="generations-title">
       <h2 id="generations-title">Recent generations</h2>
       <ErrorNotice error={page.error} title="Could not load generations" onRetry={page.reload} />
+      {rows.length === 0 && page.loading ? <p className="muted">Loading generations…</p> : null}
       {rows.length === 0 && !page.loading && !page.error ? <p className="empty">No generations yet.</p> : null}
       {rows.length > 0 ? (
         <div className="table-scroll">
@@ -120,6 +121,8 @@ export function ActivityPage() {
   const tokens = useMemo(() => seriesOf(rows, days, 'tokens'), [rows, days]);
   const requests = useMemo(() => seriesOf(rows, days, 'requests'), [rows, days]);
   const totals = useMemo(() => totalsOf(rows), [rows]);
+  const known = daily.data !== null;
+  const unknown = daily.loading ? '…' : '—';
 
   return (
     <section>
@@ -165,25 +168,30 @@ export function ActivityPage() {
       <ErrorNotice error={keys.error} title="Could not load your keys" onRetry={keys.reload} />
       <ErrorNotice error={models.error} title="Could not load the models" onRetry={models.reload} />
       <ErrorNotice error={daily.error} title="Could not load daily activity" onRetry={daily.reload} />
-      <dl className="stats" aria-label="Last 30 days">
+      {/* No figures before the activity is known: zeros and empty charts would read as "no spend". */}
+      <dl className="stats" aria-label="Last 30 days" aria-busy={known ? undefined : daily.loading}>
         <div>
           <dt>Spend, last {DAYS} days</dt>
-          <dd>{formatUsd(totals.usage)}</dd>
+          <dd>{known ? formatUsd(totals.usage) : unknown}</dd>
         </div>
         <div>
           <dt>Tokens</dt>
-          <dd>{formatInteger(totals.tokens)}</dd>
+          <dd>{known ? formatInteger(totals.tokens) : unknown}</dd>
         </div>
         <div>
           <dt>Requests</dt>
-          <dd>{formatInteger(totals.requests)}</dd>
+          <dd>{known ? formatInteger(totals.requests) : unknown}</dd>
         </div>
       </dl>
-      <div className="charts">
-        <TimeChart title="Spend (USD)" days={days} series={spend} format={formatUsd} />
-        <TimeChart title="Tokens" days={days} series={tokens} format={formatTokens} whole />
-        <TimeChart title="Requests" days={days} series={requests} format={formatTokens} whole />
-      </div>
+      {known ? (
+        <div className="charts">
+          <TimeChart title="Spend (USD)" days={days} series={spend} format={formatUsd} />
+          <TimeChart title="Tokens" days={days} series={tokens} format={formatTokens} whole />
+          <TimeChart title="Requests" days={days} series={requests} format={formatTokens} whole />
+        </div>
+      ) : daily.loading ? (
+        <p className="muted">Loading activity…</p>
+      ) : null}
       <GenerationsTable key={`${model}|${keyHash}|${refresh}`} model={model} keyHash={keyHash} />
     </section>
   );

@@ -244,7 +244,9 @@ export function SettingsPage() {
   return (
     <section>
       <h1>Settings</h1>
-      {state.status === 'signed-in' ? <p className="muted">Signed in as {state.session.account.email}.</p> : null}
+      {state.status === 'signed-in' ? (
+        <p className="muted wrap-anywhere">Signed in as {state.session.account.email}.</p>
+      ) : null}
       <PasswordForm />
       <SignOutEverywhere />
       <NotificationSettings />

@@ -13,6 +13,14 @@ import { sqliteTarget } from './helpers/store-targets.js';
 const ERRORS: Record<string, Record<string, unknown>> = {
   server: { code: 500, message: 'db=postgres://admin:pw@10.0.0.5/prod', type: 'server_error' },
   limited: { code: 429, message: 'Rate limit reached for requests', type: 'rate_limit_exceeded' },
+  // vLLM's error event for a prompt past the model's length (a bad request, as the same error before the first byte).
+  overflow: {
+    object: 'error',
+    message: 'The decoder prompt (length 5000) is longer than the maximum model length of 4096.',
+    type: 'BadRequestError',
+    param: null,
+    code: 400,
+  },
 };
 
 describe('an error event after the first tokens', () => {
@@ -77,6 +85,14 @@ describe('an error event after the first tokens', () => {
     expect(await errorOf('test/limited')).toMatchObject({
       code: 429,
       metadata: { error_type: 'rate_limit_exceeded' },
+    });
+  });
+
+  it("the caller's own fault as the provider judged it (vLLM's context overflow) is 400, as before the first byte", async () => {
+    expect(await errorOf('test/overflow')).toMatchObject({
+      code: 400,
+      message: expect.stringContaining('maximum model length'),
+      metadata: { error_type: 'context_length_exceeded' },
     });
   });
 });

@@ -73,6 +73,15 @@ describe('mail templates', () => {
     });
     expect(scanned.text).toContain('was found where others can read it');
     expect(scanned.text).toContain('Found in: commit');
+    // A name is text, never a replacement pattern.
+    const dollar = keyCompromisedMail({
+      key: { name: "a$'b$&c", label: key.label },
+      url: null,
+      source: null,
+      reason: null,
+      dashboard: null,
+    });
+    expect(dollar.text).toContain(`"a$'b$&c"`);
   });
 
   it('ends a notice with where to act in the dashboard, and how to turn such notices off', () => {

@@ -91,12 +91,13 @@ export function keyCompromisedMail(input: {
   if (input.source) where.push([`Found in: ${input.source}`]);
   if (input.reason) where.push([`Reason: ${input.reason}`]);
   // Neither place nor kind of place: the gateway's operator marked it, with a reason or none.
+  const name = keyName(input.key);
   const how =
     input.url === null && input.source === null
-      ? 'The operator of this gateway reported your API key KEY as exposed, so it has been disabled.'
-      : 'Your API key KEY was found where others can read it, so we disabled it.';
+      ? `The operator of this gateway reported your API key ${name} as exposed, so it has been disabled.`
+      : `Your API key ${name} was found where others can read it, so we disabled it.`;
   return render(`Your Tollgate API key ${input.key.label} was exposed and has been disabled`, [
-    [`${how.replace('KEY', keyName(input.key))} Requests made with it are refused from now on.`],
+    [`${how} Requests made with it are refused from now on.`],
     ...where,
     [REPLACE_KEY],
     goTo(input.dashboard, 'keys', 'Your keys'),

@@ -9,7 +9,7 @@ import { unitsToUsd, usdToUnits } from '../core/money.js';
 import type { AccountRecord, CreditKind, Store } from '../store/types.js';
 import { CREDIT_KINDS } from '../store/types.js';
 import type { FreeModelDaily } from './key-management.js';
-import { passwordSchema } from './sign-in.js';
+import { accountEmailSchema, passwordSchema } from './sign-in.js';
 
 export interface AccountDeps {
   store: Store;
@@ -18,7 +18,7 @@ export interface AccountDeps {
 }
 
 export const createAccountSchema = z.strictObject({
-  email: z.string().trim().toLowerCase().pipe(z.email('email must be a valid e-mail address')),
+  email: accountEmailSchema,
   password: passwordSchema.optional(),
 });
 

@@ -32,7 +32,22 @@ export const passwordSchema = z
   .min(PASSWORD_MIN_LENGTH, `password must be at least ${PASSWORD_MIN_LENGTH} characters`)
   .max(PASSWORD_MAX_LENGTH, `password must be at most ${PASSWORD_MAX_LENGTH} characters`);
 
-const emailSchema = z.string().trim().toLowerCase().max(320).pipe(z.email('email must be a valid e-mail address'));
+/**
+ * An account's e-mail address: valid, and within SMTP's limits (RFC 5321 §4.5.3.1: 64 octets before
+ * the @, 254 in all) — longer ones cannot be delivered to, so the account could never get a reset link.
+ */
+export const accountEmailSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254, 'email must be at most 254 characters')
+  .pipe(z.email('email must be a valid e-mail address'))
+  .refine(
+    (email) => Buffer.byteLength(email.slice(0, email.lastIndexOf('@'))) <= 64,
+    'email must have at most 64 characters before the @',
+  );
+
+const emailSchema = accountEmailSchema;
 
 export const credentialsSchema = z.strictObject({
   email: z.string().max(320),

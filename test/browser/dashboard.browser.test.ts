@@ -188,6 +188,9 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const row = p.getByRole('row', { name: 'Key automation' });
     await row.waitFor();
     expect(await row.textContent()).toContain('Management');
+    // It calls no model: no credit limit is offered for it.
+    expect(await row.getByRole('button', { name: 'Change the limit of automation' }).count()).toBe(0);
+    expect(await row.getByRole('button', { name: 'Rename automation' }).count()).toBe(1);
     // It manages keys through the API and cannot call models.
     expect((await getJson(gw, '/keys', key)).status).toBe(200);
     expect((await chat(gw, key, HELLO)).status).toBe(401);

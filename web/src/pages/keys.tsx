@@ -250,15 +250,18 @@ function KeyRow(props: {
             >
               Rename
             </button>
-            <button
-              type="button"
-              ref={buttons.limit}
-              onClick={() => open('limit')}
-              disabled={busy || mode === 'limit'}
-              aria-label={`Change the limit of ${key.name}`}
-            >
-              Limit
-            </button>
+            {/* A management key calls no model: a credit limit would limit nothing. */}
+            {key.is_management_key ? null : (
+              <button
+                type="button"
+                ref={buttons.limit}
+                onClick={() => open('limit')}
+                disabled={busy || mode === 'limit'}
+                aria-label={`Change the limit of ${key.name}`}
+              >
+                Limit
+              </button>
+            )}
             {key.compromised ? null : (
               <button
                 type="button"

@@ -83,6 +83,9 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       await page.getByLabel('Repeat the new password').fill(NEW_PASSWORD);
       await page.getByRole('button', { name: 'Set new password' }).click();
       await page.getByRole('status').filter({ hasText: 'Your password was changed' }).waitFor();
+      // The used token is gone from the address bar (and the tab's history).
+      expect(new URL(page.url()).search).toBe('');
+      expect(page.url()).not.toContain(token);
 
       // The link worked once.
       const again = await call(gw, 'POST', '/password-reset/confirm', {

@@ -119,6 +119,9 @@ export function ResetPasswordPage() {
     try {
       await api('POST', '/password-reset/confirm', { token, new_password: password }, { quiet401: true });
       setDone(true);
+      // The used token leaves the address bar and the tab's history (not through the router: this
+      // page goes on showing that the password was changed).
+      window.history.replaceState(null, '', '/reset-password');
       // The reset ended every session of the account: this tab's too, when it was signed in as it
       // (the header went on showing the account until the next click).
       rereadSession();

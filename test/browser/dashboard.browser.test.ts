@@ -257,6 +257,14 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await table.getByText(generationId).waitFor();
     await p.getByLabel('Group by').selectOption('key');
     await p.getByRole('img', { name: /^Spend/ }).waitFor();
+    // The filters are in the address: a reload (or the link shared) shows the same view.
+    await expect.poll(() => new URL(p.url()).search).toBe(`?group_by=key&key=${activityKey.hash}`);
+    await p.reload();
+    await p.getByRole('heading', { name: 'Activity' }).waitFor();
+    expect(await p.getByLabel('Group by').inputValue()).toBe('key');
+    await expect.poll(() => p.getByLabel('Key', { exact: true }).inputValue()).toBe(activityKey.hash);
+    await table.getByText(generationId).waitFor();
+    expect(await table.getByText(other.json.id as string).count()).toBe(0);
   });
 
   it('Credits shows the balance, purchased, granted and used', async () => {

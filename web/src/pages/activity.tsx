@@ -1,5 +1,5 @@
 /** Activity: spend, tokens and requests per UTC day (30 days), grouped and filtered; the recent generations. */
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { api, query } from '../api/client';
 import type { DailyActivity, GenerationRow } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
@@ -13,6 +13,18 @@ const DAYS = 30;
 const GENERATIONS_PAGE = 50;
 
 type GroupBy = 'model' | 'key' | 'app';
+const GROUPINGS: readonly GroupBy[] = ['model', 'key', 'app'];
+
+/** The filters in the address (`?group_by=&model=&key=`): a reload or a shared link shows the same view. */
+function filtersOf(search: string): { groupBy: GroupBy; model: string; keyHash: string } {
+  const params = new URLSearchParams(search);
+  const groupBy = params.get('group_by');
+  return {
+    groupBy: GROUPINGS.find((g) => g === groupBy) ?? 'model',
+    model: params.get('model') ?? '',
+    keyHash: params.get('key') ?? '',
+  };
+}
 
 const formatTokens = (v: number) => formatInteger(v);
 
@@ -99,9 +111,19 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
 }
 
 export function ActivityPage() {
-  const [groupBy, setGroupBy] = useState<GroupBy>('model');
-  const [model, setModel] = useState('');
-  const [keyHash, setKeyHash] = useState('');
+  const [initial] = useState(() => filtersOf(window.location.search));
+  const [groupBy, setGroupBy] = useState<GroupBy>(initial.groupBy);
+  const [model, setModel] = useState(initial.model);
+  const [keyHash, setKeyHash] = useState(initial.keyHash);
+  // Written back in place (not a history entry per filter, and not through the router: no scroll to the top).
+  useEffect(() => {
+    const params = new URLSearchParams();
+    if (groupBy !== 'model') params.set('group_by', groupBy);
+    if (model !== '') params.set('model', model);
+    if (keyHash !== '') params.set('key', keyHash);
+    const search = params.toString();
+    window.history.replaceState(window.history.state, '', `/activity${search === '' ? '' : `?${search}`}`);
+  }, [groupBy, model, keyHash]);
   const [refresh, setRefresh] = useState(0);
   const days = useMemo(() => lastUtcDays(DAYS), []);
 

@@ -5,7 +5,7 @@
  * exceed is refused while the first is in flight. (It was held at the messages' estimate alone.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chat, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { chat, chatStream, getJson, startTestGateway, type TestGateway } from './helpers/gateway.js';
 import { sqliteTarget } from './helpers/store-targets.js';
 
 const DOCUMENTS = [{ title: 'evidence', text: 'a1!~'.repeat(10_000) }]; // ~40,000 o200k tokens
@@ -17,6 +17,19 @@ describe('holds of fields beside the messages', () => {
     gw = await startTestGateway({
       target: sqliteTarget,
       extraModels: [
+        {
+          // A stream cut after its first tokens, with no usage: its prompt is charged at our estimate.
+          id: 'test/cut-without-usage',
+          name: 'cut',
+          context_length: 128_000,
+          endpoints: [
+            {
+              provider: 'mock',
+              model: 'mock@behavior=drop,usage=false',
+              pricing: { prompt: '0.000001', completion: '0.000002' },
+            },
+          ],
+        },
         {
           id: SLOW,
           name: 'slow',
@@ -54,5 +67,23 @@ describe('holds of fields beside the messages', () => {
     });
     expect(second.status, JSON.stringify(second.json)).toBe(402);
     expect((await first).status).toBe(200);
+  });
+
+  it('a prompt charged at our estimate counts no field the endpoint was never sent', async () => {
+    const { key } = await gw.createKey(await gw.createAccount(10));
+    const s = await chatStream(gw, key, {
+      model: 'test/cut-without-usage',
+      messages: [{ role: 'user', content: 'hi' }],
+      documents: DOCUMENTS, // not listed by the endpoint: dropped, never sent
+    });
+    expect(s.status).toBe(200);
+    const id = s.events.find((e) => typeof e.id === 'string')?.id as string;
+    let generation = await getJson(gw, `/generation?id=${id}`, key);
+    for (let i = 0; i < 50 && generation.status !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      generation = await getJson(gw, `/generation?id=${id}`, key);
+    }
+    expect(generation.status).toBe(200);
+    expect(generation.json.data.tokens_prompt).toBeLessThan(50);
   });
 });

@@ -43,11 +43,6 @@ export interface PromptExtras {
   /** The legacy forms of `tools` and `tool_choice`, still accepted and forwarded. */
   functions?: unknown;
   function_call?: unknown;
-  /**
-   * Fields no schema here knows, which an endpoint may be sent and read as prompt (vLLM's `documents`,
-   * rendered into the prompt by a RAG chat template): each counted as its JSON text.
-   */
-  others?: readonly unknown[];
 }
 
 export function estimatePromptTokens(messages: readonly Record<string, unknown>[], extras: PromptExtras = {}): number {
@@ -92,13 +87,22 @@ export function estimatePromptTokenRange(
     extras.function_call,
   ])
     if (extra && typeof extra === 'object') add(JSON.stringify(extra));
-  // Held for (`upper`), but not taken from the completion's room (`likely`): an endpoint that does not
-  // list such a field is never sent it.
-  for (const other of extras.others ?? []) {
-    const text = typeof other === 'string' ? other : other && typeof other === 'object' ? JSON.stringify(other) : '';
-    if (text !== '') upper += boundedTokenRange(text, tokenizer).upper;
-  }
   return { upper, likely };
+}
+
+/**
+ * Fields no schema here knows, which an endpoint may be sent and read as prompt (vLLM's `documents`,
+ * rendered into the prompt by a RAG chat template), each counted as its JSON text: what the hold adds
+ * for them. Only the hold: an endpoint that does not list such a field is never sent it, so neither
+ * the completion's room nor a charge at our estimate counts them.
+ */
+export function unknownFieldTokens(values: readonly unknown[]): number {
+  let tokens = 0;
+  for (const value of values) {
+    const text = typeof value === 'string' ? value : value && typeof value === 'object' ? JSON.stringify(value) : '';
+    if (text !== '') tokens += boundedTokenRange(text, tokenizer).upper;
+  }
+  return tokens;
 }
 
 /** Prompt tokens a provider may add to a text prompt beyond our count: its chat template, a tool-use system prompt. */

@@ -15,7 +15,7 @@
  */
 import { isTollgateError, TollgateError } from '../core/errors.js';
 import type { Hold } from '../billing/credit-gate.js';
-import { estimatePromptTokenRange, promptCeilingOf } from '../billing/token-estimate.js';
+import { estimatePromptTokenRange, promptCeilingOf, unknownFieldTokens } from '../billing/token-estimate.js';
 import { executeCompletion, executeStream, type FoldingAnswer } from '../routing/execute.js';
 import type { AttemptRecord } from '../routing/failure.js';
 import { planAttempts, type PlannedAttempt } from '../routing/plan.js';
@@ -121,17 +121,20 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
   refuseCostlyFeatures(request, attempts);
   // Moderation before any reservation or count: a refused request costs nothing and changes nothing.
   const moderationLatencyMs = await moderateRequest(deps.moderation, ctx, request, attempts);
+  const prompt = estimatePromptTokenRange(request.messages, request);
+  const promptEstimate = prompt.upper;
   // Every field beside the messages too: an endpoint may be sent fields it reads as prompt that no
-  // schema here knows (vLLM's `documents`, rendered into the prompt by a RAG chat template) — held
-  // for, and within the ceiling of what a provider's count is charged.
+  // schema here knows (vLLM's `documents`, rendered into the prompt by a RAG chat template) — within
+  // the ceiling of what a provider's count is charged, and held for. Not in `promptEstimate`, what a
+  // prompt with no count from the provider is charged: an endpoint that does not list such a field
+  // was never sent it (an outside check: a cut stream charged 45,685 prompt tokens for 8 sent).
   const { messages: _messages, ...besideMessages } = request as Record<string, unknown>;
-  const others = Object.entries(besideMessages)
+  const promptCeiling = promptCeilingOf(request.messages, besideMessages);
+  const unknownFields = Object.entries(besideMessages)
     .filter(([name]) => !KNOWN_FIELDS.has(name))
     .map(([, value]) => value);
-  const prompt = estimatePromptTokenRange(request.messages, { ...request, others });
-  const promptEstimate = prompt.upper;
-  const promptCeiling = promptCeilingOf(request.messages, besideMessages);
-  let upstream = prepareUpstream(request, attempts, prompt);
+  const held = { likely: prompt.likely, upper: prompt.upper + unknownFieldTokens(unknownFields) };
+  let upstream = prepareUpstream(request, attempts, held);
   let hold: Hold;
   try {
     hold = await deps.gate.admit(
@@ -147,7 +150,7 @@ export async function admit(deps: ChatDeps, ctx: ChatContext): Promise<Admitted>
     const insufficient = isTollgateError(error) && error.code === 'billing.insufficient_credits';
     if (!insufficient || free.length === 0 || free.length === attempts.length) throw error;
     attempts = free;
-    upstream = prepareUpstream(request, attempts, prompt);
+    upstream = prepareUpstream(request, attempts, held);
     hold = await deps.gate.admit(ctx.key, false, 0n);
   }
   // Capacity is taken per attempt (routing/execute.ts), each holding its prompt estimate + its budget

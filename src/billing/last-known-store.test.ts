@@ -40,6 +40,35 @@ describe('lastKnownStore while reads fail', () => {
     expect(lastKnown.account('acct_1')).toBe(ACCOUNT);
   });
 
+  it('reads under way when the first one fails are given up after the wait too (they would hold their admission for the statement deadline)', async () => {
+    vi.useFakeTimers();
+    const health = new StoreHealth(() => Date.now());
+    let calls = 0;
+    let failFirstHung: (error: unknown) => void = () => undefined;
+    const store = storeAnswering(() => {
+      calls += 1;
+      // The first read fails later (its statement deadline); the next two hang for good.
+      return calls === 1 ? new Promise((_, reject) => (failFirstHung = reject)) : new Promise(() => undefined);
+    });
+    const { store: wrapped } = lastKnownStore(store, health, 500);
+    const first = wrapped.getAccount('acct_1');
+    const firstOutcome = expect(first).rejects.toMatchObject({ code: 'store.unavailable' });
+    const waiting = [wrapped.getAccount('acct_2'), wrapped.getAccount('acct_3')];
+    const outcomes = waiting.map((read) => expect(read).rejects.toMatchObject({ code: 'store.unavailable' }));
+    let givenUp = 0;
+    for (const read of waiting) read.catch(() => (givenUp += 1));
+    await vi.advanceTimersByTimeAsync(10_000); // long past the wait: nothing is cut before a failure
+    expect(givenUp).toBe(0);
+    failFirstHung(down());
+    await firstOutcome;
+    expect(health.readsFailing).toBe(true);
+    await vi.advanceTimersByTimeAsync(499);
+    expect(givenUp).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    await Promise.all(outcomes);
+    expect(givenUp).toBe(2);
+  });
+
   it('without an outage a read is waited for however long it takes', async () => {
     vi.useFakeTimers();
     const health = new StoreHealth(() => Date.now());

@@ -4,11 +4,13 @@
  * store is out, and reporting every `store.unavailable` to the store health. Bounded: the oldest
  * entries go first.
  *
- * While reads are failing, a read is waited for `outageReadWaitMs` at most: a database that stopped
- * answering (frozen, partitioned: no reset) fails a statement only at its deadline (15 s) or a new
- * connection at its own (5 s), and every admission whose snapshot expired waited that long — for a
- * grace answer or a refusal (an outside check: 503s after 5–15 s throughout a 45 s freeze). The read
- * goes on meanwhile; its answer is remembered, and ends the outage, whenever it comes.
+ * While reads are failing, a read is waited for `outageReadWaitMs` at most — and so, from the first
+ * failure on, is every read already under way: a database that stopped answering (frozen,
+ * partitioned: no reset) fails a statement only at its deadline (15 s) or a new connection at its own
+ * (5 s), and every admission whose snapshot expired waited that long — for a grace answer or a
+ * refusal (an outside check: 503s after 5–15 s throughout a 45 s freeze; a re-check: reads started
+ * before the first failure still waited their 15 s). The read goes on meanwhile; its answer is
+ * remembered, and ends the outage, whenever it comes.
  */
 import { TollgateError } from '../core/errors.js';
 import type { AccountRecord, KeyUsage, Store } from '../store/types.js';
@@ -18,18 +20,43 @@ import type { StoreHealth } from './store-health.js';
 const MAX_ENTRIES = 100_000;
 export const OUTAGE_READ_WAIT_MS = 500;
 
-/** `read`, or store.unavailable once `waitMs` pass first (its own end is handled where it was made). */
-function waitAtMost<T>(read: Promise<T>, waitMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new TollgateError('store.unavailable', 'The store is not answering: an outage is in progress')),
-      waitMs,
-    );
-    read.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (error: unknown) => (clearTimeout(timer), reject(error)),
-    );
-  });
+/** Reads under way: each is given up `waitMs` after it is cut (reads began to fail). */
+class BoundedReads {
+  private readonly cuts = new Set<() => void>();
+
+  constructor(private readonly waitMs: number) {}
+
+  /**
+   * `read`, or store.unavailable once `waitMs` pass after it was cut — at once when `failing`, else
+   * when `cutAll` comes while it is still under way. Its own end is handled where it was made.
+   */
+  wait<T>(read: Promise<T>, failing: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const cut = () => {
+        this.cuts.delete(cut);
+        timer = setTimeout(
+          () => reject(new TollgateError('store.unavailable', 'The store is not answering: an outage is in progress')),
+          this.waitMs,
+        );
+      };
+      const settle = () => {
+        this.cuts.delete(cut);
+        clearTimeout(timer);
+      };
+      if (failing) cut();
+      else this.cuts.add(cut);
+      read.then(
+        (value) => (settle(), resolve(value)),
+        (error: unknown) => (settle(), reject(error)),
+      );
+    });
+  }
+
+  /** Reads began to fail: those already waiting wait `waitMs` more at most. */
+  cutAll(): void {
+    for (const cut of [...this.cuts]) cut();
+  }
 }
 
 export interface LastKnown {
@@ -55,8 +82,14 @@ export function lastKnownStore(
 ): { store: Store; lastKnown: LastKnown } {
   const accounts = new Map<string, AccountRecord>();
   const usages = new Map<string, { periods: UsagePeriods; usage: KeyUsage }>();
-  const bounded = <T>(read: () => Promise<T>): Promise<T> =>
-    health.readsFailing ? waitAtMost(read(), outageReadWaitMs) : read();
+  const reads = new BoundedReads(outageReadWaitMs);
+  const bounded = <T>(read: () => Promise<T>): Promise<T> => reads.wait(read(), health.readsFailing);
+  const failed = (error: unknown) => {
+    const before = health.readsFailing;
+    health.failed(error, 'read');
+    // The first failure of an outage: the reads that started before it are not waited for past the bound either.
+    if (!before && health.readsFailing) reads.cutAll();
+  };
   const readAccount = async (id: string): Promise<AccountRecord | null> => {
     try {
       const account = await store.getAccount(id);
@@ -64,7 +97,7 @@ export function lastKnownStore(
       if (account) remember(accounts, id, account);
       return account;
     } catch (error) {
-      health.failed(error, 'read');
+      failed(error);
       throw error;
     }
   };
@@ -75,7 +108,7 @@ export function lastKnownStore(
       for (const [hash, usage] of result) remember(usages, hash, { periods, usage });
       return result;
     } catch (error) {
-      health.failed(error, 'read');
+      failed(error);
       throw error;
     }
   };

@@ -209,6 +209,11 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
         body: JSON.stringify({ error: { code: 503, message: 'Storage is unavailable' } }),
       }),
     );
+    // A filter changed and its load failed: the last figures were another selection's.
+    await p.getByLabel('Group by').selectOption('app');
+    await p.getByText('Could not load daily activity').waitFor(PATIENT);
+    expect(await p.locator('.stats dd').allTextContents()).toEqual(['—', '—', '—']);
+    expect(await p.locator('.chart').count()).toBe(0);
     await p.reload();
     await p.getByText('Could not load daily activity').waitFor(PATIENT);
     expect(await p.locator('.stats dd').allTextContents()).toEqual(['—', '—', '—']);

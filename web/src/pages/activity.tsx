@@ -143,7 +143,9 @@ export function ActivityPage() {
   const tokens = useMemo(() => seriesOf(rows, days, 'tokens'), [rows, days]);
   const requests = useMemo(() => seriesOf(rows, days, 'requests'), [rows, days]);
   const totals = useMemo(() => totalsOf(rows), [rows]);
-  const known = daily.data !== null;
+  // The figures are the current filters' only once their load has answered: while another loads, or
+  // after it failed, the last ones belong to another selection.
+  const known = daily.data !== null && !daily.loading && daily.error === null;
   const unknown = daily.loading ? '…' : '—';
 
   return (

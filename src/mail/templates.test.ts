@@ -8,6 +8,7 @@ describe('mail templates', () => {
   it('escapes every value in HTML and keeps text as is', () => {
     const mail = keyCompromisedMail({
       key,
+      reportedBy: 'scanner',
       url: 'https://example.com/a?x=1&y="2"',
       source: '<img src=x>',
       reason: null,
@@ -25,6 +26,7 @@ describe('mail templates', () => {
     const hostile = { name: 'prod\r\n\r\nClick https://evil.example to restore it\u202e', label: 'sk-tg-v1-abc...xyz' };
     const mail = keyCompromisedMail({
       key: hostile,
+      reportedBy: 'scanner',
       url: null,
       source: 'scanner\nBcc: x',
       reason: 'a\u2028b',
@@ -40,7 +42,14 @@ describe('mail templates', () => {
   });
 
   it('links only http(s) URLs', () => {
-    const mail = keyCompromisedMail({ key, url: 'javascript:alert(1)', source: null, reason: null, dashboard: null });
+    const mail = keyCompromisedMail({
+      key,
+      reportedBy: 'scanner',
+      url: 'javascript:alert(1)',
+      source: null,
+      reason: null,
+      dashboard: null,
+    });
     expect(mail.html).not.toContain('href="javascript');
     expect(mail.html).toContain('javascript:alert(1)');
   });
@@ -60,12 +69,20 @@ describe('mail templates', () => {
   });
 
   it('a key the operator marked is not said to have been found anywhere', () => {
-    const marked = keyCompromisedMail({ key, url: null, source: null, reason: 'left in a laptop', dashboard: null });
+    const marked = keyCompromisedMail({
+      key,
+      reportedBy: 'operator',
+      url: null,
+      source: null,
+      reason: 'left in a laptop',
+      dashboard: null,
+    });
     expect(marked.text).toContain('The operator of this gateway reported your API key');
     expect(marked.text).not.toContain('found where others can read it');
     expect(marked.text).toContain('Reason: left in a laptop');
     const scanned = keyCompromisedMail({
       key,
+      reportedBy: 'scanner',
       url: 'https://github.com/o/r',
       source: 'commit',
       reason: null,
@@ -73,9 +90,21 @@ describe('mail templates', () => {
     });
     expect(scanned.text).toContain('was found where others can read it');
     expect(scanned.text).toContain('Found in: commit');
+    // A code host's report that says neither where nor what kind of place is still the code host's.
+    const bare = keyCompromisedMail({
+      key,
+      reportedBy: 'scanner',
+      url: null,
+      source: null,
+      reason: null,
+      dashboard: null,
+    });
+    expect(bare.text).toContain('was found where others can read it');
+    expect(bare.text).not.toContain('operator');
     // A name is text, never a replacement pattern.
     const dollar = keyCompromisedMail({
       key: { name: "a$'b$&c", label: key.label },
+      reportedBy: 'scanner',
       url: null,
       source: null,
       reason: null,

@@ -80,6 +80,8 @@ const REPLACE_KEY =
 
 export function keyCompromisedMail(input: {
   key: KeyNaming;
+  /** A code host's scan found it, or the gateway's operator marked it (whatever the report said of where). */
+  reportedBy: 'scanner' | 'operator';
   url: string | null;
   source: string | null;
   reason: string | null;
@@ -90,10 +92,9 @@ export function keyCompromisedMail(input: {
   // A code host's `source` says where in it the key was (content, a commit, an issue…), not who reported it.
   if (input.source) where.push([`Found in: ${input.source}`]);
   if (input.reason) where.push([`Reason: ${input.reason}`]);
-  // Neither place nor kind of place: the gateway's operator marked it, with a reason or none.
   const name = keyName(input.key);
   const how =
-    input.url === null && input.source === null
+    input.reportedBy === 'operator'
       ? `The operator of this gateway reported your API key ${name} as exposed, so it has been disabled.`
       : `Your API key ${name} was found where others can read it, so we disabled it.`;
   return render(`Your Tollgate API key ${input.key.label} was exposed and has been disabled`, [

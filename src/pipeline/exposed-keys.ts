@@ -20,6 +20,8 @@ export interface ExposedKeyDeps {
 }
 
 export interface Exposure {
+  /** A code host's secret-scanning report, or the gateway's operator (`POST /admin/keys/{hash}/compromised`). */
+  reportedBy: 'scanner' | 'operator';
   url: string | null;
   source: string | null;
   reason: string | null;
@@ -39,6 +41,7 @@ export async function disableExposedKey(
   exposure: Exposure,
 ): Promise<CompromisedKey | null> {
   const details = {
+    reportedBy: exposure.reportedBy,
     url: exposureText(exposure.url, 2000),
     source: exposureText(exposure.source, 200),
     reason: exposureText(exposure.reason, 500),
@@ -95,6 +98,7 @@ export async function handleScanningReport(
     let label: ScanningVerdict['label'] = 'false_positive';
     if (isWellFormedKey(entry.token)) {
       const result = await disableExposedKey(deps, hashKey(entry.token), {
+        reportedBy: 'scanner',
         url: entry.url ?? null,
         source: entry.source ?? null,
         reason: null,

@@ -178,7 +178,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         ? await disableExposedKey(
             { store: services.store, bus: services.bus, mail: services.mail, now: services.now },
             hash,
-            { url: null, source: null, reason: reason ?? null },
+            { reportedBy: 'operator', url: null, source: null, reason: reason ?? null },
           )
         : null;
       if (!result) throw new TollgateError('resource.not_found', 'Key not found');

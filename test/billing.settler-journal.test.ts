@@ -133,6 +133,34 @@ describe('settler with a charge journal', () => {
     expect(health.inOutage).toBe(false);
   });
 
+  it('store known to be out: a new charge is answered once journaled, without waiting on the store again; the backlog applies it', async () => {
+    const { store, committed, state } = scriptedStore();
+    const health = new StoreHealth(Date.now);
+    const settler = new Settler({
+      store,
+      journal,
+      health,
+      log: quietLog,
+      storeWaitMs: 600_000, // were the caller to wait for the store, the test would time out
+      backlogDelayMs: 10,
+      backlogMaxDelayMs: 20,
+    });
+    state.behaviour = 'down';
+    const first = await settler.settle(journalSettlement('first', 2n));
+    expect(health.writesFailing).toBe(true);
+    state.behaviour = 'slow'; // silent now: a new attempt would hang
+    const second = await settler.settle(journalSettlement('second', 3n));
+    expect(second.applied).toBe(false);
+    expect(second.deferred).toBeInstanceOf(Promise);
+    expect(journal.has('second')).toBe(true);
+    state.behaviour = 'ok';
+    state.release?.();
+    expect(await second.deferred).toEqual({ id: 'second', applied: true, recorded: true });
+    expect(await first.deferred).toMatchObject({ id: 'first', applied: true, recorded: true });
+    expect([committed.get('first'), committed.get('second')]).toEqual([2n, 3n]);
+    expect(health.inOutage).toBe(false);
+  });
+
   it('a commit whose answer was lost: the backlog finds the charge recorded, and says so (its hold becomes the charge)', async () => {
     const { store, committed, state } = scriptedStore();
     const settler = new Settler({ store, journal, log: quietLog, backlogDelayMs: 10 });

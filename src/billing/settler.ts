@@ -225,6 +225,15 @@ export class Settler {
             },
           ),
       ));
+    // The store known to be out (its writes failing): the charge is done for the caller once the
+    // journal holds it, without a new attempt to wait for — each batch waited `storeWaitMs` again,
+    // answers came 3–8 s late through a whole outage (an outside check). The backlog applies these
+    // on its own schedule, and its first commit ends the outage.
+    if (this.options.health?.writesFailing === true && (await durable())) {
+      for (const pending of batch) this.defer(pending, false);
+      this.kickBacklog(this.backlogDelay);
+      return;
+    }
     const slow = setTimeout(() => void durable(), this.options.journalSyncAfterMs ?? 50);
     const storing = this.storeAttempt(settlements);
     const waited = await this.withinWait(storing);

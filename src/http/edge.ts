@@ -82,7 +82,7 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
  * or a reg-name (empty allowed), digits for the port.
  */
 const HOST_VALUE =
-  /^(?:\[(?:[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9\-._~%]+)?|v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+  /^(?:\[(?:[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9\-._~%]+)?|[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+)\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
 
 /** Why the request's Host is refused (RFC 9112 §3.2: "MUST respond with a 400"), or null. */
 export function hostProblem(rawHeaders: readonly string[], httpVersion: string): string | null {

@@ -77,6 +77,7 @@ describe('HTTP surface', () => {
       '[::1]:80',
       '[fe80::1%25eth0]',
       '[v1.fe80::a+en1]',
+      '[V1.fe80::a+en1]',
       'xn--bcher-kva.example',
       'a.b-c_d~e',
       'example.com.',

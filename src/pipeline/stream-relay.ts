@@ -9,7 +9,7 @@
 import { TollgateError } from '../core/errors.js';
 import type { ChunkChoice, FailureType, NormalizedUsage } from '../providers/types.js';
 import type { StreamOutcome } from '../routing/execute.js';
-import { errorTypeOf, isServerSide, movesOn, serverSideMessage } from '../routing/failure.js';
+import { inBandError, isServerSide, serverSideMessage } from '../routing/failure.js';
 import { STOP, type ChunkEvent, type StreamEnd } from '../routing/stream-reader.js';
 import { abortReasonOf } from '../routing/upstream-client.js';
 import type { PlannedAttempt } from '../routing/plan.js';
@@ -378,20 +378,8 @@ async function pump(
   if (end.kind === 'broken' && end.cause === 'event') {
     result.fault = end.failure.type;
     const message = isServerSide(end.failure) ? serverSideMessage(end.failure) : end.failure.message;
-    // The in-band chunk's code as the status the same failure gets before the first byte (429 for a
-    // rate limit, as `exhaustedError` answers it; the caller's request as the provider judged it — a
-    // bad request, a context overflow, a content refusal — 400, or the 413/422 it gave, as
-    // `rejectionError` answers it), not 502 for everything.
-    const code =
-      end.failure.type === 'rate_limited'
-        ? 'upstream.rate_limited'
-        : movesOn(end.failure)
-          ? 'upstream.unavailable'
-          : 'upstream.request_rejected';
-    result.failure = new TollgateError(code, message, {
-      ...(code === 'upstream.request_rejected' ? { status: end.failure.status ?? 400 } : {}),
-      metadata: { error_type: errorTypeOf(end.failure), provider_code: end.failure.providerCode },
-    });
+    // The in-band chunk's code: the status the same failure gets before the first byte, not 502 for everything.
+    result.failure = inBandError(end.failure, message);
   } else if (end.kind === 'broken' && end.cause === 'malformed') {
     result.fault = 'invalid_response';
     result.failure = new TollgateError('upstream.unavailable', 'The provider sent an invalid stream', {

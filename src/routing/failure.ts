@@ -182,6 +182,20 @@ export function rejectionError(failure: UpstreamFailure, providerName: string): 
 }
 
 /**
+ * The error a stream already under way ends with for a provider's error event, with the status the
+ * same failure gets before the first byte: 429 for a rate limit (as `exhaustedError`), 400 — or the
+ * 413/422 given — for the caller's request as the provider judged it (as `rejectionError`), 502 for
+ * the rest. `message` is what the caller may read of it (`serverSideMessage` for a server's own).
+ */
+export function inBandError(failure: UpstreamFailure, message: string): TollgateError {
+  const metadata = { error_type: errorTypeOf(failure), provider_code: failure.providerCode };
+  if (failure.type === 'rate_limited') return new TollgateError('upstream.rate_limited', message, { metadata });
+  if (!movesOn(failure))
+    return new TollgateError('upstream.request_rejected', message, { status: failure.status ?? 400, metadata });
+  return new TollgateError('upstream.unavailable', message, { metadata });
+}
+
+/**
  * The provider failed on its side and said so in its own words: an HTTP 5xx, or an error (in a 200
  * stream too) classed as a server error — not one the gateway describes itself (`ours`).
  */

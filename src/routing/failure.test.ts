@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { errors } from 'undici';
-import { isTransportError } from './failure.js';
+import { createServer, type Socket, type AddressInfo } from 'node:net';
+import { Client, errors } from 'undici';
+import { failureFromThrown, isTransportError } from './failure.js';
 import { AttemptAbort } from './upstream-client.js';
 
 const idle = () => new AbortController().signal;
@@ -36,5 +37,43 @@ describe('isTransportError', () => {
     expect(isTransportError(withCode('ERR_INVALID_ARG_TYPE'), idle())).toBe(false);
     expect(isTransportError('a string', idle())).toBe(false);
     expect(isTransportError(null, idle())).toBe(false);
+  });
+});
+
+describe('failureFromThrown', () => {
+  /** The error undici throws for a request to a real loopback server that behaves as `serve` says. */
+  async function thrownBy(serve: ((socket: Socket) => void) | 'nothing listening'): Promise<unknown> {
+    const server = createServer(serve === 'nothing listening' ? () => undefined : serve);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    if (serve === 'nothing listening') await new Promise((resolve) => server.close(resolve));
+    const client = new Client(`http://127.0.0.1:${port}`);
+    try {
+      await client.request({ method: 'POST', path: '/v1/chat/completions', body: '{}' });
+      return null;
+    } catch (error) {
+      return error;
+    } finally {
+      await client.destroy();
+      if (serve !== 'nothing listening') server.close();
+    }
+  }
+
+  it('says what happened to the connection in words, never with a library error code', async () => {
+    const refused = failureFromThrown(await thrownBy('nothing listening'), idle());
+    const closed = failureFromThrown(await thrownBy((socket) => socket.once('data', () => socket.destroy())), idle());
+    expect(refused).toMatchObject({ type: 'connection', message: 'Provider connection failed: connection refused' });
+    expect(closed).toMatchObject({
+      type: 'connection',
+      message: 'Provider connection failed: the provider closed the connection',
+    });
+    expect(failureFromThrown(withCode('ENOTFOUND'), idle()).message).toBe('Provider connection failed: host not found');
+    expect(failureFromThrown(withCode('CERT_HAS_EXPIRED'), idle()).message).toBe(
+      "Provider connection failed: the provider's TLS certificate was not accepted",
+    );
+    expect(failureFromThrown(withCode('ERR_TLS_INVALID_PROTOCOL_VERSION'), idle()).message).toBe(
+      'Provider connection failed: TLS handshake failed',
+    );
+    expect(failureFromThrown(withCode('UND_ERR_SOMETHING_NEW'), idle()).message).toBe('Provider connection failed');
   });
 });

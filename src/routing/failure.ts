@@ -58,11 +58,48 @@ export function failureFromThrown(error: unknown, signal: CancelState): Upstream
   return {
     type: 'connection',
     status: null,
-    message: `Provider connection failed${typeof code === 'string' ? ` (${code})` : ''}`,
+    message: `Provider connection failed${connectionProblem(code)}`,
     providerCode: null,
     retryAfterMs: null,
     raw: null,
   };
+}
+
+/**
+ * What went wrong with the connection, in words (": connection refused"), or nothing: the caller and
+ * the operator read the message, and a library's error code (`UND_ERR_SOCKET`) tells neither of them
+ * anything — nor should the gateway's internals be part of its answers.
+ */
+function connectionProblem(code: unknown): string {
+  if (typeof code !== 'string') return '';
+  switch (code) {
+    case 'ECONNREFUSED':
+      return ': connection refused';
+    case 'ECONNRESET':
+    case 'ECONNABORTED':
+    case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'ERR_STREAM_PREMATURE_CLOSE':
+      return ': the provider closed the connection';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+      return ': host not found';
+    case 'EHOSTUNREACH':
+    case 'EHOSTDOWN':
+    case 'ENETUNREACH':
+    case 'ENETDOWN':
+      return ': host unreachable';
+    case 'ETIMEDOUT':
+      return ': connection timed out';
+    case 'ERR_HTTP2_NOT_NEGOTIATED':
+      return ': the provider does not speak HTTP/2';
+  }
+  if (code.startsWith('ERR_HTTP2')) return ': HTTP/2 error';
+  if (code.includes('CERT') || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE')
+    return ": the provider's TLS certificate was not accepted";
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || code === 'EPROTO') return ': TLS handshake failed';
+  return '';
 }
 
 /** The upstream answered with something that is not a valid answer (bad JSON, a broken stream, too many malformed events). */

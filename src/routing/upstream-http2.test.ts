@@ -599,7 +599,7 @@ describe('HTTP/2 upstreams over TLS (ALPN)', () => {
       expect(isTransportError(error, signal)).toBe(true);
       expect(failureFromThrown(error, signal)).toMatchObject({
         type: 'connection',
-        message: 'Provider connection failed (ERR_HTTP2_NOT_NEGOTIATED)',
+        message: 'Provider connection failed: the provider does not speak HTTP/2',
       });
       expect(requests).toBe(0);
     } finally {

@@ -53,9 +53,11 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
     const { context, page, problems } = await newPage(browser, gw.url);
     try {
       await page.goto('/signin');
+      await page.getByLabel('E-mail').fill(holder.email);
       await page.getByRole('link', { name: 'Forgot your password?' }).click();
       await page.getByRole('heading', { name: 'Reset your password' }).waitFor();
-      await page.getByLabel('E-mail').fill(holder.email);
+      // The address typed on the sign-in page is carried over.
+      expect(await page.getByLabel('E-mail').inputValue()).toBe(holder.email);
       await page.getByRole('button', { name: 'Send reset link' }).click();
       await page.getByRole('status').filter({ hasText: 'a link to set a new password is on its way' }).waitFor();
       await screenshot(page, 'password-reset-sent');

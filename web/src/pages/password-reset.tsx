@@ -10,6 +10,7 @@ import { useFocusReturn } from '../components/use-focus-return';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 import { useSession } from '../session';
+import { rememberTypedEmail, typedEmail } from '../typed-email';
 
 /** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it did not answer. */
 function useResetAvailable(): boolean | null {
@@ -34,7 +35,7 @@ function useResetAvailable(): boolean | null {
 
 export function ForgotPasswordPage() {
   const available = useResetAvailable();
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(typedEmail);
   const [busy, setBusy] = useState(false);
   const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [sent, setSent] = useState(false);
@@ -79,7 +80,10 @@ export function ForgotPasswordPage() {
               autoComplete="username"
               required
               value={email}
-              onChange={(e) => setEmail(e.target.value)}
+              onChange={(e) => {
+                setEmail(e.target.value);
+                rememberTypedEmail(e.target.value);
+              }}
             />
           </label>
           <ErrorNotice error={error} />

@@ -3,13 +3,14 @@ import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
 import { Link, navigate, safeNext, useLocation } from '../router';
 import { useSession } from '../session';
+import { rememberTypedEmail, typedEmail } from '../typed-email';
 import { useSignUpOpen } from './sign-up';
 
 export function SignInPage() {
   const { state, signIn } = useSession();
   const { search } = useLocation();
   const next = safeNext(search.get('next')) ?? '/keys';
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(typedEmail);
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
   const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
@@ -53,7 +54,10 @@ export function SignInPage() {
             autoComplete="username"
             required
             value={email}
-            onChange={(e) => setEmail(e.target.value)}
+            onChange={(e) => {
+              setEmail(e.target.value);
+              rememberTypedEmail(e.target.value);
+            }}
           />
         </label>
         <label>

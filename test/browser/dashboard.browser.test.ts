@@ -314,6 +314,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
 
     await p.getByRole('button', { name: 'Sign out everywhere' }).click();
     await p.getByRole('heading', { name: 'Sign in' }).waitFor();
+    // The button went with the page: the focus goes to the new page's heading, not the document's body.
+    await expect.poll(async () => (await focusedElement(p)).name).toBe('h1:Sign in');
     await p.goto('/keys');
     await p.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect(new URL(p.url()).searchParams.get('next')).toBe('/keys');
@@ -339,6 +341,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     const heading = p.getByRole('heading', { name: /^Authorize / });
     await heading.waitFor();
     expect(new URL(p.url()).pathname).toBe('/auth');
+    // The sign-in form went: the focus is on the approval's heading (it waited for the app's details).
+    await expect.poll(async () => (await focusedElement(p)).name).toMatch(/^h1:Authorize http/);
     await p.getByText(new URL(callback.url).origin).first().waitFor();
     expect(await p.getByLabel('Credit limit for this app (USD, optional)').inputValue(), p.url()).toBe('3');
     // Which account pays, in the approval itself: at phone width the header does not show it.

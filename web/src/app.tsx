@@ -2,6 +2,7 @@
 import { Unreachable } from './components/unreachable';
 import { useEffect, useRef, useState } from 'react';
 import { ErrorNotice } from './components/error-notice';
+import { usePageFocus } from './components/use-page-focus';
 import { ActivityPage } from './pages/activity';
 import { ApiReferencePage } from './pages/api-reference';
 import { AppsPage } from './pages/apps';
@@ -153,6 +154,7 @@ function AccountPage(props: { path: string }) {
 
 export function App() {
   const { path } = useLocation();
+  usePageFocus(path);
   useEffect(() => {
     document.title = TITLES[path] ? `${TITLES[path]} · Tollgate` : 'Tollgate';
   }, [path]);

@@ -313,9 +313,22 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     await p.getByRole('alertdialog').waitFor({ state: 'detached' });
     expect(await focused()).toBe('button:Delete focus key');
 
-    await p.keyboard.press('Enter');
-    await p.getByRole('alertdialog').getByRole('button', { name: 'Delete key' }).click();
-    await p.getByRole('row', { name: 'Key focus key' }).waitFor({ state: 'detached' });
+    // Deleted: the focus goes to the row that took its place, else the one above (the page does not
+    // jump to its top), and to the heading when no key is left. Newest first: newest, keyboard, focus.
+    await gw.createKey(holder.id, { name: 'newest key' });
+    await p.reload();
+    await p.getByRole('row', { name: 'Key newest key' }).waitFor(PATIENT);
+    const remove = async (name: string) => {
+      await p.getByRole('button', { name: `Delete ${name}` }).focus();
+      await p.keyboard.press('Enter');
+      await p.getByRole('alertdialog').getByRole('button', { name: 'Delete key' }).click();
+      await p.getByRole('row', { name: `Key ${name}` }).waitFor({ state: 'detached' });
+    };
+    await remove('keyboard key');
+    expect(await focused()).toBe('tr:Key focus key');
+    await remove('focus key');
+    expect(await focused()).toBe('tr:Key newest key');
+    await remove('newest key');
     expect(await focused()).toBe('h1:API keys');
   });
 
@@ -458,6 +471,8 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const leakedRow = p.getByRole('row', { name: 'Key leaked key' });
     await leakedRow.getByText('Compromised').waitFor();
     expect(await leakedRow.getByRole('button', { name: /^Enable / }).count()).toBe(0);
+    // It never calls a model again: no credit limit is offered for it either.
+    expect(await leakedRow.getByRole('button', { name: /^Change the limit/ }).count()).toBe(0);
   });
 
   it('limits below a cent are entered as the API takes them: a new key, and a reset change of one', async () => {

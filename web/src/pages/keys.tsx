@@ -129,6 +129,7 @@ function KeyRow(props: {
   onDeleting(open: boolean): void;
   onChanged(): void;
   onDeleted(): void;
+  rowRef(row: HTMLTableRowElement | null): void;
 }) {
   const key = props.keyRecord;
   const [mode, setMode] = useState<RowMode>('view');
@@ -176,7 +177,7 @@ function KeyRow(props: {
   };
 
   return (
-    <tr aria-label={`Key ${key.name}`}>
+    <tr aria-label={`Key ${key.name}`} ref={props.rowRef} tabIndex={-1}>
       <td data-label="Name">
         {mode === 'rename' ? (
           <RenameForm
@@ -250,8 +251,8 @@ function KeyRow(props: {
             >
               Rename
             </button>
-            {/* A management key calls no model: a credit limit would limit nothing. */}
-            {key.is_management_key ? null : (
+            {/* A management key calls no model, a compromised one never again: a credit limit would limit nothing. */}
+            {key.is_management_key || key.compromised ? null : (
               <button
                 type="button"
                 ref={buttons.limit}
@@ -299,16 +300,31 @@ export function KeysPage() {
   const [deleting, setDeleting] = useState<string | null>(null);
   const now = Date.now();
   // Where the focus goes once the element is there: back to "Create key" when its form or the new
-  // key's notice closes, to the heading when the focused row was deleted (never to the page's body).
-  const [focusTo, setFocusTo] = useState<'create' | 'heading' | null>(null);
+  // key's notice closes; when a row was deleted, to the row that took its place (else the one above,
+  // else the heading), so the list stays where it was on the screen (never to the page's body).
+  const [focusTo, setFocusTo] = useState<'create' | 'heading' | { row: string } | null>(null);
   const createButton = useRef<HTMLButtonElement>(null);
   const heading = useRef<HTMLHeadingElement>(null);
+  const rows = useRef(new Map<string, HTMLTableRowElement>());
   useEffect(() => {
-    const target = focusTo === 'create' ? createButton.current : focusTo === 'heading' ? heading.current : null;
+    const target =
+      focusTo === 'create'
+        ? createButton.current
+        : focusTo === 'heading'
+          ? heading.current
+          : focusTo
+            ? (rows.current.get(focusTo.row) ?? heading.current)
+            : null;
     if (!target) return;
     target.focus();
     setFocusTo(null);
   });
+  const focusAfterDeleting = (hash: string) => {
+    const list = keys.data ?? [];
+    const at = list.findIndex((key) => key.hash === hash);
+    const neighbour = list[at + 1] ?? list[at - 1];
+    setFocusTo(at >= 0 && neighbour ? { row: neighbour.hash } : 'heading');
+  };
 
   return (
     <section>
@@ -384,8 +400,12 @@ export function KeysPage() {
                   }
                   onChanged={keys.reload}
                   onDeleted={() => {
-                    setFocusTo('heading');
+                    focusAfterDeleting(key.hash);
                     keys.reload();
+                  }}
+                  rowRef={(row) => {
+                    if (row) rows.current.set(key.hash, row);
+                    else rows.current.delete(key.hash);
                   }}
                 />
               ))}

@@ -181,7 +181,12 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
         app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id, codeVerifier: verifier } }),
       ),
     ).toMatchObject({ status: 403 });
-    const key = (await app.oAuth.exchangeAuthCodeForAPIKey({ requestBody: { code: bare.data.id } })).key;
+    // As OAuth's token endpoint (RFC 6749 §3.2): an empty verifier is no verifier, unknown fields are ignored.
+    const exchanged = await call(gw, 'POST', '/auth/keys', {
+      json: { code: bare.data.id, code_verifier: '', code_challenge_method: '', client_id: 'ignored' },
+    });
+    expect(exchanged.status, exchanged.text).toBe(200);
+    const key = exchanged.json.key as string;
     expect((await call(gw, 'GET', '/key', { key })).status).toBe(200);
     // Without key_label, the app's title header names it (the SDK's `appTitle` option).
     const titled = new OpenRouter({
@@ -375,6 +380,15 @@ describe.each(STORE_TARGETS)('OAuth PKCE ($name)', { timeout: 120_000 }, (target
         await asBrowser(gw, session, 'POST', '/oauth/authorize', {
           json: { callback_url: CALLBACK, decision: 'deny', state: 's'.repeat(1025) },
         }),
+        400,
+        'Invalid request: state must be at most 1024 characters',
+      );
+      // The preview refuses it too: the holder is not asked to decide what could only be refused
+      // (Approve and Deny both failed on the page, and the app heard nothing: outside check).
+      const longState = new URL(url);
+      longState.searchParams.set('state', 's'.repeat(1025));
+      expectError(
+        await asBrowser(gw, session, 'GET', `/oauth/authorize${longState.search}`),
         400,
         'Invalid request: state must be at most 1024 characters',
       );

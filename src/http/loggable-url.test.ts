@@ -15,7 +15,7 @@ describe('loggableUrl', () => {
   });
 
   it('drops the values of secret-bearing parameters under their usual spellings', () => {
-    for (const name of ['apiKey', 'api-key', 'Authorization', 'access-token', 'client_secret'])
+    for (const name of ['apiKey', 'api-key', 'Authorization', 'access-token', 'client_secret', 'code_challenge'])
       expect(loggableUrl(`/x?${name}=s3cr3t&page=2`)).toBe(`/x?${name}=%5Bredacted%5D&page=2`);
   });
 

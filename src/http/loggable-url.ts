@@ -1,6 +1,6 @@
 /**
  * The request URL as the access log writes it: query parameters that carry a secret (a password-reset
- * token in the link a mail sent, an OAuth code or verifier, a key) keep their name, lose their value;
+ * token in the link a mail sent, an OAuth code, verifier or challenge, a key) keep their name, lose their value;
  * and anything shaped like a Tollgate key is cut out wherever it sits (a key pasted into the path, or
  * under a parameter name not listed here).
  */
@@ -9,6 +9,8 @@ const SECRET_PARAMETERS = new Set([
   'token',
   'code',
   'codeverifier',
+  // With the `plain` method the challenge is the verifier itself.
+  'codechallenge',
   'key',
   'apikey',
   'accesstoken',

@@ -80,24 +80,35 @@ const pageFields = {
   expires_at: blankIsAbsent(authorizationFields.expires_at),
 };
 
-/** The approval page's preview: the same fields as query parameters (strings; unknown ones ignored). */
+/** The app's own `state` from /auth, given back on the callback as OAuth 2.0 clients expect (RFC 6749 §4.1.2). */
+const stateField = blankIsAbsent(z.string().max(1024, 'state must be at most 1024 characters').optional());
+
+/**
+ * The approval page's preview: the same fields as query parameters (strings; unknown ones ignored),
+ * `state` included — one the decision would refuse is refused here, before the holder is asked.
+ */
 export const previewQuerySchema = z.object({
   ...pageFields,
+  state: stateField,
   limit: blankIsAbsent(z.coerce.number({ error: 'limit must be a number of USD' }).pipe(limitSchema).optional()),
 });
 
 export const approveSchema = z.strictObject({
   ...pageFields,
   limit: blankIsAbsent(authorizationFields.limit),
-  /** The app's own `state` from /auth, given back on the callback as OAuth 2.0 clients expect (RFC 6749 §4.1.2). */
-  state: blankIsAbsent(z.string().max(1024, 'state must be at most 1024 characters').optional()),
+  state: stateField,
   decision: z.enum(['approve', 'deny']),
 });
 
-export const exchangeSchema = z.strictObject({
+/**
+ * The exchange, read as OAuth 2.0's token endpoint reads its parameters (RFC 6749 §3.2): one sent
+ * empty is treated as omitted (a client that used no PKCE may still send `code_verifier: ""`), and
+ * unknown ones are ignored.
+ */
+export const exchangeSchema = z.object({
   code: z.string().min(1, 'code is required').max(512),
-  code_verifier: z.string().max(512).optional(),
-  code_challenge_method: z.enum(METHODS).nullable().optional(),
+  code_verifier: blankIsAbsent(z.string().max(512).optional()),
+  code_challenge_method: blankIsAbsent(z.enum(METHODS).optional()),
 });
 
 export type AuthorizationInput = z.output<typeof createCodeSchema>;

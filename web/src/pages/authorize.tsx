@@ -12,6 +12,7 @@ import { formatTime } from '../format';
 import { useLoader } from '../components/use-loader';
 import { navigate, useLocation } from '../router';
 import { useSession } from '../session';
+import { parseLimit } from './key-limit';
 
 function serverProblem(): string | null {
   return document.querySelector('meta[name="tollgate-auth-problem"]')?.getAttribute('content') ?? null;
@@ -46,16 +47,17 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
   const decide = async (decision: 'approve' | 'deny', event?: FormEvent) => {
     event?.preventDefault();
     setError(null);
-    const limitValue = limit.trim() === '' ? null : Number(limit);
-    if (decision === 'approve' && limitValue !== null && (!Number.isFinite(limitValue) || limitValue <= 0)) {
-      setError(new Error('The credit limit must be a positive number of USD'));
+    // As the keys page and the API take it: blank is no limit, else a number of USD, 0 or more.
+    const limitValue = parseLimit(limit);
+    if (decision === 'approve' && limitValue instanceof Error) {
+      setError(limitValue);
       return;
     }
     setBusy(decision);
     try {
       const body: Record<string, unknown> = { decision };
       for (const name of PARAMS) if (name !== 'limit' && params[name] !== null) body[name] = params[name];
-      if (decision === 'approve' && limitValue !== null) body.limit = limitValue;
+      if (decision === 'approve' && typeof limitValue === 'number') body.limit = limitValue;
       const answer = await api<{ data: { redirect_url: string } }>('POST', '/oauth/authorize', body);
       window.location.assign(answer.data.redirect_url);
     } catch (failure) {

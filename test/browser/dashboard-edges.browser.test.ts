@@ -35,6 +35,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chat, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { asBrowser, createHolder, signIn } from '../helpers/session.js';
+import { call } from '../helpers/api.js';
 import { sqliteTarget } from '../helpers/store-targets.js';
 import { chromiumAvailable, focusedElement, launchChromium, newPage, signInThroughPage } from './chromium.js';
 
@@ -145,6 +146,38 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
     const keyRow = apps.getByRole('row').filter({ hasText: 'Tollgate Official CLI' });
     await keyRow.waitFor();
     expect(await keyRow.textContent()).toContain(`${expires.toISOString().slice(0, 16).replace('T', ' ')} UTC`);
+  });
+
+  it('an app approved twice: Apps names each row by its key, and revoking one says the other keeps working', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    const owner = await gw.createKey(holder.id, { name: 'owner' });
+    const appKeys: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const code = await call(gw, 'POST', '/auth/keys/code', {
+        key: owner.key,
+        json: { callback_url: 'https://twice.example/cb' },
+      });
+      expect(code.status, code.text).toBe(200);
+      const exchanged = await call(gw, 'POST', '/auth/keys', { json: { code: code.json.data.id } });
+      expect(exchanged.status, exchanged.text).toBe(200);
+      appKeys.push(exchanged.json.key as string);
+    }
+    const p = await signedIn(holder, '/apps');
+    const revokeButtons = p.getByRole('button', { name: /^Revoke https:\/\/twice\.example \(key sk-tg-v1-/ });
+    await expect.poll(() => revokeButtons.count(), PATIENT).toBe(2);
+    const names = await revokeButtons.evaluateAll((buttons) => buttons.map((b) => b.getAttribute('aria-label')));
+    expect(new Set(names).size).toBe(2);
+    await revokeButtons.first().click();
+    const dialog = p.getByRole('alertdialog');
+    expect(await dialog.textContent()).toContain('The app holds another key from another approval');
+    expect(await dialog.textContent()).not.toContain('can no longer use your credits');
+    await dialog.getByRole('button', { name: 'Revoke access' }).click();
+    await expect.poll(() => revokeButtons.count()).toBe(0);
+    // One row left: it is the app's only authorization now, and says so.
+    await p.getByRole('button', { name: 'Revoke https://twice.example', exact: true }).click();
+    expect(await p.getByRole('alertdialog').textContent()).toContain('the app can no longer use your credits');
+    const working = await Promise.all(appKeys.map(async (key) => (await chat(gw, key, HELLO)).status));
+    expect(working.sort()).toEqual([200, 401]);
   });
 
   it('signed out, a page load logs no error in the console', async () => {

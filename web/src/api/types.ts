@@ -82,7 +82,7 @@ export interface GenerationRow {
 
 export interface AppAuthorization {
   id: string;
-  app: { name: string; origin: string };
+  app: { id: number; name: string; origin: string };
   key_hash: string;
   key_label: string;
   limit: number | null;

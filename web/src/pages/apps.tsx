@@ -21,14 +21,18 @@ function AppRow(props: {
   confirming: boolean;
   onConfirming(open: boolean): void;
   onRevoked(): void;
+  /** How many other authorizations (keys) the account gave the same app: each approval makes one. */
+  others: number;
 }) {
   const a = props.authorization;
-  const { confirming, onConfirming: setConfirming } = props;
+  const { confirming, onConfirming: setConfirming, others } = props;
   const name = a.app.name || a.app.origin;
+  // Two rows of one app differ by their key: its rows and buttons are named by it then.
+  const named = others > 0 ? `${name} (key ${a.key_label})` : name;
   // A confirmation closed without revoking gives the focus back to the button that opened it.
   const revokeFocus = useFocusReturn<HTMLButtonElement>(!confirming);
   return (
-    <tr aria-label={`App ${name}`}>
+    <tr aria-label={`App ${named}`}>
       <td data-label="App">
         <span className="key-name">{name}</span>
         {name !== a.app.origin ? <div className="muted small key-name-detail">{a.app.origin}</div> : null}
@@ -45,8 +49,12 @@ function AppRow(props: {
       <td data-label="Actions">
         {confirming ? (
           <Confirm
-            title={`Revoke access for ${name}?`}
-            body="Its key is deleted and the app can no longer use your credits."
+            title={others > 0 ? `Revoke this key of ${name}?` : `Revoke access for ${name}?`}
+            body={
+              others > 0
+                ? `Its key ${a.key_label} is deleted. The app holds ${others === 1 ? 'another key' : `${others} other keys`} from ${others === 1 ? 'another approval' : 'other approvals'}: ${others === 1 ? 'it keeps' : 'they keep'} working until revoked too.`
+                : 'Its key is deleted and the app can no longer use your credits.'
+            }
             confirmLabel="Revoke access"
             onConfirm={async () => {
               await api('DELETE', `/apps/${encodeURIComponent(a.id)}`);
@@ -63,7 +71,7 @@ function AppRow(props: {
             className="danger"
             ref={revokeFocus.ref}
             onClick={() => setConfirming(true)}
-            aria-label={`Revoke ${name}`}
+            aria-label={`Revoke ${named}`}
           >
             Revoke
           </button>
@@ -108,10 +116,11 @@ export function AppsPage() {
               </tr>
             </thead>
             <tbody>
-              {apps.data.data.map((a) => (
+              {apps.data.data.map((a, _, all) => (
                 <AppRow
                   key={a.id}
                   authorization={a}
+                  others={all.filter((other) => other.app.id === a.app.id).length - 1}
                   confirming={revoking === a.id}
                   onConfirming={(open) => setRevoking((current) => (open ? a.id : current === a.id ? null : current))}
                   onRevoked={() => {

@@ -101,6 +101,21 @@ export async function requestPasswordReset(deps: PasswordResetDeps, email: strin
   }
 }
 
+export const resetCheckSchema = z.strictObject({ token: z.string() });
+
+/**
+ * Whether a reset link can still be used (`POST /password-reset/check`): the page says at once that a
+ * used or expired link is, instead of taking a new password twice to refuse it. It tells nothing a
+ * confirm would not (the token is 32 random bytes: nobody holds one they were not mailed).
+ */
+export async function passwordResetTokenValid(
+  deps: PasswordResetDeps,
+  input: z.output<typeof resetCheckSchema>,
+): Promise<boolean> {
+  if (!TOKEN_PATTERN.test(input.token)) return false;
+  return deps.store.passwordResets.isRedeemable(hashToken(input.token), deps.now());
+}
+
 export async function confirmPasswordReset(
   deps: PasswordResetDeps,
   input: z.output<typeof resetConfirmSchema>,

@@ -70,6 +70,9 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       expect(mail, 'the reset mail arrived').toBeDefined();
       // The mail links to the configured public URL; the same page is served by this gateway.
       const token = /\/reset-password\?token=([A-Za-z0-9_-]+)/.exec(mail!.decoded)![1]!;
+      expect((await call(gw, 'POST', '/password-reset/check', { json: { token } })).json).toEqual({
+        data: { valid: true },
+      });
       await page.goto(`/reset-password?token=${token}`);
       await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
       // Too long: refused on the page as typed, never cut to 256 and set (a password the holder does not know).
@@ -102,6 +105,12 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
         json: { email: holder.email, password: 'the old password 123' },
       });
       expect(old.status).toBe(401);
+      // Opened again, the used link says so at once: no form that takes a new password twice to refuse it.
+      const checked = await call(gw, 'POST', '/password-reset/check', { json: { token } });
+      expect(checked.json).toEqual({ data: { valid: false } });
+      await page.goto(`/reset-password?token=${token}`);
+      await page.getByRole('alert').filter({ hasText: 'This link was already used or has expired' }).waitFor();
+      expect(await page.getByLabel('New password (10 to 256 characters)').count()).toBe(0);
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -3,14 +3,17 @@
  * POST /api/v1/password-reset `{ email }` → always 202 `{ accepted: true }` (no account enumeration),
  * or 429 past the client address's budget (taken for every request, whatever the e-mail), or 403 for
  * every request when the gateway cannot make a link (`mail.public_url` unset);
+ * POST /api/v1/password-reset/check `{ token }` → 200 `{ data: { valid } }` (the page's first look at a link);
  * POST /api/v1/password-reset/confirm `{ token, new_password }` → 200 `{ updated: true }`, or 400.
- * Neither needs a session; both check the Origin like sign-in does (a foreign page must not drive them).
+ * None needs a session; the POSTs check the Origin like sign-in does (a foreign page must not drive them).
  */
 import {
   admitPasswordResetRequest,
   assertPasswordResetAvailable,
   confirmPasswordReset,
+  passwordResetTokenValid,
   requestPasswordReset,
+  resetCheckSchema,
   resetConfirmSchema,
   resetRequestSchema,
   type PasswordResetDeps,
@@ -59,6 +62,26 @@ export function registerPasswordResetRoutes(routes: RouteTable, deps: PasswordRe
         responses: {
           200: json(z.object({ data: z.object({ available: z.boolean() }) }), 'Password reset is set up or not'),
         },
+      },
+    },
+  );
+
+  routes.add(
+    'POST',
+    '/api/v1/password-reset/check',
+    async (request, reply) => {
+      checkOrigin(request);
+      const valid = await passwordResetTokenValid(deps, parseBody(resetCheckSchema, request.body));
+      return reply.header('cache-control', 'no-store').send({ data: { valid } });
+    },
+    {
+      auth: 'none',
+      doc: {
+        summary: 'Whether a reset token can still be used (not used, not expired)',
+        tag: 'Session',
+        body: resetCheckSchema,
+        responses: { 200: json(z.object({ data: z.object({ valid: z.boolean() }) })) },
+        errors: [403],
       },
     },
   );

@@ -99,6 +99,30 @@ export function ForgotPasswordPage() {
   );
 }
 
+/**
+ * Whether the link's token can still be used: null while asking; true when the gateway did not
+ * answer (the form is offered, and submitting it reports what the gateway says).
+ */
+function useTokenUsable(token: string): boolean | null {
+  const [usable, setUsable] = useState<boolean | null>(token === '' ? false : null);
+  useEffect(() => {
+    if (token === '') return;
+    let current = true;
+    api<{ data: { valid: boolean } }>('POST', '/password-reset/check', { token }, { quiet401: true }).then(
+      (answer) => {
+        if (current) setUsable(answer.data.valid === true);
+      },
+      () => {
+        if (current) setUsable(true);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [token]);
+  return usable;
+}
+
 export function ResetPasswordPage() {
   const { search } = useLocation();
   const { retry: rereadSession } = useSession();
@@ -109,6 +133,7 @@ export function ResetPasswordPage() {
   const buttonFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const [done, setDone] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const usable = useTokenUsable(token);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -150,7 +175,18 @@ export function ResetPasswordPage() {
   return (
     <section className="narrow">
       <h1>Set a new password</h1>
-      {done ? (
+      {usable === null && !done ? (
+        <p className="muted">Loading…</p>
+      ) : usable === false && !done ? (
+        <>
+          <p className="notice notice-error" role="alert">
+            This link was already used or has expired (a link works once, for 30 minutes).
+          </p>
+          <p>
+            <Link to="/forgot-password">Ask for a new link</Link>
+          </p>
+        </>
+      ) : done ? (
         <>
           <p className="notice notice-ok" role="status">
             Your password was changed, and every session of your account was signed out.

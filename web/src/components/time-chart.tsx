@@ -27,6 +27,16 @@ const PALETTE = [
 /** Tick steps for counts: whole numbers only (a scale of 0–2 requests read "2, 2, 1, 1, 0"). */
 const WHOLE_STEPS = Array.from({ length: 16 }, (_, i) => [1, 2, 5].map((m) => m * 10 ** i)).flat();
 
+/**
+ * The y range: uPlot's own (padded, snapped), except for days with nothing at all — uPlot then spans
+ * 0 to 100, and an empty Spend chart read "$100.00" at its top. Nothing is drawn up to one unit.
+ */
+function yRange(_u: uPlot, min: number | null, max: number | null): uPlot.Range.MinMax {
+  if (min === null || max === null) return [0, 1];
+  if (min === 0 && max === 0) return [0, 1];
+  return uPlot.rangeNum(min, max, 0.1, true);
+}
+
 /** The y axis's width from its longest tick label (a fixed width clipped "$0.00015"). */
 function axisWidth(_u: uPlot, values: string[] | null): number {
   const longest = Math.max(0, ...(values ?? []).map((v) => v.length));
@@ -52,7 +62,7 @@ export function TimeChart(props: {
       width: Math.max(element.clientWidth, 280),
       height: 220,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { x: { time: true } },
+      scales: { x: { time: true }, y: { range: yRange } },
       axes: [
         {},
         { values: (_u, ticks) => ticks.map(format), size: axisWidth, ...(whole ? { incrs: WHOLE_STEPS } : {}) },

@@ -78,6 +78,7 @@ import type { AdaptiveFirstToken } from './routing/first-token-limit.js';
 import { HealthRegistry } from './routing/health.js';
 import { headerSecrets, SecretScrubber } from './routing/secret-scrubber.js';
 import { AttemptAbort } from './routing/upstream-client.js';
+import { shuttingDownError } from './routing/failure.js';
 import type { Store } from './store/types.js';
 
 export interface AppDeps {
@@ -167,6 +168,15 @@ export function buildApp(deps: AppDeps): Gateway {
 
   const shutdownController = new AbortController();
   let shuttingDown = false;
+  // Once stopping, a request that still arrives (on a kept-alive connection busy when the listener
+  // closed) gets the error record, not Fastify's own 503 body (`return503OnClosing` is off), and the
+  // connection is closed after it; the probes still answer (`/readyz` says it is shutting down).
+  app.addHook('onRequest', async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (!shuttingDown || route === '/readyz' || route === '/healthz') return;
+    reply.header('connection', 'close');
+    throw shuttingDownError();
+  });
 
   const breaker = config.routing.breaker;
   const health = new HealthRegistry({

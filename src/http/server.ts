@@ -103,7 +103,8 @@ export function createHttpServer(
     // Routes declare their own limit (route-table.ts); the chat route takes server.body_limit_bytes.
     bodyLimit: server.small_body_limit_bytes,
     trustProxy: trustProxyOption(server.trust_proxy),
-    return503OnClosing: true,
+    // A request arriving while the gateway stops gets the error record (`server.shutting_down`, app.ts).
+    return503OnClosing: false,
     // Header, body and keep-alive deadlines of the edge guard (see http/edge.ts); never the response's.
     ...timeoutOptions(server),
     clientErrorHandler,

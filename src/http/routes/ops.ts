@@ -30,7 +30,7 @@ export function registerOpsRoutes(routes: RouteTable, services: Services, isShut
     'GET',
     '/readyz',
     async (_request, reply) => {
-      if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down' });
+      if (isShuttingDown()) return reply.code(503).send({ status: 'shutting_down', reasons: ['shutting_down'] });
       let storeOk: boolean;
       try {
         // A store that is merely silent (SIGSTOP, a network partition) is not ready, but not yet an

@@ -36,6 +36,31 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
   });
 
+  it('names DATABASE_URL or REDIS_URL when it cannot be read as a URL, with the fix, never the password', () => {
+    for (const [name, url] of [
+      ['DATABASE_URL', 'postgres://u:Pw99@127.0.0.1:99999/db'],
+      ['DATABASE_URL', 'postgres://u:SeCrEtPw99@host:notaport/db'],
+      ['DATABASE_URL', 'postgres://u:p@ss#SeCrEt@127.0.0.1:5432/db'],
+      ['REDIS_URL', 'redis://:ReDiSSeCrEt@h:xx'],
+    ] as const) {
+      let error: unknown;
+      try {
+        loadConfig({ [name]: url });
+      } catch (e) {
+        error = e;
+      }
+      expect(error, url).toBeInstanceOf(ConfigError);
+      const text = (error as ConfigError).problems.join('\n');
+      expect(text).toContain(`${name}: is not a URL that can be read`);
+      expect(text).toContain('percent-encode');
+      expect(text).not.toMatch(/SeCrEt|Pw99|ss#/i);
+    }
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p%40ss%23x@127.0.0.1:5432/db' }).databaseUrl).toBe(
+      'postgres://u:p%40ss%23x@127.0.0.1:5432/db',
+    );
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/0' }).redisUrl).toBe('redis://127.0.0.1:6379/0');
+  });
+
   it('interpolates ${VAR} and applies defaults', () => {
     const config = loadConfig(
       { TOLLGATE_CONFIG: 'x.yaml', OPENAI_KEY: 'secret', PORT: '9000' },

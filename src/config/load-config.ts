@@ -44,6 +44,23 @@ const bearerSecret = z
     'must be at least 16 characters with no whitespace inside (surrounding whitespace is trimmed)',
   );
 
+const CONNECTION_URL_HINT =
+  'is not a URL that can be read (a host, a port from 1 to 65535, nothing after #); percent-encode special characters in the user name and password (@ # / ? : % as %40 %23 %2F %3F %3A %25)';
+
+/**
+ * A connection URL the drivers can read as written: one `new URL` refuses ("Invalid URL" at boot,
+ * naming nothing), or one whose password holds an unencoded `#` (read as a fragment: the host then
+ * is part of the password, and a DNS error names it in the log).
+ */
+function connectionUrlReadable(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.hostname !== '' && url.hash === '' && !text.includes('#');
+  } catch {
+    return false;
+  }
+}
+
 const envSchema = z.object({
   // Digits only: `PORT=` (an empty line in an env file) read as 0 would listen on a random port.
   PORT: z
@@ -57,10 +74,12 @@ const envSchema = z.object({
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .refine(connectionUrlReadable, CONNECTION_URL_HINT)
     .optional(),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .refine(connectionUrlReadable, CONNECTION_URL_HINT)
     .optional(),
   TOLLGATE_ADMIN_TOKEN: bearerSecret.optional(),
   TOLLGATE_METRICS_TOKEN: bearerSecret.optional(),

@@ -231,7 +231,8 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     const marked = await admin('POST', `/keys/${hash}/compromised`, { reason: 'found in a public repository' });
     expect(marked.status).toBe(200);
     expect(Object.keys(marked.json)).toEqual(['data']);
-    expect(marked.json.data).toMatchObject({ hash, disabled: true });
+    // Said as the listing says it: compromised, not only disabled (operator's outside check).
+    expect(marked.json.data).toMatchObject({ hash, disabled: true, compromised: true, app: null });
     // With the key's real usage (it was all zeros).
     expect(marked.json.data.usage).toBeGreaterThan(0);
     expect(marked.text).not.toContain(key.slice(9));
@@ -262,7 +263,14 @@ describe.each(STORE_TARGETS)('admin API ($name)', (target) => {
     const { key, hash } = await gw.createKey(id);
     const patched = await admin('PATCH', `/keys/${hash}`, { name: 'renamed', limit: 4 });
     expect(patched.status).toBe(200);
-    expect(patched.json.data).toMatchObject({ hash, name: 'renamed', limit: 4, limit_remaining: 4 });
+    expect(patched.json.data).toMatchObject({
+      hash,
+      name: 'renamed',
+      limit: 4,
+      limit_remaining: 4,
+      compromised: false,
+      app: null,
+    });
     expectError(await admin('PATCH', `/keys/${hash}`, { bogus: 1 }), 400);
     expectError(await admin('PATCH', `/keys/${'0'.repeat(64)}`, { name: 'x' }), 404);
     expectError(await admin('PATCH', '/keys/nothex', { name: 'x' }), 404);

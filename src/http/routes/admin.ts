@@ -34,7 +34,7 @@ const compromisedSchema = z.strictObject({ reason: z.string().max(500).optional(
 const setPasswordSchema = z.strictObject({ password: passwordSchema });
 
 const accountData = z.object({ data: accountSchema });
-const keyData = z.object({ data: apiKeySchema });
+const ownedKeyData = z.object({ data: ownedApiKeySchema });
 
 const listKeysQuery = z.object({
   offset: pageOffset,
@@ -192,7 +192,8 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         'key disabled as compromised',
       );
       const usage = await usageOf(services.keys, [result.key]);
-      return { data: renderApiKey(result.key, usage.get(result.key.hash)) };
+      // As the listing shows it: `compromised` and `app` too (the operator saw only `disabled`).
+      return { data: (await renderOwnedKeys(services.keys, [result.key], usage))[0]! };
     },
     {
       auth: 'admin',
@@ -200,7 +201,7 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
         summary: 'Disable a key as compromised and tell its holder',
         tag: 'Admin',
         body: compromisedSchema,
-        responses: { 200: json(keyData) },
+        responses: { 200: json(ownedKeyData) },
       },
     },
   );
@@ -213,11 +214,11 @@ export function registerAdminRoutes(routes: RouteTable, services: Services): voi
       const existing = await keyByHash(deps, hash);
       const key = await updateKey(services.keys, existing.accountId, hash, parseBody(updateKeySchema, request.body));
       const usage = await usageOf(services.keys, [key]);
-      return { data: renderApiKey(key, usage.get(key.hash)) };
+      return { data: (await renderOwnedKeys(services.keys, [key], usage))[0]! };
     },
     {
       auth: 'admin',
-      doc: { summary: 'Change any key', tag: 'Admin', body: updateKeySchema, responses: { 200: json(keyData) } },
+      doc: { summary: 'Change any key', tag: 'Admin', body: updateKeySchema, responses: { 200: json(ownedKeyData) } },
     },
   );
 

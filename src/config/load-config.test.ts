@@ -187,7 +187,16 @@ models:
     ).toEqual({ dataCollection: 'deny', zdr: true });
   });
 
-  it('rejects unreadable YAML with a clear message', () => {
+  it("rejects unreadable YAML with a clear message: where, not ending mid-sentence, without the file's lines", () => {
     expect(() => loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, yaml('providers: [unclosed'))).toThrow(ConfigError);
+    let error: unknown;
+    try {
+      loadConfig({ TOLLGATE_CONFIG: 'x.yaml' }, yaml('providers:\n  - id: a\napi_key: sk-secret-in-file\n - id: b\n'));
+    } catch (e) {
+      error = e;
+    }
+    const [problem] = (error as ConfigError).problems;
+    expect(problem).toMatch(/^TOLLGATE_CONFIG \(.*x\.yaml\): .* at line \d+, column \d+$/);
+    expect(problem).not.toContain('sk-secret-in-file');
   });
 });

@@ -146,9 +146,10 @@ export function loadConfig(
       raw = parseYaml(readFile(configPath)) ?? {};
       raw = interpolate(raw, env, '', problems);
     } catch (error) {
-      problems.push(
-        `TOLLGATE_CONFIG (${configPath}): ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
-      );
+      // The parser's first line names the problem and where ("… at line 3, column 1:"); the file's
+      // lines it quotes after it are left out (they may hold a secret written in the file).
+      const what = error instanceof Error ? error.message.split('\n')[0]!.replace(/:\s*$/, '') : String(error);
+      problems.push(`TOLLGATE_CONFIG (${configPath}): ${what}`);
       raw = {};
       unread = true;
     }

@@ -58,7 +58,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u:p%40ss%23x@127.0.0.1:5432/db' }).databaseUrl).toBe(
       'postgres://u:p%40ss%23x@127.0.0.1:5432/db',
     );
-    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/0' }).redisUrl).toBe('redis://127.0.0.1:6379/0');
+    // Every form the drivers take still passes: a socket, an empty host, IPv6, options, TLS.
+    for (const url of [
+      'postgres:///tollgate?host=/var/run/postgresql',
+      'postgresql://u:pw@/tollgate',
+      'postgres://u:pw@[::1]:5432/db?sslmode=require&application_name=tollgate',
+      'postgres://u:p%20w@localhost/db?options=-c%20search_path%3Dx',
+    ])
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl, url).toBe(url);
+    for (const url of ['redis://127.0.0.1:6379/0', 'rediss://:pw@[::1]:6380/2', 'redis://localhost'])
+      expect(loadConfig({ REDIS_URL: url }).redisUrl, url).toBe(url);
   });
 
   it('interpolates ${VAR} and applies defaults', () => {

@@ -45,20 +45,27 @@ const bearerSecret = z
   );
 
 const CONNECTION_URL_HINT =
-  'is not a URL that can be read (a host, a port from 1 to 65535, nothing after #); percent-encode special characters in the user name and password (@ # / ? : % as %40 %23 %2F %3F %3A %25)';
+  'is not a URL that can be read (a port from 1 to 65535, nothing after #); percent-encode special characters in the user name and password (@ # / ? : % as %40 %23 %2F %3F %3A %25)';
 
 /**
- * A connection URL the drivers can read as written: one `new URL` refuses ("Invalid URL" at boot,
- * naming nothing), or one whose password holds an unencoded `#` (read as a fragment: the host then
- * is part of the password, and a DNS error names it in the log).
+ * A connection URL the drivers can read as written: not one `new URL` refuses ("Invalid URL" at boot,
+ * naming nothing), nor one whose password holds an unencoded `#` (read as a fragment: the host then
+ * is part of the password, and a DNS error names it in the log). Read as the pg driver reads it
+ * (pg-connection-string: spaces encoded, an empty host allowed, a socket in `?host=`), so no URL the
+ * driver takes is refused here.
  */
 function connectionUrlReadable(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return url.hostname !== '' && url.hash === '' && !text.includes('#');
-  } catch {
-    return false;
+  if (text.includes('#')) return false;
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text) ? encodeURI(text).replace(/%25(\d\d)/g, '%$1') : text;
+  for (const candidate of [encoded, encoded.replace('@/', '@___DUMMY___/')]) {
+    try {
+      new URL(candidate);
+      return true;
+    } catch {
+      // the next reading, as the driver tries it
+    }
   }
+  return false;
 }
 
 const envSchema = z.object({

@@ -168,17 +168,6 @@ export function buildApp(deps: AppDeps): Gateway {
 
   const shutdownController = new AbortController();
   let shuttingDown = false;
-  // Once stopping, a request that still arrives (on a kept-alive connection busy when the listener
-  // closed) gets the error record, not Fastify's own 503 body (`return503OnClosing` is off), and the
-  // connection is closed after it; the probes still answer (`/readyz` says it is shutting down).
-  // A callback hook, not an async one: it runs on every request, and a promise per request is not free.
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!shuttingDown) return done();
-    const route = request.routeOptions.url;
-    if (route === '/readyz' || route === '/healthz') return done();
-    reply.header('connection', 'close');
-    done(shuttingDownError());
-  });
 
   const breaker = config.routing.breaker;
   const health = new HealthRegistry({
@@ -378,6 +367,18 @@ export function buildApp(deps: AppDeps): Gateway {
   registerEdgeGuard(app, new EdgeGuard(config.limits.edge, now), () => metrics.rateLimited.inc({ limit: 'edge' }));
   requireHost(app);
   registerCors(app);
+  // After the request metrics and CORS (its answer is counted, logged and readable cross-origin).
+  // Once stopping, a request that still arrives (on a kept-alive connection busy when the listener
+  // closed) gets the error record, not Fastify's own 503 body (`return503OnClosing` is off), and the
+  // connection is closed after it; the probes still answer (`/readyz` says it is shutting down).
+  // A callback hook, not an async one: it runs on every request, and a promise per request is not free.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!shuttingDown) return done();
+    const route = request.routeOptions.url;
+    if (route === '/readyz' || route === '/healthz') return done();
+    reply.header('connection', 'close');
+    done(shuttingDownError());
+  });
   registerJsonBody(app, { maxDepth: config.server.json_max_depth, maxElements: config.server.json_max_elements });
   registerResponseHeaders(app);
   const routes = new RouteTable(

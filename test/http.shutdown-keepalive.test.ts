@@ -62,6 +62,8 @@ describe('shutdown with a kept-alive connection', () => {
       const refused = lastAnswer(api.state.seen);
       expect(refused.head).toMatch(/^http\/1\.1 503 /);
       expect(refused.head).toContain('connection: close');
+      // Answered after the request's own hooks ran: readable cross-origin like every answer.
+      expect(refused.head).toContain('access-control-allow-origin: *');
       expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 503, message: 'The gateway is shutting down' } });
       const ready = lastAnswer(probe.state.seen);
       expect(ready.head).toMatch(/^http\/1\.1 503 /);

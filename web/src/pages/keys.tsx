@@ -302,28 +302,33 @@ export function KeysPage() {
   // Where the focus goes once the element is there: back to "Create key" when its form or the new
   // key's notice closes; when a row was deleted, to the row that took its place (else the one above,
   // else the heading), so the list stays where it was on the screen (never to the page's body).
-  const [focusTo, setFocusTo] = useState<'create' | 'heading' | { row: string } | null>(null);
+  // A deleted row's place is looked up in the list read again after the delete (a neighbour deleted
+  // meanwhile, elsewhere, is not in it): until then the focus stays in the row being deleted.
+  const [focusTo, setFocusTo] = useState<'create' | 'heading' | { deleted: string; at: number } | null>(null);
   const createButton = useRef<HTMLButtonElement>(null);
   const heading = useRef<HTMLHeadingElement>(null);
   const rows = useRef(new Map<string, HTMLTableRowElement>());
   useEffect(() => {
-    const target =
-      focusTo === 'create'
-        ? createButton.current
-        : focusTo === 'heading'
-          ? heading.current
-          : focusTo
-            ? (rows.current.get(focusTo.row) ?? heading.current)
-            : null;
+    let target: HTMLElement | null = null;
+    if (focusTo === 'create') target = createButton.current;
+    else if (focusTo === 'heading') target = heading.current;
+    else if (focusTo) {
+      const list = keys.data;
+      if (keys.loading) return;
+      if (keys.error || !list) target = heading.current;
+      else if (list.some((key) => key.hash === focusTo.deleted)) return;
+      else {
+        const neighbour = list[focusTo.at] ?? list[focusTo.at - 1];
+        target = (neighbour && rows.current.get(neighbour.hash)) ?? heading.current;
+      }
+    }
     if (!target) return;
     target.focus();
     setFocusTo(null);
   });
   const focusAfterDeleting = (hash: string) => {
-    const list = keys.data ?? [];
-    const at = list.findIndex((key) => key.hash === hash);
-    const neighbour = list[at + 1] ?? list[at - 1];
-    setFocusTo(at >= 0 && neighbour ? { row: neighbour.hash } : 'heading');
+    const at = (keys.data ?? []).findIndex((key) => key.hash === hash);
+    setFocusTo({ deleted: hash, at: Math.max(0, at) });
   };
 
   return (

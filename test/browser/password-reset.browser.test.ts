@@ -101,6 +101,10 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       await page.getByRole('main').getByRole('link', { name: 'Sign in' }).click();
       await signInThroughPage(page, holder.email, NEW_PASSWORD);
       await page.getByRole('heading', { name: 'API keys' }).waitFor();
+      // Signed out again, the sign-in page does not offer the address to whoever signs in next.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      expect(await page.getByLabel('E-mail').inputValue()).toBe('');
       const old = await call(gw, 'POST', '/session', {
         json: { email: holder.email, password: 'the old password 123' },
       });

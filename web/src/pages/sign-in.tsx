@@ -28,6 +28,8 @@ export function SignInPage() {
     setError(null);
     try {
       await signIn(email.trim(), password);
+      // Signed in: the address is not offered to whoever signs in next in this tab.
+      rememberTypedEmail('');
     } catch (failure) {
       setError(failure);
       setBusy(false);

@@ -572,10 +572,65 @@ describe.skipIf(!chromiumAvailable)('dashboard edges in Chromium', () => {
       .locator('td[data-label="Generation id"]');
     await expect.poll(() => ids.count(), PATIENT).toBe(50);
     expect((await chat(gw, key, HELLO)).status).toBe(200); // while the holder reads the first page
-    await p.getByRole('button', { name: 'Show older generations' }).click();
+    // With the keyboard: the button is disabled while the page loads; the focus is not lost to the
+    // body — no older page is left, so it goes to the first row the load added.
+    await p.getByRole('button', { name: 'Show older generations' }).focus();
+    await p.keyboard.press('Enter');
     await expect.poll(() => ids.count(), PATIENT).toBe(51);
     const shown = await ids.allTextContents();
     expect(new Set(shown).size).toBe(51);
+    await expect.poll(async () => (await focusedElement(p)).name).toContain(shown[50]!);
+    expect((await focusedElement(p)).name).toMatch(/^tr:/);
+  });
+
+  it('the keyboard focus is never left on the body: a failed save, "Try again", a tab reached at phone width', async () => {
+    const holder = await createHolder(gw, 'a long demo password 123');
+    await gw.createKey(holder.id, { name: 'kept key' });
+    const p = await signedIn(holder, '/keys');
+    await p.getByRole('row', { name: 'Key kept key' }).waitFor(PATIENT);
+    const focused = async () => (await focusedElement(p)).name;
+    // A rename the gateway fails: the pressed "Save name" gets the focus back with the error shown.
+    await p.route('**/api/v1/keys/*', (route) =>
+      route.request().method() === 'PATCH'
+        ? route.fulfill({
+            status: 500,
+            contentType: 'application/json',
+            body: '{"error":{"code":500,"message":"boom"}}',
+          })
+        : route.fallback(),
+    );
+    await p.getByRole('button', { name: 'Rename kept key' }).click();
+    await p.getByRole('button', { name: 'Save name' }).focus();
+    await p.keyboard.press('Enter');
+    await p.getByRole('alert').filter({ hasText: 'boom' }).waitFor();
+    await expect.poll(focused).toBe('button:Save name');
+    await p.unroute('**/api/v1/keys/*');
+    await p.keyboard.press('Escape');
+
+    // The list failing to load, then "Try again" working: the focus goes to the heading.
+    await p.route('**/api/v1/keys?*', (route) =>
+      route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":{"code":503,"message":"down"}}' }),
+    );
+    await p.reload();
+    const retry = p.getByRole('button', { name: 'Try again' });
+    await retry.waitFor(PATIENT);
+    await p.unroute('**/api/v1/keys?*');
+    await retry.focus();
+    await p.keyboard.press('Enter');
+    await p.getByRole('row', { name: 'Key kept key' }).waitFor(PATIENT);
+    await expect.poll(focused).toBe('h1:API keys');
+
+    // At 390 px the tab bar scrolls to the tab the keyboard reached.
+    await p.setViewportSize({ width: 390, height: 844 });
+    await p.getByRole('link', { name: 'Rankings' }).focus();
+    await expect
+      .poll(() =>
+        p.evaluate(`(() => {
+          const box = document.activeElement.getBoundingClientRect();
+          return box.left >= 0 && box.right <= window.innerWidth;
+        })()`),
+      )
+      .toBe(true);
   });
 
   it('at phone width a long balance, credit reference, app or model name stays inside the screen', async () => {

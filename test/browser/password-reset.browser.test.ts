@@ -60,6 +60,8 @@ describe.skipIf(!chromiumAvailable)('password reset in Chromium', () => {
       expect(await page.getByLabel('E-mail').inputValue()).toBe(holder.email);
       await page.getByRole('button', { name: 'Send reset link' }).click();
       await page.getByRole('status').filter({ hasText: 'a link to set a new password is on its way' }).waitFor();
+      // The message replaced the form (and its pressed button): it has the focus, not the page's body.
+      await expect.poll(() => page.evaluate('document.activeElement.getAttribute("role")')).toBe('status');
       await screenshot(page, 'password-reset-sent');
 
       let mail = inbox.messages.find((m) => m.to.includes(holder.email));

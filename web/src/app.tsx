@@ -82,7 +82,13 @@ function Header(props: { path: string }) {
         ) : null}
       </div>
       {signedIn ? (
-        <nav aria-label="Dashboard" ref={nav}>
+        <nav
+          aria-label="Dashboard"
+          ref={nav}
+          // A tab reached with the keyboard is brought into view too (at 390 px "Rankings" got the
+          // focus with only a sliver of it on the screen).
+          onFocus={(event) => event.target.scrollIntoView({ block: 'nearest', inline: 'nearest' })}
+        >
           <ul>
             {NAV.map((item) => (
               <li key={item.to}>

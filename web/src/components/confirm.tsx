@@ -14,6 +14,7 @@ export function Confirm(props: {
   onCancel(): void;
 }) {
   const titleId = useId();
+  const bodyId = useId();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
@@ -36,6 +37,7 @@ export function Confirm(props: {
       className="confirm"
       role="alertdialog"
       aria-labelledby={titleId}
+      aria-describedby={bodyId}
       onKeyDown={(event) => {
         if (event.key === 'Escape' && !busy) {
           event.stopPropagation();
@@ -46,7 +48,7 @@ export function Confirm(props: {
       <p id={titleId} className="confirm-title">
         {props.title}
       </p>
-      <p>{props.body}</p>
+      <p id={bodyId}>{props.body}</p>
       <ErrorNotice error={error} />
       <div className="actions">
         <button type="button" className="danger" ref={confirmFocus.ref} onClick={() => void confirm()} disabled={busy}>

@@ -5,6 +5,7 @@ import type { DailyActivity, GenerationRow } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
 import { TimeChart } from '../components/time-chart';
 import { useLoader } from '../components/use-loader';
+import { useShowOlder } from '../components/use-show-older';
 import { formatInteger, formatLatency, formatTime, formatUsd, lastUtcDays } from '../format';
 import { seriesOf, totalsOf } from './activity-series';
 import { loadKeys } from '../api/keys';
@@ -41,6 +42,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
     setRows((previous) => (before === undefined ? answer.data : [...previous, ...answer.data]));
     return answer.data;
   }, [before]);
+  const older = useShowOlder(page.loading);
 
   return (
     <section aria-labelledby="generations-title">
@@ -73,7 +75,7 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
                 <th scope="col">Generation id</th>
               </tr>
             </thead>
-            <tbody>
+            <tbody ref={older.rows}>
               {rows.map((row) => (
                 <tr key={row.id}>
                   <td data-label="Time">{formatTime(row.created_at)}</td>
@@ -102,7 +104,15 @@ function GenerationsTable(props: { model: string; keyHash: string }) {
         </div>
       ) : null}
       {page.data && page.data.length === GENERATIONS_PAGE ? (
-        <button type="button" onClick={() => setBefore(rows.at(-1)?.id)} disabled={page.loading}>
+        <button
+          type="button"
+          ref={older.button}
+          onClick={() => {
+            older.ask(rows.length);
+            setBefore(rows.at(-1)?.id);
+          }}
+          disabled={page.loading}
+        >
           Show older generations
         </button>
       ) : null}

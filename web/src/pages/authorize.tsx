@@ -8,6 +8,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError, query } from '../api/client';
 import type { AuthorizeRequest } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { formatTime } from '../format';
 import { useLoader } from '../components/use-loader';
 import { navigate, useLocation } from '../router';
@@ -43,6 +44,9 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
   const [limit, setLimit] = useState(params.limit ?? '');
   const [busy, setBusy] = useState<'approve' | 'deny' | null>(null);
   const [error, setError] = useState<unknown>(null);
+  // Pressed, Approve or Deny is disabled while the decision is sent: a failure gives it the focus back.
+  const approveFocus = useFocusReturn<HTMLButtonElement>(busy === null);
+  const denyFocus = useFocusReturn<HTMLButtonElement>(busy === null);
 
   const decide = async (decision: 'approve' | 'deny', event?: FormEvent) => {
     event?.preventDefault();
@@ -53,6 +57,8 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
       setError(limitValue);
       return;
     }
+    approveFocus.armIfFocused();
+    denyFocus.armIfFocused();
     setBusy(decision);
     try {
       const body: Record<string, unknown> = { decision };
@@ -132,10 +138,10 @@ function Approval(props: { params: Record<(typeof PARAMS)[number], string | null
       </label>
       <ErrorNotice error={error} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy !== null}>
+        <button type="submit" className="primary" disabled={busy !== null} ref={approveFocus.ref}>
           {busy === 'approve' ? 'Approving…' : 'Approve'}
         </button>
-        <button type="button" onClick={() => void decide('deny')} disabled={busy !== null}>
+        <button type="button" onClick={() => void decide('deny')} disabled={busy !== null} ref={denyFocus.ref}>
           {busy === 'deny' ? 'Denying…' : 'Deny'}
         </button>
       </div>

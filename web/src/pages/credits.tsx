@@ -4,6 +4,7 @@ import { api, query } from '../api/client';
 import type { Account, CreditEntry } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
 import { useLoader } from '../components/use-loader';
+import { useShowOlder } from '../components/use-show-older';
 import { formatTime, formatUsd } from '../format';
 
 const PAGE = 100;
@@ -20,6 +21,7 @@ export function CreditsPage() {
     return answer.data;
   }, [before]);
   const a = account.data?.data;
+  const older = useShowOlder(history.loading);
 
   return (
     <section>
@@ -67,7 +69,7 @@ export function CreditsPage() {
               <th scope="col">Reference</th>
             </tr>
           </thead>
-          <tbody>
+          <tbody ref={older.rows}>
             {entries.map((entry) => (
               <tr key={entry.id}>
                 <td data-label="Time" className="nowrap">
@@ -86,7 +88,15 @@ export function CreditsPage() {
         </table>
       ) : null}
       {history.data && history.data.length === PAGE ? (
-        <button type="button" onClick={() => setBefore(entries.at(-1)?.id)} disabled={history.loading}>
+        <button
+          type="button"
+          ref={older.button}
+          onClick={() => {
+            older.ask(entries.length);
+            setBefore(entries.at(-1)?.id);
+          }}
+          disabled={history.loading}
+        >
           Show older entries
         </button>
       ) : null}

@@ -3,6 +3,7 @@ import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { ErrorNotice } from '../components/error-notice';
+import { useFocusReturn } from '../components/use-focus-return';
 import { LimitResetSelect, parseLimit } from './key-limit';
 
 export interface CreatedKey {
@@ -30,6 +31,8 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
   const [management, setManagement] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  // Pressed, "Create key" is disabled while the request runs: a failure gives it the focus back.
+  const submitFocus = useFocusReturn<HTMLButtonElement>(!busy);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -50,6 +53,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
     }
     if (expires !== '') body.expires_at = endOfUtcDay(expires);
     if (management) body.management = true;
+    submitFocus.armIfFocused();
     setBusy(true);
     try {
       const created = await api<CreatedKey>('POST', '/keys', body);
@@ -121,7 +125,7 @@ export function KeyCreateForm(props: { onCreated(created: CreatedKey): void; onC
       </label>
       <ErrorNotice error={error} />
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy} ref={submitFocus.ref}>
           {busy ? 'Creating…' : 'Create key'}
         </button>
         <button type="button" onClick={props.onCancel} disabled={busy}>

@@ -36,6 +36,8 @@ function KeyPatchForm(props: {
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  // Pressed, the submit button is disabled while the change runs: a failure gives it the focus back.
+  const submitFocus = useFocusReturn<HTMLButtonElement>(!busy);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setError(null);
@@ -44,6 +46,7 @@ function KeyPatchForm(props: {
       setError(body);
       return;
     }
+    submitFocus.armIfFocused();
     setBusy(true);
     try {
       await api('PATCH', `/keys/${props.keyRecord.hash}`, body);
@@ -63,7 +66,7 @@ function KeyPatchForm(props: {
     >
       {props.children}
       <div className="actions">
-        <button type="submit" className="primary" disabled={busy}>
+        <button type="submit" className="primary" disabled={busy} ref={submitFocus.ref}>
           {props.submitLabel}
         </button>
         <button type="button" onClick={() => props.onDone(false)} disabled={busy}>

@@ -12,6 +12,16 @@ import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-poli
 import { useSession } from '../session';
 import { rememberTypedEmail, typedEmail } from '../typed-email';
 
+/**
+ * A message that replaced the form whose button had the focus takes it (the focus was left on the
+ * document's body, and a keyboard user sent back to the top); focus that is elsewhere stays.
+ */
+function takeFocusIfLost(element: HTMLElement | null): void {
+  if (!element) return;
+  const active = document.activeElement;
+  if (!active || active === document.body || !active.isConnected) element.focus();
+}
+
 /** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it did not answer. */
 function useResetAvailable(): boolean | null {
   const [available, setAvailable] = useState<boolean | null>(null);
@@ -66,7 +76,7 @@ export function ForgotPasswordPage() {
           Password reset by e-mail is not set up on this gateway. Ask its operator to set a new password for you.
         </p>
       ) : sent ? (
-        <p className="notice notice-ok" role="status">
+        <p className="notice notice-ok" role="status" tabIndex={-1} ref={takeFocusIfLost}>
           If an account uses {email.trim()}, a link to set a new password is on its way. It works once, for 30 minutes.
         </p>
       ) : (
@@ -188,7 +198,7 @@ export function ResetPasswordPage() {
         </>
       ) : done ? (
         <>
-          <p className="notice notice-ok" role="status">
+          <p className="notice notice-ok" role="status" tabIndex={-1} ref={takeFocusIfLost}>
             Your password was changed, and every session of your account was signed out.
           </p>
           <p>

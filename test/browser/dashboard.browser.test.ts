@@ -145,6 +145,10 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await p.getByRole('button', { name: 'Save name' }).click();
     const renamed = p.getByRole('row', { name: 'Key ci renamed' });
     await renamed.waitFor();
+    // Said to a screen reader through the page's one live region, as every such result is.
+    const announcer = p.getByTestId('announcer');
+    expect(await announcer.getAttribute('role')).toBe('status');
+    await expect.poll(() => announcer.textContent()).toBe('Key renamed');
 
     // Disable → the API refuses the key; enable → it works again.
     await p.getByRole('button', { name: 'Disable ci renamed' }).click();
@@ -162,6 +166,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await screenshot(p, 'key-delete-confirm');
     await dialog.getByRole('button', { name: 'Delete key' }).click();
     await renamed.waitFor({ state: 'detached' });
+    await expect.poll(() => announcer.textContent()).toBe('Key ci renamed deleted');
     expect((await getJson(gw, '/key', key)).status).toBe(401);
   });
 

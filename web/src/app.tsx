@@ -1,6 +1,7 @@
 /** The page frame (header, navigation) and which page a path shows; account pages need a session. */
 import { Unreachable } from './components/unreachable';
 import { useEffect, useRef, useState } from 'react';
+import { Announcer } from './components/announcer';
 import { ErrorNotice } from './components/error-notice';
 import { usePageFocus } from './components/use-page-focus';
 import { ActivityPage } from './pages/activity';
@@ -173,6 +174,7 @@ export function App() {
       <main id="main">
         <Page path={path} />
       </main>
+      <Announcer />
     </>
   );
 }

@@ -2,6 +2,7 @@
 import { useRef, useState } from 'react';
 import { api } from '../api/client';
 import type { AppAuthorization } from '../api/types';
+import { announce } from '../components/announcer';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
@@ -58,6 +59,7 @@ function AppRow(props: {
             confirmLabel="Revoke access"
             onConfirm={async () => {
               await api('DELETE', `/apps/${encodeURIComponent(a.id)}`);
+              announce(`Access for ${name} revoked`);
               props.onRevoked();
             }}
             onCancel={() => {

@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
+import { announce } from '../components/announcer';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
@@ -171,6 +172,7 @@ function KeyRow(props: {
     toggleFocus.arm();
     try {
       await api('PATCH', `/keys/${key.hash}`, { disabled: !key.disabled });
+      announce(`Key ${key.name} ${key.disabled ? 'enabled' : 'disabled'}`);
       props.onChanged();
     } catch (failure) {
       setError(failure);
@@ -187,7 +189,9 @@ function KeyRow(props: {
             keyRecord={key}
             onDone={(changed) => {
               setMode('view');
-              if (changed) props.onChanged();
+              if (!changed) return;
+              announce('Key renamed');
+              props.onChanged();
             }}
           />
         ) : (
@@ -209,7 +213,9 @@ function KeyRow(props: {
             keyRecord={key}
             onDone={(changed) => {
               setMode('view');
-              if (changed) props.onChanged();
+              if (!changed) return;
+              announce(`Limit of ${key.name} saved`);
+              props.onChanged();
             }}
           />
         ) : (
@@ -236,6 +242,7 @@ function KeyRow(props: {
             confirmLabel="Delete key"
             onConfirm={async () => {
               await api('DELETE', `/keys/${key.hash}`);
+              announce(`Key ${key.name} deleted`);
               props.onDeleted();
             }}
             onCancel={() => {

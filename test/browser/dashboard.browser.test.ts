@@ -254,6 +254,12 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     for (const title of ['Spend (USD)', 'Tokens', 'Requests'])
       await p.getByRole('img', { name: `${title}, per UTC day for the last 30 days` }).waitFor();
     expect(await p.locator('.chart canvas').count()).toBe(3);
+    // Each drawing's values as a table for those who cannot see it: a row per day, today's counted.
+    const requestsTable = p.getByRole('table', { name: 'Requests, per UTC day' });
+    expect(await requestsTable.locator('tbody tr').count()).toBe(30);
+    expect(Number(await requestsTable.locator('tbody tr').last().locator('td').first().textContent())).toBeGreaterThan(
+      0,
+    );
     await expect.poll(async () => (await p.locator('.stats').textContent()) ?? '').toMatch(/Requests\s*[1-9]/);
     await screenshot(p, 'activity');
     // Filtered by key: that key's generation only.

@@ -95,8 +95,32 @@ export function TimeChart(props: {
         ref={container}
         className="chart-canvas"
         role="img"
-        aria-label={`${props.title}, per UTC day for the last ${days.length} days`}
+        aria-label={`${props.title}, per UTC day for the last ${days.length} days (the values follow as a table)`}
       />
+      {/* The drawing's values for those who cannot see it (WCAG 1.1.1): a table, read, not shown. */}
+      <table className="visually-hidden">
+        <caption>{props.title}, per UTC day</caption>
+        <thead>
+          <tr>
+            <th scope="col">UTC day</th>
+            {series.map((s) => (
+              <th scope="col" key={s.label}>
+                {s.label}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {days.map((day, i) => (
+            <tr key={day}>
+              <th scope="row">{day}</th>
+              {series.map((s) => (
+                <td key={s.label}>{format(s.values[i] ?? 0)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </figure>
   );
 }

@@ -43,6 +43,14 @@ const TITLES: Record<string, string> = {
   '/docs': 'API reference',
 };
 
+/** Scrolls the tab bar sideways just enough for `tab` to show whole; the page does not move. */
+function revealInBar(bar: HTMLElement, tab: HTMLElement): void {
+  const barBox = bar.getBoundingClientRect();
+  const tabBox = tab.getBoundingClientRect();
+  if (tabBox.left < barBox.left) bar.scrollLeft -= barBox.left - tabBox.left;
+  else if (tabBox.right > barBox.right) bar.scrollLeft += tabBox.right - barBox.right;
+}
+
 function Header(props: { path: string }) {
   const { state, signOut } = useSession();
   const [error, setError] = useState<unknown>(null);
@@ -87,8 +95,9 @@ function Header(props: { path: string }) {
           aria-label="Dashboard"
           ref={nav}
           // A tab reached with the keyboard is brought into view too (at 390 px "Rankings" got the
-          // focus with only a sliver of it on the screen).
-          onFocus={(event) => event.target.scrollIntoView({ block: 'nearest', inline: 'nearest' })}
+          // focus with only a sliver of it on the screen): the bar scrolls sideways, never the page
+          // (the browser focuses the tab again when its window comes back).
+          onFocus={(event) => revealInBar(event.currentTarget, event.target)}
         >
           <ul>
             {NAV.map((item) => (

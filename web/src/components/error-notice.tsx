@@ -1,5 +1,6 @@
 import { useLayoutEffect, useRef } from 'react';
 import { ApiError } from '../api/client';
+import { focusIfLost } from './focus-lost';
 
 /** The words of a failure, never swallowed: the error record's message, or what went wrong locally. */
 export function describeError(error: unknown): string {
@@ -12,6 +13,18 @@ export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+const HEADING = 'h1, h2, h3';
+
+/** The nearest heading before a place in the page: a heading sibling, or the last heading inside one, else the parent's first. */
+function headingBefore(before: Element | null, parent: Element | null): HTMLElement | null {
+  for (let at = before; at; at = at.previousElementSibling) {
+    if (at.matches(HEADING)) return at as HTMLElement;
+    const inside = at.querySelectorAll<HTMLElement>(HEADING);
+    if (inside.length > 0) return inside[inside.length - 1]!;
+  }
+  return parent?.querySelector<HTMLElement>(HEADING) ?? document.querySelector<HTMLElement>('main h1');
+}
+
 /**
  * A failure in words. `onRetry` (a load's `reload`): the notice offers to try again — a page that
  * could not load (the gateway restarting, the network gone) is one click from working again.
@@ -19,24 +32,26 @@ export function describeError(error: unknown): string {
 export function ErrorNotice(props: { error: unknown; title?: string; onRetry?: () => void }) {
   const shown = props.error !== null && props.error !== undefined;
   // "Try again" that worked takes the notice, and the focus on its button, away: the focus goes to
-  // the page's heading, not the document's body (a keyboard user was sent back to the top).
+  // the heading of what was loaded again (the nearest heading before the notice), not the document's
+  // body — only if nobody took it meanwhile, and without scrolling.
   const retryFocused = useRef(false);
+  const notice = useRef<HTMLParagraphElement>(null);
+  const place = useRef<{ before: Element | null; parent: Element | null }>({ before: null, parent: null });
   useLayoutEffect(() => {
     if (!shown) return;
+    place.current = {
+      before: notice.current?.previousElementSibling ?? null,
+      parent: notice.current?.parentElement ?? null,
+    };
     return () => {
       if (!retryFocused.current) return;
       retryFocused.current = false;
-      const active = document.activeElement;
-      if (active && active !== document.body && active.isConnected) return;
-      const heading = document.querySelector<HTMLElement>('main h1');
-      if (!heading) return;
-      if (!heading.hasAttribute('tabindex')) heading.tabIndex = -1;
-      heading.focus();
+      focusIfLost(headingBefore(place.current.before, place.current.parent));
     };
   }, [shown]);
   if (!shown) return null;
   return (
-    <p className="notice notice-error" role="alert">
+    <p className="notice notice-error" role="alert" ref={notice}>
       {props.title ? <strong>{props.title}: </strong> : null}
       {describeError(props.error)}
       {props.onRetry ? (

@@ -5,6 +5,7 @@
  * focused once `ready` holds again.
  */
 import { useEffect, useRef, type RefObject } from 'react';
+import { focusIsLost } from './focus-lost';
 
 export function useFocusReturn<T extends HTMLElement>(
   ready: boolean,
@@ -14,7 +15,9 @@ export function useFocusReturn<T extends HTMLElement>(
   useEffect(() => {
     if (!ready || !armed.current) return;
     armed.current = false;
-    ref.current?.focus();
+    // Only if nobody has it: a user who clicked into a field meanwhile keeps typing there (a key
+    // pressed on a button that took the focus back would press it).
+    if (focusIsLost()) ref.current?.focus();
   }, [ready]);
   return {
     ref,

@@ -1,10 +1,12 @@
 /**
  * A "Show older …" button keeps the keyboard focus through its load (it is disabled meanwhile, and a
  * disabled button loses the focus to the page's body): back to the button once the rows are there,
- * or — when no older page is left and the button is gone — to the first row the load added.
+ * or — when no older page is left and the button is gone — to the first row the load added; only if
+ * the focus is still lost then, and without scrolling the page.
  * `ask(shown)` when the button is pressed, with the number of rows shown before the load.
  */
 import { useEffect, useRef, type RefObject } from 'react';
+import { focusIfLost } from './focus-lost';
 
 export function useShowOlder(loading: boolean): {
   button: RefObject<HTMLButtonElement | null>;
@@ -18,10 +20,8 @@ export function useShowOlder(loading: boolean): {
     if (loading || resumeAt.current === null) return;
     const index = resumeAt.current;
     resumeAt.current = null;
-    const row = rows.current?.rows[index] as HTMLElement | undefined;
-    const target = button.current ?? row ?? null;
-    if (target === row && row && !row.hasAttribute('tabindex')) row.tabIndex = -1;
-    target?.focus();
+    // Only if nobody has it, and without scrolling: the reader stays at the rows the load added.
+    focusIfLost(button.current ?? (rows.current?.rows[index] as HTMLElement | undefined));
   }, [loading]);
   return {
     button,

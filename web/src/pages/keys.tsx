@@ -3,6 +3,7 @@ import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'rea
 import { api } from '../api/client';
 import type { ApiKey, LimitReset } from '../api/types';
 import { announce } from '../components/announcer';
+import { focusIfLost } from '../components/focus-lost';
 import { Confirm } from '../components/confirm';
 import { ErrorNotice } from '../components/error-notice';
 import { useFocusReturn } from '../components/use-focus-return';
@@ -313,7 +314,8 @@ export function KeysPage() {
   // key's notice closes; when a row was deleted, to the row that took its place (else the one above,
   // else the heading), so the list stays where it was on the screen (never to the page's body).
   // A deleted row's place is looked up in the list read again after the delete (a neighbour deleted
-  // meanwhile, elsewhere, is not in it): until then the focus stays in the row being deleted.
+  // meanwhile, elsewhere, is not in it); the focus goes there only if it is still lost then (the
+  // confirmation's buttons are disabled meanwhile) — someone who moved on keeps it — without scrolling.
   const [focusTo, setFocusTo] = useState<'create' | 'heading' | { deleted: string; at: number } | null>(null);
   const createButton = useRef<HTMLButtonElement>(null);
   const heading = useRef<HTMLHeadingElement>(null);
@@ -333,8 +335,9 @@ export function KeysPage() {
       }
     }
     if (!target) return;
-    target.focus();
     setFocusTo(null);
+    if (typeof focusTo === 'object') focusIfLost(target);
+    else target.focus();
   });
   const focusAfterDeleting = (hash: string) => {
     const at = (keys.data ?? []).findIndex((key) => key.hash === hash);

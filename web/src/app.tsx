@@ -183,7 +183,7 @@ export function App() {
       <main id="main">
         <Page path={path} />
       </main>
-      <Announcer />
+      <Announcer path={path} />
     </>
   );
 }

@@ -1,8 +1,7 @@
 /**
  * A "Show older …" button keeps the keyboard focus through its load (it is disabled meanwhile, and a
- * disabled button loses the focus to the page's body): back to the button once the rows are there,
- * or — when no older page is left and the button is gone — to the first row the load added; only if
- * the focus is still lost then, and without scrolling the page.
+ * disabled button loses the focus to the page's body): to the first row the load added (the button
+ * when none was); only if the focus is still lost then, and without scrolling the page.
  * `ask(shown)` when the button is pressed, with the number of rows shown before the load.
  */
 import { useEffect, useRef, type RefObject } from 'react';
@@ -20,8 +19,9 @@ export function useShowOlder(loading: boolean): {
     if (loading || resumeAt.current === null) return;
     const index = resumeAt.current;
     resumeAt.current = null;
-    // Only if nobody has it, and without scrolling: the reader stays at the rows the load added.
-    focusIfLost(button.current ?? (rows.current?.rows[index] as HTMLElement | undefined));
+    // The first row the load added (where the reader goes on; the button, now below them, would take
+    // a Space meant to scroll as another "Show older"); only if nobody has the focus, and without scrolling.
+    focusIfLost((rows.current?.rows[index] as HTMLElement | undefined) ?? button.current);
   }, [loading]);
   return {
     button,

@@ -105,8 +105,9 @@ export function TimeChart(props: {
           <thead>
             <tr>
               <th scope="col">UTC day</th>
-              {series.map((s) => (
-                <th scope="col" key={s.label}>
+              {/* By position: two series may carry one label (two keys of one name). */}
+              {series.map((s, column) => (
+                <th scope="col" key={column}>
                   {s.label}
                 </th>
               ))}
@@ -116,8 +117,8 @@ export function TimeChart(props: {
             {days.map((day, i) => (
               <tr key={day}>
                 <th scope="row">{day}</th>
-                {series.map((s) => (
-                  <td key={s.label}>{format(s.values[i] ?? 0)}</td>
+                {series.map((s, column) => (
+                  <td key={column}>{format(s.values[i] ?? 0)}</td>
                 ))}
               </tr>
             ))}

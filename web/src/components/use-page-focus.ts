@@ -8,6 +8,7 @@
  * for, up to a few seconds.
  */
 import { useEffect, useRef } from 'react';
+import { focusIsLost } from './focus-lost';
 
 const WAIT_FOR_HEADING_MS = 5_000;
 
@@ -26,8 +27,7 @@ export function usePageFocus(path: string): void {
     const until = performance.now() + WAIT_FOR_HEADING_MS;
     let frame = 0;
     const attempt = () => {
-      const active = document.activeElement;
-      if (active && active !== document.body && active.isConnected) return;
+      if (!focusIsLost()) return;
       // Nothing had the focus, or it is still there: not ours to move.
       const previous = lastFocused.current;
       if (!previous || previous.isConnected) return;

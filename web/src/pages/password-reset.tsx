@@ -3,44 +3,27 @@
  * (`/reset-password?token=…`). The gateway answers the request the same way whether or not the
  * address has an account, and so does this page.
  */
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { ErrorNotice } from '../components/error-notice';
+import { focusIfLost } from '../components/focus-lost';
 import { useFocusReturn } from '../components/use-focus-return';
+import { useLoader } from '../components/use-loader';
 import { Link, useLocation } from '../router';
 import { MAX_PASSWORD, MIN_PASSWORD, newPasswordProblem } from '../password-policy';
 import { useSession } from '../session';
 import { rememberTypedEmail, typedEmail } from '../typed-email';
 
 /**
- * A message that replaced the form whose button had the focus takes it (the focus was left on the
- * document's body, and a keyboard user sent back to the top); focus that is elsewhere stays.
+ * Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it
+ * did not answer (the form is offered then; submitting it reports what the gateway says).
  */
-function takeFocusIfLost(element: HTMLElement | null): void {
-  if (!element) return;
-  const active = document.activeElement;
-  if (!active || active === document.body || !active.isConnected) element.focus();
-}
-
-/** Whether the gateway can mail a reset link (`mail.public_url` set): null while asking; true when it did not answer. */
 function useResetAvailable(): boolean | null {
-  const [available, setAvailable] = useState<boolean | null>(null);
-  useEffect(() => {
-    let current = true;
-    api<{ data: { available: boolean } }>('GET', '/password-reset', undefined, { quiet401: true }).then(
-      (answer) => {
-        if (current) setAvailable(answer.data.available === true);
-      },
-      () => {
-        // The form is offered then; submitting it reports what the gateway says.
-        if (current) setAvailable(true);
-      },
-    );
-    return () => {
-      current = false;
-    };
-  }, []);
-  return available;
+  const asked = useLoader(
+    () => api<{ data: { available: boolean } }>('GET', '/password-reset', undefined, { quiet401: true }),
+    [],
+  );
+  return asked.error ? true : asked.data ? asked.data.data.available === true : null;
 }
 
 export function ForgotPasswordPage() {
@@ -76,7 +59,7 @@ export function ForgotPasswordPage() {
           Password reset by e-mail is not set up on this gateway. Ask its operator to set a new password for you.
         </p>
       ) : sent ? (
-        <p className="notice notice-ok" role="status" tabIndex={-1} ref={takeFocusIfLost}>
+        <p className="notice notice-ok" role="status" tabIndex={-1} ref={(element) => void focusIfLost(element)}>
           If an account uses {email.trim()}, a link to set a new password is on its way. It works once, for 30 minutes.
         </p>
       ) : (
@@ -114,23 +97,14 @@ export function ForgotPasswordPage() {
  * answer (the form is offered, and submitting it reports what the gateway says).
  */
 function useTokenUsable(token: string): boolean | null {
-  const [usable, setUsable] = useState<boolean | null>(token === '' ? false : null);
-  useEffect(() => {
-    if (token === '') return;
-    let current = true;
-    api<{ data: { valid: boolean } }>('POST', '/password-reset/check', { token }, { quiet401: true }).then(
-      (answer) => {
-        if (current) setUsable(answer.data.valid === true);
-      },
-      () => {
-        if (current) setUsable(true);
-      },
-    );
-    return () => {
-      current = false;
-    };
-  }, [token]);
-  return usable;
+  const asked = useLoader(
+    () =>
+      token === ''
+        ? Promise.resolve({ data: { valid: false } })
+        : api<{ data: { valid: boolean } }>('POST', '/password-reset/check', { token }, { quiet401: true }),
+    [token],
+  );
+  return asked.error ? true : asked.data ? asked.data.data.valid === true : null;
 }
 
 export function ResetPasswordPage() {
@@ -198,7 +172,7 @@ export function ResetPasswordPage() {
         </>
       ) : done ? (
         <>
-          <p className="notice notice-ok" role="status" tabIndex={-1} ref={takeFocusIfLost}>
+          <p className="notice notice-ok" role="status" tabIndex={-1} ref={(element) => void focusIfLost(element)}>
             Your password was changed, and every session of your account was signed out.
           </p>
           <p>
